@@ -1,0 +1,1 @@
+"""Core utilities shared by every layer: randomness, validation, errors and types."""

@@ -1,0 +1,87 @@
+"""The typed error and warning hierarchy of dpbandits.
+
+Every error raised at a public boundary is a :class:`DPBanditsError`. Errors that correspond to a
+built-in category also inherit from it (``InvalidParameterError`` is a ``ValueError``), so callers
+can catch either. Messages name the parameter, the constraint and the value found, for example
+``epsilon must be a finite float > 0; got -1.0``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DPBanditsError",
+    "DPBanditsWarning",
+    "DataFormatError",
+    "DependencyNotInstalledError",
+    "EmptySupportError",
+    "ExperimentalWarning",
+    "InvalidActionError",
+    "InvalidParameterError",
+    "NotFittedError",
+    "NumericsWarning",
+    "PaperVariantWarning",
+    "PrivacyBudgetExceededError",
+    "PrivacyWarning",
+    "StudyError",
+    "UnsupportedEventError",
+]
+
+
+class DPBanditsError(Exception):
+    """Base class of every error raised by dpbandits."""
+
+
+class InvalidParameterError(DPBanditsError, ValueError):
+    """A parameter or an input array violates its documented constraint."""
+
+
+class InvalidActionError(DPBanditsError, ValueError):
+    """An action (arm, pair, point) is outside the action set of an environment or agent."""
+
+
+class NotFittedError(DPBanditsError, RuntimeError):
+    """A learned attribute was used before ``fit`` (or an agent before its first step)."""
+
+
+class EmptySupportError(DPBanditsError, ValueError):
+    """A distribution has no action with positive probability."""
+
+
+class UnsupportedEventError(DPBanditsError, TypeError):
+    """An accountant was asked to account for an event it cannot bound."""
+
+
+class PrivacyBudgetExceededError(DPBanditsError):
+    """An operation would spend more privacy budget than allowed; raised *before* spending."""
+
+
+class DependencyNotInstalledError(DPBanditsError, ImportError):
+    """An optional dependency is needed for this feature; the message names the extra."""
+
+
+class DataFormatError(DPBanditsError, ValueError):
+    """A data file is malformed; the message names the row and the column."""
+
+
+class StudyError(DPBanditsError):
+    """A study cannot be run as asked (invalid study file, a run directory of another study, ...)."""
+
+
+class DPBanditsWarning(UserWarning):
+    """Base class of every warning issued by dpbandits."""
+
+
+class PrivacyWarning(DPBanditsWarning):
+    """Legal but weak or surprising privacy: large epsilon, a guarantee that needs care."""
+
+
+class PaperVariantWarning(PrivacyWarning):
+    """A formula taken verbatim from a paper where the paper is known to be wrong."""
+
+
+class NumericsWarning(DPBanditsWarning):
+    """Numerical trouble: idealised floating-point noise, ill-conditioning, underflow."""
+
+
+class ExperimentalWarning(DPBanditsWarning):
+    """An algorithm or option whose privacy argument is reconstructed rather than published."""
