@@ -1,0 +1,159 @@
+"""The algorithm registry: simulation entry points that the study runner can call.
+
+An algorithm registers a *simulation entry point* that runs many independent trials of one grid
+cell at once and returns per-trial metrics::
+
+    simulate(env, *, n_trials: int, rng: numpy.random.SeedSequence, **params)
+        -> dict[str, numpy.ndarray]        # metric name -> array of shape (n_trials,)
+
+``env`` is the environment instance the study built from its registered name and parameters.
+``rng`` is the seed sequence of one (grid cell, chunk of trials); it does **not** depend on the
+algorithm, so all algorithms of a cell see the same environment randomness (paired comparisons).
+Each entry point spawns its streams from ``rng`` in a fixed documented order: environment stream
+first, algorithm stream second, privacy-noise stream last.
+
+Registration happens at import time of the algorithm's module (``@register_algorithm(...)``);
+:func:`load_builtin_algorithms` imports every family so the registry is complete.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from dpbandits._core.errors import InvalidParameterError
+
+__all__ = [
+    "AlgorithmSpec",
+    "SimulateFn",
+    "get_algorithm",
+    "list_algorithms",
+    "load_builtin_algorithms",
+    "register_algorithm",
+]
+
+SimulateFn = Callable[..., Mapping[str, np.ndarray]]
+F = TypeVar("F", bound=SimulateFn)
+
+# Modules whose import registers the built-in algorithms (one per family).
+BUILTIN_MODULES: tuple[str, ...] = (
+    "dpbandits.algorithms.bai",
+    "dpbandits.algorithms.dueling",
+    "dpbandits.algorithms.kernel",
+    "dpbandits.algorithms.offline",
+)
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """A registered algorithm.
+
+    Attributes
+    ----------
+    name : str
+        Registry name, kebab-case (``"dp-bai"``).
+    family : str
+        ``"bai"``, ``"dueling"``, ``"kernel"`` or ``"offline"``.
+    simulate : callable
+        The vectorised simulation entry point (see the module docstring).
+    privacy : str
+        The guarantee and the protected unit in words ("ε-DP for one entry of the reward table"),
+        or ``"none (non-private)"``.
+    metrics : tuple of str
+        Names of the per-trial metrics ``simulate`` returns.
+    proportion_metrics : tuple of str
+        The metrics that are 0/1 per trial (summaries use a Wilson interval for them).
+    environments : tuple of str
+        Registered environment names (or kinds) the algorithm runs on.
+    description : str
+        One line for ``dpbandits list``.
+    """
+
+    name: str
+    family: str
+    simulate: SimulateFn
+    privacy: str
+    metrics: tuple[str, ...]
+    proportion_metrics: tuple[str, ...] = ()
+    environments: tuple[str, ...] = ()
+    description: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+_REGISTRY: dict[str, AlgorithmSpec] = {}
+
+
+def register_algorithm(
+    name: str,
+    *,
+    family: str,
+    privacy: str,
+    metrics: tuple[str, ...],
+    proportion_metrics: tuple[str, ...] = (),
+    environments: tuple[str, ...] = (),
+    description: str = "",
+) -> Callable[[F], F]:
+    """Register a simulation entry point under ``name`` (decorator).
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``name`` is already registered with another function.
+    """
+
+    def decorator(fn: F) -> F:
+        existing = _REGISTRY.get(name)
+        if existing is not None and existing.simulate is not fn:
+            qual = getattr(existing.simulate, "__qualname__", repr(existing.simulate))
+            raise InvalidParameterError(f"algorithm name {name!r} is already registered by {qual}")
+        _REGISTRY[name] = AlgorithmSpec(
+            name=name,
+            family=family,
+            simulate=fn,
+            privacy=privacy,
+            metrics=tuple(metrics),
+            proportion_metrics=tuple(proportion_metrics),
+            environments=tuple(environments),
+            description=description or _first_line(fn.__doc__),
+        )
+        return fn
+
+    return decorator
+
+
+def _first_line(doc: str | None) -> str:
+    lines = (doc or "").strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def load_builtin_algorithms() -> None:
+    """Import every algorithm family so that all built-in algorithms are registered."""
+    for module in BUILTIN_MODULES:
+        importlib.import_module(module)
+
+
+def get_algorithm(name: str) -> AlgorithmSpec:
+    """Return the registered algorithm ``name``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If no algorithm has that name; the message lists the registered ones.
+    """
+    load_builtin_algorithms()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise InvalidParameterError(
+            f"algorithm must be one of {sorted(_REGISTRY)}; got {name!r}"
+        ) from None
+
+
+def list_algorithms() -> list[AlgorithmSpec]:
+    """Return every registered algorithm, sorted by family then name."""
+    load_builtin_algorithms()
+    return sorted(_REGISTRY.values(), key=lambda spec: (spec.family, spec.name))
