@@ -30,9 +30,10 @@ def _layer(module_parts: tuple[str, ...]) -> str | None:
     return head if head in LAYER_RANK else None
 
 
-def _imports(path: Path) -> list[str]:
+def _imports(path: Path, root: Path = SRC) -> list[str]:
+    """Absolute names of the modules ``path`` imports (relative imports resolved against ``root``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = ("dpbandits", *path.relative_to(SRC).with_suffix("").parts[:-1])
+    package = ("dpbandits", *path.relative_to(root).with_suffix("").parts[:-1])
     found: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -50,29 +51,33 @@ def _modules() -> list[Path]:
     return sorted(p for p in SRC.rglob("*.py"))
 
 
+def _upward_imports(path: Path, root: Path = SRC) -> list[str]:
+    """The imports of ``path`` that reach a layer above its own."""
+    own = _layer(("dpbandits", *path.relative_to(root).parts))
+    if own is None:
+        return []
+    bad = []
+    for imported in _imports(path, root):
+        other = _layer(tuple(imported.split(".")))
+        if other is not None and LAYER_RANK[other] > LAYER_RANK[own]:
+            bad.append(f"{imported} (layer {other}, above {own})")
+    return bad
+
+
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
 def test_imports_go_downward_only(path: Path) -> None:
-    own = _layer(("dpbandits", *path.relative_to(SRC).parts))
-    if own is None:
-        return
-    for imported in _imports(path):
-        other = _layer(tuple(imported.split(".")))
-        if other is None:
-            continue
-        assert LAYER_RANK[other] <= LAYER_RANK[own], (
-            f"{path.relative_to(SRC)} (layer {own}) imports {imported} (layer {other}), "
-            "which sits above it in DESIGN.md's layering"
-        )
+    assert _upward_imports(path) == [], "DESIGN.md's layering: imports go downward only"
 
 
 def test_layering_check_catches_an_upward_import(tmp_path: Path) -> None:
-    """The checker itself must flag an upward import (a test that cannot fail is no test)."""
-    privacy_dir = tmp_path / "privacy"
-    privacy_dir.mkdir()
-    bad = privacy_dir / "bad.py"
-    bad.write_text("from dpbandits.experiments import runner\nfrom ..envs import mab\n", encoding="utf-8")
-    tree = ast.parse(bad.read_text(encoding="utf-8"))
-    modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
-    ranks = [LAYER_RANK[_layer(tuple(f"dpbandits.{m}".split(".")) if n.level else tuple(m.split(".")))]
-             for n, m in zip([n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)], modules)]
-    assert all(r > LAYER_RANK["privacy"] for r in ranks)
+    """The checker itself flags upward imports, absolute and relative (a test that can fail)."""
+    (tmp_path / "privacy").mkdir()
+    bad = tmp_path / "privacy" / "bad.py"
+    bad.write_text(
+        "from dpbandits.experiments import runner\nfrom ..envs import mab\nfrom dpbandits._core import rng\n",
+        encoding="utf-8",
+    )
+    found = _upward_imports(bad, root=tmp_path)
+    assert len(found) == 2
+    assert found[0].startswith("dpbandits.experiments")
+    assert found[1].startswith("dpbandits.envs")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import StrEnum
 from typing import Self
 
 from dpbandits._core.errors import DPBanditsError, InvalidParameterError
@@ -43,7 +43,7 @@ class UnsupportedConversionError(DPBanditsError, NotImplementedError):
     """A conversion between neighbouring notions that does not hold in general."""
 
 
-class Neighbouring(str, Enum):
+class Neighbouring(StrEnum):
     """Neighbouring relation between datasets under which a guarantee holds."""
 
     ADD_REMOVE = "add/remove"
