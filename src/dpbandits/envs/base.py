@@ -1,0 +1,465 @@
+"""The base of every stochastic bandit environment: per-(trial, arm) reward streams and exact sums.
+
+An environment is a set of ``n_arms`` reward distributions with bounded support. It offers two ways
+to draw rewards for many independent trials at once (batch dimension first):
+
+* :meth:`BanditEnvironment.streams` — **pull-consistent** rewards. Every (trial, arm) pair owns its
+  own stream, so the k-th pull of arm ``a`` in trial ``i`` is the same number whatever order an
+  algorithm pulls arms in. Two algorithms run on streams built from the same seed see the same
+  rewards: comparisons between them are paired, and an ask/tell form and a vectorised form of one
+  algorithm can be compared exactly.
+* :meth:`BanditEnvironment.sample_sums` — **distribution-exact** sums of fresh i.i.d. rewards,
+  drawn as cheaply as NumPy allows (Binomial for Bernoulli arms; for continuous arms one big draw
+  of all rewards and one segmented reduction). Not pull-consistent: the numbers depend on the
+  request, only their law is fixed.
+
+Stream scheme (counter-based)
+-----------------------------
+``streams(rng, n_trials)`` turns ``rng`` into one :class:`numpy.random.SeedSequence` and takes
+``n_trials · n_arms`` 64-bit words from its ``generate_state`` in row-major (trial, arm) order: word
+``i·n_arms + a`` is the **key** of trial ``i``, arm ``a``. (``generate_state`` is prefix-stable, so a
+trial's keys do not depend on how many trials follow it.) The k-th pull (k = 0, 1, ...) of that arm
+is the SplitMix64 output (Steele, Lea & Flood 2014) at counter ``k``::
+
+    z = key + (k + 1)·γ  (mod 2⁶⁴),  γ = 0x9E3779B97F4A7C15
+    z = (z ⊕ (z ≫ 30))·0xBF58476D1CE4E5B9;  z = (z ⊕ (z ≫ 27))·0x94D049BB133111EB;  z = z ⊕ (z ≫ 31)
+    u = (⌊z / 2¹¹⌋ + ½)·2⁻⁵³  ∈ (0, 1)
+
+and the reward is ``F_a⁻¹(u)``, the arm's inverse CDF. A reward is therefore a pure function of
+(key, arm, k): random access, no per-stream state besides a pull counter, and fully vectorised.
+NumPy has no vectorised keyed counter-based generator (``numpy.random.Philox`` takes one key per
+Generator object), so this small hash is written here; it is checked against an independent
+integer reference in the tests. ``benchmarks/bench_envs.py`` measures it against NumPy's
+``Generator.random`` and against one ``Philox`` generator per (trial, arm).
+
+Seeding order: when an algorithm spawns (environment, algorithm, privacy-noise) streams from one
+seed, the environment stream is the one passed to ``streams`` / ``sample_sums``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Literal, overload
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpbandits._core.errors import InvalidActionError, InvalidParameterError
+from dpbandits._core.rng import RNGLike, as_generator, as_seed_sequence
+from dpbandits._core.typing import FloatArray, IntArray
+from dpbandits._core.validation import check_array, check_finite_float, check_int
+
+__all__ = [
+    "BanditEnvironment",
+    "RewardStreams",
+    "check_reward_bounds",
+    "counter_uniforms",
+    "segment_sums",
+]
+
+# SplitMix64 constants (Steele, Lea & Flood 2014; Vigna's reference splitmix64.c).
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_SHIFT30 = np.uint64(30)
+_SHIFT27 = np.uint64(27)
+_SHIFT31 = np.uint64(31)
+_SHIFT11 = np.uint64(11)
+_TWO_POW_MINUS_53 = 2.0**-53
+
+
+def counter_uniforms(keys: ArrayLike, counters: ArrayLike) -> FloatArray:
+    """Uniform(0, 1) numbers that are a pure function of (key, counter): SplitMix64 at a counter.
+
+    Parameters
+    ----------
+    keys : array_like of uint64
+        Stream keys.
+    counters : array_like of int
+        Pull indices ``k >= 0``; broadcast against ``keys``.
+
+    Returns
+    -------
+    ndarray of float64
+        ``u = (⌊z / 2¹¹⌋ + ½)·2⁻⁵³`` with ``z = splitmix64(key + (k + 1)·γ)``; every value lies in the
+        open interval (0, 1), on the 2⁻⁵³ grid shifted by half a step.
+
+    Examples
+    --------
+    >>> from dpbandits.envs.base import counter_uniforms
+    >>> bool(counter_uniforms([7], [3])[0] == counter_uniforms([7, 7], [0, 3])[1])
+    True
+    """
+    key_arr, counter_arr = np.broadcast_arrays(
+        np.asarray(keys, dtype=np.uint64), np.asarray(counters).astype(np.uint64)
+    )
+    shape = key_arr.shape
+    # Work on arrays of ndim >= 1 so that uint64 wrap-around is silent modular arithmetic.
+    z = np.array(counter_arr, dtype=np.uint64, ndmin=1)
+    np.add(z, np.uint64(1), out=z)
+    np.multiply(z, _GAMMA, out=z)  # (k + 1)·γ mod 2⁶⁴
+    np.add(z, key_arr.reshape(z.shape), out=z)  # z = key + (k + 1)·γ
+    np.bitwise_xor(z, z >> _SHIFT30, out=z)
+    np.multiply(z, _MIX1, out=z)
+    np.bitwise_xor(z, z >> _SHIFT27, out=z)
+    np.multiply(z, _MIX2, out=z)
+    np.bitwise_xor(z, z >> _SHIFT31, out=z)
+    np.right_shift(z, _SHIFT11, out=z)  # top 53 bits
+    uniforms = z.astype(np.float64)
+    uniforms += 0.5
+    uniforms *= _TWO_POW_MINUS_53  # u ∈ (0, 1)
+    return uniforms.reshape(shape)
+
+
+def segment_sums(values: FloatArray, lengths: IntArray) -> FloatArray:
+    """Sum consecutive segments of ``values`` whose lengths are ``lengths`` (zero lengths give 0).
+
+    Parameters
+    ----------
+    values : ndarray of float64, shape (lengths.sum(),)
+    lengths : ndarray of int, any shape
+        Segment lengths in row-major order.
+
+    Returns
+    -------
+    ndarray of float64, shape ``lengths.shape``
+    """
+    flat = lengths.reshape(-1)
+    sums = np.zeros(flat.shape[0], dtype=np.float64)
+    nonzero = flat > 0
+    if values.size:
+        starts = np.cumsum(flat) - flat
+        sums[nonzero] = np.add.reduceat(values, starts[nonzero])
+    return sums.reshape(lengths.shape)
+
+
+def check_reward_bounds(value: Any, name: str = "reward_bounds") -> tuple[float, float]:
+    """Return ``(low, high)`` as finite floats with ``low < high``."""
+    try:
+        low_raw, high_raw = value
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"{name} must be a pair (low, high) of finite floats; got {value!r}"
+        ) from None
+    low = check_finite_float(low_raw, f"{name}[0]")
+    high = check_finite_float(high_raw, f"{name}[1]")
+    if not low < high:
+        raise InvalidParameterError(f"{name} must satisfy low < high; got ({low!r}, {high!r})")
+    return low, high
+
+
+def _check_counts(counts: ArrayLike, n_arms: int, name: str = "counts") -> IntArray:
+    """Return pull counts as an int64 array of shape (n_trials, n_arms) or (n_arms,), all >= 0."""
+    arr = np.asarray(counts)
+    if arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise InvalidParameterError(f"{name} must be an array of ints; got dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    if arr.ndim not in (1, 2) or arr.shape[-1] != n_arms:
+        raise InvalidParameterError(
+            f"{name} must have shape (n_trials, {n_arms}) or ({n_arms},); got {name}.shape={arr.shape}"
+        )
+    if arr.size and arr.min() < 0:
+        raise InvalidParameterError(f"{name} must be >= 0 entrywise; got min {int(arr.min())}")
+    return arr
+
+
+class RewardStreams:
+    """Pull-consistent reward streams of one environment for ``n_trials`` independent trials.
+
+    Built by :meth:`BanditEnvironment.streams`; see :mod:`dpbandits.envs.base` for the scheme.
+    The object keeps, per (trial, arm), how many rewards were consumed; :meth:`pull` and
+    :meth:`pull_counts` return the next ones and advance the counters, :meth:`rewards_at` reads any
+    pull by index without advancing anything.
+
+    Attributes
+    ----------
+    env : BanditEnvironment
+    n_trials, n_arms : int
+    keys : ndarray of uint64, shape (n_trials, n_arms)
+        The stream key of every (trial, arm).
+    counts : ndarray of int64, shape (n_trials, n_arms)
+        Rewards consumed so far (read-only view; use :meth:`reset` to rewind).
+    """
+
+    def __init__(self, env: BanditEnvironment, keys: np.ndarray) -> None:
+        self.env = env
+        self.keys = np.asarray(keys, dtype=np.uint64)
+        self.keys.setflags(write=False)
+        self.n_trials, self.n_arms = self.keys.shape
+        self._counts = np.zeros(self.keys.shape, dtype=np.int64)
+        self._trial_index = np.arange(self.n_trials)
+
+    @property
+    def counts(self) -> IntArray:
+        """Rewards consumed so far per (trial, arm) (a read-only view)."""
+        view = self._counts.view()
+        view.setflags(write=False)
+        return view
+
+    def reset(self) -> None:
+        """Rewind every stream to its first pull."""
+        self._counts[:] = 0
+
+    def rewards_at(self, trials: ArrayLike, arms: ArrayLike, pull_index: ArrayLike) -> FloatArray:
+        """Reward of the ``pull_index``-th pull (0-based) of ``arms`` in ``trials`` (broadcast).
+
+        Stateless: the counters are not advanced. Indices are trusted (checked by the callers).
+        """
+        trial_arr = np.asarray(trials, dtype=np.int64)
+        arm_arr = np.asarray(arms, dtype=np.int64)
+        uniforms = counter_uniforms(self.keys[trial_arr, arm_arr], pull_index)
+        return self.env.rewards_from_uniforms(uniforms, np.broadcast_to(arm_arr, uniforms.shape))
+
+    def pull(self, arms: ArrayLike, trials: ArrayLike | None = None) -> FloatArray:
+        """Pull one arm in each trial and return its reward (batched single pulls).
+
+        Parameters
+        ----------
+        arms : array_like of int, shape (n_trials,) or (len(trials),)
+            The arm pulled in each trial.
+        trials : array_like of int, optional
+            The trials that pull (distinct indices); default all trials in order.
+
+        Returns
+        -------
+        ndarray of float64
+            One reward per pulling trial.
+
+        Raises
+        ------
+        InvalidActionError
+            If an arm is outside ``0 .. n_arms-1``.
+        InvalidParameterError
+            If the shapes disagree or a trial index is invalid or repeated.
+        """
+        if trials is None:
+            trial_arr = self._trial_index
+        else:
+            trial_arr = check_array(trials, "trials", ndim=1, dtype=np.int64, allow_empty=True)
+            if trial_arr.size and (trial_arr.min() < 0 or trial_arr.max() >= self.n_trials):
+                raise InvalidParameterError(
+                    f"trials must lie in [0, {self.n_trials - 1}]; got min {int(trial_arr.min())}, "
+                    f"max {int(trial_arr.max())}"
+                )
+            if np.unique(trial_arr).size != trial_arr.size:
+                raise InvalidParameterError("trials must be distinct (one pull per trial per call)")
+        arm_arr = self.env.check_arms(arms, "arms")
+        if arm_arr.shape != trial_arr.shape:
+            raise InvalidParameterError(
+                f"arms must have shape {trial_arr.shape} (one arm per pulling trial); got arms.shape={arm_arr.shape}"
+            )
+        pull_index = self._counts[trial_arr, arm_arr]
+        rewards = self.rewards_at(trial_arr, arm_arr, pull_index)
+        self._counts[trial_arr, arm_arr] = pull_index + 1
+        return rewards
+
+    @overload
+    def pull_counts(self, counts: ArrayLike, *, return_values: Literal[False] = ...) -> FloatArray: ...
+
+    @overload
+    def pull_counts(
+        self, counts: ArrayLike, *, return_values: Literal[True]
+    ) -> tuple[FloatArray, FloatArray]: ...
+
+    def pull_counts(self, counts: ArrayLike, *, return_values: bool = False) -> Any:
+        """Take the next ``counts[i, a]`` rewards of every arm ``a`` in every trial ``i``.
+
+        Parameters
+        ----------
+        counts : array_like of int, shape (n_trials, n_arms)
+            Number of pulls per (trial, arm), >= 0.
+        return_values : bool, default False
+            Also return the raw rewards.
+
+        Returns
+        -------
+        sums : ndarray of float64, shape (n_trials, n_arms)
+            Sum of the rewards of each (trial, arm).
+        values : ndarray of float64, shape (counts.sum(),)
+            Only with ``return_values``: the rewards in row-major (trial, arm, pull) order, i.e. the
+            rewards of (i, a) are ``values[offset : offset + counts[i, a]]`` with ``offset`` the sum of
+            the counts before (i, a) in row-major order. They equal, bit for bit, what the same pulls
+            done one at a time with :meth:`pull` return.
+        """
+        count_arr = _check_counts(counts, self.n_arms)
+        if count_arr.shape != self._counts.shape:
+            raise InvalidParameterError(
+                f"counts must have shape {self._counts.shape}; got counts.shape={count_arr.shape}"
+            )
+        flat_counts = count_arr.reshape(-1)
+        total = int(flat_counts.sum())
+        cells = np.repeat(np.arange(flat_counts.size), flat_counts)
+        # k-th pull of a cell = already consumed + position inside the cell's segment
+        segment_starts = np.cumsum(flat_counts) - flat_counts
+        pull_index = np.arange(total, dtype=np.int64) - np.repeat(segment_starts, flat_counts)
+        pull_index += self._counts.reshape(-1)[cells]
+        uniforms = counter_uniforms(self.keys.reshape(-1)[cells], pull_index)
+        values = self.env.rewards_from_uniforms(uniforms, cells % self.n_arms)
+        self._counts += count_arr
+        sums = segment_sums(values, count_arr)
+        if return_values:
+            return sums, values
+        return sums
+
+    def __repr__(self) -> str:
+        return f"RewardStreams(env={self.env!r}, n_trials={self.n_trials}, pulls={int(self._counts.sum())})"
+
+
+class BanditEnvironment(ABC):
+    """A stochastic multi-armed bandit with bounded rewards (the base of every environment).
+
+    Subclasses set ``means`` and ``reward_bounds`` through :meth:`_init_arms` and implement the
+    arm distributions: :meth:`rewards_from_uniforms` (inverse CDF, for pull-consistent streams),
+    :meth:`variances`, and optionally a faster :meth:`_sample_sums`.
+
+    Attributes
+    ----------
+    name : str
+        Registry name of the environment family.
+    n_arms : int
+    means : ndarray of float64, shape (n_arms,)
+        Exact expected rewards.
+    reward_bounds : tuple of float
+        ``(low, high)``: every reward lies in this interval (what sensitivity computations use).
+    """
+
+    name: ClassVar[str] = "abstract"
+    kind: ClassVar[str] = "mab"
+
+    means: FloatArray
+    reward_bounds: tuple[float, float]
+
+    def _init_arms(self, means: ArrayLike, reward_bounds: tuple[float, float]) -> None:
+        mean_arr = check_array(means, "means", ndim=1)
+        low, high = reward_bounds
+        outside = (mean_arr < low) | (mean_arr > high)
+        if np.any(outside):
+            idx = int(np.flatnonzero(outside)[0])
+            raise InvalidParameterError(
+                f"means must lie in the reward bounds [{low}, {high}]; got {mean_arr[idx]!r} at index {idx}"
+            )
+        self.means = np.array(mean_arr, dtype=np.float64)
+        self.means.setflags(write=False)
+        self.reward_bounds = (float(low), float(high))
+
+    # ------------------------------------------------------------------ instance quantities
+    @property
+    def n_arms(self) -> int:
+        """Number of arms K."""
+        return int(self.means.shape[0])
+
+    @property
+    def best_arm(self) -> int:
+        """Index of the arm with the largest mean (lowest index among ties; see :attr:`best_arms`)."""
+        return int(np.argmax(self.means))
+
+    @property
+    def best_arms(self) -> IntArray:
+        """Indices of every arm whose mean equals the largest mean."""
+        return np.flatnonzero(self.means == self.means.max()).astype(np.int64)
+
+    @property
+    def gaps(self) -> FloatArray:
+        """Suboptimality gaps Δ_a = μ* − μ_a (0 for the best arm)."""
+        return np.asarray(self.means.max() - self.means, dtype=np.float64)
+
+    @property
+    @abstractmethod
+    def variances(self) -> FloatArray:
+        """Exact variance of each arm's reward distribution."""
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-friendly description: family, parameters and instance quantities."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "n_arms": self.n_arms,
+            "means": self.means.tolist(),
+            "reward_bounds": list(self.reward_bounds),
+            "best_arm": self.best_arm,
+            "unique_best_arm": bool(self.best_arms.size == 1),
+            "params": self._params(),
+        }
+
+    @abstractmethod
+    def _params(self) -> dict[str, Any]:
+        """The constructor parameters as plain JSON values."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n_arms={self.n_arms}, best_arm={self.best_arm})"
+
+    def check_arms(self, arms: ArrayLike, name: str = "arms") -> IntArray:
+        """Return ``arms`` as an int64 array, raising :class:`InvalidActionError` outside 0..K-1."""
+        arr = np.asarray(arms)
+        if arr.dtype.kind not in "iu":
+            raise InvalidActionError(f"{name} must be ints in [0, {self.n_arms - 1}]; got dtype {arr.dtype}")
+        arr = arr.astype(np.int64, copy=False)
+        if arr.size and (arr.min() < 0 or arr.max() >= self.n_arms):
+            bad = arr[(arr < 0) | (arr >= self.n_arms)].reshape(-1)[0]
+            raise InvalidActionError(f"{name} must be ints in [0, {self.n_arms - 1}]; got {int(bad)}")
+        return arr
+
+    # ------------------------------------------------------------------ distributions
+    @abstractmethod
+    def rewards_from_uniforms(self, uniforms: FloatArray, arms: IntArray) -> FloatArray:
+        """Map uniforms ``u ∈ (0, 1)`` to rewards of ``arms`` by the inverse CDF, elementwise."""
+
+    def _sample_values(self, arms: IntArray, generator: np.random.Generator) -> FloatArray:
+        """Draw one fresh reward for every entry of ``arms`` (default: inverse CDF of uniforms)."""
+        return self.rewards_from_uniforms(generator.random(arms.shape), arms)
+
+    def _sample_sums(self, counts: IntArray, generator: np.random.Generator) -> FloatArray:
+        """Exact sums for a validated (n_trials, n_arms) count array; subclasses may specialise."""
+        arm_of_value = np.repeat(np.tile(np.arange(self.n_arms), counts.shape[0]), counts.reshape(-1))
+        return segment_sums(self._sample_values(arm_of_value, generator), counts)
+
+    # ------------------------------------------------------------------ public sampling
+    def sample_sums(self, counts: ArrayLike, rng: RNGLike = None) -> FloatArray:
+        """Sums of ``counts[i, a]`` fresh i.i.d. rewards of arm ``a``, for every trial ``i``.
+
+        Distribution-exact (no normal approximation) and fast, but **not pull-consistent**: use
+        :meth:`streams` when two algorithms or two forms of one algorithm must see the same rewards.
+
+        Parameters
+        ----------
+        counts : array_like of int, shape (n_trials, n_arms) or (n_arms,)
+            Number of rewards to draw per (trial, arm), >= 0.
+        rng : int, SeedSequence, Generator or None
+            The environment stream.
+
+        Returns
+        -------
+        ndarray of float64, same shape as ``counts``
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``counts`` is not an int array of the right shape or has a negative entry.
+        """
+        count_arr = _check_counts(counts, self.n_arms)
+        generator = as_generator(rng)
+        sums = self._sample_sums(np.atleast_2d(count_arr), generator)
+        return sums.reshape(count_arr.shape)
+
+    def streams(self, rng: RNGLike, n_trials: int) -> RewardStreams:
+        """Pull-consistent per-(trial, arm) reward streams for ``n_trials`` trials.
+
+        Parameters
+        ----------
+        rng : int, SeedSequence, Generator or None
+            The environment stream. Keys are ``as_seed_sequence(rng).generate_state(n_trials·n_arms)``
+            in row-major (trial, arm) order.
+        n_trials : int
+            Number of independent trials, >= 1.
+
+        Returns
+        -------
+        RewardStreams
+        """
+        n = check_int(n_trials, "n_trials", minimum=1)
+        seed_sequence = as_seed_sequence(rng)
+        keys = seed_sequence.generate_state(n * self.n_arms, dtype=np.uint64).reshape(n, self.n_arms)
+        return RewardStreams(self, keys)
