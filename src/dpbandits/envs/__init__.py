@@ -6,6 +6,7 @@ distribution-exact sums). See :mod:`dpbandits.envs.base` for the stream scheme.
 """
 
 from dpbandits.envs.base import BanditEnvironment, RewardStreams
+from dpbandits.envs.linear import LinearBandit, dp_bai_instance, dp_bai_two_arm_instance
 from dpbandits.envs.mab import BernoulliBandit, BetaBandit, ClippedGaussianBandit, UniformBandit
 
 __all__ = [
@@ -13,6 +14,9 @@ __all__ = [
     "BernoulliBandit",
     "BetaBandit",
     "ClippedGaussianBandit",
+    "LinearBandit",
     "RewardStreams",
     "UniformBandit",
+    "dp_bai_instance",
+    "dp_bai_two_arm_instance",
 ]

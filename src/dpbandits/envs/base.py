@@ -339,7 +339,7 @@ class BanditEnvironment(ABC):
         if np.any(outside):
             idx = int(np.flatnonzero(outside)[0])
             raise InvalidParameterError(
-                f"means must lie in the reward bounds [{low}, {high}]; got {mean_arr[idx]!r} at index {idx}"
+                f"means must lie in the reward bounds [{low!r}, {high!r}]; got {float(mean_arr[idx])!r} at index {idx}"
             )
         self.means = np.array(mean_arr, dtype=np.float64)
         self.means.setflags(write=False)

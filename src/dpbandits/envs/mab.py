@@ -47,7 +47,7 @@ def _per_arm(value: ArrayLike, name: str, n_arms: int) -> FloatArray:
 def _check_positive_entries(arr: FloatArray, name: str) -> None:
     if np.any(arr <= 0):
         idx = int(np.flatnonzero(arr <= 0)[0])
-        raise InvalidParameterError(f"{name} must be > 0 entrywise; got {arr[idx]!r} at index {idx}")
+        raise InvalidParameterError(f"{name} must be > 0 entrywise; got {float(arr[idx])!r} at index {idx}")
 
 
 class BernoulliBandit(BanditEnvironment):
@@ -114,7 +114,7 @@ class UniformBandit(BanditEnvironment):
         if np.any(mean_arr < 0):
             idx = int(np.flatnonzero(mean_arr < 0)[0])
             raise InvalidParameterError(
-                f"means must be >= 0 for Uniform[0, 2μ] arms; got {mean_arr[idx]!r} at index {idx}"
+                f"means must be >= 0 for Uniform[0, 2μ] arms; got {float(mean_arr[idx])!r} at index {idx}"
             )
         top = 2.0 * float(mean_arr.max())
         if reward_bounds is None:
@@ -193,7 +193,7 @@ class BetaBandit(BanditEnvironment):
         if np.any(outside):
             idx = int(np.flatnonzero(outside)[0])
             raise InvalidParameterError(
-                f"means must lie in (0, 1) for Beta arms; got {mean_arr[idx]!r} at index {idx}"
+                f"means must lie in (0, 1) for Beta arms; got {float(mean_arr[idx])!r} at index {idx}"
             )
         conc = _per_arm(concentration, "concentration", mean_arr.shape[0])
         _check_positive_entries(conc, "concentration")
@@ -287,7 +287,7 @@ class ClippedGaussianBandit(BanditEnvironment):
         if np.any(outside):
             idx = int(np.flatnonzero(outside)[0])
             raise InvalidParameterError(
-                f"means must lie strictly inside bounds ({low}, {high}); got {targets[idx]!r} at index {idx}"
+                f"means must lie strictly inside bounds ({low}, {high}); got {float(targets[idx])!r} at index {idx}"
             )
         sigmas = _per_arm(sigma, "sigma", targets.shape[0])
         _check_positive_entries(sigmas, "sigma")
