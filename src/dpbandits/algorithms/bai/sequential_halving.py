@@ -1,0 +1,323 @@
+"""Sequential Halving (Karnin, Koren & Somekh 2013): non-private fixed-budget best-arm identification.
+
+With ``K`` arms and budget ``T``, Sequential Halving runs ``R = ⌈log₂ K⌉`` rounds. Round ``r``
+pulls every surviving arm ``t_r = ⌊T / (|S_r|·R)⌋`` times and keeps the ``⌈|S_r|/2⌉`` arms with the
+largest round-``r`` empirical means (ties broken uniformly at random). The survivor of the last
+round is recommended. Total pulls never exceed ``T``.
+
+Two forms:
+
+* :func:`simulate_sequential_halving` — vectorised across trials (batch dimension first),
+  registered as ``"sequential-halving"`` for the study runner;
+* :class:`SequentialHalving` — ask/tell, driven one pull at a time against any reward source.
+
+Seeding order (both forms): ``rng`` is split with ``SeedSequence.spawn`` into the environment
+stream (first) and the algorithm stream (second, used only to break ties). There is no noise
+stream: the algorithm is not private.
+
+References
+----------
+Z. Karnin, T. Koren, O. Somekh. "Almost optimal exploration in multi-armed bandits." ICML 2013,
+Algorithm 1 and Theorem 4.1. Implementation notes: ``specs/spec_dp_bai.md`` §4.4.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import numpy as np
+
+from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
+from dpbandits._core.rng import RNGLike, as_generator, spawn_generators
+from dpbandits._core.typing import FloatArray, IntArray
+from dpbandits._core.validation import check_int, check_one_of
+from dpbandits.algorithms.registry import register_algorithm
+
+__all__ = [
+    "BAI_METRICS",
+    "SequentialHalving",
+    "bai_metrics",
+    "check_reward_draws",
+    "draw_sums",
+    "halving_schedule",
+    "simulate_sequential_halving",
+    "top_k_random_ties",
+]
+
+BAI_METRICS: tuple[str, ...] = ("success", "simple_regret")
+"""Per-trial metrics of the fixed-budget BAI simulations: 0/1 success and simple regret."""
+
+REWARD_DRAWS: tuple[str, ...] = ("sums", "streams")
+
+
+def top_k_random_ties(values: FloatArray, k: int, rng: np.random.Generator) -> IntArray:
+    """Column indices of the ``k`` largest entries of each row, ties broken uniformly at random.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_trials, n)
+    k : int
+        ``1 <= k <= n``.
+    rng : numpy.random.Generator
+        Draws one uniform tie-break key per entry (``n_trials · n`` draws, row-major).
+
+    Returns
+    -------
+    ndarray of int64, shape (n_trials, k)
+        In decreasing order of value.
+    """
+    tie_keys = rng.random(values.shape)
+    # lexsort sorts by the last key first: by -value, then by the random key among equal values.
+    order = np.lexsort((tie_keys, -values), axis=-1)
+    return np.ascontiguousarray(order[:, :k]).astype(np.int64)
+
+
+def halving_schedule(n_arms: int, budget: int) -> list[tuple[int, int]]:
+    """``(|S_r|, t_r)`` for every round r of Sequential Halving.
+
+    ``R = ⌈log₂ K⌉`` rounds; ``t_r = ⌊T / (|S_r|·R)⌋``; ``|S_{r+1}| = ⌈|S_r| / 2⌉``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``n_arms < 2`` or the budget leaves a round with no pull (``t_0 < 1``, i.e.
+        ``budget < n_arms·⌈log₂ n_arms⌉``).
+    """
+    n_arms = check_int(n_arms, "n_arms", minimum=2)
+    budget = check_int(budget, "budget", minimum=1)
+    n_rounds = math.ceil(math.log2(n_arms))  # R = ⌈log₂ K⌉
+    schedule = []
+    size = n_arms
+    for _ in range(n_rounds):
+        schedule.append((size, budget // (size * n_rounds)))  # t_r = ⌊T/(|S_r|·R)⌋
+        size = -(-size // 2)  # |S_{r+1}| = ⌈|S_r|/2⌉
+    if schedule[0][1] < 1:
+        minimum = n_arms * n_rounds
+        raise InvalidParameterError(
+            f"budget must be >= n_arms·⌈log2 n_arms⌉ = {minimum} for Sequential Halving on "
+            f"{n_arms} arms (every round needs one pull per arm); got {budget}"
+        )
+    return schedule
+
+
+def check_reward_draws(reward_draws: str) -> str:
+    """Validate ``reward_draws``: ``"sums"`` (fast exact sums) or ``"streams"`` (pull-consistent)."""
+    return str(check_one_of(reward_draws, "reward_draws", REWARD_DRAWS))
+
+
+def draw_sums(env: Any, counts: IntArray, env_rng: np.random.Generator, streams: Any | None) -> FloatArray:
+    """Sums of the next ``counts`` rewards: from pull-consistent ``streams`` if given, else fresh."""
+    if streams is not None:
+        return np.asarray(streams.pull_counts(counts), dtype=np.float64)
+    return np.asarray(env.sample_sums(counts, env_rng), dtype=np.float64)
+
+
+def bai_metrics(env: Any, recommended: IntArray) -> dict[str, FloatArray]:
+    """Per-trial ``success`` (recommended arm has the largest mean) and ``simple_regret``."""
+    means = np.asarray(env.means, dtype=np.float64)
+    best_mean = means.max()
+    recommended_means = means[recommended]
+    return {
+        "success": (recommended_means == best_mean).astype(np.float64),
+        "simple_regret": best_mean - recommended_means,  # μ* − μ_{recommended}
+    }
+
+
+@register_algorithm(
+    "sequential-halving",
+    family="bai",
+    privacy="none (non-private)",
+    metrics=BAI_METRICS,
+    proportion_metrics=("success",),
+    environments=("bernoulli", "uniform", "beta", "clipped-gaussian"),
+    description="Sequential Halving (Karnin et al. 2013), fixed budget, non-private",
+)
+def simulate_sequential_halving(
+    env: Any,
+    *,
+    n_trials: int,
+    rng: RNGLike,
+    budget: int,
+    reuse_samples: bool = False,
+    reward_draws: Literal["sums", "streams"] = "sums",
+) -> dict[str, FloatArray]:
+    """Run ``n_trials`` independent trials of Sequential Halving at once.
+
+    Parameters
+    ----------
+    env : BanditEnvironment
+        A multi-armed environment with ``n_arms >= 2``, ``means`` and ``sample_sums``.
+    n_trials : int
+        Independent trials, ``>= 1``.
+    rng : int, SeedSequence, Generator or None
+        Split into (environment stream, algorithm stream) with ``SeedSequence.spawn``.
+    budget : int
+        Total number of pulls ``T >= n_arms·⌈log₂ n_arms⌉``.
+    reuse_samples : bool, default False
+        Rank arms by the mean of all their samples so far instead of the current round's only
+        (a common variant; the paper uses round samples only).
+    reward_draws : {"sums", "streams"}, default "sums"
+        ``"sums"`` draws exact sums of fresh rewards (fastest); ``"streams"`` uses the environment's
+        pull-consistent streams so that other algorithms run on the same seed see the same rewards.
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_trials,)
+        ``success`` (0/1) and ``simple_regret``.
+
+    Raises
+    ------
+    InvalidParameterError
+        On a budget too small for one pull per arm per round, or invalid parameters.
+
+    Privacy
+    -------
+    None: this algorithm is not private. It is the ε → ∞ analogue of the DP-BAI baseline.
+
+    References
+    ----------
+    Karnin, Koren & Somekh (2013), Algorithm 1; ``specs/spec_dp_bai.md`` §4.4.
+    """
+    n_trials = check_int(n_trials, "n_trials", minimum=1)
+    reward_draws = check_reward_draws(reward_draws)  # type: ignore[assignment]
+    schedule = halving_schedule(env.n_arms, budget)
+    env_rng, algo_rng = spawn_generators(rng, 2)  # order: environment, algorithm
+    streams = env.streams(env_rng, n_trials) if reward_draws == "streams" else None
+    n_arms = env.n_arms
+    surviving = np.tile(np.arange(n_arms, dtype=np.int64), (n_trials, 1))  # S_0 = [K], per trial
+    total_sums = np.zeros((n_trials, n_arms))
+    total_counts = np.zeros((n_trials, n_arms), dtype=np.int64)
+    for size, pulls in schedule:
+        counts = np.zeros((n_trials, n_arms), dtype=np.int64)
+        np.put_along_axis(counts, surviving, pulls, axis=1)
+        sums = draw_sums(env, counts, env_rng, streams)
+        if reuse_samples:
+            total_sums += sums
+            total_counts += counts
+            means_hat = np.take_along_axis(total_sums / np.maximum(total_counts, 1), surviving, axis=1)
+        else:
+            means_hat = np.take_along_axis(sums, surviving, axis=1) / pulls  # p̂_i^r, round samples
+        keep = top_k_random_ties(means_hat, -(-size // 2), algo_rng)
+        surviving = np.take_along_axis(surviving, keep, axis=1)
+    return bai_metrics(env, surviving[:, 0])
+
+
+class SequentialHalving:
+    """Sequential Halving in ask/tell form, for one trial driven by external rewards.
+
+    Pulls are asked in round-robin order over the surviving arms (sorted by index) until each has
+    its ``t_r`` pulls; then the round's top half survives (ties broken with ``rng``).
+
+    Parameters
+    ----------
+    n_arms : int
+        Number of arms ``K >= 2``.
+    budget : int
+        Total pulls ``T >= K·⌈log₂ K⌉``.
+    rng : int, SeedSequence, Generator or None
+        The algorithm stream (tie-breaking only).
+    reuse_samples : bool, default False
+        Rank by all samples so far instead of the round's only.
+
+    Privacy
+    -------
+    None: this algorithm is not private.
+
+    References
+    ----------
+    Karnin, Koren & Somekh (2013), Algorithm 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpbandits.algorithms.bai.sequential_halving import SequentialHalving
+    >>> agent = SequentialHalving(n_arms=4, budget=80, rng=0)
+    >>> means = np.array([0.9, 0.1, 0.2, 0.3])
+    >>> while not agent.finished:
+    ...     arm = agent.ask()
+    ...     agent.tell(arm, float(means[arm]))
+    >>> agent.recommend()
+    0
+    """
+
+    def __init__(self, n_arms: int, budget: int, *, rng: RNGLike = None, reuse_samples: bool = False) -> None:
+        self.n_arms = check_int(n_arms, "n_arms", minimum=2)
+        self.budget = check_int(budget, "budget", minimum=1)
+        self._schedule = halving_schedule(self.n_arms, self.budget)
+        self._rng = as_generator(rng)
+        self.reuse_samples = bool(reuse_samples)
+        self._round = 0
+        self._surviving = np.arange(self.n_arms, dtype=np.int64)
+        self._round_sums = np.zeros(self.n_arms)
+        self._total_sums = np.zeros(self.n_arms)
+        self._total_counts = np.zeros(self.n_arms, dtype=np.int64)
+        self._position = 0  # pulls asked in the current round
+        self._pending: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether every round is done (then :meth:`recommend` is available)."""
+        return self._round >= len(self._schedule)
+
+    @property
+    def surviving_arms(self) -> IntArray:
+        """The arms still in play (a copy)."""
+        return self._surviving.copy()
+
+    def ask(self) -> int:
+        """The next arm to pull.
+
+        Raises
+        ------
+        NotFittedError
+            If the previous pull was not told, or the algorithm has finished.
+        """
+        if self.finished:
+            raise NotFittedError("Sequential Halving has finished; call recommend()")
+        if self._pending is not None:
+            raise NotFittedError(f"tell the reward of arm {self._pending} before asking again")
+        self._pending = int(self._surviving[self._position % self._surviving.size])
+        return self._pending
+
+    def tell(self, arm: int, reward: float) -> None:
+        """Record the reward of the arm last asked.
+
+        Raises
+        ------
+        InvalidActionError
+            If ``arm`` is not the arm last asked.
+        """
+        if self._pending is None or int(arm) != self._pending:
+            raise InvalidActionError(f"arm must be the arm last asked ({self._pending}); got {arm!r}")
+        self._pending = None
+        self._round_sums[arm] += reward
+        self._total_sums[arm] += reward
+        self._total_counts[arm] += 1
+        self._position += 1
+        size, pulls = self._schedule[self._round]
+        if self._position == size * pulls:
+            self._end_round(size, pulls)
+
+    def _end_round(self, size: int, pulls: int) -> None:
+        if self.reuse_samples:
+            means_hat = self._total_sums[self._surviving] / self._total_counts[self._surviving]
+        else:
+            means_hat = self._round_sums[self._surviving] / pulls
+        keep = top_k_random_ties(means_hat[None, :], -(-size // 2), self._rng)[0]
+        self._surviving = np.sort(self._surviving[keep])
+        self._round_sums[:] = 0.0
+        self._position = 0
+        self._round += 1
+
+    def recommend(self) -> int:
+        """The recommended arm.
+
+        Raises
+        ------
+        NotFittedError
+            Before the last round has finished.
+        """
+        if not self.finished:
+            raise NotFittedError("Sequential Halving has not finished; keep asking and telling")
+        return int(self._surviving[0])

@@ -1,0 +1,728 @@
+"""Study files: the pydantic models of a study and their validation.
+
+A *study* runs registered algorithms on one registered environment over a grid of parameters,
+with many independent trials per (grid point, algorithm) *cell*. It is written in TOML::
+
+    name = "bai-smoke"                      # kebab-case, names the run directory
+    description = "Uniform allocation vs Sequential Halving on a Bernoulli bandit"
+    seed = 20261122                         # the root of all randomness (int >= 0)
+    trials = 400                            # independent trials per cell
+    chunk_size = 100                        # trials per task (fixed here, never by the worker count)
+    metrics = ["success", "simple_regret"]  # optional; default: every metric the algorithms return
+
+    [environment]
+    name = "bernoulli"                      # a registered environment (``dpbandits list``)
+    means = [0.9, 0.8, 0.7, 0.6]            # its parameters, inline
+
+    [[algorithms]]
+    name = "uniform"                        # a registered algorithm
+    [[algorithms]]
+    name = "dp-bai"
+    label = "DP-BAI (eps=1)"                # optional; labels must be unique (default: name)
+    epsilon = 1.0                           # fixed parameters of this algorithm, inline
+
+    [grid]                                  # swept parameters: the study is their product
+    budget = [200, 400, 800]
+
+Grid modes
+----------
+* ``mode = "product"`` (default): every combination of the swept lists; the grid points are
+  enumerated in file order with the *last* key varying fastest (``itertools.product``).
+* ``mode = "zip"``: the lists have equal length and point ``i`` takes element ``i`` of each.
+* explicit cases: ``[[grid.cases]]`` tables, each one grid point (all with the same keys)::
+
+      [[grid.cases]]
+      budget = 200
+      epsilon = 0.5
+      [[grid.cases]]
+      budget = 1000
+      epsilon = 2.0
+
+Where swept parameters go
+-------------------------
+A swept key is passed to the environment factory if it accepts a parameter of that name, and to
+every algorithm whose simulation entry point accepts it (by signature; ``**kwargs`` accepts
+everything); a key that nobody accepts is an error. An algorithm that does not take a swept
+parameter (``epsilon`` for a non-private baseline) runs unchanged at every value, which draws it as
+a flat reference line. Fixed parameters (inline in ``[environment]`` or an ``[[algorithms]]`` entry)
+go to that one target only, and may not also be swept.
+
+Seeds
+-----
+See :mod:`dpbandits.experiments.runner`: grid point ``p`` and chunk ``c`` get the seed sequence
+``SeedSequence(seed).spawn(n_points)[p].spawn(n_chunks)[c]`` — it does not depend on the algorithm,
+so all algorithms of a grid point see the same environment randomness (paired comparisons).
+
+Errors name the key, the constraint and the value (``algorithms[1].epsilon: must be > 0, got -1``);
+:func:`load_study` and :meth:`Study.from_mapping` raise :class:`~dpbandits._core.errors.StudyError`
+listing every problem found, one per line.
+
+Examples
+--------
+The same study built in Python:
+
+>>> from dpbandits.experiments.config import Study
+>>> study = Study.from_mapping({
+...     "name": "tiny", "seed": 1, "trials": 10,
+...     "environment": {"name": "bernoulli", "means": [0.7, 0.5]},
+...     "algorithms": [{"name": "uniform"}, {"name": "sequential-halving"}],
+...     "grid": {"budget": [20, 40]},
+... })
+>>> [point for point in study.grid_points()]
+[{'budget': 20}, {'budget': 40}]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import json
+import math
+import tomllib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
+
+from dpbandits._core.errors import DPBanditsError, StudyError
+from dpbandits.algorithms.registry import AlgorithmSpec, get_algorithm
+from dpbandits.envs.registry import get_environment
+
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "AlgorithmConfig",
+    "Cell",
+    "EnvironmentConfig",
+    "GridConfig",
+    "Study",
+    "load_study",
+    "parse_study_text",
+]
+
+DEFAULT_CHUNK_SIZE = 100
+"""Trials per task when a study does not say: small enough to balance, large enough to vectorise."""
+
+# Keys of an [environment] / [[algorithms]] table that are not parameters.
+_ENVIRONMENT_KEYS = frozenset({"name", "params"})
+_ALGORITHM_KEYS = frozenset({"name", "label", "params"})
+_GRID_KEYS = frozenset({"mode", "cases", "parameters"})
+# Arguments of a simulation entry point that the runner supplies itself.
+_RUNNER_ARGUMENTS = frozenset({"env", "n_trials", "rng"})
+
+
+# --------------------------------------------------------------------------------------------
+# Constraints of parameter names that mean the same thing everywhere in dpbandits.
+# Each rule returns None when the value is acceptable, else the constraint in words.
+# --------------------------------------------------------------------------------------------
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _positive(value: Any) -> str | None:
+    # ε = inf is allowed: it means "no privacy" and gives the non-private limit of an algorithm.
+    if not _is_real(value) or math.isnan(value) or value <= 0:
+        return "must be > 0"
+    return None
+
+
+def _delta(value: Any) -> str | None:
+    if not _is_real(value) or not 0 <= value < 1:
+        return "must lie in [0, 1)"
+    return None
+
+
+def _probability_open(value: Any) -> str | None:
+    if not _is_real(value) or not 0 < value < 1:
+        return "must lie in (0, 1)"
+    return None
+
+
+def _positive_int(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return "must be an int >= 1"
+    return None
+
+
+PARAMETER_RULES: dict[str, Callable[[Any], str | None]] = {
+    "epsilon": _positive,
+    "delta": _delta,
+    "failure_probability": _probability_open,
+    "confidence": _probability_open,
+    "budget": _positive_int,
+    "horizon": _positive_int,
+    "n_rounds": _positive_int,
+    "n_arms": _positive_int,
+    "dim": _positive_int,
+}
+"""Constraints checked at load time for parameters with these names (the algorithm re-validates)."""
+
+
+def _show(value: Any) -> str:
+    """A value as the user wrote it (TOML-like): ``-1``, ``0.5``, ``'abc'``, ``[1, 2]``."""
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+def _check_value(path: str, name: str, value: Any) -> list[str]:
+    rule = PARAMETER_RULES.get(name)
+    if rule is None:
+        return []
+    problem = rule(value)
+    return [] if problem is None else [f"{path}: {problem}, got {_show(value)}"]
+
+
+# --------------------------------------------------------------------------------------------
+# Signatures: which parameters a factory / simulation entry point accepts and needs.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Accepts:
+    names: frozenset[str]
+    required: frozenset[str]
+    any_keyword: bool
+
+    def accepts(self, name: str) -> bool:
+        return self.any_keyword or name in self.names
+
+    def describe(self) -> str:
+        return "any keyword" if self.any_keyword else ", ".join(sorted(self.names)) or "no parameters"
+
+
+def _signature_of(fn: Callable[..., Any], skip: frozenset[str]) -> _Accepts:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins without a signature: accept anything
+        return _Accepts(frozenset(), frozenset(), True)
+    names: set[str] = set()
+    required: set[str] = set()
+    any_keyword = False
+    for parameter in signature.parameters.values():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            any_keyword = True
+        elif parameter.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            if parameter.name in skip:
+                continue
+            names.add(parameter.name)
+            if parameter.default is inspect.Parameter.empty:
+                required.add(parameter.name)
+    return _Accepts(frozenset(names), frozenset(required), any_keyword)
+
+
+# --------------------------------------------------------------------------------------------
+# The models.
+# --------------------------------------------------------------------------------------------
+
+
+def _collect_inline_params(data: Any, reserved: frozenset[str]) -> Any:
+    """Move the inline parameters of a table (every non-reserved key) into ``params``."""
+    if not isinstance(data, Mapping):
+        return data
+    inline = {key: value for key, value in data.items() if key not in reserved}
+    if not inline:
+        return data
+    out = {key: value for key, value in data.items() if key in reserved}
+    explicit = out.get("params") or {}
+    if isinstance(explicit, Mapping):
+        out["params"] = {**explicit, **inline}
+    return out
+
+
+class EnvironmentConfig(BaseModel):
+    """The environment of a study: a registered name and its fixed parameters.
+
+    Parameters may be given inline (``EnvironmentConfig(name="bernoulli", means=[0.5, 0.4])``) or
+    as ``params={...}``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inline(cls, data: Any) -> Any:
+        return _collect_inline_params(data, _ENVIRONMENT_KEYS)
+
+
+class AlgorithmConfig(BaseModel):
+    """One algorithm entry of a study: a registered name, a unique label and fixed parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    label: str | None = Field(default=None, min_length=1)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inline(cls, data: Any) -> Any:
+        return _collect_inline_params(data, _ALGORITHM_KEYS)
+
+    @property
+    def display_name(self) -> str:
+        """The label used in results and plots (the registry name when no label is given)."""
+        return self.label or self.name
+
+
+class GridConfig(BaseModel):
+    """The swept parameters of a study (see the module docstring for the three modes)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["product", "zip", "cases"] = "product"
+    parameters: dict[str, list[Any]] = Field(default_factory=dict)
+    cases: list[dict[str, Any]] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inline(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        out = {key: value for key, value in data.items() if key in _GRID_KEYS}
+        inline = {key: value for key, value in data.items() if key not in _GRID_KEYS}
+        if inline:
+            explicit = out.get("parameters") or {}
+            if isinstance(explicit, Mapping):
+                out["parameters"] = {**explicit, **inline}
+        if out.get("cases") and "mode" not in out:
+            out["mode"] = "cases"
+        return out
+
+    @model_validator(mode="after")
+    def _shape(self) -> Self:
+        problems: list[str] = []
+        if self.mode == "cases":
+            if self.parameters:
+                problems.append(
+                    f"grid: give either swept lists or [[grid.cases]], not both; got lists for {sorted(self.parameters)}"
+                )
+            if not self.cases:
+                problems.append("grid.cases: must hold at least one case when mode = 'cases', got none")
+            first = set(self.cases[0]) if self.cases else set()
+            for index, case in enumerate(self.cases[1:], start=1):
+                if set(case) != first:
+                    problems.append(
+                        f"grid.cases[{index}]: must have the same keys as grid.cases[0] {sorted(first)}, "
+                        f"got {sorted(case)}"
+                    )
+        else:
+            if self.cases:
+                problems.append(f"grid.mode: must be 'cases' when [[grid.cases]] is given, got {self.mode!r}")
+            for key, values in self.parameters.items():
+                if len(values) == 0:
+                    problems.append(f"grid.{key}: must be a non-empty list, got []")
+            if self.mode == "zip":
+                lengths = {key: len(values) for key, values in self.parameters.items()}
+                if len(set(lengths.values())) > 1:
+                    problems.append(f"grid: mode 'zip' needs lists of equal length, got lengths {lengths}")
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The swept parameter names, in file order."""
+        if self.mode == "cases":
+            return tuple(self.cases[0]) if self.cases else ()
+        return tuple(self.parameters)
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every grid point, in the documented fixed order (one empty point if nothing is swept)."""
+        if self.mode == "cases":
+            return [dict(case) for case in self.cases]
+        keys = list(self.parameters)
+        if self.mode == "zip":
+            columns = [self.parameters[key] for key in keys]
+            return [dict(zip(keys, row, strict=True)) for row in zip(*columns, strict=True)] or [{}]
+        return [dict(zip(keys, row, strict=True)) for row in itertools.product(*self.parameters.values())]
+
+    def labelled_values(self) -> Iterator[tuple[str, Any]]:
+        """``(path, value)`` for every swept value, with its path for error messages."""
+        if self.mode == "cases":
+            for index, case in enumerate(self.cases):
+                for key, value in case.items():
+                    yield f"grid.cases[{index}].{key}", value
+        else:
+            for key, values in self.parameters.items():
+                for index, value in enumerate(values):
+                    yield f"grid.{key}[{index}]", value
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (grid point, algorithm) cell of a study: what a task needs to run trials of it.
+
+    Attributes
+    ----------
+    point_index : int
+        Index of the grid point in :meth:`Study.grid_points` (the seed tree is indexed by it).
+    point : dict
+        The swept values of this grid point.
+    algorithm_index : int
+        Index of the algorithm entry in ``Study.algorithms``.
+    label : str
+        The algorithm's label (unique within the study).
+    algorithm : str
+        The registered algorithm name.
+    environment : str
+        The registered environment name.
+    environment_params, algorithm_params : dict
+        The keyword arguments of the environment factory and of the simulation entry point.
+    """
+
+    point_index: int
+    point: dict[str, Any]
+    algorithm_index: int
+    label: str
+    algorithm: str
+    environment: str
+    environment_params: dict[str, Any]
+    algorithm_params: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        """A file-name-safe identifier: ``p0003-a01``."""
+        return f"p{self.point_index:04d}-a{self.algorithm_index:02d}"
+
+
+class Study(BaseModel):
+    """A validated study: environment, algorithms, grid, trials, metrics and root seed.
+
+    Build one from a TOML file with :func:`load_study`, from a mapping with :meth:`from_mapping`
+    (both raise :class:`~dpbandits._core.errors.StudyError` listing every problem), or directly
+    with keyword arguments (raises pydantic's ``ValidationError``, a ``ValueError``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    seed: int = Field(ge=0)
+    trials: int = Field(ge=1)
+    chunk_size: int = Field(default=DEFAULT_CHUNK_SIZE, ge=1)
+    metrics: list[str] | None = None
+    environment: EnvironmentConfig
+    algorithms: list[AlgorithmConfig] = Field(min_length=1)
+    grid: GridConfig = Field(default_factory=GridConfig)
+
+    # ---------------------------------------------------------------- construction
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str | None = None) -> Study:
+        """Validate a mapping (a parsed TOML document) into a study.
+
+        Raises
+        ------
+        StudyError
+            Listing every problem as ``key: constraint, got value``.
+        """
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as exc:
+            lines = [line for error in exc.errors() for line in _describe_error(error).splitlines()]
+            where = f" {source}" if source else ""
+            raise StudyError(f"invalid study{where}:\n  " + "\n  ".join(lines)) from None
+
+    def with_overrides(self, *, trials: int | None = None, seed: int | None = None) -> Study:
+        """A copy with ``trials`` and/or ``seed`` replaced (validated again)."""
+        data = self.model_dump()
+        if trials is not None:
+            data["trials"] = trials
+        if seed is not None:
+            data["seed"] = seed
+        return Study.from_mapping(data, source=f"{self.name!r} with overrides")
+
+    # ---------------------------------------------------------------- semantic validation
+    @model_validator(mode="after")
+    def _check_semantics(self) -> Self:
+        problems: list[str] = []
+        problems += self._check_labels()
+        env_accepts = self._check_environment(problems)
+        algo_specs: list[AlgorithmSpec | None] = []
+        algo_accepts: list[_Accepts | None] = []
+        for index, algorithm in enumerate(self.algorithms):
+            try:
+                spec = get_algorithm(algorithm.name)
+            except DPBanditsError as exc:
+                problems.append(f"algorithms[{index}].name: {_strip_name(exc)}")
+                algo_specs.append(None)
+                algo_accepts.append(None)
+                continue
+            algo_specs.append(spec)
+            algo_accepts.append(_signature_of(spec.simulate, _RUNNER_ARGUMENTS))
+        swept = self.grid.keys
+        for path, value in self.grid.labelled_values():
+            problems += _check_value(path, path.rsplit(".", 1)[-1].split("[", 1)[0], value)
+        for key in swept:
+            takers = [acc for acc in (env_accepts, *algo_accepts) if acc is not None and acc.accepts(key)]
+            known = env_accepts is not None and all(acc is not None for acc in algo_accepts)
+            if known and not takers:
+                problems.append(
+                    f"grid.{key}: must be a parameter of the environment or of an algorithm, "
+                    f"got {key!r} which none of them accepts"
+                )
+        for key, value in self.environment.params.items():
+            problems += _check_value(f"environment.{key}", key, value)
+            if key in swept:
+                problems.append(f"environment.{key}: must not be both fixed and swept in [grid], got both")
+            elif env_accepts is not None and not env_accepts.accepts(key):
+                problems.append(
+                    f"environment.{key}: must be a parameter of environment {self.environment.name!r} "
+                    f"({env_accepts.describe()}), got {key!r}"
+                )
+        if env_accepts is not None:
+            missing = env_accepts.required - set(self.environment.params) - set(swept)
+            for key in sorted(missing):
+                problems.append(f"environment.{key}: is required by {self.environment.name!r} but missing")
+        for index, (algorithm, accepts) in enumerate(zip(self.algorithms, algo_accepts, strict=True)):
+            for key, value in algorithm.params.items():
+                path = f"algorithms[{index}].{key}"
+                problems += _check_value(path, key, value)
+                if key in swept:
+                    problems.append(f"{path}: must not be both fixed and swept in [grid], got both")
+                elif accepts is not None and not accepts.accepts(key):
+                    problems.append(
+                        f"{path}: must be a parameter of algorithm {algorithm.name!r} "
+                        f"({accepts.describe()}), got {key!r}"
+                    )
+            if accepts is not None:
+                given = set(algorithm.params) | {key for key in swept if accepts.accepts(key)}
+                for key in sorted(accepts.required - given):
+                    problems.append(
+                        f"algorithms[{index}].{key}: is required by {algorithm.name!r} but missing "
+                        "(give it inline or sweep it in [grid])"
+                    )
+        problems += self._check_metrics(algo_specs)
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    def _check_labels(self) -> list[str]:
+        seen: dict[str, int] = {}
+        problems = []
+        for index, algorithm in enumerate(self.algorithms):
+            label = algorithm.display_name
+            if label in seen:
+                problems.append(
+                    f"algorithms[{index}].label: must be unique (algorithms[{seen[label]}] is also "
+                    f"{label!r}); give each entry a distinct label, got {label!r}"
+                )
+            seen.setdefault(label, index)
+        return problems
+
+    def _check_environment(self, problems: list[str]) -> _Accepts | None:
+        try:
+            spec = get_environment(self.environment.name)
+        except DPBanditsError as exc:
+            problems.append(f"environment.name: {_strip_name(exc)}")
+            return None
+        return _signature_of(spec.factory, frozenset({"self"}))
+
+    def _check_metrics(self, specs: Sequence[AlgorithmSpec | None]) -> list[str]:
+        if self.metrics is None or any(spec is None for spec in specs):
+            return []
+        provided = {metric for spec in specs if spec is not None for metric in spec.metrics}
+        problems = []
+        if not self.metrics:
+            problems.append("metrics: must name at least one metric, got []")
+        for index, metric in enumerate(self.metrics):
+            if metric not in provided:
+                problems.append(
+                    f"metrics[{index}]: must be a metric returned by one of the algorithms "
+                    f"({', '.join(sorted(provided))}), got {metric!r}"
+                )
+        return problems
+
+    # ---------------------------------------------------------------- expansion
+    @property
+    def swept_parameters(self) -> tuple[str, ...]:
+        """The names of the swept parameters, in file order."""
+        return self.grid.keys
+
+    def grid_points(self) -> list[dict[str, Any]]:
+        """The grid points, in the documented fixed order."""
+        return self.grid.points()
+
+    def algorithm_spec(self, index: int) -> AlgorithmSpec:
+        """The registry entry of ``algorithms[index]``."""
+        return get_algorithm(self.algorithms[index].name)
+
+    def metrics_of(self, index: int) -> tuple[str, ...]:
+        """The metrics recorded for ``algorithms[index]``: the requested ones it returns."""
+        provided = self.algorithm_spec(index).metrics
+        if self.metrics is None:
+            return tuple(provided)
+        return tuple(metric for metric in self.metrics if metric in provided)
+
+    def all_metrics(self) -> tuple[str, ...]:
+        """Every metric recorded by at least one algorithm, in a stable order."""
+        seen: dict[str, None] = {}
+        for index in range(len(self.algorithms)):
+            for metric in self.metrics_of(index):
+                seen.setdefault(metric)
+        return tuple(seen)
+
+    def proportion_metrics(self) -> frozenset[str]:
+        """The metrics that are 0/1 per trial for every algorithm that records them."""
+        shared: set[str] = set()
+        other: set[str] = set()
+        for index in range(len(self.algorithms)):
+            spec = self.algorithm_spec(index)
+            for metric in self.metrics_of(index):
+                (shared if metric in spec.proportion_metrics else other).add(metric)
+        return frozenset(shared - other)
+
+    def cells(self) -> list[Cell]:
+        """Every (grid point, algorithm) cell: points in grid order, algorithms in file order."""
+        env_accepts = self._check_environment([])
+        cells = []
+        for point_index, point in enumerate(self.grid_points()):
+            env_params = dict(self.environment.params)
+            if env_accepts is not None:
+                env_params.update({k: v for k, v in point.items() if env_accepts.accepts(k)})
+            for algorithm_index, algorithm in enumerate(self.algorithms):
+                accepts = _signature_of(self.algorithm_spec(algorithm_index).simulate, _RUNNER_ARGUMENTS)
+                params = dict(algorithm.params)
+                params.update({k: v for k, v in point.items() if accepts.accepts(k)})
+                cells.append(
+                    Cell(
+                        point_index=point_index,
+                        point=dict(point),
+                        algorithm_index=algorithm_index,
+                        label=algorithm.display_name,
+                        algorithm=algorithm.name,
+                        environment=self.environment.name,
+                        environment_params=env_params,
+                        algorithm_params=params,
+                    )
+                )
+        return cells
+
+    def n_chunks(self) -> int:
+        """Tasks per cell: ⌈trials / chunk_size⌉."""
+        return -(-self.trials // self.chunk_size)
+
+    def chunk_sizes(self) -> list[int]:
+        """Trials of each chunk of a cell (all ``chunk_size`` but possibly the last)."""
+        full, rest = divmod(self.trials, self.chunk_size)
+        return [self.chunk_size] * full + ([rest] if rest else [])
+
+    # ---------------------------------------------------------------- identity
+    def canonical_json(self) -> str:
+        """The study as canonical JSON (sorted keys); what :meth:`digest` hashes."""
+        return json.dumps(self.model_dump(), sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+    def digest(self) -> str:
+        """SHA-256 of :meth:`canonical_json`: two studies with equal digests give equal results."""
+        return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# Loading and error messages.
+# --------------------------------------------------------------------------------------------
+
+
+def parse_study_text(text: str, *, source: str | None = None) -> Study:
+    """Parse and validate the TOML text of a study.
+
+    Raises
+    ------
+    StudyError
+        If the text is not valid TOML or not a valid study.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        where = f" {source}" if source else ""
+        raise StudyError(f"invalid study{where}: not valid TOML: {exc}") from None
+    return Study.from_mapping(data, source=source)
+
+
+def load_study(path: str | Path) -> Study:
+    """Read and validate a study file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A TOML study file.
+
+    Returns
+    -------
+    Study
+
+    Raises
+    ------
+    StudyError
+        If the file cannot be read, is not TOML, or is not a valid study.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise StudyError(f"study file {str(file)!r} cannot be read: {exc.strerror or exc}") from None
+    return parse_study_text(text, source=str(file))
+
+
+def _format_location(location: Sequence[int | str]) -> str:
+    out = ""
+    for part in location:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+_CONSTRAINTS = {
+    "greater_than": ("gt", "must be > {}"),
+    "greater_than_equal": ("ge", "must be >= {}"),
+    "less_than": ("lt", "must be < {}"),
+    "less_than_equal": ("le", "must be <= {}"),
+    "too_short": ("min_length", "must have at least {} item(s)"),
+    "string_too_short": ("min_length", "must have at least {} character(s)"),
+    "string_pattern_mismatch": ("pattern", "must match the pattern {}"),
+    "literal_error": ("expected", "must be one of {}"),
+}
+
+
+def _describe_error(error: ErrorDetails) -> str:
+    """One line per pydantic error: ``key: constraint, got value``."""
+    location = [part for part in error["loc"] if part not in ("params", "parameters")]
+    path = _format_location(location)
+    kind = error["type"]
+    context = error.get("ctx") or {}
+    found = error.get("input")
+    if kind == "value_error":
+        # Our own validators already wrote full "path: constraint, got value" lines.
+        message = str(context.get("error", error["msg"]))
+        return message if not path else f"{path}: {message}"
+    if kind == "missing":
+        return f"{path}: is required but missing"
+    if kind == "extra_forbidden":
+        return f"{path}: is not a known key here, got {_show(found)}"
+    if kind in _CONSTRAINTS:
+        key, template = _CONSTRAINTS[kind]
+        constraint = template.format(context.get(key, "?"))
+    else:
+        text = error["msg"]
+        constraint = "must be " + text.removeprefix("Input should be ") if text.startswith("Input") else text
+    return f"{path}: {constraint}, got {_show(found)}"
+
+
+def _strip_name(exc: Exception) -> str:
+    """Turn a registry error ``algorithm must be one of [...]; got 'x'`` into ``must be one of [...], got 'x'``."""
+    text = str(exc)
+    _, _, tail = text.partition(" must ")
+    if not tail:
+        return text
+    return "must " + tail.replace("; got ", ", got ")

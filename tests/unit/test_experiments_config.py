@@ -1,0 +1,162 @@
+"""Study files: parsing, validation messages, grid modes and cell expansion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dpbandits._core.errors import StudyError
+from dpbandits.experiments.config import Study, load_study, parse_study_text
+
+SMOKE = """
+name = "tiny"
+seed = 3
+trials = 25
+chunk_size = 10
+
+[environment]
+name = "bernoulli"
+means = [0.7, 0.5, 0.4, 0.3]
+
+[[algorithms]]
+name = "uniform"
+
+[[algorithms]]
+name = "sequential-halving"
+label = "SH"
+
+[grid]
+budget = [40, 80]
+"""
+
+
+def _study(**changes: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "name": "tiny",
+        "seed": 1,
+        "trials": 10,
+        "environment": {"name": "bernoulli", "means": [0.7, 0.5, 0.4]},
+        "algorithms": [{"name": "uniform"}, {"name": "sequential-halving"}],
+        "grid": {"budget": [20, 40]},
+    }
+    base.update(changes)
+    return base
+
+
+def test_toml_study_parses_and_expands() -> None:
+    study = parse_study_text(SMOKE)
+    assert study.swept_parameters == ("budget",)
+    assert study.grid_points() == [{"budget": 40}, {"budget": 80}]
+    cells = study.cells()
+    assert [(c.point_index, c.label) for c in cells] == [(0, "uniform"), (0, "SH"), (1, "uniform"), (1, "SH")]
+    assert cells[1].algorithm_params == {"budget": 40}
+    assert cells[1].environment_params == {"means": [0.7, 0.5, 0.4, 0.3]}
+    assert study.chunk_sizes() == [10, 10, 5]
+    assert study.n_chunks() == 3
+    assert study.proportion_metrics() == frozenset({"success"})
+    assert study.all_metrics() == ("success", "simple_regret")
+
+
+def test_same_study_built_in_python_has_the_same_digest() -> None:
+    from_toml = parse_study_text(SMOKE)
+    built = Study(
+        name="tiny",
+        seed=3,
+        trials=25,
+        chunk_size=10,
+        environment={"name": "bernoulli", "params": {"means": [0.7, 0.5, 0.4, 0.3]}},  # type: ignore[arg-type]
+        algorithms=[{"name": "uniform"}, {"name": "sequential-halving", "label": "SH"}],  # type: ignore[list-item]
+        grid={"parameters": {"budget": [40, 80]}},  # type: ignore[arg-type]
+    )
+    assert built.digest() == from_toml.digest()
+    assert built.with_overrides(trials=26).digest() != from_toml.digest()
+
+
+def test_load_study_reads_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(SMOKE, encoding="utf-8")
+    assert load_study(path).name == "tiny"
+    with pytest.raises(StudyError, match="cannot be read"):
+        load_study(tmp_path / "missing.toml")
+    path.write_text("name = ", encoding="utf-8")
+    with pytest.raises(StudyError, match="not valid TOML"):
+        load_study(path)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"algorithms": [{"name": "uniform"}, {"name": "sequential-halving", "epsilon": -1}]},
+         r"algorithms\[1\]\.epsilon: must be > 0, got -1"),
+        ({"trials": 0}, r"trials: must be >= 1, got 0"),
+        ({"seed": -5}, r"seed: must be >= 0, got -5"),
+        ({"environment": {"name": "nope"}}, r"environment\.name: must be one of \[.*'bernoulli'.*\], got 'nope'"),
+        ({"algorithms": [{"name": "nope"}]}, r"algorithms\[0\]\.name: must be one of .*got 'nope'"),
+        ({"grid": {"budget": [20, -2]}}, r"grid\.budget\[1\]: must be an int >= 1, got -2"),
+        ({"grid": {"budget": [20], "colour": ["red"]}}, r"grid\.colour: must be a parameter .* got 'colour'"),
+        ({"grid": {"budget": []}}, r"grid\.budget: must be a non-empty list, got \[\]"),
+        ({"grid": {"mode": "zip", "budget": [20, 40], "reuse_samples": [True]}}, r"mode 'zip' needs lists of equal length"),
+        ({"grid": {"mode": "diagonal", "budget": [20]}}, r"grid\.mode: must be one of 'product', 'zip' or 'cases', got 'diagonal'"),
+        ({"grid": {"cases": [{"budget": 20}, {"reuse_samples": True}]}}, r"grid\.cases\[1\]: must have the same keys"),
+        ({"grid": {}}, r"algorithms\[0\]\.budget: is required by 'uniform' but missing"),
+        ({"algorithms": [{"name": "uniform", "budget": 20}], "grid": {"budget": [20]}},
+         r"algorithms\[0\]\.budget: must not be both fixed and swept"),
+        ({"algorithms": [{"name": "uniform", "colour": 1}]}, r"algorithms\[0\]\.colour: must be a parameter of algorithm 'uniform'"),
+        ({"algorithms": [{"name": "uniform"}, {"name": "uniform"}]}, r"algorithms\[1\]\.label: must be unique"),
+        ({"environment": {"name": "bernoulli", "means": [0.5], "sigma": 1}}, r"environment\.sigma: must be a parameter"),
+        ({"environment": {"name": "bernoulli"}}, r"environment\.means: is required by 'bernoulli' but missing"),
+        ({"metrics": ["succes"]}, r"metrics\[0\]: must be a metric returned by one of the algorithms .*got 'succes'"),
+        ({"name": "has space"}, r"name: must match the pattern"),
+        ({"speed": 3}, r"speed: is not a known key here, got 3"),
+        ({"trials": "many"}, r"trials: must be a valid integer.*got 'many'"),
+    ],
+)
+def test_invalid_studies_name_key_constraint_and_value(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(StudyError, match=message):
+        Study.from_mapping(_study(**changes))
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    bad = _study(
+        algorithms=[{"name": "uniform", "delta": 2}, {"name": "sequential-halving", "epsilon": 0}],
+        grid={"budget": [0]},
+    )
+    with pytest.raises(StudyError) as caught:
+        Study.from_mapping(bad, source="bad.toml")
+    text = str(caught.value)
+    assert text.startswith("invalid study bad.toml:")
+    for fragment in ("algorithms[0].delta: must lie in [0, 1), got 2", "algorithms[1].epsilon: must be > 0, got 0",
+                     "grid.budget[0]: must be an int >= 1, got 0"):
+        assert fragment in text
+
+
+def test_grid_modes_enumerate_in_documented_order() -> None:
+    product = Study.from_mapping(_study(grid={"budget": [20, 40], "reuse_samples": [False, True]},
+                                        algorithms=[{"name": "sequential-halving"}]))
+    assert product.grid_points() == [
+        {"budget": 20, "reuse_samples": False}, {"budget": 20, "reuse_samples": True},
+        {"budget": 40, "reuse_samples": False}, {"budget": 40, "reuse_samples": True},
+    ]
+    zipped = Study.from_mapping(_study(grid={"mode": "zip", "budget": [20, 40], "reuse_samples": [False, True]},
+                                       algorithms=[{"name": "sequential-halving"}]))
+    assert zipped.grid_points() == [{"budget": 20, "reuse_samples": False}, {"budget": 40, "reuse_samples": True}]
+    cases = Study.from_mapping(_study(grid={"cases": [{"budget": 30}, {"budget": 10}]}))
+    assert cases.grid.mode == "cases"
+    assert cases.grid_points() == [{"budget": 30}, {"budget": 10}]
+
+
+def test_swept_parameter_goes_only_to_algorithms_that_accept_it() -> None:
+    study = Study.from_mapping(_study(grid={"budget": [20], "reuse_samples": [True]}))
+    uniform_cell, halving_cell = study.cells()
+    assert uniform_cell.algorithm_params == {"budget": 20}
+    assert halving_cell.algorithm_params == {"budget": 20, "reuse_samples": True}
+
+
+def test_swept_environment_parameter_goes_to_the_environment() -> None:
+    study = Study.from_mapping(_study(environment={"name": "bernoulli"},
+                                      grid={"budget": [20], "means": [[0.6, 0.5], [0.9, 0.1]]}))
+    cells = study.cells()
+    assert [c.environment_params for c in cells[::2]] == [{"means": [0.6, 0.5]}, {"means": [0.9, 0.1]}]
+    assert all("means" not in c.algorithm_params for c in cells)
