@@ -68,6 +68,34 @@ _SHIFT11 = np.uint64(11)
 _TWO_POW_MINUS_53 = 2.0**-53
 
 
+# Elements per chunk of the mixing passes: small enough to stay in cache, large enough to amortise
+# the Python loop (measured by benchmarks/bench_envs.py; 2¹⁶–2¹⁸ are equally good).
+_CHUNK = 1 << 17
+
+
+def _mix_to_uniforms(state: np.ndarray) -> FloatArray:
+    """SplitMix64 output function applied to Weyl states ``z`` (1-d uint64, overwritten), as uniforms."""
+    uniforms = np.empty(state.shape[0], dtype=np.float64)
+    scratch = np.empty(min(_CHUNK, state.shape[0]), dtype=np.uint64)
+    for begin in range(0, state.shape[0], _CHUNK):
+        end = min(begin + _CHUNK, state.shape[0])
+        z, tmp = state[begin:end], scratch[: end - begin]
+        np.right_shift(z, _SHIFT30, out=tmp)
+        np.bitwise_xor(z, tmp, out=z)
+        np.multiply(z, _MIX1, out=z)  # z = (z ⊕ (z ≫ 30))·0xBF58476D1CE4E5B9
+        np.right_shift(z, _SHIFT27, out=tmp)
+        np.bitwise_xor(z, tmp, out=z)
+        np.multiply(z, _MIX2, out=z)  # z = (z ⊕ (z ≫ 27))·0x94D049BB133111EB
+        np.right_shift(z, _SHIFT31, out=tmp)
+        np.bitwise_xor(z, tmp, out=z)  # z = z ⊕ (z ≫ 31)
+        np.right_shift(z, _SHIFT11, out=z)  # top 53 bits
+        chunk = uniforms[begin:end]
+        chunk[:] = z
+        chunk += 0.5
+        chunk *= _TWO_POW_MINUS_53  # u = (⌊z / 2¹¹⌋ + ½)·2⁻⁵³ ∈ (0, 1)
+    return uniforms
+
+
 def counter_uniforms(keys: ArrayLike, counters: ArrayLike) -> FloatArray:
     """Uniform(0, 1) numbers that are a pure function of (key, counter): SplitMix64 at a counter.
 
@@ -94,21 +122,12 @@ def counter_uniforms(keys: ArrayLike, counters: ArrayLike) -> FloatArray:
         np.asarray(keys, dtype=np.uint64), np.asarray(counters).astype(np.uint64)
     )
     shape = key_arr.shape
-    # Work on arrays of ndim >= 1 so that uint64 wrap-around is silent modular arithmetic.
-    z = np.array(counter_arr, dtype=np.uint64, ndmin=1)
-    np.add(z, np.uint64(1), out=z)
-    np.multiply(z, _GAMMA, out=z)  # (k + 1)·γ mod 2⁶⁴
-    np.add(z, key_arr.reshape(z.shape), out=z)  # z = key + (k + 1)·γ
-    np.bitwise_xor(z, z >> _SHIFT30, out=z)
-    np.multiply(z, _MIX1, out=z)
-    np.bitwise_xor(z, z >> _SHIFT27, out=z)
-    np.multiply(z, _MIX2, out=z)
-    np.bitwise_xor(z, z >> _SHIFT31, out=z)
-    np.right_shift(z, _SHIFT11, out=z)  # top 53 bits
-    uniforms = z.astype(np.float64)
-    uniforms += 0.5
-    uniforms *= _TWO_POW_MINUS_53  # u ∈ (0, 1)
-    return uniforms.reshape(shape)
+    # 1-d arrays throughout, so that uint64 wrap-around is silent modular arithmetic.
+    state = np.array(counter_arr, dtype=np.uint64, ndmin=1).reshape(-1)
+    np.add(state, np.uint64(1), out=state)
+    np.multiply(state, _GAMMA, out=state)  # (k + 1)·γ mod 2⁶⁴
+    np.add(state, key_arr.reshape(-1), out=state)  # z = key + (k + 1)·γ
+    return _mix_to_uniforms(state).reshape(shape)
 
 
 def segment_sums(values: FloatArray, lengths: IntArray) -> FloatArray:
@@ -291,13 +310,19 @@ class RewardStreams:
             )
         flat_counts = count_arr.reshape(-1)
         total = int(flat_counts.sum())
-        cells = np.repeat(np.arange(flat_counts.size), flat_counts)
-        # k-th pull of a cell = already consumed + position inside the cell's segment
-        segment_starts = np.cumsum(flat_counts) - flat_counts
-        pull_index = np.arange(total, dtype=np.int64) - np.repeat(segment_starts, flat_counts)
-        pull_index += self._counts.reshape(-1)[cells]
-        uniforms = counter_uniforms(self.keys.reshape(-1)[cells], pull_index)
-        values = self.env.rewards_from_uniforms(uniforms, cells % self.n_arms)
+        # Pull j of the flat batch (row-major cells) is pull k = consumed + j − start of its cell, so
+        # its Weyl state is key + (k + 1)·γ = [key + (consumed + 1 − start)·γ] + j·γ  (mod 2⁶⁴).
+        segment_starts = (np.cumsum(flat_counts) - flat_counts).astype(np.uint64)
+        cell_offsets = self._counts.reshape(-1).astype(np.uint64) + np.uint64(1)
+        np.subtract(cell_offsets, segment_starts, out=cell_offsets)
+        np.multiply(cell_offsets, _GAMMA, out=cell_offsets)
+        np.add(cell_offsets, self.keys.reshape(-1), out=cell_offsets)
+        state = np.arange(total, dtype=np.uint64)
+        np.multiply(state, _GAMMA, out=state)
+        state += np.repeat(cell_offsets, flat_counts)
+        uniforms = _mix_to_uniforms(state)
+        arms = np.repeat(np.tile(np.arange(self.n_arms), self.n_trials), flat_counts)
+        values = self.env.rewards_from_uniforms(uniforms, arms)
         self._counts += count_arr
         sums = segment_sums(values, count_arr)
         if return_values:
