@@ -1,0 +1,791 @@
+"""Privacy accountants of the KL-regularised offline policies, one formula per theorem.
+
+Every guarantee here is **per-instance** (data-dependent): it holds for the given dataset D and all
+its neighbours, not for every pair of neighbouring datasets (spec §4.1). To get a standard DP
+statement, evaluate the formula functions at public worst-case statistics (a lower bound on N_min
+or λ_min, an upper bound on n); they are monotone in those statistics. Publishing ε(D) itself
+leaks information about D.
+
+Variants (``specs/spec_kl_regularization.md`` §0 and §4.6):
+
+* ``"corrected"`` (default) — valid bounds: the paper's formulas where they are right (Theorem 1 and
+  2 pure), the spec's corrected bounds elsewhere (Theorem 1′, the §4.4 recipe, Theorems 3′ and 4′);
+* ``"paper"`` — the printed formulas with the unambiguous typo fixes ([FIX]), or verbatim with
+  ``verbatim=True``; a :class:`PaperVariantWarning` is issued where the claim is known to be false;
+* ``"tight"`` — data-dependent refinements that are still valid (linear: C2·γ_max/η; RLHF label:
+  the range refinement).
+
+A guarantee whose precondition fails is ε = ∞ (δ = 1 for approximate kinds) with the reason, or an
+:class:`InvalidParameterError` with ``strict=True``. δ is computed in log space and capped at 1.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import logsumexp
+
+from dpbandits._core.errors import InvalidParameterError, PaperVariantWarning
+from dpbandits._core.validation import (
+    check_in_interval,
+    check_int,
+    check_one_of,
+    check_positive_float,
+)
+from dpbandits.privacy.guarantees import ApproxDP, Guarantee, Neighbouring, PureDP
+
+if TYPE_CHECKING:
+    from dpbandits.algorithms.offline.kl_linear import KLLinearPolicy
+    from dpbandits.algorithms.offline.kl_mab import KLMABPolicy
+    from dpbandits.algorithms.offline.kl_rlhf import KLRLHFPolicy
+
+__all__ = [
+    "PAPER",
+    "UNIT_LINEAR",
+    "UNIT_MAB",
+    "UNIT_RLHF_LABEL",
+    "UNIT_RLHF_RECORD",
+    "account_linear",
+    "account_mab",
+    "account_rlhf",
+    "corollary1_paper",
+    "corollary2_paper",
+    "corollary3_paper",
+    "elliptical_corrected_delta",
+    "inexact_policy",
+    "kappa_b",
+    "repeated_sampling",
+    "theorem1_approx_paper",
+    "theorem1_corrected_delta",
+    "theorem1_pure_epsilon",
+    "theorem2_bracket",
+    "theorem2_pure_epsilon",
+    "theorem3_label_epsilon",
+    "theorem4_add_remove_epsilon",
+]
+
+PAPER = "Zhang, Panaganti, Shi, Ziani, Wierman (2025), KL-regularization itself is DP"
+UNIT_MAB = "one logged record (arm, reward)"
+UNIT_LINEAR = "one logged record (features, reward)"
+UNIT_RLHF_LABEL = "one preference label (features public)"
+UNIT_RLHF_RECORD = "one preference record (feature pair, label)"
+
+VARIANTS = ("corrected", "paper", "tight")
+KINDS = ("pure", "approx")
+
+
+# ---------------------------------------------------------------------------------------- helpers
+def _cap_log_delta(log_delta: float) -> float:
+    """δ = exp(min(0, log δ)): the formulas can exceed 1 (spec §7 item 37)."""
+    return float(math.exp(min(0.0, log_delta))) if log_delta > -math.inf else 0.0
+
+
+def _paper_warning(claim: str) -> None:
+    warnings.warn(
+        f"variant='paper': {claim} is known to be invalid (specs/spec_kl_regularization.md §0); "
+        "the number returned is the paper's formula, not a valid guarantee",
+        PaperVariantWarning,
+        stacklevel=3,
+    )
+
+
+def _result(
+    kind: str,
+    epsilon: float,
+    delta: float,
+    *,
+    unit: str,
+    neighbouring: Neighbouring,
+    reference: str,
+    reason: str = "",
+    strict: bool = False,
+) -> Guarantee:
+    if strict and not math.isfinite(epsilon):
+        raise InvalidParameterError(f"precondition of {reference} fails: {reason}")
+    if not math.isfinite(epsilon):
+        delta = 1.0 if kind == "approx" else 0.0
+    if kind == "pure":
+        return PureDP(epsilon=epsilon, unit=unit, neighbouring=neighbouring, reference=reference,
+                      per_instance=True, reason=reason)
+    if delta >= 1.0 and not reason:
+        reason = "delta capped at 1: the bound is vacuous"
+    return ApproxDP(epsilon=epsilon, delta=min(1.0, delta), unit=unit, neighbouring=neighbouring,
+                    reference=reference, per_instance=True, reason=reason)
+
+
+def _common(eta: float, beta0: float) -> tuple[float, float]:
+    return check_positive_float(eta, "eta"), check_in_interval(beta0, "beta0", 0.0, math.inf, closed="left")
+
+
+# ------------------------------------------------------------------------------ MAB (Theorem 1)
+def theorem1_pure_epsilon(n_min: int, *, reward_bound: float, beta0: float, eta: float) -> float:
+    """Theorem 1, eq. (9): ε0 = (4R/(N_min − 1) + β0/(N_min − 1)^{3/2})/η; ∞ if N_min <= 1.
+
+    Examples
+    --------
+    >>> round(theorem1_pure_epsilon(11, reward_bound=1.0, beta0=1.0, eta=0.1), 6)
+    4.316228
+    """
+    eta, beta0 = _common(eta, beta0)
+    r = check_positive_float(reward_bound, "reward_bound")
+    n_min = check_int(n_min, "n_min", minimum=0)
+    if n_min <= 1:
+        return math.inf
+    m = n_min - 1
+    # ε0 = (4R/(N_min−1) + β0/(N_min−1)^{3/2}) / η
+    return (4.0 * r / m + beta0 / m**1.5) / eta
+
+
+def theorem1_approx_paper(
+    n0: float, *, n_max: int, n_actions: int, reward_bound: float, beta0: float, eta: float
+) -> tuple[float, float]:
+    """Theorem 1 (approximate part) as printed, with N0 → ⌊N0⌋ (spec §7 item 9). **Invalid** (C1, C2).
+
+    ε = (4R/N0 + β0/N0^{3/2})/η,  δ = |A|·exp(4R/(ηN0) + (β0/η)(1/√N_max − 1/√N0 + 1/N0^{3/2})).
+
+    Returns
+    -------
+    (float, float)
+        (ε, δ), δ capped at 1; (∞, 1) if ⌊N0⌋ < 1 or N_max < 1.
+
+    Examples
+    --------
+    >>> eps, delta = theorem1_approx_paper(625, n_max=10_000, n_actions=2, reward_bound=1, beta0=0.5, eta=0.001)
+    >>> round(eps, 3), f"{delta:.6e}"
+    (6.432, '3.801849e-04')
+    """
+    eta, beta0 = _common(eta, beta0)
+    r = check_positive_float(reward_bound, "reward_bound")
+    k = check_int(n_actions, "n_actions", minimum=1)
+    n0_eff = math.floor(check_positive_float(n0, "n0"))
+    n_max = check_int(n_max, "n_max", minimum=0)
+    if n0_eff < 1 or n_max < 1:
+        return math.inf, 1.0
+    eps = (4.0 * r / n0_eff + beta0 / n0_eff**1.5) / eta
+    # log δ = log|A| + 4R/(ηN0) + (β0/η)(1/√N_max − 1/√N0 + 1/N0^{3/2})
+    log_delta = (math.log(k) + 4.0 * r / (eta * n0_eff)
+                 + beta0 / eta * (1.0 / math.sqrt(n_max) - 1.0 / math.sqrt(n0_eff) + 1.0 / n0_eff**1.5))
+    return eps, _cap_log_delta(log_delta)
+
+
+def corollary1_paper(
+    k: float, *, n_max: int, n_actions: int, reward_bound: float, beta0: float, eta: float,
+    verbatim: bool = False,
+) -> tuple[float, float]:
+    """Corollary 1: Theorem 1 with N0 = N_max/k. **Invalid** approximate claim (C1).
+
+    By default N0 = ⌊N_max/k⌋ and the δ term 4kR/(ηN_max) keeps its 1/η (spec §7 items 10–11);
+    ``verbatim=True`` evaluates the printed formulas (real N0, 4kR/N_max without 1/η).
+
+    Examples
+    --------
+    >>> corollary1_paper(16, n_max=10_000, n_actions=2, reward_bound=1, beta0=0.5, eta=0.001, verbatim=True)[1]
+    6.357548...e-07
+    """
+    eta, beta0 = _common(eta, beta0)
+    kk = check_positive_float(k, "k")
+    n_max = check_int(n_max, "n_max", minimum=0)
+    if not verbatim:
+        if n_max < 1:
+            return math.inf, 1.0
+        return theorem1_approx_paper(n_max / kk, n_max=n_max, n_actions=n_actions,
+                                     reward_bound=reward_bound, beta0=beta0, eta=eta)
+    r = check_positive_float(reward_bound, "reward_bound")
+    na = check_int(n_actions, "n_actions", minimum=1)
+    if n_max < 1:
+        return math.inf, 1.0
+    # ε = (4kR + k^{3/2}β0/√N_max)/(ηN_max)
+    eps = (4.0 * kk * r + kk**1.5 * beta0 / math.sqrt(n_max)) / (eta * n_max)
+    # printed: log δ = log|A| − (β0/η)(√k − 1)/√N_max + 4kR/N_max + (β0/η)k^{3/2}/N_max^{3/2}
+    log_delta = (math.log(na) - beta0 / eta * (math.sqrt(kk) - 1.0) / math.sqrt(n_max)
+                 + 4.0 * kk * r / n_max + beta0 / eta * kk**1.5 / n_max**1.5)
+    return eps, _cap_log_delta(log_delta)
+
+
+def theorem1_corrected_delta(
+    counts: ArrayLike,
+    reward_sums: ArrayLike,
+    log_reference: ArrayLike,
+    n0: float,
+    *,
+    reward_bound: float,
+    beta0: float,
+    eta: float,
+) -> tuple[float, float]:
+    """Theorem 1′ (corrected approximate DP for the MAB, spec §4.3), per instance.
+
+    Ī = {a : N(a) <= N0}, I = the rest. Bounds the utility of each arm over D and all its add/remove
+    neighbours (one arm changes per neighbour), then
+    δ0 = X/(X + Y) with X = Σ_Ī π0·e^{u_ub/η}, Y = Σ_I π0·e^{u_lb/η};
+    ε = (4R/N0 + β0/N0^{3/2})/η and δ = min(1, e^ε·δ0) (Lemma 1′).
+
+    Parameters
+    ----------
+    counts, reward_sums : array_like of shape (K,)
+        N(a; D) and S(a; D).
+    log_reference : array_like of shape (K,)
+        log π0 (``-inf`` for arms π0 never chooses).
+    n0 : int
+        N0 >= 1 (a non-integer is floored; < 1 gives (∞, 1)).
+    reward_bound, beta0, eta : float
+
+    Returns
+    -------
+    (float, float)
+        (ε, δ).
+    """
+    eta, beta0 = _common(eta, beta0)
+    r = check_positive_float(reward_bound, "reward_bound")
+    n0_eff = math.floor(check_positive_float(n0, "n0"))
+    if n0_eff < 1:
+        return math.inf, 1.0
+    n = np.asarray(counts, dtype=np.float64)
+    s = np.asarray(reward_sums, dtype=np.float64)
+    log_pi0 = np.asarray(log_reference, dtype=np.float64)
+    eps = (4.0 * r / n0_eff + beta0 / n0_eff**1.5) / eta
+    active = np.isfinite(log_pi0)
+    low = (n <= n0_eff) & active
+    high = (n > n0_eff) & active
+    if not np.any(low):
+        return eps, 0.0
+    if not np.any(high):
+        return eps, 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(n > 0, s / np.where(n > 0, n, 1.0), 0.0)
+        # upper bound of r̄ over D and its neighbours: keep, add R, or remove a 0 reward (N >= 2)
+        add_r = (n * mean + r) / (n + 1.0)
+        remove_zero = np.where(n >= 2, n * mean / np.maximum(n - 1.0, 1.0), -np.inf)
+        r_ub = np.minimum(r, np.maximum(np.maximum(mean, add_r), remove_zero))
+        # u_ub = r_ub − β0/√(N+1); an arm with N = 0 gets R − β0 (a single added point of reward R)
+        u_ub = np.where(n >= 1, r_ub - beta0 / np.sqrt(n + 1.0), r - beta0)
+        # lower bound of r̄ on I (N >= 2): remove an R reward, or add a 0 reward
+        r_lb = np.maximum(0.0, np.minimum((n * mean - r) / np.maximum(n - 1.0, 1.0), n * mean / (n + 1.0)))
+        u_lb = r_lb - beta0 / np.sqrt(np.maximum(n - 1.0, 1.0))
+    log_x = float(logsumexp(log_pi0[low] + u_ub[low] / eta))
+    log_y = float(logsumexp(log_pi0[high] + u_lb[high] / eta))
+    # log δ0 = log X − log(X + Y)
+    log_delta0 = log_x - float(np.logaddexp(log_x, log_y))
+    return eps, _cap_log_delta(eps + log_delta0)
+
+
+def account_mab(
+    policy: KLMABPolicy,
+    *,
+    kind: str = "pure",
+    variant: str = "corrected",
+    n0: float | None = None,
+    k: float | None = None,
+    verbatim: bool = False,
+    strict: bool = False,
+) -> Guarantee:
+    """Per-instance guarantee of one action sampled from a fitted :class:`KLMABPolicy`.
+
+    Parameters
+    ----------
+    policy : KLMABPolicy
+        Fitted policy.
+    kind : {"pure", "approx"}
+        Pure ε0 (Theorem 1, eq. 9; valid) or approximate (ε, δ).
+    variant : {"corrected", "paper"}
+        Approximate only: ``"corrected"`` is Theorem 1′; ``"paper"`` is Theorem 1 (with ``n0``) or
+        Corollary 1 (with ``k``), which are invalid (warning).
+    n0, k : float, optional
+        For ``kind="approx"``: the threshold N0, or k with N0 = ⌊N_max/k⌋. Exactly one is needed.
+    verbatim : bool, default False
+        Corollary 1 as printed (no 1/η fix, real N0).
+    strict : bool, default False
+        Raise instead of returning ε = ∞ when a precondition fails.
+
+    Returns
+    -------
+    PureDP or ApproxDP
+        Add/remove of one logged record, per instance.
+    """
+    policy._check_fitted()
+    check_one_of(kind, "kind", KINDS)
+    check_one_of(variant, "variant", ("corrected", "paper"))
+    counts = policy.counts_
+    log_pi0 = policy.log_reference
+    active = np.isfinite(log_pi0)
+    n_min = int(counts[active].min()) if np.any(active) else 0
+    n_max = int(counts.max())
+    common: dict[str, Any] = {
+        "unit": UNIT_MAB, "neighbouring": Neighbouring.ADD_REMOVE, "strict": strict,
+    }
+    if getattr(policy, "fallback_used_", False):
+        return _result(kind, math.inf, 1.0, reference=f"{PAPER}, eq. (8)", strict=strict,
+                       reason="no arm has data: the policy fell back to pi0", unit=UNIT_MAB,
+                       neighbouring=Neighbouring.ADD_REMOVE)
+    if kind == "pure":
+        # N_min over all arms (the paper's condition); arms with π0 = 0 never matter (spec §3.1 note)
+        eps = theorem1_pure_epsilon(n_min, reward_bound=policy.reward_bound, beta0=policy.beta0,
+                                    eta=policy.eta)
+        reason = "" if math.isfinite(eps) else f"min_a N(a;D) <= 1 (got {n_min})"
+        return _result(kind, eps, 0.0, reference=f"{PAPER}, Theorem 1 eq. (9)", reason=reason, **common)
+    if (n0 is None) == (k is None):
+        raise InvalidParameterError(f"exactly one of n0 and k must be given for kind='approx'; got n0={n0!r}, k={k!r}")
+    if variant == "paper":
+        if k is not None:
+            _paper_warning("Corollary 1 (approximate DP)")
+            eps, delta = corollary1_paper(k, n_max=n_max, n_actions=policy.n_arms,
+                                          reward_bound=policy.reward_bound, beta0=policy.beta0,
+                                          eta=policy.eta, verbatim=verbatim)
+            ref = f"{PAPER}, Corollary 1 [paper{', verbatim' if verbatim else ''}]"
+        else:
+            _paper_warning("Theorem 1 (approximate DP)")
+            eps, delta = theorem1_approx_paper(float(n0), n_max=n_max,  # type: ignore[arg-type]
+                                               n_actions=policy.n_arms, reward_bound=policy.reward_bound,
+                                               beta0=policy.beta0, eta=policy.eta)
+            ref = f"{PAPER}, Theorem 1 approximate [paper]"
+    else:
+        threshold = float(n0) if n0 is not None else n_max / check_positive_float(k, "k")
+        eps, delta = theorem1_corrected_delta(
+            counts, policy.reward_sums_, log_pi0, max(threshold, 1e-300),
+            reward_bound=policy.reward_bound, beta0=policy.beta0, eta=policy.eta,
+        )
+        ref = "spec_kl_regularization §4.3, Theorem 1' [corrected]"
+    reason = "" if math.isfinite(eps) else "N0 = floor(threshold) < 1"
+    return _result(kind, eps, delta, reference=ref, reason=reason, **common)
+
+
+# ------------------------------------------------------------------- linear (Theorem 2)
+def theorem2_bracket(lambda_min: float, *, n_records: int, dimension: int, reward_bound: float,
+                     beta0: float) -> float:
+    """C2 = 2(1 + √(nd/(λ_min − 1)))·R/√(λ_min − 1) + β0/(λ_min − 1); ∞ if λ_min <= 1.
+
+    Examples
+    --------
+    >>> round(theorem2_bracket(102, n_records=200, dimension=2, reward_bound=1, beta0=10), 7)
+    0.6940569
+    """
+    lam = check_positive_float(lambda_min, "lambda_min")
+    if lam <= 1.0:
+        return math.inf
+    n = check_int(n_records, "n_records", minimum=0)
+    d = check_int(dimension, "dimension", minimum=1)
+    r = check_positive_float(reward_bound, "reward_bound")
+    b0 = check_in_interval(beta0, "beta0", 0.0, math.inf, closed="left")
+    m = lam - 1.0
+    return 2.0 * (1.0 + math.sqrt(n * d / m)) * r / math.sqrt(m) + b0 / m
+
+
+def theorem2_pure_epsilon(lambda_min: float, *, n_records: int, dimension: int, reward_bound: float,
+                          beta0: float, eta: float) -> float:
+    """Theorem 2 pure: ε0 = C2/(η√λ_min); ∞ if λ_min <= 1.
+
+    Examples
+    --------
+    >>> round(theorem2_pure_epsilon(102, n_records=200, dimension=2, reward_bound=1, beta0=10, eta=0.01), 6)
+    6.872188
+    """
+    eta = check_positive_float(eta, "eta")
+    c2 = theorem2_bracket(lambda_min, n_records=n_records, dimension=dimension, reward_bound=reward_bound,
+                          beta0=beta0)
+    return c2 / (eta * math.sqrt(lambda_min))
+
+
+def elliptical_corrected_delta(
+    log_probabilities: ArrayLike,
+    penalties: ArrayLike,
+    *,
+    coefficient: float,
+    threshold: float,
+    eta: float,
+) -> tuple[float, float]:
+    """The corrected approximate-DP recipe of spec §4.4 (Lemma 1′) for linear and RLHF policies.
+
+    The per-action sensitivity is Δ(a) = c·γ(a) with γ(a) = ‖φ(x, a)‖_{Σ⁻¹}; Ī = {a : γ(a) > t}.
+
+    1. ε = 2·c·t/η;
+    2. p = π̃(Ī; D) exactly;
+    3. δ0 = min(1, max(p, e^{Δ_max/η}·Σ_Ī e^{Δ(a)/η}·π̃(a; D))) bounds the mass of Ī under every neighbour;
+    4. δ = min(1, e^ε·δ0).
+
+    Parameters
+    ----------
+    log_probabilities : array_like of shape (K,)
+        log π̃(·|x; D).
+    penalties : array_like of shape (K,)
+        γ(a) = ‖φ(x, a)‖_{Σ_D⁻¹}.
+    coefficient : float
+        c, so that Δ(a) <= c·γ(a) for every action.
+    threshold : float
+        t = 1/√λ0 > 0.
+    eta : float
+
+    Returns
+    -------
+    (float, float)
+        (ε, δ).
+    """
+    logp = np.asarray(log_probabilities, dtype=np.float64)
+    gamma = np.asarray(penalties, dtype=np.float64)
+    eta = check_positive_float(eta, "eta")
+    t = check_positive_float(threshold, "threshold")
+    if not math.isfinite(coefficient):
+        return math.inf, 1.0
+    eps = 2.0 * coefficient * t / eta
+    outside = gamma > t
+    if not np.any(outside & np.isfinite(logp)):
+        return eps, 0.0
+    sens = coefficient * gamma / eta  # Δ(a)/η
+    log_p = float(logsumexp(logp[outside]))
+    # log of e^{Δmax/η} Σ_Ī e^{Δ(a)/η} π̃(a)
+    log_inflated = float(np.max(sens)) + float(logsumexp(logp[outside] + sens[outside]))
+    log_delta0 = min(0.0, max(log_p, log_inflated))
+    return eps, _cap_log_delta(eps + log_delta0)
+
+
+def corollary2_paper(
+    k1: float, c: float | None = None, *, lambda_min: float, n_records: int, dimension: int,
+    n_actions: int, reward_bound: float, beta0: float, eta: float,
+) -> tuple[float, float]:
+    """Corollary 2 as printed. Pure part valid; approximate part (with ``c``) **invalid** (§7 item 14).
+
+    Requires λ_min >= 1 + n/(k1·d), else (∞, ·).
+    ε0 = (k1·d/(nη))·(2R(1 + √k1·d) + β0·√(k1·d/n)); with c ∈ (0, 1): ε = c·ε0 and
+    δ = |A|·e^ε·exp((β0/η)·√(d/n)·(1 − √(c·k1))).
+
+    Returns
+    -------
+    (float, float)
+        (ε0, 0) without ``c``; (ε, δ) with ``c``.
+
+    Examples
+    --------
+    >>> eps, delta = corollary2_paper(4, 0.9, lambda_min=1e9, n_records=1000, dimension=5, n_actions=10,
+    ...                               reward_bound=1, beta0=50, eta=0.1)
+    >>> round(eps, 6), f"{delta:.6e}"
+    (5.232792, '3.117755e-11')
+    """
+    eta, beta0 = _common(eta, beta0)
+    kk = check_positive_float(k1, "k1")
+    n = check_int(n_records, "n_records", minimum=1)
+    d = check_int(dimension, "dimension", minimum=1)
+    r = check_positive_float(reward_bound, "reward_bound")
+    if check_positive_float(lambda_min, "lambda_min") < 1.0 + n / (kk * d):
+        return math.inf, (0.0 if c is None else 1.0)
+    eps0 = kk * d / (n * eta) * (2.0 * r * (1.0 + math.sqrt(kk) * d) + beta0 * math.sqrt(kk * d / n))
+    if c is None:
+        return eps0, 0.0
+    cc = check_in_interval(c, "c", 0.0, 1.0, closed="neither")
+    na = check_int(n_actions, "n_actions", minimum=1)
+    eps = cc * eps0
+    log_delta = math.log(na) + eps + beta0 / eta * math.sqrt(d / n) * (1.0 - math.sqrt(cc * kk))
+    return eps, _cap_log_delta(log_delta)
+
+
+def account_linear(
+    policy: KLLinearPolicy,
+    action_features: ArrayLike,
+    reference: ArrayLike | None = None,
+    *,
+    kind: str = "pure",
+    variant: str = "corrected",
+    lambda0: float | None = None,
+    strict: bool = False,
+) -> Guarantee:
+    """Per-instance guarantee of one action sampled from a fitted :class:`KLLinearPolicy` at a context.
+
+    Parameters
+    ----------
+    policy : KLLinearPolicy
+    action_features : array_like of shape (K, d)
+        φ(x, a) for the candidate actions of the fixed public context x.
+    reference : array_like of shape (K,), optional
+        π0(·|x); uniform when omitted.
+    kind : {"pure", "approx"}
+    variant : {"corrected", "paper", "tight"}
+        Pure: ``"corrected"`` and ``"paper"`` are Theorem 2 (valid); ``"tight"`` is C2·γ_max(x)/η.
+        Approx (needs ``lambda0``): ``"paper"`` is Theorem 2's printed (ε, δ) (invalid, C3; warning);
+        ``"corrected"`` is the §4.4 recipe.
+    lambda0 : float, optional
+        λ0 > 0, the threshold 1/√λ0 on ‖φ(x, a)‖_{Σ⁻¹}.
+    strict : bool, default False
+
+    Returns
+    -------
+    PureDP or ApproxDP
+        Add/remove of one logged record, for this context only.
+    """
+    check_one_of(kind, "kind", KINDS)
+    check_one_of(variant, "variant", VARIANTS)
+    features = policy._check_query(action_features)
+    gamma = policy.penalties(features)
+    logp = policy.log_probabilities(features, reference)
+    lam_min = policy.lambda_min_
+    c2 = theorem2_bracket(lam_min, n_records=policy.n_records_, dimension=policy.n_features_in_,
+                          reward_bound=policy.reward_bound, beta0=policy.beta0)
+    reason = "" if math.isfinite(c2) else f"lambda_min(Sigma_D) <= 1 (got {lam_min!r})"
+    common: dict[str, Any] = {
+        "unit": UNIT_LINEAR, "neighbouring": Neighbouring.ADD_REMOVE, "strict": strict, "reason": reason,
+    }
+    if kind == "pure":
+        if variant == "tight":
+            eps = c2 * float(np.max(gamma)) / policy.eta
+            return _result(kind, eps, 0.0, reference="spec §4.4 tight pure variant of Theorem 2", **common)
+        eps = c2 / (policy.eta * math.sqrt(lam_min))
+        return _result(kind, eps, 0.0, reference=f"{PAPER}, Theorem 2 (pure)", **common)
+    lam0 = check_positive_float(lambda0, "lambda0") if lambda0 is not None else None
+    if lam0 is None:
+        raise InvalidParameterError("lambda0 must be given (a float > 0) for kind='approx'; got None")
+    t = 1.0 / math.sqrt(lam0)
+    if variant == "paper":
+        _paper_warning("Theorem 2 (approximate DP)")
+        eps = c2 / (policy.eta * math.sqrt(lam0))
+        # δ = |A|·e^ε·exp((β0/η)(min_a γ(a) − 1/√λ0))
+        log_delta = math.log(len(gamma)) + eps + policy.beta0 / policy.eta * (float(np.min(gamma)) - t)
+        return _result(kind, eps, _cap_log_delta(log_delta), reference=f"{PAPER}, Theorem 2 approx [paper]",
+                       **common)
+    eps, delta = elliptical_corrected_delta(logp, gamma, coefficient=c2 / 2.0, threshold=t, eta=policy.eta)
+    return _result(kind, eps, delta, reference="spec §4.4 corrected approximate Theorem 2", **common)
+
+
+# ---------------------------------------------------------------------- RLHF (Theorems 3, 4)
+def kappa_b(norm_bound: float) -> float:
+    """κ_B = 1/γ = 2 + e^{2B} + e^{−2B}, the inverse curvature of the BT log-likelihood on ‖θ‖ <= B."""
+    b = check_positive_float(norm_bound, "norm_bound")
+    return 2.0 + math.exp(2.0 * b) + math.exp(-2.0 * b)
+
+
+def theorem3_label_epsilon(lambda_min: float, *, ridge: float, norm_bound: float, eta: float,
+                           variant: str = "corrected", lambda0: float | None = None) -> float:
+    """Label-DP ε of the RLHF policy: Theorem 3 (``"paper"``, invalid) or Theorem 3′ (``"corrected"``).
+
+    Paper: (2 + 2e^{2B})/(η·μ); corrected: 4κ_B/(η·μ), μ = λ_min − λ. With ``lambda0`` the pure value
+    is multiplied by √λ_min/√λ0 (the approximate ε). ∞ if μ <= 0.
+
+    Examples
+    --------
+    >>> round(theorem3_label_epsilon(4001, ridge=1, norm_bound=0.1, eta=1, variant="paper"), 9)
+    0.001110701
+    >>> round(theorem3_label_epsilon(4001, ridge=1, norm_bound=0.1, eta=1), 9)
+    0.004040134
+    """
+    check_one_of(variant, "variant", ("corrected", "paper"))
+    eta = check_positive_float(eta, "eta")
+    lam = check_positive_float(ridge, "ridge")
+    b = check_positive_float(norm_bound, "norm_bound")
+    mu = check_positive_float(lambda_min, "lambda_min") - lam
+    if mu <= 0:
+        return math.inf
+    numerator = 2.0 + 2.0 * math.exp(2.0 * b) if variant == "paper" else 4.0 * kappa_b(b)
+    scale = 1.0 if lambda0 is None else math.sqrt(lambda_min) / math.sqrt(check_positive_float(lambda0, "lambda0"))
+    return numerator * scale / (eta * mu)
+
+
+def theorem4_add_remove_epsilon(lambda_min: float, *, ridge: float, norm_bound: float, beta0: float,
+                                eta: float, variant: str = "corrected", lambda0: float | None = None) -> float:
+    """Add/remove ε of the RLHF policy: Theorem 4 (``"paper"``, invalid) or Theorem 4′ (``"corrected"``).
+
+    Paper: (1/(η√λ_min))·((1 + e^{2B})√λ_min/μ + 2β0/(λ_min − 1)), needs λ_min > max(λ, 1).
+    Corrected: (2/(η√λ_min))·(2(1 + e^{2B})√λ_min/μ + 2β0/(λ_min − 4)), needs μ > 0 and λ_min > 4.
+    With ``lambda0`` the leading 1/√λ_min becomes 1/√λ0.
+
+    Examples
+    --------
+    >>> f"{theorem4_add_remove_epsilon(4001, ridge=1, norm_bound=0.1, beta0=1, eta=1, variant='paper'):.6e}"
+    '5.632554e-04'
+    >>> f"{theorem4_add_remove_epsilon(4001, ridge=1, norm_bound=0.1, beta0=1, eta=1):.6e}"
+    '2.237224e-03'
+    """
+    check_one_of(variant, "variant", ("corrected", "paper"))
+    eta, beta0 = _common(eta, beta0)
+    lam = check_positive_float(ridge, "ridge")
+    b = check_positive_float(norm_bound, "norm_bound")
+    lam_min = check_positive_float(lambda_min, "lambda_min")
+    mu = lam_min - lam
+    floor_needed = 1.0 if variant == "paper" else 4.0
+    if mu <= 0 or lam_min <= floor_needed:
+        return math.inf
+    lead = 1.0 / math.sqrt(lam_min if lambda0 is None else check_positive_float(lambda0, "lambda0"))
+    growth = 1.0 + math.exp(2.0 * b)
+    if variant == "paper":
+        return lead / eta * (growth * math.sqrt(lam_min) / mu + 2.0 * beta0 / (lam_min - 1.0))
+    return 2.0 * lead / eta * (2.0 * growth * math.sqrt(lam_min) / mu + 2.0 * beta0 / (lam_min - 4.0))
+
+
+def corollary3_paper(k1: float, c: float | None = None, *, lambda_min: float, ridge: float,
+                     n_records: int, dimension: int, n_actions: int, norm_bound: float, beta0: float,
+                     eta: float, variant: str = "paper") -> tuple[float, float]:
+    """Corollary 3 (label DP). Needs λ_min >= λ + n/(k1·d), else ∞.
+
+    ``"paper"``: ε0 = (2 + 2e^{2B})·k1·d/(nη) (invalid, inherits Theorem 3's error); with c ∈ (0, 1),
+    ε = c·ε0 and δ = |A|·e^ε·exp((β0/η)√(d/n)(1 − √(c·k1))) (invalid). ``"corrected"``: the pure
+    analogue 4κ_B·k1·d/(nη) (no approximate form; use :func:`account_rlhf`).
+
+    Examples
+    --------
+    >>> round(corollary3_paper(2, lambda_min=1e9, ridge=1, n_records=1000, dimension=5, n_actions=2,
+    ...                        norm_bound=0.5, beta0=1, eta=0.1)[0], 7)
+    0.7436564
+    """
+    check_one_of(variant, "variant", ("corrected", "paper"))
+    eta, beta0 = _common(eta, beta0)
+    kk = check_positive_float(k1, "k1")
+    n = check_int(n_records, "n_records", minimum=1)
+    d = check_int(dimension, "dimension", minimum=1)
+    b = check_positive_float(norm_bound, "norm_bound")
+    if check_positive_float(lambda_min, "lambda_min") < check_positive_float(ridge, "ridge") + n / (kk * d):
+        return math.inf, (0.0 if c is None else 1.0)
+    numerator = 2.0 + 2.0 * math.exp(2.0 * b) if variant == "paper" else 4.0 * kappa_b(b)
+    eps0 = numerator * kk * d / (n * eta)
+    if c is None or variant == "corrected":
+        return eps0, 0.0
+    cc = check_in_interval(c, "c", 0.0, 1.0, closed="neither")
+    na = check_int(n_actions, "n_actions", minimum=1)
+    eps = cc * eps0
+    log_delta = math.log(na) + eps + beta0 / eta * math.sqrt(d / n) * (1.0 - math.sqrt(cc * kk))
+    return eps, _cap_log_delta(log_delta)
+
+
+def account_rlhf(
+    policy: KLRLHFPolicy,
+    action_features: ArrayLike,
+    reference: ArrayLike | None = None,
+    *,
+    kind: str = "pure",
+    variant: str = "corrected",
+    neighbouring: str = "label",
+    lambda0: float | None = None,
+    strict: bool = False,
+) -> Guarantee:
+    """Per-instance guarantee of one action sampled from a fitted :class:`KLRLHFPolicy` at a context.
+
+    Parameters
+    ----------
+    policy : KLRLHFPolicy
+    action_features : array_like of shape (K, d)
+        φ(x, a) of the candidate responses to the public prompt x.
+    reference : array_like of shape (K,), optional
+        π0(·|x); uniform when omitted.
+    kind : {"pure", "approx"}
+    variant : {"corrected", "paper", "tight"}
+        ``"paper"``: Theorem 3 (label) / Theorem 4 (add/remove), both invalid (C4, C5; warning).
+        ``"corrected"``: Theorems 3′/4′. ``"tight"`` (label, pure): κ_B·max_i‖z_i‖_{M⁻¹}·
+        max_{a,a'}‖φ_a − φ_a'‖_{M⁻¹}/η.
+    neighbouring : {"label", "add_remove"}
+    lambda0 : float, optional
+        For ``kind="approx"``: threshold 1/√λ0 on ‖φ(x, a)‖_{Σ⁻¹}.
+    strict : bool, default False
+
+    Returns
+    -------
+    PureDP or ApproxDP
+    """
+    check_one_of(kind, "kind", KINDS)
+    check_one_of(variant, "variant", VARIANTS)
+    check_one_of(neighbouring, "neighbouring", ("label", "add_remove"))
+    features = policy._check_query(action_features)
+    gamma = policy.penalties(features)
+    logp = policy.log_probabilities(features, reference)
+    lam_min, lam, b = policy.lambda_min_, policy.ridge, policy.norm_bound
+    mu = lam_min - lam
+    label = neighbouring == "label"
+    unit = UNIT_RLHF_LABEL if label else UNIT_RLHF_RECORD
+    rel = Neighbouring.LABEL_ONLY if label else Neighbouring.ADD_REMOVE
+    if variant == "tight" and (kind != "pure" or not label):
+        raise InvalidParameterError(
+            f"variant='tight' is available for kind='pure' with neighbouring='label' only; got kind={kind!r}, "
+            f"neighbouring={neighbouring!r}"
+        )
+    min_needed = lam if label else max(lam, 1.0 if variant == "paper" else 4.0)
+    reason = "" if (mu > 0 and lam_min > min_needed) else (
+        f"lambda_min(Sigma_D) = {lam_min!r} must exceed {min_needed!r} (ridge {lam!r}"
+        + ("" if label else " and the add/remove floor") + ")"
+    )
+    common: dict[str, Any] = {"unit": unit, "neighbouring": rel, "strict": strict, "reason": reason}
+    thm = ("Theorem 3" if label else "Theorem 4")
+    if kind == "pure":
+        if variant == "tight":
+            eps = kappa_b(b) * policy.max_difference_leverage_ * policy.feature_range_metric(features) / policy.eta
+            return _result(kind, eps, 0.0, reference="spec §4.5 tight label-DP (range refinement)", **common)
+        if variant == "paper":
+            _paper_warning(f"{thm} (pure {'label' if label else 'add/remove'} DP)")
+        if label:
+            eps = theorem3_label_epsilon(lam_min, ridge=lam, norm_bound=b, eta=policy.eta, variant=variant)
+        else:
+            eps = theorem4_add_remove_epsilon(lam_min, ridge=lam, norm_bound=b, beta0=policy.beta0,
+                                              eta=policy.eta, variant=variant)
+        tag = "[paper]" if variant == "paper" else "' [corrected]"
+        return _result(kind, eps, 0.0, reference=f"{PAPER}, {thm}{tag} (pure)", **common)
+    if lambda0 is None:
+        raise InvalidParameterError("lambda0 must be given (a float > 0) for kind='approx'; got None")
+    lam0 = check_positive_float(lambda0, "lambda0")
+    t = 1.0 / math.sqrt(lam0)
+    if not (mu > 0 and lam_min > min_needed):
+        return _result(kind, math.inf, 1.0, reference=f"{PAPER}, {thm} approx", **common)
+    if variant == "paper":
+        _paper_warning(f"{thm} (approximate DP)")
+        if label:
+            eps = theorem3_label_epsilon(lam_min, ridge=lam, norm_bound=b, eta=policy.eta, variant="paper",
+                                         lambda0=lam0)
+        else:
+            eps = theorem4_add_remove_epsilon(lam_min, ridge=lam, norm_bound=b, beta0=policy.beta0,
+                                              eta=policy.eta, variant="paper", lambda0=lam0)
+        log_delta = math.log(len(gamma)) + eps + policy.beta0 / policy.eta * (float(np.min(gamma)) - t)
+        return _result(kind, eps, _cap_log_delta(log_delta), reference=f"{PAPER}, {thm} approx [paper]",
+                       **common)
+    growth = 1.0 + math.exp(2.0 * b)
+    if label:
+        # Δ(a) = 2κ_B·√λ_min/μ · γ(a)  (Γ unchanged by a label flip)
+        coefficient = 2.0 * kappa_b(b) * math.sqrt(lam_min) / mu
+    else:
+        # Δ(a) = [2(1 + e^{2B})√λ_min/μ + 2β0/(λ_min − 4)] · γ(a)
+        coefficient = 2.0 * growth * math.sqrt(lam_min) / mu + 2.0 * policy.beta0 / (lam_min - 4.0)
+    eps, delta = elliptical_corrected_delta(logp, gamma, coefficient=coefficient, threshold=t, eta=policy.eta)
+    return _result(kind, eps, delta, reference=f"spec §4.5 corrected approximate {thm}'", **common)
+
+
+# ---------------------------------------------------------------- extensions (paper §4.4)
+def repeated_sampling(guarantee: Guarantee, n_samples: int, *, method: str = "basic",
+                      delta_prime: float | None = None) -> Guarantee:
+    """Guarantee of ``n_samples`` independent samples from the same policy (same context).
+
+    ``"basic"``: (Tε, Tδ). ``"advanced"`` (Dwork & Roth Thm 3.20, with the paper's typo fixed,
+    spec §7 item 17): (√(2T·ln(1/δ'))·ε + T·ε·(e^ε − 1), T·δ + δ') with δ' ∈ (0, 1).
+
+    Examples
+    --------
+    >>> from dpbandits.privacy.guarantees import PureDP
+    >>> g = PureDP(epsilon=0.1, unit="one record", neighbouring="add/remove")
+    >>> round(repeated_sampling(g, 100, method="advanced", delta_prime=1e-6).epsilon, 6)
+    6.308231
+    """
+    t = check_int(n_samples, "n_samples", minimum=1)
+    check_one_of(method, "method", ("basic", "advanced"))
+    eps, delta = guarantee.epsilon, guarantee.delta
+    if method == "basic":
+        new_eps, new_delta = t * eps, min(1.0, t * delta)
+    else:
+        dp = check_in_interval(delta_prime, "delta_prime", 0.0, 1.0, closed="neither")
+        # ε_T = √(2T ln(1/δ'))·ε + T·ε·(e^ε − 1)
+        new_eps = (math.sqrt(2.0 * t * math.log(1.0 / dp)) * eps + t * eps * math.expm1(eps)
+                   if math.isfinite(eps) else math.inf)
+        new_delta = min(1.0, t * delta + dp)
+    cls: type[Guarantee] = PureDP if new_delta == 0.0 else ApproxDP
+    return cls(epsilon=new_eps, delta=new_delta, unit=f"{guarantee.unit}; {t} samples ({method} composition)",
+               neighbouring=guarantee.neighbouring, reference=guarantee.reference,
+               per_instance=guarantee.per_instance, reason=guarantee.reason)
+
+
+def inexact_policy(guarantee: Guarantee, divergence: float, *, variant: str = "corrected") -> Guarantee:
+    """Guarantee of an approximate policy π̂ with D∞(π̃‖π̂) <= ε̂ and D∞(π̂‖π̃) <= ε̂ on every dataset.
+
+    Corrected: (ε + 2ε̂, e^{ε̂}·δ) (spec §7 item 18). Paper: (ε + 2ε̂, δ), invalid when δ > 0 (warning).
+    If π̂ ∝ π0·e^{û/η} with ‖û − u‖∞ <= e, then ε̂ = 2e/η.
+    """
+    check_one_of(variant, "variant", ("corrected", "paper"))
+    eh = check_in_interval(divergence, "divergence", 0.0, math.inf, closed="left")
+    delta = guarantee.delta
+    if variant == "paper":
+        if delta > 0:
+            _paper_warning("the inexact-policy extension with delta > 0")
+    else:
+        delta = min(1.0, math.exp(eh) * delta)
+    return guarantee.with_parameters(guarantee.epsilon + 2.0 * eh, delta)
+
