@@ -1,1 +1,47 @@
-"""dpbandits.audit."""
+"""Privacy auditing: check a mechanism's privacy claim against its actual output distributions.
+
+* :mod:`dpbandits.audit.exact` — for finite output sets (or continuous outputs discretised onto
+  intervals): the exact privacy loss max_o |log p(o)/q(o)| and the smallest δ for a given ε, over
+  given neighbouring pairs (:func:`audit_exact`).
+* :mod:`dpbandits.audit.statistical` — from samples of a mechanism on two neighbouring inputs, a
+  lower confidence bound on ε from Clopper–Pearson intervals on output events
+  (:func:`epsilon_lower_bound`).
+
+A violation found by either auditor is evidence against the claim (exact: a counterexample;
+statistical: at the stated confidence). Passing is evidence, not proof, unless the neighbouring
+pairs audited are provably the worst case.
+"""
+
+from __future__ import annotations
+
+from dpbandits.audit.exact import (
+    ExactAuditReport,
+    LaplaceDistribution,
+    audit_exact,
+    delta_for_epsilon,
+    hockey_stick_divergence,
+    interval_log_probabilities,
+    privacy_loss,
+)
+from dpbandits.audit.statistical import (
+    StatisticalAuditReport,
+    ThresholdEvent,
+    clopper_pearson,
+    epsilon_lower_bound,
+    threshold_events,
+)
+
+__all__ = [
+    "ExactAuditReport",
+    "LaplaceDistribution",
+    "StatisticalAuditReport",
+    "ThresholdEvent",
+    "audit_exact",
+    "clopper_pearson",
+    "delta_for_epsilon",
+    "epsilon_lower_bound",
+    "hockey_stick_divergence",
+    "interval_log_probabilities",
+    "privacy_loss",
+    "threshold_events",
+]

@@ -1,0 +1,350 @@
+"""Statistical privacy auditing: a lower confidence bound on ε from samples of a mechanism.
+
+If a mechanism M is (ε, δ)-DP then for every output event E and neighbouring D, D'
+
+    P[M(D) ∈ E] <= e^ε · P[M(D') ∈ E] + δ,   so   ε >= log((P[M(D) ∈ E] − δ) / P[M(D') ∈ E]).
+
+From n samples of M(D) and n' samples of M(D') we bound P[M(D) ∈ E] from below and P[M(D') ∈ E]
+from above with exact Clopper–Pearson intervals, and obtain, with probability at least
+``confidence`` simultaneously for every event checked,
+
+    ε_lb = max over events E, their complements and both directions of log((p_lb − δ) / q_ub).
+
+A correct (ε, δ)-DP mechanism gives ε_lb <= ε except with probability <= 1 − ``confidence``; a
+mechanism whose true ε exceeds the claim is caught (ε_lb > ε) once enough samples are drawn.
+
+Multiple comparisons
+--------------------
+Every event gets one two-sided interval for P[M(D) ∈ E] and one for P[M(D') ∈ E]; with m events
+there are 2m intervals and each gets miscoverage α/(2m), α = 1 − ``confidence`` (Bonferroni). The
+complement of an event needs no extra budget: the Clopper–Pearson interval of the complement is
+(1 − high, 1 − low), which covers exactly when the event's interval does. Both directions use the
+same intervals.
+
+Event selection
+---------------
+The events must not depend on the samples the bound is computed from, or the selection biases the
+bound upward (picking the luckiest of many thresholds on the same data is the multiple-comparison
+problem in disguise). :func:`threshold_events` therefore builds thresholds from a *separate*
+calibration sample: draw a calibration set, choose events on it, then draw fresh samples for
+:func:`epsilon_lower_bound`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpbandits._core.errors import InvalidParameterError
+from dpbandits._core.validation import check_array, check_in_interval, check_int
+
+__all__ = [
+    "StatisticalAuditReport",
+    "ThresholdEvent",
+    "clopper_pearson",
+    "epsilon_lower_bound",
+    "threshold_events",
+]
+
+OutputEvent = Callable[[NDArray[Any]], ArrayLike]
+"""An output event: maps samples of shape (n, ...) to a boolean array of shape (n,) (E occurred)."""
+
+
+def _clopper_pearson_arrays(
+    k: NDArray[np.int64], n: NDArray[np.int64], alpha: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    from scipy.stats import beta
+
+    # low = B(α/2; k, n − k + 1) (0 if k = 0) ; high = B(1 − α/2; k + 1, n − k) (1 if k = n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low = np.where(k == 0, 0.0, beta.ppf(alpha / 2.0, np.maximum(k, 1), n - k + 1))
+        high = np.where(k == n, 1.0, beta.ppf(1.0 - alpha / 2.0, k + 1, np.maximum(n - k, 1)))
+    return np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+
+
+def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
+    """Return the exact (Clopper–Pearson) two-sided 1 − α confidence interval of a binomial p.
+
+    Parameters
+    ----------
+    k : int
+        Number of successes, 0 <= k <= n.
+    n : int
+        Number of trials, n >= 1.
+    alpha : float
+        Miscoverage in (0, 1): each end fails with probability at most α/2.
+
+    Returns
+    -------
+    (low, high) : tuple of float
+        low = Beta⁻¹(α/2; k, n − k + 1) (0 when k = 0) and high = Beta⁻¹(1 − α/2; k + 1, n − k)
+        (1 when k = n); P[low <= p <= high] >= 1 − α for every p.
+
+    Examples
+    --------
+    >>> from dpbandits.audit.statistical import clopper_pearson
+    >>> low, high = clopper_pearson(5, 10, 0.05)
+    >>> round(low, 6), round(high, 6)
+    (0.187086, 0.812914)
+    """
+    n_trials = check_int(n, "n", minimum=1)
+    k_successes = check_int(k, "k", minimum=0, maximum=n_trials)
+    a = check_in_interval(alpha, "alpha", 0.0, 1.0, closed="neither")
+    low, high = _clopper_pearson_arrays(np.array(k_successes), np.array(n_trials), a)
+    return float(low), float(high)
+
+
+@dataclass(frozen=True)
+class ThresholdEvent:
+    """The event "output > threshold" of a one-dimensional (or scalar-statistic) mechanism.
+
+    Parameters
+    ----------
+    threshold : float
+        t: the event is {x > t}. Its complement {x <= t} is checked automatically by
+        :func:`epsilon_lower_bound`.
+    """
+
+    threshold: float
+
+    def __call__(self, samples: NDArray[Any]) -> NDArray[np.bool_]:
+        """Return the indicator of {x > t} for samples of shape (n,)."""
+        return np.asarray(samples > self.threshold, dtype=np.bool_)
+
+    def __str__(self) -> str:
+        return f"output > {self.threshold:.6g}"
+
+
+def threshold_events(samples: ArrayLike, n_thresholds: int) -> list[ThresholdEvent]:
+    """Return threshold events {x > t} at evenly spaced quantiles of a *calibration* sample.
+
+    The thresholds are the empirical quantiles of levels i/(n_thresholds + 1), i = 1..n_thresholds,
+    of ``samples`` (duplicates removed). Pass samples that will **not** be used to compute the bound
+    (for example a first draw of a few thousand outputs of M(D) and M(D') pooled): events chosen on
+    the audit samples themselves would bias :func:`epsilon_lower_bound` upward.
+
+    Parameters
+    ----------
+    samples : array_like of shape (n,)
+        Calibration outputs (of either or both neighbouring datasets), finite.
+    n_thresholds : int
+        Number of candidate thresholds, >= 1. Each costs confidence through the Bonferroni
+        split, so a few dozen at most.
+
+    Returns
+    -------
+    list of ThresholdEvent
+        In increasing order of threshold.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpbandits.audit.statistical import threshold_events
+    >>> [e.threshold for e in threshold_events(np.arange(11.0), 4)]
+    [2.0, 4.0, 6.0, 8.0]
+    """
+    x = check_array(samples, "samples", ndim=1)
+    count = check_int(n_thresholds, "n_thresholds", minimum=1)
+    levels = np.arange(1, count + 1) / (count + 1)
+    thresholds = np.unique(np.quantile(x, levels))
+    return [ThresholdEvent(float(t)) for t in thresholds]
+
+
+@dataclass(frozen=True)
+class StatisticalAuditReport:
+    """Result of :func:`epsilon_lower_bound`.
+
+    Attributes
+    ----------
+    epsilon_lower_bound : float
+        ε_lb >= 0: with probability >= ``confidence``, the mechanism is not (ε, δ)-DP for any ε < ε_lb
+        (0 when no event gives evidence).
+    best_event : object or None
+        The event attaining ε_lb (None when ε_lb = 0).
+    best_event_index : int
+        Its index among the events given (−1 when ε_lb = 0).
+    complement : bool
+        Whether the bound is attained by the complement of ``best_event``.
+    reversed : bool
+        False if the bound compares P[M(D) ∈ E] to P[M(D') ∈ E], True for the other direction.
+    count_d, count_d_prime : int
+        Occurrences of the attaining event (or its complement) among the samples of D and D'.
+    n_d, n_d_prime : int
+        Sample sizes.
+    p_lower, q_upper : float
+        The confidence bounds entering ε_lb = log((p_lower − δ)/q_upper): the lower bound of the
+        numerator dataset's probability and the upper bound of the other's.
+    confidence : float
+        Joint confidence of all intervals.
+    delta : float
+        The δ subtracted.
+    n_events : int
+        Number of events given (complements not counted: they are free).
+    """
+
+    epsilon_lower_bound: float
+    best_event: Any
+    best_event_index: int
+    complement: bool
+    reversed: bool
+    count_d: int
+    count_d_prime: int
+    n_d: int
+    n_d_prime: int
+    p_lower: float
+    q_upper: float
+    confidence: float
+    delta: float
+    n_events: int
+
+    def refutes(self, epsilon: float) -> bool:
+        """Whether the samples refute an (ε, δ)-DP claim at this confidence: ε_lb > ε."""
+        return self.epsilon_lower_bound > epsilon
+
+    def __str__(self) -> str:
+        where = "none" if self.best_event is None else (
+            f"{'not ' if self.complement else ''}({self.best_event})"
+            f"{', reversed' if self.reversed else ''}"
+        )
+        return (
+            f"epsilon >= {self.epsilon_lower_bound:.4g} with confidence {self.confidence:g} "
+            f"(delta = {self.delta:.3g}, {self.n_events} events, best: {where}; "
+            f"counts {self.count_d}/{self.n_d} vs {self.count_d_prime}/{self.n_d_prime})"
+        )
+
+
+def _event_counts(event: OutputEvent, samples: NDArray[Any], name: str, index: int) -> int:
+    occurred = np.asarray(event(samples))
+    if occurred.shape != (samples.shape[0],):
+        raise InvalidParameterError(
+            f"events[{index}] must return a boolean array of shape ({samples.shape[0]},) on {name}; "
+            f"got shape {occurred.shape}"
+        )
+    return int(np.count_nonzero(occurred))
+
+
+def epsilon_lower_bound(
+    samples_d: ArrayLike,
+    samples_d_prime: ArrayLike,
+    events: Sequence[OutputEvent],
+    delta: float = 0.0,
+    confidence: float = 0.95,
+) -> StatisticalAuditReport:
+    """Return a lower confidence bound on ε from samples of a mechanism on two neighbouring inputs.
+
+    Parameters
+    ----------
+    samples_d, samples_d_prime : array_like of shape (n, ...) and (n', ...)
+        Independent outputs of M(D) and M(D'), first axis over samples. Not used to choose
+        ``events`` (see :func:`threshold_events`).
+    events : sequence of callable
+        Output events: ``event(samples)`` returns a boolean array of shape (n,). Complements and
+        both directions are checked for each at no extra confidence cost.
+    delta : float, default 0
+        The δ of the claim being tested, in [0, 1).
+    confidence : float, default 0.95
+        Joint confidence in (0, 1), split by Bonferroni over the events and the two datasets.
+
+    Returns
+    -------
+    StatisticalAuditReport
+        ε_lb = max over events, complements and directions of log((p_lb − δ)/q_ub), floored at 0.
+
+    Raises
+    ------
+    InvalidParameterError
+        If a sample array is empty or not finite, ``events`` is empty, an event returns the wrong
+        shape, or ``delta`` / ``confidence`` is out of range.
+
+    Notes
+    -----
+    For an (ε, δ)-DP mechanism, P[ε_lb > ε] <= 1 − ``confidence`` whatever the sample sizes, as
+    long as the events were fixed before the samples were drawn.
+
+    Examples
+    --------
+    Randomized response keeping the bit with probability 3/4 (ε = ln 3 ≈ 1.0986):
+
+    >>> import math
+    >>> import numpy as np
+    >>> from dpbandits.audit.statistical import epsilon_lower_bound
+    >>> gen = np.random.default_rng(0)
+    >>> keep_zero = gen.random(100_000) < 0.75
+    >>> keep_one = gen.random(100_000) < 0.75
+    >>> outputs_d, outputs_d_prime = np.where(keep_zero, 0, 1), np.where(keep_one, 1, 0)
+    >>> report = epsilon_lower_bound(outputs_d, outputs_d_prime, [lambda x: x == 1], confidence=0.99)
+    >>> 1.0 < report.epsilon_lower_bound <= math.log(3)
+    True
+    """
+    x_d = check_array(samples_d, "samples_d", dtype=None)
+    x_d_prime = check_array(samples_d_prime, "samples_d_prime", dtype=None)
+    if x_d.ndim == 0 or x_d_prime.ndim == 0:
+        raise InvalidParameterError("samples_d and samples_d_prime must have a sample axis; got 0-d arrays")
+    dlt = check_in_interval(delta, "delta", 0.0, 1.0, closed="left")
+    conf = check_in_interval(confidence, "confidence", 0.0, 1.0, closed="neither")
+    event_list = list(events)
+    if not event_list:
+        raise InvalidParameterError("events must not be empty; got 0 events")
+    for index, event in enumerate(event_list):
+        if not callable(event):
+            raise InvalidParameterError(f"events[{index}] must be callable; got {type(event).__name__}")
+
+    n_d, n_d_prime = int(x_d.shape[0]), int(x_d_prime.shape[0])
+    k_d = np.array([_event_counts(e, x_d, "samples_d", i) for i, e in enumerate(event_list)], dtype=np.int64)
+    k_d_prime = np.array(
+        [_event_counts(e, x_d_prime, "samples_d_prime", i) for i, e in enumerate(event_list)], dtype=np.int64
+    )
+    n_events = len(event_list)
+    # Bonferroni: 2m two-sided intervals (m events × 2 datasets), each with miscoverage α/(2m)
+    alpha_each = (1.0 - conf) / (2 * n_events)
+    low_d, high_d = _clopper_pearson_arrays(k_d, np.full_like(k_d, n_d), alpha_each)
+    low_d_prime, high_d_prime = _clopper_pearson_arrays(k_d_prime, np.full_like(k_d_prime, n_d_prime), alpha_each)
+
+    # per (complement, reversed): lower bound of the numerator probability, upper bound of the other
+    candidates = {
+        (False, False): (low_d, high_d_prime),
+        (True, False): (1.0 - high_d, 1.0 - low_d_prime),
+        (False, True): (low_d_prime, high_d),
+        (True, True): (1.0 - high_d_prime, 1.0 - low_d),
+    }
+    best: tuple[float, OutputEvent | None, int, bool, bool, float, float] = (
+        0.0, None, -1, False, False, math.nan, math.nan
+    )
+    for (is_complement, is_reversed), (p_lower, q_upper) in candidates.items():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # ε_E = log((p_lb − δ)/q_ub), only where p_lb > δ
+            bound = np.where(p_lower > dlt, np.log(np.maximum(p_lower - dlt, 1e-300) / q_upper), -np.inf)
+        index = int(np.argmax(bound))
+        if bound[index] > best[0]:
+            best = (
+                float(bound[index]), event_list[index], index, is_complement, is_reversed,
+                float(p_lower[index]), float(q_upper[index]),
+            )
+
+    eps_lb, best_event, index, is_complement, is_reversed, p_lb, q_ub = best
+    count_d = count_d_prime = 0
+    if index >= 0:
+        count_d, count_d_prime = int(k_d[index]), int(k_d_prime[index])
+        if is_complement:
+            count_d, count_d_prime = n_d - count_d, n_d_prime - count_d_prime
+    return StatisticalAuditReport(
+        epsilon_lower_bound=eps_lb,
+        best_event=best_event,
+        best_event_index=index,
+        complement=is_complement,
+        reversed=is_reversed,
+        count_d=count_d,
+        count_d_prime=count_d_prime,
+        n_d=n_d,
+        n_d_prime=n_d_prime,
+        p_lower=p_lb,
+        q_upper=q_ub,
+        confidence=conf,
+        delta=dlt,
+        n_events=n_events,
+    )
