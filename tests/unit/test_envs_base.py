@@ -1,0 +1,145 @@
+"""Unit tests of the environment base: the counter-based generator, streams and validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpbandits._core.errors import InvalidActionError, InvalidParameterError
+from dpbandits.envs import base
+from dpbandits.envs.base import check_reward_bounds, counter_uniforms, segment_sums
+from dpbandits.envs.mab import BernoulliBandit, UniformBandit
+
+MASK64 = (1 << 64) - 1
+
+
+def splitmix64_reference(key: int, counter: int) -> int:
+    """Plain-integer SplitMix64 (Vigna's splitmix64.c): output number ``counter`` of a stream seeded ``key``."""
+    z = (key + (counter + 1) * 0x9E3779B97F4A7C15) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def test_splitmix64_reference_matches_the_published_first_output() -> None:
+    # splitmix64.c seeded with 0 first returns 0xE220A8397B1DCDAF.
+    assert splitmix64_reference(0, 0) == 0xE220A8397B1DCDAF
+
+
+def test_counter_uniforms_match_the_integer_reference(rng: np.random.Generator) -> None:
+    keys = rng.integers(0, 2**64, size=200, dtype=np.uint64)
+    counters = rng.integers(0, 2**40, size=200)
+    got = counter_uniforms(keys, counters)
+    expected = [
+        ((splitmix64_reference(int(k), int(c)) >> 11) + 0.5) * 2.0**-53
+        for k, c in zip(keys, counters, strict=True)
+    ]
+    np.testing.assert_array_equal(got, np.array(expected))
+
+
+def test_counter_uniforms_are_the_same_across_chunk_boundaries(rng: np.random.Generator) -> None:
+    n = base._CHUNK * 2 + 17
+    keys = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+    counters = rng.integers(0, 1000, size=n)
+    whole = counter_uniforms(keys, counters)
+    picks = np.array([0, base._CHUNK - 1, base._CHUNK, 2 * base._CHUNK, n - 1])
+    np.testing.assert_array_equal(whole[picks], counter_uniforms(keys[picks], counters[picks]))
+    assert whole.min() > 0.0 and whole.max() < 1.0
+
+
+def test_counter_uniforms_broadcast_and_scalars() -> None:
+    table = counter_uniforms(np.array([[1], [2]], dtype=np.uint64), np.arange(3))
+    assert table.shape == (2, 3)
+    assert counter_uniforms(np.uint64(2), 1) == table[1, 1]
+
+
+def test_segment_sums_handles_empty_segments() -> None:
+    lengths = np.array([[2, 0, 1], [0, 0, 3]])
+    values = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    np.testing.assert_array_equal(segment_sums(values, lengths), [[3.0, 0.0, 3.0], [0.0, 0.0, 15.0]])
+    np.testing.assert_array_equal(
+        segment_sums(np.empty(0), np.zeros((2, 2), dtype=np.int64)), np.zeros((2, 2))
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ((1.0, 0.0), "low < high"),
+        ((0.0, float("nan")), r"reward_bounds\[1\] must be a finite float"),
+        ((0.0,), "pair"),
+        (3.0, "pair"),
+    ],
+)
+def test_check_reward_bounds_rejects(value: object, match: str) -> None:
+    with pytest.raises(InvalidParameterError, match=match):
+        check_reward_bounds(value)
+
+
+def test_stream_keys_of_a_trial_do_not_depend_on_the_number_of_trials(seed: int) -> None:
+    env = UniformBandit([0.2, 0.4, 0.3])
+    few, many = env.streams(seed, 3), env.streams(seed, 10)
+    np.testing.assert_array_equal(few.keys, many.keys[:3])
+    np.testing.assert_array_equal(few.pull(np.array([0, 1, 2])), many.pull(np.arange(10) % 3)[:3])
+
+
+def test_pull_on_a_subset_of_trials_advances_only_those(seed: int) -> None:
+    env = BernoulliBandit([0.5, 0.5])
+    streams = env.streams(seed, 4)
+    streams.pull(np.array([1, 1]), trials=np.array([3, 0]))
+    np.testing.assert_array_equal(streams.counts, [[0, 1], [0, 0], [0, 0], [0, 1]])
+    with pytest.raises(ValueError, match="read-only"):
+        streams.counts[0, 0] = 5
+    streams.reset()
+    assert int(streams.counts.sum()) == 0
+
+
+def test_rewards_at_reads_without_advancing(seed: int) -> None:
+    env = UniformBandit([0.3, 0.1])
+    streams = env.streams(seed, 5)
+    peek = streams.rewards_at(np.arange(5), 1, 0)
+    np.testing.assert_array_equal(streams.pull(np.ones(5, dtype=np.int64)), peek)
+
+
+def test_sample_sums_accepts_one_dimensional_counts(seed: int) -> None:
+    env = BernoulliBandit([1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(env.sample_sums([3, 4, 0], seed), [3.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize(
+    ("counts", "error", "match"),
+    [
+        (np.array([[1, -1]]), InvalidParameterError, "counts must be >= 0 entrywise; got min -1"),
+        (np.array([[1, 2, 3]]), InvalidParameterError, r"counts must have shape \(n_trials, 2\)"),
+        (np.array([[0.5, 1.0]]), InvalidParameterError, "counts must be an array of ints"),
+        (np.zeros((2, 2, 2), dtype=int), InvalidParameterError, "counts must have shape"),
+    ],
+)
+def test_sample_sums_rejects_bad_counts(counts: np.ndarray, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        BernoulliBandit([0.5, 0.5]).sample_sums(counts, 0)
+
+
+def test_pull_rejects_bad_arms_and_trials(seed: int) -> None:
+    streams = BernoulliBandit([0.5, 0.5]).streams(seed, 3)
+    with pytest.raises(InvalidActionError, match=r"arms must be ints in \[0, 1\]; got 2"):
+        streams.pull(np.array([0, 2, 1]))
+    with pytest.raises(InvalidActionError, match="got dtype float64"):
+        streams.pull(np.array([0.0, 1.0, 1.0]))
+    with pytest.raises(InvalidParameterError, match=r"arms must have shape \(3,\)"):
+        streams.pull(np.array([0, 1]))
+    with pytest.raises(InvalidParameterError, match="trials must be distinct"):
+        streams.pull(np.array([0, 1]), trials=np.array([1, 1]))
+    with pytest.raises(InvalidParameterError, match=r"trials must lie in \[0, 2\]"):
+        streams.pull(np.array([0]), trials=np.array([3]))
+    with pytest.raises(InvalidParameterError, match=r"counts must have shape \(3, 2\)"):
+        streams.pull_counts(np.ones((2, 2), dtype=np.int64))
+    assert int(streams.counts.sum()) == 0, "failed calls must not consume rewards"
+
+
+def test_streams_rejects_bad_n_trials_and_rng() -> None:
+    env = BernoulliBandit([0.5])
+    with pytest.raises(InvalidParameterError, match="n_trials must be an int >= 1; got 0"):
+        env.streams(0, 0)
+    with pytest.raises(InvalidParameterError, match="rng must be"):
+        env.streams("seed", 2)  # type: ignore[arg-type]
