@@ -6,3 +6,8 @@ Importing this package registers its algorithms in :mod:`dpbandits.algorithms.re
 from dpbandits.algorithms.bai import sequential_halving, uniform
 
 __all__ = ["sequential_halving", "uniform"]
+
+# DP-BAI family (Chen et al. 2024): DP-BAI, DP-BAI-Gauss, Baseline, OD-LinBAI, DP-OD.
+from dpbandits.algorithms.bai import dp_bai, dp_od, od_linbai
+
+__all__ += ["dp_bai", "dp_od", "od_linbai"]

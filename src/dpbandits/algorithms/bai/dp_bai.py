@@ -1,0 +1,357 @@
+"""DP-BAI (Algorithm 1), DP-BAI-Gauss (Algorithm 2) and Baseline of Chen, Karthik, Chee & Tan (2024).
+
+All three share the phase schedule of :mod:`~dpbandits.algorithms.bai.schedule` and the engine of
+:mod:`~dpbandits.algorithms.bai.phased`. In phase p with active set A_p (|A_p| = s_p):
+
+1. d_p = dim span{a_i : i ∈ A_p} (coordinates in an orthonormal basis of the span, eq. 9);
+2. if d_p² < s_p, pull the d_p arms of a Max-Det collection B_p, else every arm of A_p
+   (Baseline always pulls every arm);
+3. each pulled arm is pulled m_p = ⌈T'/(M·n_p)⌉ times (budget guard of §2.5 of the spec);
+4. μ̃_j = (mean of this phase's m_p rewards of j) + noise, noise Lap(1/(ε·m_p)) (DP-BAI, Baseline)
+   or N(0, 2·ln(1.25/δ)/(ε·m_p)²) (DP-BAI-Gauss);
+5. arms outside B_p get μ̃_i = Σ_j α_{i,j}·μ̃_j with a_i = Σ_j α_{i,j}·b_j (eq. 12);
+6. the s_{p+1} arms with the largest μ̃ stay active.
+
+The decisions depend on the basis of step 1 only through the Max-Det collection and the α, both
+invariant under a change of basis (spec §2.2), so the plan of a phase is computed from the original
+features of the active arms.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Hashable, Mapping
+from typing import Any, cast
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpbandits._core.errors import InvalidParameterError, PrivacyWarning
+from dpbandits._core.rng import RNGLike
+from dpbandits._core.typing import FloatArray
+from dpbandits._core.validation import check_array, check_delta, check_epsilon, check_int, check_one_of
+from dpbandits.algorithms.bai.designs import (
+    MAXDET_METHODS,
+    extrapolation_coefficients,
+    max_det_collection,
+    reduce_dimension,
+)
+from dpbandits.algorithms.bai.phased import PhasedAlgorithm, PhasePlan
+from dpbandits.algorithms.bai.schedule import (
+    BUDGET_MODES,
+    DegenerateInstanceError,
+    PhaseSchedule,
+    dp_bai_schedule,
+    guard_pulls,
+)
+from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.envs.base import BanditEnvironment
+from dpbandits.privacy.guarantees import ApproxDP, Guarantee, Neighbouring, PureDP
+
+__all__ = ["DPBAI", "REWARD_TABLE_UNIT", "Baseline", "DPBAIGauss", "DPBAIPlanner", "environment_features"]
+
+REWARD_TABLE_UNIT = "one entry of the reward table (the reward of one pull of one arm)"
+_REFERENCE = ("Z. Chen, P. N. Karthik, Y. M. Chee, V. Y. F. Tan, Fixed-budget differentially private best "
+              "arm identification, ICLR 2024 (arXiv:2401.09073)")
+
+
+def environment_features(env: BanditEnvironment) -> FloatArray:
+    """Return ``env.features`` (a linear bandit), or the identity (K orthogonal arms) for a plain MAB."""
+    features = getattr(env, "features", None)
+    if features is None:
+        return np.eye(env.n_arms)
+    return check_array(features, "env.features", ndim=2)
+
+
+class DPBAIPlanner:
+    """Phase plans of DP-BAI / DP-BAI-Gauss / Baseline (state = (active arms, pulls used)).
+
+    Parameters
+    ----------
+    features : ndarray, shape (K, d)
+    budget : int
+        T.
+    schedule : PhaseSchedule
+    budget_mode : {"paper", "strict"}
+    noise_kind : {"laplace", "gaussian"}
+    noise_multiplier : float
+        Noise scale = ``noise_multiplier / m_p``: 1/ε (Laplace) or √(2·ln(1.25/δ))/ε (Gaussian).
+    use_max_det : bool
+        False for Baseline.
+    maxdet : {"auto", "exact", "dominant"}
+    """
+
+    def __init__(self, features: FloatArray, budget: int, schedule: PhaseSchedule, *, budget_mode: str,
+                 noise_kind: str, noise_multiplier: float, use_max_det: bool, maxdet: str) -> None:
+        self.features = features
+        self.budget = budget
+        self.schedule = schedule
+        self.budget_mode = budget_mode
+        self.noise_kind: str | None = noise_kind
+        self.noise_multiplier = noise_multiplier
+        self.use_max_det = use_max_det
+        self.maxdet = maxdet
+        self.n_arms = schedule.n_arms
+        self.n_phases = schedule.n_phases
+        nu = schedule.max_pulled_dp_bai() if use_max_det else np.asarray(schedule.sizes[:-1])
+        self.effective_budget = schedule.effective_budget(budget, budget_mode=budget_mode, max_pulled=nu)
+
+    def initial_state(self) -> Hashable:
+        """All arms active, no pull used."""
+        return (tuple(range(self.n_arms)), 0)
+
+    def plan(self, phase: int, state: Hashable) -> PhasePlan:
+        """Plan phase ``phase`` from (active arms, pulls used)."""
+        active_tuple, used = cast(tuple[tuple[int, ...], int], state)
+        active = np.asarray(active_tuple, dtype=np.int64)
+        s_p = active.shape[0]
+        coords, d_p = reduce_dimension(self.features[active])
+        if d_p == 0:
+            raise DegenerateInstanceError(
+                f"the features of the active arms {active.tolist()} are all 0: their means are equal"
+            )
+        if self.use_max_det and d_p * d_p < s_p:  # d_p < √s_p (Alg. 1 line 6, exact integer test)
+            basis = max_det_collection(coords, method=self.maxdet)
+            alpha = extrapolation_coefficients(coords, basis)  # a_i = Σ_j α_{i,j} b_j
+            pulled, branch = active[basis], "max-det"
+        else:
+            alpha, pulled, branch = np.eye(s_p), active, "all-arms"
+        n_p = pulled.shape[0]
+        planned = math.ceil(self.effective_budget / (self.n_phases * n_p))  # m_p = ⌈T'/(M·n_p)⌉
+        m_arr, clipped_arr = guard_pulls(np.array([planned]), np.array([n_p]), np.array([used]), self.budget,
+                                         budget_mode=self.budget_mode)
+        m_p = int(m_arr[0])
+        scale = self.noise_multiplier / m_p  # Laplace b = 1/(ε·m_p); Gaussian σ = √(2 ln(1.25/δ))/(ε·m_p)
+        return PhasePlan(
+            active=active, pulled=pulled, pulls=np.full(n_p, m_p, dtype=np.int64),
+            sum_weights=alpha / m_p,  # per-phase mean μ̂_j = S_j/m_p, extrapolated by α
+            noise_weights=alpha, noise_scales=np.full(n_p, scale), keep=self.schedule.sizes[phase + 1],
+            clipped=bool(clipped_arr[0]),
+            info={"phase": phase + 1, "dim": d_p, "branch": branch, "pulls_per_arm": m_p, "noise_scale": scale},
+        )
+
+    def next_state(self, phase: int, state: Hashable, plan: PhasePlan, survivors: tuple[int, ...]) -> Hashable:
+        """(survivors, used + pulls of this phase)."""
+        return (survivors, cast(tuple[tuple[int, ...], int], state)[1] + plan.total_pulls)
+
+
+class _DPBAIFamily(PhasedAlgorithm):
+    _use_max_det = True
+    _name = "DP-BAI"
+
+    def _build(self, features: ArrayLike, budget: int, *, schedule: str, budget_mode: str, maxdet: str,
+               use_effective_dimension: bool, noise_kind: str, noise_multiplier: float, tie_break: str,
+               clip_rewards: bool, allow_out_of_range: bool) -> None:
+        self.features = check_array(features, "features", ndim=2)
+        self.budget = check_int(budget, "budget", minimum=1)
+        check_one_of(budget_mode, "budget_mode", BUDGET_MODES)
+        check_one_of(maxdet, "maxdet", MAXDET_METHODS)
+        n_arms, dim = self.features.shape
+        if use_effective_dimension:
+            dim = max(int(np.linalg.matrix_rank(self.features)), 1)
+        self.schedule = dp_bai_schedule(n_arms, dim, schedule=schedule)
+        self.budget_mode = budget_mode
+        self.planner = DPBAIPlanner(self.features, self.budget, self.schedule, budget_mode=budget_mode,
+                                    noise_kind=noise_kind, noise_multiplier=noise_multiplier,
+                                    use_max_det=self._use_max_det, maxdet=maxdet)
+        self._set_common(tie_break, clip_rewards, allow_out_of_range)
+
+
+class DPBAI(_DPBAIFamily):
+    """DP-BAI: ε-DP fixed-budget best-arm identification in linear bandits (Algorithm 1).
+
+    Parameters
+    ----------
+    features : array_like, shape (n_arms, dim)
+        The public feature vectors a_i (one per row); mean rewards are a_iᵀθ*.
+    budget : int
+        T, the number of pulls; the algorithm uses at most T.
+    epsilon : float
+        ε > 0; ``math.inf`` means no noise (the non-private limit).
+    schedule : {"canonical", "literal"}, default "canonical"
+        Phase-schedule reading of eqs. (7)–(8) (spec §7 A1).
+    budget_mode : {"paper", "strict"}, default "paper"
+        ``"paper"``: eq. (8) with a runtime clip guard; ``"strict"``: a larger reservation that never
+        needs the guard (spec §2.5).
+    maxdet : {"auto", "exact", "dominant"}, default "auto"
+        How Max-Det collections are found (utility only; privacy never depends on it).
+    use_effective_dimension : bool, default False
+        Use rank{a_i} instead of the ambient dimension in the schedule.
+    tie_break : {"random", "index"}, default "random"
+    clip_rewards : bool, default False
+        Clip rewards to [0, 1] instead of refusing an environment whose rewards may exceed it.
+    allow_out_of_range : bool, default False
+        Run on rewards outside [0, 1] without clipping (replication of Appendix E.2 only; the
+        guarantee then does not hold and :attr:`privacy` cannot vouch for it).
+
+    Privacy
+    -------
+    ε-DP (Definition 2.1) for one entry of the reward table x_{i,n} (the n-th reward of arm i) under
+    replacement, rewards in [0, 1] (Proposition 4.1, Appendix F). Each reward enters one per-phase
+    mean of m_p rewards (sensitivity 1/m_p) released with Laplace noise of scale 1/(ε·m_p); all
+    decisions are post-processing; phases use disjoint rewards (parallel composition).
+
+    References
+    ----------
+    Z. Chen, P. N. Karthik, Y. M. Chee, V. Y. F. Tan, "Fixed-budget differentially private best arm
+    identification", ICLR 2024 (arXiv:2401.09073): Algorithm 1, Proposition 4.1, Theorem 4.2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpbandits.algorithms.bai.dp_bai import DPBAI
+    >>> algo = DPBAI(np.eye(3), budget=300, epsilon=1.0)
+    >>> algo.privacy.epsilon
+    1.0
+    """
+
+    def __init__(self, features: ArrayLike, budget: int, epsilon: float, *, schedule: str = "canonical",
+                 budget_mode: str = "paper", maxdet: str = "auto", use_effective_dimension: bool = False,
+                 tie_break: str = "random", clip_rewards: bool = False, allow_out_of_range: bool = False) -> None:
+        self.epsilon = check_epsilon(epsilon, allow_inf=True)
+        self._build(features, budget, schedule=schedule, budget_mode=budget_mode, maxdet=maxdet,
+                    use_effective_dimension=use_effective_dimension, noise_kind="laplace",
+                    noise_multiplier=1.0 / self.epsilon, tie_break=tie_break, clip_rewards=clip_rewards,
+                    allow_out_of_range=allow_out_of_range)
+
+    @property
+    def privacy(self) -> Guarantee:
+        """ε-DP for one entry of the reward table (Proposition 4.1)."""
+        reference = f"{_REFERENCE}, Proposition 4.1 ({self._name})"
+        reason = self._void_reason()
+        if reason:
+            return PureDP.infinite(unit=REWARD_TABLE_UNIT, neighbouring=Neighbouring.REPLACE_ONE,
+                                   reason=reason, reference=reference)
+        return PureDP(epsilon=self.epsilon, unit=REWARD_TABLE_UNIT, neighbouring=Neighbouring.REPLACE_ONE,
+                      reference=reference)
+
+    def _void_reason(self) -> str:
+        if math.isinf(self.epsilon):
+            return "epsilon=inf: no noise is added"
+        if self.allow_out_of_range:
+            return "allow_out_of_range=True: rewards may exceed [0, 1], so the sensitivity is unbounded"
+        return ""
+
+
+class Baseline(DPBAI):
+    """Baseline of §5: DP-BAI without Max-Det collections (every active arm is pulled in every phase).
+
+    Same parameters as :class:`DPBAI` (``maxdet`` is ignored).
+
+    Privacy
+    -------
+    ε-DP for one entry of the reward table, by the argument of DP-BAI (Proposition 4.1): per-phase
+    means of disjoint rewards with Laplace noise of scale 1/(ε·m_p).
+
+    References
+    ----------
+    Chen et al., ICLR 2024 (arXiv:2401.09073), Section 5 ("Baseline").
+    """
+
+    _use_max_det = False
+    _name = "Baseline"
+
+
+class DPBAIGauss(_DPBAIFamily):
+    """DP-BAI-Gauss: (ε, δ)-DP variant of DP-BAI with Gaussian noise (Algorithm 2, Appendix D).
+
+    Parameters
+    ----------
+    features, budget, schedule, budget_mode, maxdet, use_effective_dimension, tie_break, clip_rewards,
+    allow_out_of_range
+        As for :class:`DPBAI`.
+    epsilon : float
+        ε > 0.
+    delta : float
+        δ in (0, 1).
+
+    Warns
+    -----
+    PrivacyWarning
+        If ε >= 1: the classical Gaussian calibration σ = √(2 ln(1.25/δ))·Δ/ε is proven for ε < 1 only
+        (Dwork & Roth 2014, Theorem A.1), which the paper's proof cites.
+
+    Privacy
+    -------
+    (ε, δ)-DP for one entry of the reward table (Proposition D.2): each per-phase mean (ℓ2-sensitivity
+    1/m_p) is released with N(0, 2·ln(1.25/δ)/(ε·m_p)²) noise, phases use disjoint rewards. The
+    guarantee is stated for ε < 1; for ε >= 1 :attr:`privacy` reports ε = ∞ with the reason.
+
+    References
+    ----------
+    Chen et al., ICLR 2024 (arXiv:2401.09073), Algorithm 2, Proposition D.2 and D.3.
+    """
+
+    _name = "DP-BAI-Gauss"
+
+    def __init__(self, features: ArrayLike, budget: int, epsilon: float, delta: float, *,
+                 schedule: str = "canonical", budget_mode: str = "paper", maxdet: str = "auto",
+                 use_effective_dimension: bool = False, tie_break: str = "random", clip_rewards: bool = False,
+                 allow_out_of_range: bool = False) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = check_delta(delta)
+        if self.delta == 0.0:
+            raise InvalidParameterError("delta must lie in (0, 1) for the Gaussian mechanism; got 0.0")
+        if self.epsilon >= 1.0:
+            warnings.warn(
+                f"epsilon={self.epsilon} >= 1: the classical Gaussian calibration is proven for epsilon < 1 "
+                "only; the reported guarantee is void (epsilon=inf)", PrivacyWarning, stacklevel=2)
+        # σ_p = √(2·ln(1.25/δ)) / (ε·m_p)
+        multiplier = math.sqrt(2.0 * math.log(1.25 / self.delta)) / self.epsilon
+        self._build(features, budget, schedule=schedule, budget_mode=budget_mode, maxdet=maxdet,
+                    use_effective_dimension=use_effective_dimension, noise_kind="gaussian",
+                    noise_multiplier=multiplier, tie_break=tie_break, clip_rewards=clip_rewards,
+                    allow_out_of_range=allow_out_of_range)
+
+    @property
+    def privacy(self) -> Guarantee:
+        """(ε, δ)-DP for one entry of the reward table (Proposition D.2), for ε < 1."""
+        reference = f"{_REFERENCE}, Proposition D.2 (DP-BAI-Gauss)"
+        if self.epsilon >= 1.0 or self.allow_out_of_range:
+            reason = ("classical Gaussian calibration is proven for epsilon < 1 only" if self.epsilon >= 1.0
+                      else "allow_out_of_range=True: rewards may exceed [0, 1]")
+            return ApproxDP(epsilon=math.inf, delta=self.delta, unit=REWARD_TABLE_UNIT,
+                            neighbouring=Neighbouring.REPLACE_ONE, reference=reference, reason=reason)
+        return ApproxDP(epsilon=self.epsilon, delta=self.delta, unit=REWARD_TABLE_UNIT,
+                        neighbouring=Neighbouring.REPLACE_ONE, reference=reference)
+
+
+def _metrics(algorithm: PhasedAlgorithm, env: BanditEnvironment, n_trials: int, rng: RNGLike,
+             pull_consistent: bool) -> Mapping[str, np.ndarray]:
+    result = algorithm.simulate(env, n_trials, rng, pull_consistent=pull_consistent)
+    return {
+        "success": (result.recommended == env.best_arm).astype(np.float64),
+        "pulls_used": result.pulls_used.astype(np.float64),
+    }
+
+
+_METRICS = ("success", "pulls_used")
+
+
+@register_algorithm("dp-bai", family="bai", privacy="ε-DP for one entry of the reward table",
+                    metrics=_METRICS, proportion_metrics=("success",), environments=("linear",))
+def simulate_dp_bai(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
+                    pull_consistent: bool = False, **options: Any) -> Mapping[str, np.ndarray]:
+    """DP-BAI (Chen et al. 2024, Algorithm 1): Max-Det collections + Laplace-privatised phase means."""
+    algorithm = DPBAI(environment_features(env), budget, epsilon, **options)
+    return _metrics(algorithm, env, n_trials, rng, pull_consistent)
+
+
+@register_algorithm("dp-bai-gauss", family="bai", privacy="(ε, δ)-DP for one entry of the reward table",
+                    metrics=_METRICS, proportion_metrics=("success",), environments=("linear",))
+def simulate_dp_bai_gauss(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
+                          delta: float, pull_consistent: bool = False, **options: Any
+                          ) -> Mapping[str, np.ndarray]:
+    """DP-BAI-Gauss (Chen et al. 2024, Algorithm 2): Gaussian-privatised phase means, (ε, δ)-DP."""
+    algorithm = DPBAIGauss(environment_features(env), budget, epsilon, delta, **options)
+    return _metrics(algorithm, env, n_trials, rng, pull_consistent)
+
+
+@register_algorithm("dp-bai-baseline", family="bai", privacy="ε-DP for one entry of the reward table",
+                    metrics=_METRICS, proportion_metrics=("success",), environments=("linear",))
+def simulate_baseline(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
+                      pull_consistent: bool = False, **options: Any) -> Mapping[str, np.ndarray]:
+    """Baseline (Chen et al. 2024, §5): DP-BAI without Max-Det; every active arm pulled each phase."""
+    algorithm = Baseline(environment_features(env), budget, epsilon, **options)
+    return _metrics(algorithm, env, n_trials, rng, pull_consistent)

@@ -1,0 +1,471 @@
+"""The engine shared by the phased fixed-budget BAI algorithms: one plan per phase, two drivers.
+
+DP-BAI, DP-BAI-Gauss, Baseline, OD-LinBAI and DP-OD all proceed in phases. In each phase the
+algorithm, knowing only public features and its *state* (the active set, the pulls used so far and
+whatever else it needs), fixes a :class:`PhasePlan`: which arms to pull and how many times, how the
+per-arm reward sums and fresh noise map to estimates of the active arms, and how many arms survive.
+The plan is a deterministic function of the state, so it is computed once per distinct state and
+cached — the vectorised driver groups trials that share a state.
+
+Estimates are linear in the phase's reward sums S (pulled arms) and noise ξ::
+
+    μ̃ = W_sum · S + W_noise · ξ,   ξ_j ~ Lap(b_j) or N(0, b_j²) independent, fresh each phase
+
+(DP-BAI: W_sum = α/m, W_noise = α; DP-OD: W_sum = A V⁻¹ Aᵀ_P, W_noise = A V⁻¹.)
+The survivors are the ``keep`` active arms with the largest μ̃; ties are broken by uniform random keys
+drawn from the algorithm stream (or by the lowest index).
+
+Two drivers run a planner:
+
+* :func:`run_vectorised` — all trials at once (batch dimension first), one ``sample_sums`` call
+  and one noise draw per phase.
+* :class:`PhasedAgent` — ask/tell, one pull at a time, for use against real feedback.
+
+Random-number consumption is arranged so that, for one trial, both drivers draw the same numbers:
+per phase, noise of shape (n_trials, q) (q = length of ξ) from the noise backend, then tie-break keys
+of shape (n_trials, |A_p|) from the algorithm stream. With pull-consistent rewards
+(:meth:`~dpbandits.envs.base.BanditEnvironment.streams`) the two drivers give identical outputs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
+from dpbandits._core.rng import RNGLike, spawn_generators
+from dpbandits._core.typing import BoolArray, FloatArray, IntArray
+from dpbandits._core.validation import check_int, check_one_of
+from dpbandits.envs.base import BanditEnvironment, segment_sums
+from dpbandits.privacy.guarantees import Guarantee
+from dpbandits.privacy.noise import NoiseBackend, NumpyNoise
+
+__all__ = [
+    "PhasePlan",
+    "PhasedAgent",
+    "PhasedAlgorithm",
+    "PhasedResult",
+    "Planner",
+    "run_vectorised",
+    "select_top",
+]
+
+SumSampler = Callable[[IntArray], FloatArray]
+
+
+@dataclass(frozen=True)
+class PhasePlan:
+    """What one phase does, for one state.
+
+    Attributes
+    ----------
+    active : ndarray of int, shape (s,)
+        The active arms A_p, ascending.
+    pulled : ndarray of int, shape (n,)
+        The arms pulled this phase, ascending (pulled in this order, all pulls of one arm in a row).
+    pulls : ndarray of int, shape (n,)
+        Pulls of each pulled arm.
+    sum_weights : ndarray, shape (s, n)
+        W_sum: estimate of each active arm per unit of each pulled arm's reward sum.
+    noise_weights : ndarray, shape (s, q)
+        W_noise (q = 0 for non-private algorithms).
+    noise_scales : ndarray, shape (q,)
+        Scale of each noise coordinate (Laplace scale b or Gaussian standard deviation σ).
+    keep : int
+        Number of survivors.
+    clipped : bool
+        Whether the budget guard reduced the pulls (§2.5 of the spec).
+    info : dict
+        Diagnostics (dimension, branch, noise scale, ...).
+    """
+
+    active: IntArray
+    pulled: IntArray
+    pulls: IntArray
+    sum_weights: FloatArray
+    noise_weights: FloatArray
+    noise_scales: FloatArray
+    keep: int
+    clipped: bool = False
+    info: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def total_pulls(self) -> int:
+        """Σ pulls of the phase."""
+        return int(self.pulls.sum())
+
+
+class Planner(Protocol):
+    """What a phased algorithm provides to the drivers."""
+
+    n_arms: int
+    n_phases: int
+    noise_kind: str | None
+
+    def initial_state(self) -> Hashable:
+        """The state at the start of phase 0."""
+
+    def plan(self, phase: int, state: Hashable) -> PhasePlan:
+        """The plan of ``phase`` (0-based) in ``state``."""
+
+    def next_state(self, phase: int, state: Hashable, plan: PhasePlan, survivors: tuple[int, ...]) -> Hashable:
+        """The state after ``phase`` when ``survivors`` (ascending) stay active."""
+
+
+class _PlanCache:
+    """Memoises plans and state transitions of one planner."""
+
+    def __init__(self, planner: Planner) -> None:
+        self.planner = planner
+        self.states: list[Hashable] = [planner.initial_state()]
+        self._ids: dict[Hashable, int] = {self.states[0]: 0}
+        self._plans: dict[tuple[int, int], PhasePlan] = {}
+
+    def plan(self, phase: int, state_id: int) -> PhasePlan:
+        key = (phase, state_id)
+        if key not in self._plans:
+            self._plans[key] = self.planner.plan(phase, self.states[state_id])
+        return self._plans[key]
+
+    def next_id(self, phase: int, state_id: int, survivors: tuple[int, ...]) -> int:
+        state = self.planner.next_state(phase, self.states[state_id], self.plan(phase, state_id), survivors)
+        if state not in self._ids:
+            self._ids[state] = len(self.states)
+            self.states.append(state)
+        return self._ids[state]
+
+
+def _draw_noise(noise: NoiseBackend | None, kind: str | None, scales: FloatArray) -> FloatArray:
+    if kind is None or scales.shape[-1] == 0:
+        return np.zeros(scales.shape)
+    if noise is None:
+        raise InvalidParameterError("noise must be a NoiseBackend for a private algorithm; got None")
+    if kind == "laplace":
+        return noise.laplace(scales, size=scales.shape)
+    return noise.gaussian(scales, size=scales.shape)
+
+
+def select_top(estimates: FloatArray, keep: int, tie_keys: FloatArray | None) -> IntArray:
+    """Column indices of the ``keep`` largest estimates of each row, ascending.
+
+    Ties are broken by the smaller ``tie_keys`` (uniform random keys), or by the lower column when
+    ``tie_keys`` is None.
+    """
+    keys = np.broadcast_to(np.arange(estimates.shape[-1]), estimates.shape) if tie_keys is None else tie_keys
+    order = np.lexsort((keys, -estimates), axis=-1)
+    return np.sort(order[..., :keep], axis=-1)
+
+
+@dataclass(frozen=True)
+class PhasedResult:
+    """Outcome of a vectorised run.
+
+    Attributes
+    ----------
+    recommended : ndarray of int, shape (n_trials,)
+        Î_T of each trial.
+    pulls : ndarray of int, shape (n_trials, n_arms)
+        Pulls per arm.
+    clipped : ndarray of bool, shape (n_trials,)
+        Whether the budget guard clipped some phase.
+    """
+
+    recommended: IntArray
+    pulls: IntArray
+    clipped: BoolArray
+
+    @property
+    def pulls_used(self) -> IntArray:
+        """Total pulls per trial."""
+        return np.asarray(self.pulls.sum(axis=1), dtype=np.int64)
+
+
+def run_vectorised(planner: Planner, n_trials: int, sample_sums: SumSampler, noise: NoiseBackend | None,
+                   algorithm_rng: np.random.Generator, *, tie_break: str = "random") -> PhasedResult:
+    """Run ``n_trials`` independent trials of a phased algorithm at once.
+
+    Parameters
+    ----------
+    planner : Planner
+    n_trials : int
+    sample_sums : callable
+        ``counts (n_trials, n_arms) -> sums (n_trials, n_arms)`` of fresh rewards (environment stream).
+    noise : NoiseBackend or None
+        Privacy-noise stream (None for non-private planners).
+    algorithm_rng : numpy.random.Generator
+        Algorithm stream (tie-break keys).
+    tie_break : {"random", "index"}
+
+    Returns
+    -------
+    PhasedResult
+    """
+    cache = _PlanCache(planner)
+    k = planner.n_arms
+    state_ids = np.zeros(n_trials, dtype=np.int64)
+    pulls = np.zeros((n_trials, k), dtype=np.int64)
+    clipped = np.zeros(n_trials, dtype=bool)
+    survivors_all = np.zeros((n_trials, 1), dtype=np.int64)
+    for phase in range(planner.n_phases):
+        groups, inverse = np.unique(state_ids, return_inverse=True)
+        plans = [cache.plan(phase, int(g)) for g in groups]
+        counts = np.zeros((n_trials, k), dtype=np.int64)
+        n_noise = max(p.noise_scales.shape[0] for p in plans)
+        n_active = max(p.active.shape[0] for p in plans)
+        scales = np.ones((n_trials, n_noise))
+        members = [np.flatnonzero(inverse == gi) for gi in range(len(groups))]
+        for plan, rows in zip(plans, members, strict=True):
+            counts[np.ix_(rows, plan.pulled)] = plan.pulls
+            scales[np.ix_(rows, np.arange(plan.noise_scales.shape[0]))] = plan.noise_scales
+            clipped[rows] |= plan.clipped
+        sums = sample_sums(counts)
+        xi = _draw_noise(noise, planner.noise_kind, scales)
+        tie_keys = algorithm_rng.random((n_trials, n_active))
+        pulls += counts
+        keep = plans[0].keep
+        survivors_all = np.zeros((n_trials, keep), dtype=np.int64)
+        new_ids = np.empty(n_trials, dtype=np.int64)
+        for plan, rows, gid in zip(plans, members, groups, strict=True):
+            q, s = plan.noise_scales.shape[0], plan.active.shape[0]
+            # μ̃ = W_sum·S + W_noise·ξ for every trial of the group
+            estimates = sums[np.ix_(rows, plan.pulled)] @ plan.sum_weights.T
+            if q:
+                estimates += xi[rows, :q] @ plan.noise_weights.T
+            keys = tie_keys[rows, :s] if tie_break == "random" else None
+            chosen = plan.active[select_top(estimates, plan.keep, keys)]
+            survivors_all[rows] = chosen
+            distinct, back = np.unique(chosen, axis=0, return_inverse=True)
+            ids = np.array([cache.next_id(phase, int(gid), tuple(int(a) for a in row)) for row in distinct])
+            new_ids[rows] = ids[np.reshape(back, -1)]
+        state_ids = new_ids
+    return PhasedResult(survivors_all[:, 0].copy(), pulls, clipped)
+
+
+class PhasedAgent:
+    """Ask/tell driver of a phased algorithm, for use against real feedback.
+
+    ``arm = agent.ask()`` returns the next arm to pull; ``agent.tell(arm, reward)`` reports its
+    reward. After the last phase, :attr:`done` is True and :attr:`recommendation` holds Î_T.
+
+    Parameters
+    ----------
+    planner : Planner
+    noise : NoiseBackend or None
+        Privacy-noise source (use the secure backend in deployment).
+    algorithm_rng : numpy.random.Generator
+        Tie-break stream.
+    reward_bounds : pair of float, default (0, 1)
+        Rewards outside are an error unless ``clip_rewards``; the privacy calibration assumes them.
+    clip_rewards : bool, default False
+        Clip rewards to ``reward_bounds`` (a per-entry map: the sensitivity is unchanged).
+    tie_break : {"random", "index"}
+    """
+
+    def __init__(self, planner: Planner, noise: NoiseBackend | None, algorithm_rng: np.random.Generator,
+                 *, reward_bounds: tuple[float, float] = (0.0, 1.0), clip_rewards: bool = False,
+                 tie_break: str = "random") -> None:
+        self._cache = _PlanCache(planner)
+        self._planner = planner
+        self._noise = noise
+        self._rng = algorithm_rng
+        self._bounds = reward_bounds
+        self._clip = clip_rewards
+        self._tie_break = tie_break
+        self._phase = 0
+        self._state_id = 0
+        self._recommendation: int | None = None
+        self.pulls = np.zeros(planner.n_arms, dtype=np.int64)
+        self.phase_log: list[dict[str, object]] = []
+        if planner.n_phases == 0:
+            self._recommendation = 0  # a single arm
+        else:
+            self._start_phase()
+
+    def _start_phase(self) -> None:
+        self._plan = self._cache.plan(self._phase, self._state_id)
+        self._queue = np.repeat(self._plan.pulled, self._plan.pulls)  # data-independent order
+        self._position = 0
+        self._sums = np.zeros(self._plan.pulled.shape[0])
+
+    @property
+    def done(self) -> bool:
+        """Whether every phase has finished."""
+        return self._recommendation is not None
+
+    @property
+    def recommendation(self) -> int:
+        """Î_T, the recommended arm.
+
+        Raises
+        ------
+        NotFittedError
+            Before the last phase has finished.
+        """
+        if self._recommendation is None:
+            raise NotFittedError("recommendation is available only once done is True")
+        return self._recommendation
+
+    def ask(self) -> int:
+        """Return the next arm to pull.
+
+        Raises
+        ------
+        NotFittedError
+            If the algorithm has finished (read :attr:`recommendation`).
+        """
+        if self.done:
+            raise NotFittedError("the algorithm has finished; read recommendation")
+        return int(self._queue[self._position])
+
+    def tell(self, arm: int, reward: float) -> None:
+        """Report the reward of the arm returned by the last :meth:`ask`.
+
+        Raises
+        ------
+        InvalidActionError
+            If ``arm`` is not the arm asked for.
+        InvalidParameterError
+            If ``reward`` is outside ``reward_bounds`` and clipping was not asked for.
+        """
+        expected = self.ask()
+        if int(arm) != expected:
+            raise InvalidActionError(f"arm must be the arm returned by ask(), {expected}; got {arm!r}")
+        value = float(reward)
+        low, high = self._bounds
+        if not np.isfinite(value) or ((value < low or value > high) and not self._clip):
+            raise InvalidParameterError(
+                f"reward must lie in [{low}, {high}] (pass clip_rewards=True to clip); got {value!r}"
+            )
+        value = min(max(value, low), high)
+        slot = int(np.searchsorted(self._plan.pulled, expected))
+        self._sums[slot] += value
+        self.pulls[expected] += 1
+        self._position += 1
+        if self._position == self._queue.shape[0]:
+            self._finish_phase()
+
+    def _finish_phase(self) -> None:
+        plan = self._plan
+        q = plan.noise_scales.shape[0]
+        xi = _draw_noise(self._noise, self._planner.noise_kind, plan.noise_scales.reshape(1, q))
+        keys = self._rng.random((1, plan.active.shape[0]))
+        estimates = self._sums.reshape(1, -1) @ plan.sum_weights.T
+        if q:
+            estimates += xi @ plan.noise_weights.T
+        chosen = plan.active[select_top(estimates, plan.keep, keys if self._tie_break == "random" else None)][0]
+        self.phase_log.append({**plan.info, "estimates": estimates[0].copy(), "survivors": chosen.copy()})
+        self._state_id = self._cache.next_id(self._phase, self._state_id, tuple(int(a) for a in chosen))
+        self._phase += 1
+        if self._phase == self._planner.n_phases:
+            self._recommendation = int(chosen[0])
+        else:
+            self._start_phase()
+
+
+TIE_BREAKS = ("random", "index")
+
+
+class PhasedAlgorithm(ABC):
+    """Common front end of the phased BAI algorithms: validation, streams, the two drivers.
+
+    Subclasses build their :class:`Planner` in ``__init__`` (attribute ``planner``) and define
+    :attr:`privacy`.
+
+    Streams (fixed order): ``spawn_generators(rng, 3)`` gives the environment stream, the algorithm
+    stream (tie-break keys) and the privacy-noise stream, in that order — in :meth:`simulate` and in
+    :meth:`agent` alike, so that one seed drives both forms identically.
+    """
+
+    planner: Planner
+    tie_break: str = "random"
+    clip_rewards: bool = False
+    allow_out_of_range: bool = False
+
+    def _set_common(self, tie_break: str, clip_rewards: bool, allow_out_of_range: bool) -> None:
+        self.tie_break = check_one_of(tie_break, "tie_break", TIE_BREAKS)
+        self.clip_rewards = bool(clip_rewards)
+        self.allow_out_of_range = bool(allow_out_of_range)
+
+    @property
+    @abstractmethod
+    def privacy(self) -> Guarantee:
+        """The privacy guarantee, with the unit it protects."""
+
+    def _check_environment(self, env: BanditEnvironment) -> bool:
+        """Check the environment's reward bounds; return whether rewards must be clipped."""
+        if env.n_arms != self.planner.n_arms:
+            raise InvalidParameterError(
+                f"env.n_arms must equal the algorithm's number of arms {self.planner.n_arms}; got {env.n_arms}"
+            )
+        low, high = env.reward_bounds
+        if low >= 0.0 and high <= 1.0:
+            return False
+        if self.clip_rewards:
+            return True
+        if self.allow_out_of_range:
+            return False
+        raise InvalidParameterError(
+            f"env.reward_bounds must lie within [0, 1] (the privacy calibration assumes it); got "
+            f"{env.reward_bounds!r}; pass clip_rewards=True to clip, or allow_out_of_range=True to "
+            "replicate an experiment whose rewards exceed [0, 1] (the guarantee then does not hold)"
+        )
+
+    def simulate(self, env: BanditEnvironment, n_trials: int, rng: RNGLike = None, *,
+                 pull_consistent: bool = False) -> PhasedResult:
+        """Run ``n_trials`` independent trials on ``env``, vectorised across trials.
+
+        Parameters
+        ----------
+        env : BanditEnvironment
+        n_trials : int
+        rng : int, SeedSequence, Generator or None
+            Spawns (environment, algorithm, privacy-noise) streams, in this order.
+        pull_consistent : bool, default False
+            Draw rewards from ``env.streams`` (the k-th pull of an arm is the same number for every
+            algorithm and for the ask/tell form) instead of the faster ``env.sample_sums``.
+
+        Returns
+        -------
+        PhasedResult
+        """
+        n = check_int(n_trials, "n_trials", minimum=1)
+        clip = self._check_environment(env)
+        env_rng, algorithm_rng, noise_rng = spawn_generators(rng, 3)
+        sampler: SumSampler
+        if pull_consistent or clip:
+            streams = env.streams(env_rng, n)
+
+            def sampler(counts: IntArray) -> FloatArray:
+                if not clip:
+                    return streams.pull_counts(counts)
+                _, values = streams.pull_counts(counts, return_values=True)
+                return segment_sums(np.clip(values, 0.0, 1.0), counts)
+        else:
+
+            def sampler(counts: IntArray) -> FloatArray:
+                return env.sample_sums(counts, env_rng)
+
+        noise = NumpyNoise(noise_rng) if self.planner.noise_kind else None
+        return run_vectorised(self.planner, n, sampler, noise, algorithm_rng, tie_break=self.tie_break)
+
+    def agent(self, rng: RNGLike = None, *, noise: NoiseBackend | None = None) -> PhasedAgent:
+        """Return an ask/tell agent.
+
+        Parameters
+        ----------
+        rng : int, SeedSequence, Generator or None
+            Spawns (environment, algorithm, privacy-noise) streams like :meth:`simulate`; the
+            environment stream is not used by the agent.
+        noise : NoiseBackend, optional
+            Privacy-noise source; default seeded NumPy noise from the privacy-noise stream (for
+            simulation only — pass the secure backend in deployment).
+        """
+        _, algorithm_rng, noise_rng = spawn_generators(rng, 3)
+        if noise is None and self.planner.noise_kind:
+            noise = NumpyNoise(noise_rng)
+        return PhasedAgent(self.planner, noise, algorithm_rng, clip_rewards=self.clip_rewards,
+                           tie_break=self.tie_break)
