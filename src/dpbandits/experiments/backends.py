@@ -1,0 +1,235 @@
+"""Execution backends: where the tasks of a study run.
+
+A backend maps a picklable module-level function over a list of tasks and yields
+``(task_index, result)`` pairs **in completion order**; the runner reassembles results by index, and
+every task carries its own seed, so results never depend on the backend, the number of workers or the
+completion order.
+
+* ``serial`` — in this process, in task order.
+* ``process`` — a local pool of processes (default: all cores), started with ``forkserver`` where
+  available (``spawn`` elsewhere) so that worker start-up is safe in a multi-threaded parent.
+* ``dask`` — a ``dask.distributed`` cluster: connect to ``scheduler`` (``tcp://host:8786``), or start
+  a local cluster when none is given. Needs the ``dask`` extra (``pip install "dpbandits[dask]"``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+from dpbandits._core.errors import DependencyNotInstalledError, InvalidParameterError
+from dpbandits._core.validation import check_int, check_one_of
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "DaskBackend",
+    "ProcessBackend",
+    "SerialBackend",
+    "make_backend",
+]
+
+BACKENDS: tuple[str, ...] = ("serial", "process", "dask")
+
+
+class Backend(Protocol):
+    """What the runner needs from a backend (a context manager that maps tasks)."""
+
+    name: str
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+    def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, fn(tasks[index]))`` for every task, in completion order."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Facts recorded in the manifest (backend name, workers, address)."""
+        ...
+
+
+class SerialBackend:
+    """Run every task in this process, in order."""
+
+    name = "serial"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+    def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, fn(task))`` in task order."""
+        for index, task in enumerate(tasks):
+            yield index, fn(task)
+
+    def describe(self) -> dict[str, Any]:
+        """``{"backend": "serial", "workers": 1}``."""
+        return {"backend": self.name, "workers": 1}
+
+
+def _start_method() -> str:
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+class ProcessBackend:
+    """A local process pool.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Number of processes (default: ``os.cpu_count()``).
+    max_pending : int, optional
+        Tasks submitted ahead of completion (default ``4 × workers``), which bounds memory and
+        lets a cell's results be written while later cells are still queued.
+    """
+
+    name = "process"
+
+    def __init__(self, workers: int | None = None, *, max_pending: int | None = None) -> None:
+        self.workers = check_int(workers, "workers", minimum=1) if workers is not None else os.cpu_count() or 1
+        self.max_pending = (
+            check_int(max_pending, "max_pending", minimum=1) if max_pending is not None else 4 * self.workers
+        )
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> Self:
+        context = multiprocessing.get_context(_start_method())
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=exc_type is None, cancel_futures=True)
+            self._pool = None
+
+    def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, fn(task))`` as the pool finishes them (at most ``max_pending`` in flight)."""
+        if self._pool is None:
+            raise InvalidParameterError("ProcessBackend must be used inside a `with` block")
+        pending: dict[Future[Any], int] = {}
+        next_index = 0
+        while next_index < len(tasks) or pending:
+            while next_index < len(tasks) and len(pending) < self.max_pending:
+                pending[self._pool.submit(fn, tasks[next_index])] = next_index
+                next_index += 1
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                index = pending.pop(future)
+                yield index, future.result()
+
+    def describe(self) -> dict[str, Any]:
+        """Backend name, worker count and start method."""
+        return {"backend": self.name, "workers": self.workers, "start_method": _start_method()}
+
+
+class DaskBackend:
+    """A ``dask.distributed`` cluster.
+
+    Parameters
+    ----------
+    scheduler : str, optional
+        Address of a running scheduler (``tcp://host:8786``). Without it a local cluster is started
+        (``workers`` workers of one thread each) and closed at the end.
+    workers : int, optional
+        Workers of the local cluster (default: ``os.cpu_count()``); ignored with ``scheduler``.
+    processes : bool, default True
+        Local cluster with worker processes (True) or threads in this process (False, quick to start).
+
+    Raises
+    ------
+    DependencyNotInstalledError
+        If ``dask.distributed`` is not installed (the ``dask`` extra).
+    """
+
+    name = "dask"
+
+    def __init__(self, scheduler: str | None = None, workers: int | None = None, *, processes: bool = True) -> None:
+        self.scheduler = scheduler
+        self.workers = check_int(workers, "workers", minimum=1) if workers is not None else os.cpu_count() or 1
+        self.processes = bool(processes)
+        self._client: Any = None
+        self._cluster: Any = None
+
+    def __enter__(self) -> Self:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as exc:
+            raise DependencyNotInstalledError(
+                "the dask backend needs dask.distributed: pip install 'dpbandits[dask]'"
+            ) from exc
+        if self.scheduler is not None:
+            try:
+                self._client = Client(self.scheduler, timeout="10s")
+            except OSError as exc:
+                raise InvalidParameterError(
+                    f"scheduler must be the address of a running dask scheduler; got {self.scheduler!r} ({exc})"
+                ) from None
+        else:
+            self._cluster = LocalCluster(
+                n_workers=self.workers,
+                threads_per_worker=1,
+                processes=self.processes,
+                dashboard_address=None,
+            )
+            self._client = Client(self._cluster)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Submit every task and yield ``(index, result)`` as futures complete."""
+        from distributed import as_completed
+
+        if self._client is None:
+            raise InvalidParameterError("DaskBackend must be used inside a `with` block")
+        futures = self._client.map(fn, list(tasks), pure=False)
+        index_of = {future.key: index for index, future in enumerate(futures)}
+        try:
+            for future in as_completed(futures):
+                yield index_of[future.key], future.result()
+        finally:
+            self._client.cancel(futures)
+
+    def describe(self) -> dict[str, Any]:
+        """Backend name, scheduler address (or local cluster) and workers."""
+        return {"backend": self.name, "scheduler": self.scheduler or "local", "workers": self.workers}
+
+
+def make_backend(name: str, *, workers: int | None = None, scheduler: str | None = None) -> Backend:
+    """Build a backend by name (``serial``, ``process`` or ``dask``).
+
+    Raises
+    ------
+    InvalidParameterError
+        On an unknown name, or ``scheduler`` given to a backend other than ``dask``.
+    """
+    check_one_of(name, "backend", BACKENDS)
+    if scheduler is not None and name != "dask":
+        raise InvalidParameterError(f"scheduler is only used by the dask backend; got backend {name!r}")
+    if name == "serial":
+        return SerialBackend()
+    if name == "process":
+        return ProcessBackend(workers)
+    return DaskBackend(scheduler, workers)

@@ -1,0 +1,236 @@
+"""The study runner: split a study into tasks, run them on a backend, store results as cells finish.
+
+Tasks
+-----
+A study has ``n_points`` grid points × ``n_algorithms`` algorithms = cells, and each cell's
+``trials`` are split into chunks of ``chunk_size`` trials (the last may be shorter). One task is
+one (cell, chunk): it builds the environment, calls the algorithm's simulation entry point for the
+chunk's trials and returns per-trial metrics. The chunk size is fixed by the study, never by the
+number of workers.
+
+Seeds (fixed, documented order)
+-------------------------------
+From the study's root seed ``s``::
+
+    root        = SeedSequence(s)
+    point_seq_p = root.spawn(n_points)[p]            # one child per grid point, in grid order
+    chunk_seq   = point_seq_p.spawn(n_chunks)[c]     # one child per chunk of trials, in trial order
+
+``chunk_seq`` is the ``rng`` passed to the simulation entry point; it does **not** depend on the
+algorithm, so all algorithms of a grid point see the same environment randomness (each entry point
+spawns environment, algorithm and privacy-noise streams from it, in that order). Because
+``spawn(n)[i]`` does not depend on ``n``, raising ``trials`` appends chunks and keeps the earlier
+ones' numbers. Every task derives its own seed sequence from ``(s, p, c)``, so results are the
+same on every backend, for every number of workers and in every completion order.
+
+Examples
+--------
+>>> from dpbandits.experiments.config import Study
+>>> from dpbandits.experiments.runner import run_study
+>>> study = Study.from_mapping({
+...     "name": "doc", "seed": 1, "trials": 20, "chunk_size": 10,
+...     "environment": {"name": "bernoulli", "means": [0.8, 0.2]},
+...     "algorithms": [{"name": "uniform"}], "grid": {"budget": [10, 20]},
+... })
+>>> import tempfile
+>>> result = run_study(study, tempfile.mkdtemp() + "/run", progress="none")
+>>> result.cells_run, result.cells_skipped
+(2, 0)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpbandits._core.errors import StudyError
+from dpbandits._core.rng import as_seed_sequence
+from dpbandits._core.typing import FloatArray
+from dpbandits.algorithms.registry import get_algorithm
+from dpbandits.envs.registry import make_environment
+from dpbandits.experiments.backends import Backend, make_backend
+from dpbandits.experiments.config import Cell, Study
+from dpbandits.experiments.progress import ProgressReporter, make_progress
+from dpbandits.experiments.store import RunStore
+
+__all__ = ["RunResult", "Task", "TaskResult", "chunk_seed_sequence", "make_tasks", "run_study", "run_task"]
+
+
+def chunk_seed_sequence(root_seed: int, point_index: int, chunk_index: int) -> np.random.SeedSequence:
+    """The seed sequence of one (grid point, chunk): ``root.spawn(·)[p].spawn(·)[c]``.
+
+    Built fresh on every call (a SeedSequence's ``spawn`` is stateful), so it is the same object
+    value in every process.
+    """
+    root = as_seed_sequence(root_seed)
+    point_seq = root.spawn(point_index + 1)[point_index]  # spawn(n)[i] is the same for every n > i
+    return point_seq.spawn(chunk_index + 1)[chunk_index]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One (cell, chunk of trials): all a worker needs, picklable."""
+
+    cell: Cell
+    chunk_index: int
+    n_trials: int
+    root_seed: int
+    metrics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """Per-trial metrics of one task and the time the simulation took."""
+
+    values: dict[str, FloatArray]
+    seconds: float
+
+
+def run_task(task: Task) -> TaskResult:
+    """Run one task: build the environment, simulate the chunk's trials, check the output.
+
+    Raises
+    ------
+    StudyError
+        If the entry point does not return every metric as a finite array of shape (n_trials,).
+    """
+    cell = task.cell
+    env = make_environment(cell.environment, **cell.environment_params)
+    simulate = get_algorithm(cell.algorithm).simulate
+    rng = chunk_seed_sequence(task.root_seed, cell.point_index, task.chunk_index)
+    started = time.perf_counter()
+    output = simulate(env, n_trials=task.n_trials, rng=rng, **cell.algorithm_params)
+    seconds = time.perf_counter() - started
+    values: dict[str, FloatArray] = {}
+    for metric in task.metrics:
+        if metric not in output:
+            raise StudyError(
+                f"algorithm {cell.algorithm!r} returned metrics {sorted(output)}; expected {metric!r} too"
+            )
+        arr = np.asarray(output[metric], dtype=np.float64)
+        if arr.shape != (task.n_trials,) or not np.all(np.isfinite(arr)):
+            raise StudyError(
+                f"algorithm {cell.algorithm!r} metric {metric!r} must be {task.n_trials} finite values; "
+                f"got shape {arr.shape} (cell {cell.key}, point {cell.point})"
+            )
+        values[metric] = arr
+    return TaskResult(values, seconds)
+
+
+def make_tasks(study: Study, cells: list[Cell]) -> list[Task]:
+    """The tasks of ``cells``: cells in order, each cell's chunks consecutive (so cells finish early)."""
+    metrics = {index: study.metrics_of(index) for index in range(len(study.algorithms))}
+    return [
+        Task(cell, chunk_index, n_trials, study.seed, metrics[cell.algorithm_index])
+        for cell in cells
+        for chunk_index, n_trials in enumerate(study.chunk_sizes())
+    ]
+
+
+@dataclass
+class RunResult:
+    """What a run did."""
+
+    run_dir: Path
+    summary_path: Path
+    cells_run: int
+    cells_skipped: int
+    status: str
+    seconds: float
+    backend: dict[str, Any] = field(default_factory=dict)
+
+
+def run_study(
+    study: Study,
+    out_dir: str | Path,
+    *,
+    backend: str | Backend = "serial",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    resume: bool = False,
+    progress: str | ProgressReporter = "auto",
+    source_text: str | None = None,
+) -> RunResult:
+    """Run a study into a run directory (see :mod:`dpbandits.experiments.store` for its layout).
+
+    Parameters
+    ----------
+    study : Study
+    out_dir : str or Path
+        The run directory (created if needed).
+    backend : {"serial", "process", "dask"} or Backend, default "serial"
+    workers : int, optional
+        Workers of the process pool or local dask cluster (default: all cores).
+    scheduler : str, optional
+        Address of a dask scheduler (``dask`` backend only).
+    resume : bool, default False
+        Continue an interrupted run: finished cells are kept, not recomputed.
+    progress : {"auto", "rich", "log", "none"} or ProgressReporter, default "auto"
+    source_text : str, optional
+        The study file's text, copied into the run directory.
+
+    Returns
+    -------
+    RunResult
+
+    Raises
+    ------
+    StudyError
+        If the run directory holds another study, or holds results and ``resume`` is false, or an
+        algorithm returns malformed metrics.
+    """
+    started = time.monotonic()
+    engine = make_backend(backend, workers=workers, scheduler=scheduler) if isinstance(backend, str) else backend
+    reporter = make_progress(progress) if isinstance(progress, str) else progress
+    store = RunStore.open(out_dir, study, source_text=source_text, resume=resume, session=engine.describe())
+    cells = study.cells()
+    finished = store.finished_cells()
+    pending = [cell for cell in cells if cell.key not in finished]
+    tasks = make_tasks(study, pending)
+    chunks_per_cell = study.n_chunks()
+    partial: dict[str, dict[int, TaskResult]] = {}
+    status = "failed"
+    reporter.start(
+        total_cells=len(cells),
+        total_trials=len(cells) * study.trials,
+        done_cells=len(finished),
+        done_trials=len(finished) * study.trials,
+    )
+    try:
+        with engine:
+            for index, result in engine.map_unordered(run_task, tasks):
+                task = tasks[index]
+                parts = partial.setdefault(task.cell.key, {})
+                parts[task.chunk_index] = result
+                done = len(parts) == chunks_per_cell
+                if done:
+                    _write_cell(store, task.cell, partial.pop(task.cell.key))
+                reporter.advance(trials=task.n_trials, cells=int(done))
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        reporter.close()
+        store.finish(status)
+        summary_path = store.write_summary()
+    return RunResult(
+        run_dir=Path(out_dir),
+        summary_path=summary_path,
+        cells_run=len(pending),
+        cells_skipped=len(finished),
+        status=store.manifest["status"],
+        seconds=time.monotonic() - started,
+        backend=engine.describe(),
+    )
+
+
+def _write_cell(store: RunStore, cell: Cell, parts: Mapping[int, TaskResult]) -> None:
+    ordered = [parts[chunk] for chunk in sorted(parts)]
+    values = {metric: np.concatenate([part.values[metric] for part in ordered]) for metric in ordered[0].values}
+    store.write_cell(cell, values, seconds=sum(part.seconds for part in ordered))

@@ -1,0 +1,379 @@
+"""The crash-safe results store: one run directory per study run.
+
+Layout of a run directory::
+
+    RUN_DIR/
+      study.toml        copy of the study file as given (when the study came from a file)
+      study.json        the effective study (after --trials/--seed overrides), canonical JSON
+      manifest.json     versions, root seed, study digest, sessions (start/end), status of every cell
+      cells/p0000-a00.npz   raw per-trial values of one (grid point, algorithm) cell, one array per metric
+      summary.csv       one row per (algorithm, grid point): swept parameters, algorithm, n_trials,
+                        and per metric <metric>_mean, _stderr, _ci_low, _ci_high
+      plots/            written by :mod:`dpbandits.experiments.plots`
+
+Crash safety. Every file is written to a temporary file in the same directory, flushed and
+``fsync``-ed, then renamed over its target with ``os.replace`` (atomic on POSIX), and the directory
+is ``fsync``-ed. A cell's file is written the moment its last chunk finishes, so a run killed with
+SIGKILL loses only the cells in flight. The cell files are the source of truth: on ``resume`` a cell
+counts as finished if and only if its file exists and holds ``n_trials`` finite values of every
+metric; ``manifest.json`` is rewritten (atomically, at most once a second while running) from them.
+Leftover temporary files of a killed run are removed when the directory is opened again.
+
+A run directory that holds a different study (another digest) is refused, never overwritten.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpbandits._core.errors import StudyError
+from dpbandits._core.typing import FloatArray
+from dpbandits.experiments.config import Cell, Study
+from dpbandits.experiments.summary import summarize_metric
+
+__all__ = [
+    "MANIFEST_NAME",
+    "SUMMARY_NAME",
+    "RunStore",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "read_manifest",
+    "read_summary",
+]
+
+MANIFEST_NAME = "manifest.json"
+SUMMARY_NAME = "summary.csv"
+STUDY_COPY_NAME = "study.toml"
+STUDY_JSON_NAME = "study.json"
+CELLS_DIR = "cells"
+RUN_FORMAT = 1
+_TMP_MARK = ".tmp-"
+_MANIFEST_INTERVAL_SECONDS = 1.0
+_VERSIONED_PACKAGES = ("dpbandits", "numpy", "scipy", "pydantic", "typer", "rich", "matplotlib", "dask",
+                       "distributed")
+
+
+# ------------------------------------------------------------------------------ atomic files
+def _fsync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # platforms without directory handles (Windows): rename is still atomic
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync, rename."""
+    path = Path(path)
+    tmp = path.with_name(f"{_TMP_MARK}{os.getpid()}-{path.name}")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    _fsync_directory(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _versions() -> dict[str, str]:
+    found = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for package in _VERSIONED_PACKAGES:
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def read_manifest(run_dir: str | Path) -> dict[str, Any]:
+    """Read ``manifest.json`` of a run directory.
+
+    Raises
+    ------
+    StudyError
+        If the directory holds no readable manifest.
+    """
+    path = Path(run_dir) / MANIFEST_NAME
+    try:
+        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise StudyError(f"{str(run_dir)!r} is not a dpbandits run directory (no {MANIFEST_NAME})") from None
+    except (OSError, ValueError) as exc:
+        raise StudyError(f"{str(path)!r} cannot be read: {exc}") from None
+    return manifest
+
+
+def read_summary(run_dir: str | Path) -> list[dict[str, str]]:
+    """Rows of ``summary.csv`` as dicts of strings.
+
+    Raises
+    ------
+    StudyError
+        If the run directory has no summary (the run has not finished a cell yet).
+    """
+    path = Path(run_dir) / SUMMARY_NAME
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            return list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise StudyError(f"{str(run_dir)!r} has no {SUMMARY_NAME}; run the study first") from None
+
+
+def _format_number(value: float) -> str:
+    # repr gives the shortest string that round-trips: exact, and identical across backends.
+    return repr(float(value))
+
+
+def _format_parameter(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"))
+
+
+# ------------------------------------------------------------------------------ the store
+class RunStore:
+    """The run directory of one study (see the module docstring for layout and guarantees).
+
+    Use :meth:`open`; it creates a new run directory or reopens one of the same study.
+    """
+
+    def __init__(self, run_dir: Path, study: Study, manifest: dict[str, Any]) -> None:
+        self.run_dir = run_dir
+        self.study = study
+        self.manifest = manifest
+        self.cells_dir = run_dir / CELLS_DIR
+        self._cells = {cell.key: cell for cell in study.cells()}
+        self._metrics = {index: study.metrics_of(index) for index in range(len(study.algorithms))}
+        self._last_manifest_write = 0.0
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(
+        cls,
+        run_dir: str | Path,
+        study: Study,
+        *,
+        source_text: str | None = None,
+        resume: bool = False,
+        session: Mapping[str, Any] | None = None,
+    ) -> RunStore:
+        """Create a run directory for ``study`` or reopen one that holds the same study.
+
+        Parameters
+        ----------
+        run_dir : str or Path
+        study : Study
+            The effective study (overrides applied).
+        source_text : str, optional
+            The study file's text, copied to ``study.toml``.
+        resume : bool, default False
+            Continue a run that has finished cells. Without it, such a directory is refused.
+        session : mapping, optional
+            Facts about this session (backend, workers) recorded in the manifest.
+
+        Raises
+        ------
+        StudyError
+            If the directory holds another study, holds finished cells and ``resume`` is false, or is
+            a non-empty directory that is not a run directory.
+        """
+        path = Path(run_dir)
+        if path.exists() and not path.is_dir():
+            raise StudyError(f"run directory {str(path)!r} is a file, not a directory")
+        manifest_path = path / MANIFEST_NAME
+        if manifest_path.exists():
+            manifest = read_manifest(path)
+            if manifest.get("study_digest") != study.digest():
+                raise StudyError(
+                    f"run directory {str(path)!r} holds another study ({manifest.get('study')!r}, digest "
+                    f"{str(manifest.get('study_digest'))[:12]}), not this one ({study.name!r}, digest "
+                    f"{study.digest()[:12]}; a changed --trials or --seed also changes it); refusing to "
+                    "overwrite it: choose another --out"
+                )
+            store = cls(path, study, manifest)
+            store._remove_temporary_files()
+            if store.finished_cells() and not resume:
+                raise StudyError(
+                    f"run directory {str(path)!r} already holds results of this study; pass --resume to "
+                    "continue it (finished cells are kept), or choose another --out"
+                )
+        else:
+            if path.exists() and any(path.iterdir()):
+                raise StudyError(
+                    f"run directory {str(path)!r} is not empty and holds no dpbandits run "
+                    f"(no {MANIFEST_NAME}); refusing to write into it: choose another --out"
+                )
+            path.mkdir(parents=True, exist_ok=True)
+            manifest = {
+                "format": RUN_FORMAT,
+                "study": study.name,
+                "study_digest": study.digest(),
+                "seed": study.seed,
+                "trials": study.trials,
+                "chunk_size": study.chunk_size,
+                "created": _now(),
+                "sessions": [],
+            }
+            store = cls(path, study, manifest)
+            if source_text is not None:
+                atomic_write_text(path / STUDY_COPY_NAME, source_text)
+            atomic_write_text(path / STUDY_JSON_NAME, json.dumps(study.model_dump(), indent=2, allow_nan=True))
+        store.cells_dir.mkdir(exist_ok=True)
+        store.manifest["versions"] = _versions()
+        store.manifest["status"] = "running"
+        store.manifest["started"] = _now()
+        store.manifest["ended"] = None
+        store.manifest["sessions"].append({"started": store.manifest["started"], "ended": None,
+                                           "status": "running", **dict(session or {})})
+        store.write_manifest(force=True)
+        return store
+
+    def _remove_temporary_files(self) -> None:
+        for directory in (self.run_dir, self.cells_dir):
+            if directory.is_dir():
+                for leftover in directory.glob(f"{_TMP_MARK}*"):
+                    leftover.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ cells
+    def cell_path(self, cell: Cell) -> Path:
+        """The file of ``cell``'s raw per-trial values."""
+        return self.cells_dir / f"{cell.key}.npz"
+
+    def read_cell(self, cell: Cell) -> dict[str, FloatArray] | None:
+        """The per-trial values of a finished cell, or None if it has no complete valid file."""
+        try:
+            with np.load(self.cell_path(cell), allow_pickle=False) as data:
+                values = {metric: np.asarray(data[metric], dtype=np.float64)
+                          for metric in self._metrics[cell.algorithm_index]}
+        except (OSError, KeyError, ValueError):
+            return None
+        if any(arr.shape != (self.study.trials,) or not np.all(np.isfinite(arr)) for arr in values.values()):
+            return None
+        return values
+
+    def finished_cells(self) -> set[str]:
+        """Keys of the cells whose result files are complete and valid."""
+        return {key for key, cell in self._cells.items() if self.read_cell(cell) is not None}
+
+    def write_cell(self, cell: Cell, values: Mapping[str, FloatArray], *, seconds: float) -> None:
+        """Store the per-trial values of a finished cell atomically and record it in the manifest."""
+        buffer = io.BytesIO()
+        arrays: dict[str, Any] = {metric: np.asarray(values[metric], dtype=np.float64)
+                                  for metric in self._metrics[cell.algorithm_index]}
+        np.savez(buffer, **arrays)
+        atomic_write_bytes(self.cell_path(cell), buffer.getvalue())
+        self.manifest.setdefault("cells", {})[cell.key] = {
+            "point_index": cell.point_index,
+            "point": cell.point,
+            "algorithm": cell.label,
+            "status": "done",
+            "n_trials": self.study.trials,
+            "seconds": round(seconds, 6),
+            "finished": _now(),
+        }
+        self.write_manifest()
+
+    # ------------------------------------------------------------------ manifest and summary
+    def _cell_statuses(self) -> dict[str, Any]:
+        recorded = self.manifest.get("cells", {})
+        finished = self.finished_cells()
+        statuses: dict[str, Any] = {}
+        for key, cell in self._cells.items():
+            entry = dict(recorded.get(key, {}))
+            entry.update({"point_index": cell.point_index, "point": cell.point, "algorithm": cell.label,
+                          "status": "done" if key in finished else "pending"})
+            statuses[key] = entry
+        return statuses
+
+    def write_manifest(self, *, force: bool = False) -> None:
+        """Rewrite ``manifest.json`` atomically (at most once a second unless ``force``)."""
+        now = time.monotonic()
+        if not force and now - self._last_manifest_write < _MANIFEST_INTERVAL_SECONDS:
+            return
+        if force:
+            self.manifest["cells"] = self._cell_statuses()
+        atomic_write_text(self.run_dir / MANIFEST_NAME, json.dumps(self.manifest, indent=2, allow_nan=True))
+        self._last_manifest_write = now
+
+    def finish(self, status: str) -> None:
+        """Record the end of this session (``complete``, ``interrupted`` or ``failed``)."""
+        statuses = self._cell_statuses()
+        if status == "complete" and any(entry["status"] != "done" for entry in statuses.values()):
+            status = "incomplete"
+        self.manifest["cells"] = statuses
+        self.manifest["status"] = status
+        self.manifest["ended"] = _now()
+        self.manifest["sessions"][-1].update({"ended": self.manifest["ended"], "status": status})
+        self.write_manifest(force=True)
+
+    def summary_rows(self) -> tuple[list[str], list[dict[str, str]]]:
+        """Header and rows of ``summary.csv`` over the finished cells, in cell order."""
+        swept = list(self.study.swept_parameters)
+        metrics = list(self.study.all_metrics())
+        proportions = self.study.proportion_metrics()
+        header = [*swept, "algorithm", "n_trials"]
+        for metric in metrics:
+            header += [f"{metric}_mean", f"{metric}_stderr", f"{metric}_ci_low", f"{metric}_ci_high"]
+        rows = []
+        for cell in self._cells.values():
+            values = self.read_cell(cell)
+            if values is None:
+                continue
+            row = {name: _format_parameter(cell.point[name]) for name in swept}
+            row["algorithm"] = cell.label
+            row["n_trials"] = str(self.study.trials)
+            for metric in metrics:
+                if metric not in values:
+                    for suffix in ("mean", "stderr", "ci_low", "ci_high"):
+                        row[f"{metric}_{suffix}"] = ""
+                    continue
+                stats = summarize_metric(values[metric], proportion=metric in proportions, name=metric)
+                row[f"{metric}_mean"] = _format_number(stats.mean)
+                row[f"{metric}_stderr"] = _format_number(stats.stderr)
+                row[f"{metric}_ci_low"] = _format_number(stats.ci_low)
+                row[f"{metric}_ci_high"] = _format_number(stats.ci_high)
+            rows.append(row)
+        return header, rows
+
+    def write_summary(self) -> Path:
+        """Write ``summary.csv`` atomically and return its path."""
+        header, rows = self.summary_rows()
+        path = self.run_dir / SUMMARY_NAME
+        atomic_write_text(path, _csv_text(header, rows))
+        return path
+
+
+def _csv_text(header: list[str], rows: Iterable[Mapping[str, str]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=header, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
