@@ -553,6 +553,11 @@ class GibbsMechanism(Mechanism):
         if u.ndim == 0:
             raise InvalidParameterError(f"utilities must have at least one axis (actions); got shape {u.shape}")
         if self.log_reference is not None:
+            if self.log_reference.shape[-1] != u.shape[-1]:
+                raise InvalidParameterError(
+                    f"utilities must have {self.log_reference.shape[-1]} actions on the last axis; "
+                    f"got utilities.shape={u.shape}"
+                )
             try:
                 np.broadcast_shapes(self.log_reference.shape, u.shape)
             except ValueError as exc:
@@ -560,11 +565,6 @@ class GibbsMechanism(Mechanism):
                     f"utilities.shape={u.shape} does not broadcast with log_reference.shape="
                     f"{self.log_reference.shape}"
                 ) from exc
-            if self.log_reference.shape[-1] != u.shape[-1]:
-                raise InvalidParameterError(
-                    f"utilities must have {self.log_reference.shape[-1]} actions on the last axis; "
-                    f"got utilities.shape={u.shape}"
-                )
         return u
 
     def log_probabilities(self, utilities: ArrayLike) -> NDArray[np.float64]:

@@ -1,0 +1,92 @@
+"""Unit tests of dpbandits.privacy.noise (both backends)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpbandits._core.errors import EmptySupportError, InvalidParameterError
+from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, OpenDPNoise, get_noise_backend, resolve_backend
+
+
+def test_get_noise_backend_by_name(seed: int) -> None:
+    assert isinstance(get_noise_backend("numpy", seed), NumpyNoise)
+    assert isinstance(get_noise_backend("opendp"), OpenDPNoise)
+    assert isinstance(get_noise_backend("secure"), OpenDPNoise)
+    with pytest.raises(InvalidParameterError, match="name must be one of"):
+        get_noise_backend("torch")
+
+
+def test_secure_backend_cannot_be_seeded(seed: int) -> None:
+    with pytest.raises(InvalidParameterError, match="cannot be seeded"):
+        OpenDPNoise(seed)
+    with pytest.raises(InvalidParameterError, match="cannot be seeded"):
+        get_noise_backend("opendp", rng=seed)
+    assert OpenDPNoise().seeded is False
+    assert NumpyNoise(seed).seeded is True
+
+
+def test_numpy_backend_reproducible(seed: int) -> None:
+    a, b = NumpyNoise(seed), NumpyNoise(seed)
+    for draw in ("laplace", "gaussian", "gumbel"):
+        assert np.array_equal(getattr(a, draw)(2.0, size=(3, 4)), getattr(b, draw)(2.0, size=(3, 4)))
+    assert np.array_equal(a.gumbel_max(np.zeros((5, 3)), size=2), b.gumbel_max(np.zeros((5, 3)), size=2))
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "opendp"])
+def test_shapes_and_array_scales(backend_name: str, seed: int) -> None:
+    backend = get_noise_backend(backend_name, seed if backend_name == "numpy" else None)
+    assert backend.laplace(1.0, size=(2, 3)).shape == (2, 3)
+    assert backend.gaussian([1.0, 2.0, 3.0]).shape == (3,)
+    assert backend.gumbel(1.0, size=4).shape == (4,)
+    assert backend.add_laplace(np.zeros((2, 2)), 1.0).shape == (2, 2)
+    assert backend.add_gaussian(np.zeros(3), 1.0).shape == (3,)
+    assert backend.gumbel_max(np.zeros((4, 3))).shape == (4,)
+    assert backend.gumbel_max(np.zeros(3), size=5).shape == (5,)
+    # per-entry scales: tiny scales give tiny noise
+    noise = backend.laplace(np.array([1e-9, 1e3]), size=(200, 2))
+    assert np.max(np.abs(noise[:, 0])) < 1e-6
+    assert np.max(np.abs(noise[:, 1])) > 1.0
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "opendp"])
+def test_gumbel_max_never_picks_excluded(backend_name: str, seed: int) -> None:
+    backend = get_noise_backend(backend_name, seed if backend_name == "numpy" else None)
+    z = np.array([[0.0, -np.inf, 0.0], [-np.inf, 5.0, -np.inf]])
+    draws = backend.gumbel_max(z, size=100)
+    assert np.all(draws[:, 0] != 1)
+    assert np.all(draws[:, 1] == 1)
+    with pytest.raises(EmptySupportError):
+        backend.gumbel_max(np.full(3, -np.inf))
+    with pytest.raises(InvalidParameterError, match="NaN"):
+        backend.gumbel_max([0.0, math.nan])
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf])
+def test_bad_scales(bad: float, seed: int) -> None:
+    for backend in (NumpyNoise(seed), OpenDPNoise()):
+        with pytest.raises(InvalidParameterError, match="scale"):
+            backend.laplace(bad, size=2)
+
+
+def test_secure_add_refuses_non_finite_values() -> None:
+    with pytest.raises(InvalidParameterError, match="values must be finite"):
+        OpenDPNoise().add_laplace([0.0, math.inf], 1.0)
+
+
+def test_resolve_backend(seed: int) -> None:
+    assert isinstance(resolve_backend(None, seed), NumpyNoise)
+    assert isinstance(resolve_backend("opendp", None), OpenDPNoise)
+    backend = NumpyNoise(seed)
+    assert resolve_backend(backend, None) is backend
+    with pytest.raises(InvalidParameterError, match="either rng or a backend"):
+        resolve_backend(backend, seed)
+    with pytest.raises(InvalidParameterError, match="backend must be"):
+        resolve_backend(3, None)  # type: ignore[arg-type]
+
+
+def test_backends_share_the_interface() -> None:
+    assert issubclass(NumpyNoise, NoiseBackend) and issubclass(OpenDPNoise, NoiseBackend)
+    assert repr(OpenDPNoise()) == "OpenDPNoise()"
