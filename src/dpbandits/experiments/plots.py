@@ -1,0 +1,168 @@
+"""Plots of a run directory: each metric against each swept parameter, one line per algorithm.
+
+:func:`plot_run` reads only ``summary.csv`` (the swept parameters are its columns before
+``algorithm``), so it works on any run directory, finished or not. For a metric ``m`` and a swept
+parameter ``x`` it draws ``plots/m_vs_x.png`` and ``.pdf``: one line per algorithm (the mean) with
+its 95% confidence band, and one panel per combination of the *other* swept parameters. Numeric
+parameters are drawn on a numeric axis (logarithmic when they span a factor of 10 or more and are
+positive); other values as categories. With nothing swept, ``plots/m.png`` shows each algorithm's
+mean with its interval.
+
+Figures are built with :class:`matplotlib.figure.Figure` directly (no ``pyplot``, no GUI): headless
+whatever the configured backend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dpbandits._core.errors import StudyError
+from dpbandits.experiments.store import read_summary
+
+__all__ = ["MAX_PANELS", "plot_run"]
+
+MAX_PANELS = 16
+"""At most this many panels per figure (combinations of the other swept parameters)."""
+
+_FORMATS = ("png", "pdf")
+
+
+def _number(text: str) -> float | None:
+    if text in ("", "true", "false"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _swept_and_metrics(header: Sequence[str]) -> tuple[list[str], list[str]]:
+    if "algorithm" not in header:
+        raise StudyError("summary.csv has no 'algorithm' column; it was not written by dpbandits")
+    swept = list(header[: list(header).index("algorithm")])
+    metrics = [name.removesuffix("_mean") for name in header if name.endswith("_mean")]
+    return swept, metrics
+
+
+def _unique(values: Sequence[Any]) -> list[Any]:
+    return list(dict.fromkeys(values))
+
+
+def plot_run(run_dir: str | Path, *, formats: Sequence[str] = _FORMATS) -> list[Path]:
+    """Draw every metric of a run directory against every swept parameter.
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        A run directory with a ``summary.csv``.
+    formats : sequence of str, default ("png", "pdf")
+        File formats written.
+
+    Returns
+    -------
+    list of Path
+        The files written, in ``run_dir / "plots"``.
+
+    Raises
+    ------
+    StudyError
+        If the directory has no summary.
+    """
+    directory = Path(run_dir)
+    rows = read_summary(directory)
+    if not rows:
+        return []
+    swept, metrics = _swept_and_metrics(list(rows[0]))
+    out_dir = directory / "plots"
+    out_dir.mkdir(exist_ok=True)
+    written: list[Path] = []
+    for metric in metrics:
+        if not swept:
+            written += _save(_bars(rows, metric), out_dir / metric, formats)
+            continue
+        for parameter in swept:
+            figure = _lines(rows, metric, parameter, [p for p in swept if p != parameter])
+            written += _save(figure, out_dir / f"{metric}_vs_{parameter}", formats)
+    return written
+
+
+def _save(figure: Any, stem: Path, formats: Sequence[str]) -> list[Path]:
+    paths = []
+    for fmt in formats:
+        path = stem.with_suffix(f".{fmt}")
+        figure.savefig(path, format=fmt, bbox_inches="tight")
+        paths.append(path)
+    return paths
+
+
+def _new_figure(n_panels: int) -> tuple[Any, list[Any]]:
+    from matplotlib.figure import Figure
+
+    columns = min(n_panels, 4)
+    rows = math.ceil(n_panels / columns)
+    figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).ravel().tolist()
+    for extra in axes[n_panels:]:
+        extra.set_visible(False)
+    return figure, axes[:n_panels]
+
+
+def _lines(rows: list[dict[str, str]], metric: str, parameter: str, others: list[str]) -> Any:
+    groups = _unique([tuple(row[name] for name in others) for row in rows])
+    shown = groups[:MAX_PANELS]
+    figure, axes = _new_figure(len(shown))
+    x_values = _unique([row[parameter] for row in rows])
+    numeric = all(_number(value) is not None for value in x_values)
+    positions = {value: float(_number(value) or 0.0) if numeric else float(index)
+                 for index, value in enumerate(x_values)}
+    algorithms = _unique([row["algorithm"] for row in rows])
+    for axis, group in zip(axes, shown, strict=True):
+        for algorithm in algorithms:
+            selected = [
+                row for row in rows
+                if row["algorithm"] == algorithm and tuple(row[name] for name in others) == group
+                and row[f"{metric}_mean"] != ""
+            ]
+            if not selected:
+                continue
+            selected.sort(key=lambda row: positions[row[parameter]])
+            xs = [positions[row[parameter]] for row in selected]
+            means = [float(row[f"{metric}_mean"]) for row in selected]
+            lows = [float(row[f"{metric}_ci_low"]) for row in selected]
+            highs = [float(row[f"{metric}_ci_high"]) for row in selected]
+            (line,) = axis.plot(xs, means, marker="o", markersize=3, label=algorithm)
+            axis.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.2, linewidth=0)
+        if numeric:
+            finite = [positions[value] for value in x_values]
+            if min(finite) > 0 and max(finite) / min(finite) >= 10:
+                axis.set_xscale("log")
+        else:
+            axis.set_xticks([positions[value] for value in x_values], x_values, rotation=30)
+        axis.set_xlabel(parameter)
+        axis.set_ylabel(f"{metric} (mean, 95% CI)")
+        if others:
+            axis.set_title(", ".join(f"{name}={value}" for name, value in zip(others, group, strict=True)),
+                           fontsize=9)
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    more = f" (first {MAX_PANELS} of {len(groups)} panels)" if len(groups) > MAX_PANELS else ""
+    figure.suptitle(f"{metric} vs {parameter}{more}")
+    return figure
+
+
+def _bars(rows: list[dict[str, str]], metric: str) -> Any:
+    figure, (axis,) = _new_figure(1)
+    selected = [row for row in rows if row[f"{metric}_mean"] != ""]
+    for index, row in enumerate(selected):
+        mean = float(row[f"{metric}_mean"])
+        low, high = float(row[f"{metric}_ci_low"]), float(row[f"{metric}_ci_high"])
+        errors = [[mean - low if math.isfinite(low) else 0.0], [high - mean if math.isfinite(high) else 0.0]]
+        axis.errorbar([index], [mean], yerr=errors, marker="o", capsize=4, label=row["algorithm"])
+    axis.set_xticks(range(len(selected)), [row["algorithm"] for row in selected], rotation=30)
+    axis.set_ylabel(f"{metric} (mean, 95% CI)")
+    axis.grid(alpha=0.3)
+    figure.suptitle(metric)
+    return figure
