@@ -1,1 +1,11 @@
-"""dpbandits.algorithms.kernel."""
+"""Jointly-DP kernelised contextual bandits: USCA and its baselines (registration on import).
+
+Modules: :mod:`~.features` (data-independent feature maps), :mod:`~.surrogate` (μ̄_T and σ̄², exact and
+feature backends), :mod:`~.sup_bound` (certified sup σ̄²), :mod:`~.information_gain` (γ̂),
+:mod:`~.usca` (the algorithm), :mod:`~.baselines` (B1, B3, B4), :mod:`~.evaluation` (trial protocol).
+"""
+
+from dpbandits.algorithms.kernel import usca
+from dpbandits.algorithms.kernel.usca import USCA
+
+__all__ = ["USCA", "usca"]

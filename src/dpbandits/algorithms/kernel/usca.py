@@ -1,0 +1,566 @@
+"""USCA — Uniform Sampling with Covariance Approximation: ε-jointly-DP kernelised contextual bandits.
+
+Algorithm 1 of Pavlovic, Salgia & Zhao (2025), as fixed by ``specs/spec_usca_kernel.md`` §2.1:
+
+1. *Public precomputation* (no data): feature map (feature backend), γ̂ (data-independent estimate),
+   K = ⌈T/γ̂⌉, M = T·K, the approximating set 𝒵 ~ ϱ^M, the surrogate Z̃, a **certified** upper bound
+   Ŝ >= sup_W σ̄², the sensitivity Δ = 2·B_y·Ŝ, the output grid X_N and the learning actions.
+2. *Learning*: for t = 1..T play xₜ ~ Unif(X) (drawn in step 1), observe cₜ (projected onto C only if
+   asked) and yₜ (clipped to [−B_y, B_y] only if asked; otherwise out-of-range data is an error).
+3. *Prediction*: for c_{T+1}, sample x̂ from P(x_j) ∝ exp(ε·μ̄_T(x_j, c_{T+1})/(2Δ)) on X_N (the
+   exponential mechanism with a uniform base measure on a data-independent grid).
+
+Random streams, spawned from the algorithm's ``rng`` in this order: feature map, γ̂ estimation,
+approximating set, learning actions. The mechanism's randomness is the ``rng`` passed to
+:meth:`USCA.recommend` (the privacy-noise stream, last).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpbandits._core.errors import InvalidParameterError, NotFittedError
+from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
+from dpbandits._core.typing import FloatArray
+from dpbandits._core.validation import (
+    check_bounded_array,
+    check_epsilon,
+    check_int,
+    check_one_of,
+    check_positive_float,
+)
+from dpbandits.algorithms.kernel.evaluation import (
+    draw_trial_data,
+    expected_regret,
+    grid_reward_table,
+    trial_streams,
+)
+from dpbandits.algorithms.kernel.features import FeatureMap, make_feature_map
+from dpbandits.algorithms.kernel.information_gain import resolve_gamma
+from dpbandits.algorithms.kernel.sup_bound import SupBound, sup_bound
+from dpbandits.algorithms.kernel.surrogate import (
+    ApproximatingSet,
+    ContextGenerator,
+    ExactKernelSurrogate,
+    FeatureSurrogate,
+    accumulate_feature_gram,
+)
+from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.envs.kernel import KernelBanditEnvironment, StationaryKernel, joint_points
+from dpbandits.privacy.guarantees import Neighbouring, PureDP
+from dpbandits.privacy.mechanisms import gibbs_log_probabilities, sample_log_weights
+
+__all__ = [
+    "BACKENDS",
+    "PROTECTED_UNIT",
+    "USCA",
+    "USCA_REFERENCE",
+    "default_grid_points",
+    "output_grid",
+    "simulate_usca",
+]
+
+BACKENDS = ("features", "kernel")
+PROTECTED_UNIT = "one round's context and reward"
+USCA_REFERENCE = (
+    "Pavlovic, Salgia & Zhao (2025), Differentially Private Kernelized Contextual Bandits, "
+    "Theorem 4.1 (= Theorem 7.3; Lemmas 7.1-7.2), with a certified sup of the surrogate variance "
+    "(specs/spec_usca_kernel.md §2.5)"
+)
+_DEFAULT_MAX_EXACT_SIZE = 12_000  # M × M float64 Gram matrix: 1.15 GB at this size
+
+
+def default_grid_points(action_dim: int) -> int:
+    """Points per axis of the default output grid: 1024 for d = 1, 64² for d = 2, 24³ for d = 3 (spec §3)."""
+    return {1: 1024, 2: 64, 3: 24}.get(action_dim, max(2, round(4096 ** (1.0 / action_dim))))
+
+
+def output_grid(action_dim: int, points_per_dim: int) -> FloatArray:
+    """Regular grid of cell centres of [0, 1]^dx, shape (points_per_dim^dx, dx); all cells have equal volume.
+
+    Data-independent by construction (a grid refined around the data would void the guarantee).
+    """
+    n = check_int(points_per_dim, "grid_points_per_dim", minimum=1)
+    axis = (np.arange(n, dtype=np.float64) + 0.5) / n
+    mesh = np.meshgrid(*([axis] * action_dim), indexing="ij")
+    return np.stack(mesh, axis=-1).reshape(-1, action_dim)
+
+
+class USCA:
+    """ε-jointly-DP USCA with an exact kernel backend (small T) or a feature backend (large T).
+
+    Parameters
+    ----------
+    horizon : int
+        T, the number of learning rounds.
+    epsilon : float
+        ε > 0 per prediction; ``inf`` gives the non-private USCA (argmax of μ̄_T, baseline B2).
+    reward_bound : float
+        B_y: rewards must lie in [−B_y, B_y] (fixed before seeing data).
+    kernel : StationaryKernel
+        The kernel k on the joint space W = [0, 1]^dx × [0, 1]^dc, w = (x, c).
+    context_generator : callable
+        ``generator(size, rng) -> (size, dc)`` draws from the context law κ (Assumption 2.10);
+        its draws are the algorithm's own coins, never data.
+    action_dim, context_dim : int, default 1
+    tau : float, default 1.0
+        τ > 0, the regulariser (fixed a priori).
+    backend : {"features", "kernel"}, default "features"
+        ``"kernel"``: exact eqs. 4–5 (M × M, small T only). ``"features"``: streaming feature form.
+    feature_map : {"auto", "qff", "rff", "nystrom"} or FeatureMap, default "auto"
+        Feature backend only; a string builds one from the feature-map stream.
+    n_features : int, optional
+        Size parameter of the feature map (see :func:`make_feature_map`).
+    gamma : {"random", "formula"} or float, default "random"
+        γ̂, see :mod:`dpbandits.algorithms.kernel.information_gain`.
+    approx_size : int, optional
+        Override M (the paper's M = T·K otherwise); a flagged deviation with the T/M scaling.
+    sup_method : {"certified", "trivial"}, default "certified"
+        ``"trivial"`` uses Ŝ = sup k(w, w)/τ (baseline B6).
+    sup_rtol : float, default 1e-2
+    sup_max_evaluations : int, default 200000
+    grid_points_per_dim : int, optional
+        Output grid resolution (default :func:`default_grid_points`).
+    clip : bool, default False
+        Clip rewards to [−B_y, B_y] and project contexts onto [0, 1]^dc instead of raising.
+    rng : int, SeedSequence, Generator or None
+        The algorithm stream (see the module docstring for the spawn order).
+    chunk_size : int, default 8192
+        Streaming chunk of the feature backend (results do not depend on it beyond rounding).
+    precision : {"float64", "float32"}, default "float64"
+        Arithmetic of the approximating-set accumulation (feature backend); see
+        :func:`~dpbandits.algorithms.kernel.surrogate.accumulate_feature_gram`. Privacy is unaffected.
+    max_exact_size : int, default 12000
+        Largest M the exact backend accepts (it needs 8·M² bytes).
+
+    Privacy
+    -------
+    Each :meth:`recommend` call is ε-jointly-DP (pure, δ = 0) for the *t*-neighbouring relation of
+    Definition 2.4: one round's (context, reward) pair changes, within [0, 1]^dc × [−B_y, B_y]. The
+    learning actions, 𝒵, Ŝ, Δ and the grid are data-independent; μ̄_T is linear in Y with
+    |μ̄_T(w) − μ̄'_T(w)| <= 2·B_y·sup σ̄² <= Δ (Lemma 7.1, by Cauchy–Schwarz in the Z̃⁻¹ inner
+    product), so the exponential mechanism with exponent ε·μ̄/(2Δ) is ε-DP (Lemma 7.2). The guarantee
+    holds for every T (the paper's T > T₀ is for utility only). k predictions from the same learning
+    data cost k·ε (basic composition; :attr:`privacy_spent`). Seeded floating-point sampling is for
+    simulation; it is not formally DP (Mironov 2012).
+
+    References
+    ----------
+    N. Pavlovic, S. Salgia, Q. Zhao, "Differentially Private Kernelized Contextual Bandits",
+    AISTATS 2025 (arXiv:2501.07046): Algorithm 1, Lemma 3.1 (eqs. 4–5), Lemma 4.2, Theorem 4.1.
+
+    Examples
+    --------
+    >>> from dpbandits.envs.kernel import KernelBanditEnvironment
+    >>> env = KernelBanditEnvironment(function_seed=1)
+    >>> agent = USCA(horizon=50, epsilon=1.0, reward_bound=1.5, kernel=env.kernel,
+    ...              context_generator=env.sample_contexts, clip=True, rng=0)
+    >>> contexts = env.sample_contexts(50, rng=1)
+    >>> agent.observe(contexts, env.sample_rewards(agent.learning_actions, contexts, rng=2))
+    >>> agent.recommend([0.3], rng=3).shape
+    (1,)
+    """
+
+    def __init__(
+        self,
+        *,
+        horizon: int,
+        epsilon: float,
+        reward_bound: float,
+        kernel: StationaryKernel,
+        context_generator: ContextGenerator,
+        action_dim: int = 1,
+        context_dim: int = 1,
+        tau: float = 1.0,
+        backend: str = "features",
+        feature_map: str | FeatureMap = "auto",
+        n_features: int | None = None,
+        gamma: str | float = "random",
+        approx_size: int | None = None,
+        sup_method: str = "certified",
+        sup_rtol: float = 1e-2,
+        sup_max_evaluations: int = 200_000,
+        grid_points_per_dim: int | None = None,
+        clip: bool = False,
+        rng: RNGLike = None,
+        chunk_size: int = 8192,
+        precision: str = "float64",
+        max_exact_size: int = _DEFAULT_MAX_EXACT_SIZE,
+    ) -> None:
+        self.horizon = check_int(horizon, "horizon", minimum=1)
+        self.epsilon = check_epsilon(epsilon, allow_inf=True)
+        self.reward_bound = check_positive_float(reward_bound, "reward_bound")
+        if not isinstance(kernel, StationaryKernel):
+            raise InvalidParameterError(f"kernel must be a StationaryKernel; got {type(kernel).__name__}")
+        self.kernel = kernel
+        self.action_dim = check_int(action_dim, "action_dim", minimum=1)
+        self.context_dim = check_int(context_dim, "context_dim", minimum=1)
+        self.tau = check_positive_float(tau, "tau")
+        self.backend = check_one_of(backend, "backend", BACKENDS)
+        self.clip = bool(clip)
+        self.deviations: list[str] = []
+        dim = self.action_dim + self.context_dim
+
+        # streams: feature map, γ̂, approximating set, learning actions (privacy noise: recommend's rng)
+        map_seed, gamma_seed, set_seed, learn_seed = spawn_seed_sequences(rng, 4)
+
+        self.feature_map: FeatureMap | None = None
+        if self.backend == "features":
+            self.feature_map = (
+                make_feature_map(kernel, dim, feature_map, n_features, map_seed)
+                if isinstance(feature_map, str)
+                else feature_map
+            )
+        self.gamma = resolve_gamma(
+            gamma,
+            horizon=self.horizon,
+            tau=self.tau,
+            action_dim=self.action_dim,
+            dim=dim,
+            kernel=kernel,
+            context_generator=context_generator,
+            rng=gamma_seed,
+            exact_kernel=kernel if self.backend == "kernel" else None,
+            feature_map=self.feature_map,
+        )
+        # K = ⌈T/γ̂⌉ ; M = T·K
+        self.scale_factor = max(1, math.ceil(self.horizon / self.gamma))
+        if approx_size is None:
+            self.approx_size = self.horizon * self.scale_factor
+        else:
+            self.approx_size = check_int(approx_size, "approx_size", minimum=1)
+            self.deviations.append(
+                f"approx_size M={self.approx_size} instead of T*K={self.horizon * self.scale_factor} "
+                "(T/M scaling; outside the paper's analysis, privacy unaffected)"
+            )
+        approx_set = ApproximatingSet(self.approx_size, self.action_dim, context_generator, set_seed)
+        self.surrogate: FeatureSurrogate | ExactKernelSurrogate
+        if self.feature_map is not None:
+            gram = accumulate_feature_gram(self.feature_map, approx_set, chunk_size, precision)
+            self.surrogate = FeatureSurrogate(self.feature_map, gram, self.approx_size, self.horizon, self.tau)
+        else:
+            limit = check_int(max_exact_size, "max_exact_size", minimum=1)
+            if self.approx_size > limit:
+                raise InvalidParameterError(
+                    f"approx_size must be <= max_exact_size={limit} for the exact kernel backend "
+                    f"(it needs 8*M^2 bytes); got M={self.approx_size}. Use backend='features'."
+                )
+            self.surrogate = ExactKernelSurrogate(kernel, approx_set.points(), self.horizon, self.tau)
+        self.sup: SupBound = sup_bound(
+            sup_method, self.surrogate, dim, rtol=sup_rtol, max_evaluations=sup_max_evaluations
+        )
+        # Δ = 2·B_y·Ŝ  (Lemma 4.2 with the certified Ŝ >= sup σ̄²)
+        self.sensitivity = 2.0 * self.reward_bound * self.sup.upper
+        points = default_grid_points(self.action_dim) if grid_points_per_dim is None else grid_points_per_dim
+        self.grid = output_grid(self.action_dim, points)
+        self.learning_actions: FloatArray = as_generator(learn_seed).random((self.horizon, self.action_dim))
+
+        self._rounds = 0
+        self._reward_vector = np.zeros(0 if self.feature_map is None else self.feature_map.dim)
+        self._data_points: list[FloatArray] = []
+        self._data_rewards: list[FloatArray] = []
+        self._coefficients: FloatArray | None = None
+        self._exact_mean: Any = None
+        self.n_releases = 0
+
+    # ----------------------------------------------------------------------------- privacy
+    @property
+    def privacy(self) -> PureDP:
+        """The guarantee of one prediction: ε-joint-DP for one round's context and reward."""
+        if math.isinf(self.epsilon):
+            return PureDP.infinite(
+                unit=PROTECTED_UNIT, neighbouring=Neighbouring.JOINT, reference=USCA_REFERENCE,
+                reason="epsilon = inf: non-private USCA (argmax of the surrogate mean)",
+            )
+        return PureDP(
+            epsilon=self.epsilon,
+            unit=PROTECTED_UNIT,
+            neighbouring=Neighbouring.JOINT,
+            reference=USCA_REFERENCE,
+            reason="per prediction call; k predictions from the same learning data cost k*epsilon",
+        )
+
+    @property
+    def privacy_spent(self) -> PureDP:
+        """Total guarantee of the predictions made so far (basic composition: n·ε)."""
+        g = self.privacy
+        if not g.is_finite:
+            return g
+        return PureDP(epsilon=self.n_releases * self.epsilon, unit=g.unit, neighbouring=g.neighbouring,
+                      reference=g.reference, reason=f"{self.n_releases} prediction(s), basic composition")
+
+    # ----------------------------------------------------------------------------- learning
+    @property
+    def rounds_observed(self) -> int:
+        """Number of learning rounds observed so far."""
+        return self._rounds
+
+    def ask(self) -> FloatArray:
+        """Return the next learning action xₜ ~ Unif([0, 1]^dx) (data-independent)."""
+        if self._rounds >= self.horizon:
+            raise InvalidParameterError(f"all horizon={self.horizon} learning rounds were already observed")
+        return self.learning_actions[self._rounds].copy()
+
+    def tell(self, context: ArrayLike, reward: float) -> None:
+        """Record the current round's context cₜ and reward yₜ (for the action of :meth:`ask`)."""
+        self.observe(np.reshape(np.asarray(context, dtype=np.float64), (1, -1)), np.array([reward], dtype=float))
+
+    def observe(self, contexts: ArrayLike, rewards: ArrayLike) -> None:
+        """Record a batch of consecutive rounds (the actions are the next ``learning_actions``).
+
+        Parameters
+        ----------
+        contexts : array_like of shape (n, dc)
+            Must lie in [0, 1]^dc unless ``clip=True`` (then they are projected).
+        rewards : array_like of shape (n,)
+            Must lie in [−B_y, B_y] unless ``clip=True`` (then they are clipped).
+        """
+        c = check_bounded_array(contexts, "contexts", 0.0, 1.0, clip=self.clip, ndim=2)
+        y = check_bounded_array(rewards, "rewards", -self.reward_bound, self.reward_bound, clip=self.clip, ndim=1)
+        if c.shape != (y.shape[0], self.context_dim):
+            raise InvalidParameterError(
+                f"contexts must have shape ({y.shape[0]}, {self.context_dim}) to match rewards; got {c.shape}"
+            )
+        n = y.shape[0]
+        if self._rounds + n > self.horizon:
+            raise InvalidParameterError(
+                f"observing {n} more rounds would exceed horizon={self.horizon} ({self._rounds} observed)"
+            )
+        points = joint_points(self.learning_actions[self._rounds : self._rounds + n], c)
+        if isinstance(self.surrogate, FeatureSurrogate):
+            # b += Σ φ(wₜ)·yₜ  (streaming: the raw data need not be kept)
+            self._reward_vector += self.surrogate.reward_vector(points, y)
+        else:
+            self._data_points.append(points)
+            self._data_rewards.append(y)
+        self._rounds += n
+        self._coefficients = None
+        self._exact_mean = None
+
+    # ----------------------------------------------------------------------------- prediction
+    def _surrogate_mean(self, points: FloatArray) -> FloatArray:
+        if self._rounds < self.horizon:
+            raise NotFittedError(
+                f"USCA predicts after all horizon={self.horizon} learning rounds; {self._rounds} observed"
+            )
+        if isinstance(self.surrogate, FeatureSurrogate):
+            if self._coefficients is None:
+                self._coefficients = self.surrogate.coefficients(self._reward_vector)
+            return self.surrogate.mean(self._coefficients, points)
+        if self._exact_mean is None:
+            self._exact_mean = self.surrogate.fit(np.concatenate(self._data_points), np.concatenate(self._data_rewards))
+        return np.asarray(self._exact_mean(points))
+
+    def _check_contexts(self, contexts: ArrayLike) -> FloatArray:
+        c = check_bounded_array(contexts, "context", 0.0, 1.0, clip=self.clip, ndim=(1, 2))
+        c = c.reshape(-1, self.context_dim) if c.ndim == 2 else c.reshape(1, -1)
+        if c.shape[1] != self.context_dim:
+            raise InvalidParameterError(f"context must have {self.context_dim} coordinates; got shape {c.shape}")
+        return c
+
+    def mechanism_log_probabilities(self, contexts: ArrayLike) -> FloatArray:
+        """Exact log-probabilities of the output grid for each context, shape (n_contexts, N).
+
+        For audits and for the exact evaluation of the error rate only: the probabilities reveal μ̄_T
+        and are **not** a private release (only a sample from them, :meth:`recommend`, is).
+        """
+        c = self._check_contexts(contexts)
+        points = joint_points(self.grid[None, :, :], c[:, None, :]).reshape(-1, self.action_dim + self.context_dim)
+        scores = self._surrogate_mean(points).reshape(c.shape[0], -1)
+        n_grid = self.grid.shape[0]
+        if math.isinf(self.epsilon):
+            # ε = ∞: uniform over the argmax set
+            best = scores >= scores.max(axis=1, keepdims=True)
+            with np.errstate(divide="ignore"):
+                return np.log(best / best.sum(axis=1, keepdims=True))
+        # log P(x_j) = log(1/N) + ε·μ̄(x_j, c)/(2Δ) − log Z   (temperature η = 2Δ/ε)
+        return gibbs_log_probabilities(
+            np.full(n_grid, -math.log(n_grid)), scores, 2.0 * self.sensitivity / self.epsilon
+        )
+
+    def recommend(self, context: ArrayLike, rng: RNGLike = None) -> FloatArray:
+        """Sample x̂(c_{T+1}) from the exponential mechanism on the grid (one ε-JDP release).
+
+        Parameters
+        ----------
+        context : array_like of shape (dc,)
+            c_{T+1} (public under JDP; projected only if ``clip=True``).
+        rng : int, SeedSequence, Generator or None
+            The privacy-noise stream.
+        """
+        log_p = self.mechanism_log_probabilities(np.reshape(np.asarray(context, dtype=float), (1, -1)))
+        index = int(sample_log_weights(log_p[0], rng))
+        self.n_releases += 1
+        return self.grid[index].copy()
+
+    def summary(self) -> dict[str, Any]:
+        """Public (data-independent) quantities of the run."""
+        return {
+            "horizon": self.horizon,
+            "epsilon": self.epsilon,
+            "tau": self.tau,
+            "backend": self.backend,
+            "feature_dim": None if self.feature_map is None else self.feature_map.dim,
+            "gamma": self.gamma,
+            "scale_factor": self.scale_factor,
+            "approx_size": self.approx_size,
+            "sup_variance": self.sup.upper,
+            "sup_variance_lower": self.sup.lower,
+            "sup_converged": self.sup.converged,
+            "sensitivity": self.sensitivity,
+            "grid_size": int(self.grid.shape[0]),
+            "deviations": list(self.deviations),
+        }
+
+
+USCA_METRICS = ("error", "sampled_regret", "sup_error", "sensitivity", "sup_variance", "gamma", "approx_size")
+
+
+def _simulate(
+    env: KernelBanditEnvironment,
+    *,
+    n_trials: int,
+    rng: np.random.SeedSequence,
+    horizon: int,
+    epsilon: float,
+    reward_bound: float,
+    n_test_contexts: int,
+    **options: Any,
+) -> Mapping[str, np.ndarray]:
+    n_trials = check_int(n_trials, "n_trials", minimum=1)
+    n_test = check_int(n_test_contexts, "n_test_contexts", minimum=1)
+    out = {name: np.empty(n_trials) for name in USCA_METRICS}
+    for i, (env_seed, algo_seed, noise_seed) in enumerate(trial_streams(rng, n_trials)):
+        data = draw_trial_data(env, horizon, n_test, env_seed)
+        agent = USCA(
+            horizon=horizon, epsilon=epsilon, reward_bound=reward_bound, kernel=env.kernel,
+            context_generator=env.sample_contexts, action_dim=env.action_dim, context_dim=env.context_dim,
+            clip=True, rng=algo_seed, **options,
+        )
+        agent.observe(data.contexts, data.rewards(env, agent.learning_actions))
+        table = grid_reward_table(env, agent.grid, data.test_contexts)
+        log_p = agent.mechanism_log_probabilities(data.test_contexts)
+        out["error"][i] = float(np.mean(expected_regret(table, np.exp(log_p))))
+        x_hat = agent.recommend(data.next_context, noise_seed)
+        next_rewards = grid_reward_table(env, agent.grid, data.next_context[None, :])[0]
+        out["sampled_regret"][i] = float(next_rewards.max() - env.mean_reward(x_hat, data.next_context))
+        test_points = joint_points(agent.grid[None, :, :], data.test_contexts[:, None, :]).reshape(-1, env.joint_dim)
+        out["sup_error"][i] = float(np.max(np.abs(agent._surrogate_mean(test_points) - table.ravel())))
+        out["sensitivity"][i] = agent.sensitivity
+        out["sup_variance"][i] = agent.sup.upper
+        out["gamma"][i] = agent.gamma
+        out["approx_size"][i] = agent.approx_size
+    return out
+
+
+@register_algorithm(
+    "usca",
+    family="kernel",
+    privacy="epsilon-joint-DP (pure) per prediction, protecting one round's context and reward",
+    metrics=USCA_METRICS,
+    environments=("kernel-rkhs",),
+)
+def simulate_usca(
+    env: KernelBanditEnvironment,
+    *,
+    n_trials: int,
+    rng: np.random.SeedSequence,
+    horizon: int = 500,
+    epsilon: float = 1.0,
+    reward_bound: float = 1.5,
+    tau: float = 1.0,
+    backend: str = "features",
+    feature_map: str = "auto",
+    n_features: int | None = None,
+    gamma: str | float = "random",
+    approx_size: int | None = None,
+    sup_method: str = "certified",
+    grid_points_per_dim: int | None = None,
+    n_test_contexts: int = 64,
+) -> Mapping[str, np.ndarray]:
+    """USCA (Pavlovic et al. 2025): uniform exploration, covariance approximation, grid exponential mechanism.
+
+    Per trial: the environment stream draws contexts, reward noise, evaluation contexts and c_{T+1};
+    the algorithm stream builds the public precomputation; the privacy-noise stream samples x̂.
+    Metrics: ``error`` (ER over the evaluation contexts with exact mechanism probabilities — an
+    evaluation protocol, see :mod:`~dpbandits.algorithms.kernel.evaluation`), ``sampled_regret`` (one
+    private prediction at c_{T+1}), ``sup_error`` (max |μ̄_T − f| on grid × evaluation contexts),
+    ``sensitivity`` (Δ), ``sup_variance`` (Ŝ), ``gamma`` (γ̂), ``approx_size`` (M).
+    """
+    if isinstance(epsilon, int | float) and math.isinf(epsilon):
+        raise InvalidParameterError("epsilon must be finite for 'usca'; use 'usca-nonprivate' for epsilon = inf")
+    return _simulate(
+        env, n_trials=n_trials, rng=rng, horizon=horizon, epsilon=epsilon, reward_bound=reward_bound,
+        n_test_contexts=n_test_contexts, tau=tau, backend=backend, feature_map=feature_map,
+        n_features=n_features, gamma=gamma, approx_size=approx_size, sup_method=sup_method,
+        grid_points_per_dim=grid_points_per_dim,
+    )
+
+
+@register_algorithm(
+    "usca-nonprivate",
+    family="kernel",
+    privacy="none (non-private)",
+    metrics=USCA_METRICS,
+    environments=("kernel-rkhs",),
+)
+def simulate_usca_nonprivate(
+    env: KernelBanditEnvironment,
+    *,
+    n_trials: int,
+    rng: np.random.SeedSequence,
+    horizon: int = 500,
+    reward_bound: float = 1.5,
+    tau: float = 1.0,
+    backend: str = "features",
+    feature_map: str = "auto",
+    n_features: int | None = None,
+    gamma: str | float = "random",
+    approx_size: int | None = None,
+    grid_points_per_dim: int | None = None,
+    n_test_contexts: int = 64,
+) -> Mapping[str, np.ndarray]:
+    """Non-private USCA (baseline B2): argmax of the surrogate mean μ̄_T on the grid (ε = ∞)."""
+    return _simulate(
+        env, n_trials=n_trials, rng=rng, horizon=horizon, epsilon=math.inf, reward_bound=reward_bound,
+        n_test_contexts=n_test_contexts, tau=tau, backend=backend, feature_map=feature_map,
+        n_features=n_features, gamma=gamma, approx_size=approx_size, sup_method="trivial",
+        grid_points_per_dim=grid_points_per_dim,
+    )
+
+
+@register_algorithm(
+    "usca-trivial-sensitivity",
+    family="kernel",
+    privacy="epsilon-joint-DP (pure) per prediction, protecting one round's context and reward",
+    metrics=USCA_METRICS,
+    environments=("kernel-rkhs",),
+)
+def simulate_usca_trivial(
+    env: KernelBanditEnvironment,
+    *,
+    n_trials: int,
+    rng: np.random.SeedSequence,
+    horizon: int = 500,
+    epsilon: float = 1.0,
+    reward_bound: float = 1.5,
+    tau: float = 1.0,
+    backend: str = "features",
+    feature_map: str = "auto",
+    n_features: int | None = None,
+    gamma: str | float = "random",
+    grid_points_per_dim: int | None = None,
+    n_test_contexts: int = 64,
+) -> Mapping[str, np.ndarray]:
+    """USCA with the trivial sensitivity Δ = 2·B_y/τ (baseline B6, ablation): private, no decaying Δ."""
+    return _simulate(
+        env, n_trials=n_trials, rng=rng, horizon=horizon, epsilon=epsilon, reward_bound=reward_bound,
+        n_test_contexts=n_test_contexts, tau=tau, backend=backend, feature_map=feature_map,
+        n_features=n_features, gamma=gamma, sup_method="trivial", grid_points_per_dim=grid_points_per_dim,
+    )
+
