@@ -72,7 +72,7 @@ def check_feature_norms(features: ArrayLike, name: str, bound: float = 1.0) -> F
     if np.any(too_long):
         row = int(np.flatnonzero(too_long)[0])
         raise InvalidParameterError(
-            f"rows of {name} must have Euclidean norm <= {bound}; got {norms[row]!r} in row {row}"
+            f"rows of {name} must have Euclidean norm <= {bound}; got {float(norms[row])!r} in row {row}"
         )
     return np.asarray(arr, dtype=np.float64)
 
@@ -213,7 +213,7 @@ class PreferenceData:
         not_binary = (y != 0.0) & (y != 1.0)
         if np.any(not_binary):
             row = int(np.flatnonzero(not_binary)[0])
-            raise InvalidParameterError(f"labels must be 0 or 1; got {y[row]!r} in row {row}")
+            raise InvalidParameterError(f"labels must be 0 or 1; got {float(y[row])!r} in row {row}")
         if y.shape[0] != z.shape[0]:
             raise InvalidParameterError(
                 f"labels must have one entry per row of feature_differences ({z.shape[0]}); got {y.shape[0]}"

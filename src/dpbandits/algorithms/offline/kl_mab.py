@@ -172,7 +172,7 @@ class KLMABPolicy:
         self.counts_: IntArray = np.asarray(counts, dtype=np.int64)
         self.reward_sums_: FloatArray = np.asarray(reward_sums, dtype=np.float64)
         self.n_records_ = int(self.counts_.sum())
-        self.utilities_ = mab_utilities(self.counts_, self.reward_sums_, self.beta0)
+        self.utilities_ = self.utilities_from_statistics(self.counts_, self.reward_sums_)
         self.fallback_used_ = False
         try:
             self.log_probabilities_ = gibbs_log_probabilities(self.log_reference, self.utilities_, self.eta)
@@ -190,6 +190,10 @@ class KLMABPolicy:
             self.fallback_used_ = True
             self.log_probabilities_ = self.log_reference.copy()
         return self
+
+    def utilities_from_statistics(self, counts: ArrayLike, reward_sums: ArrayLike) -> FloatArray:
+        """Utilities u(a) of eq. (8) for given statistics (the auditor recomputes neighbours with it)."""
+        return mab_utilities(counts, reward_sums, self.beta0)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "log_probabilities_"):

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.linalg import cholesky, eigvalsh, solve_triangular
+from scipy.linalg import cholesky, eigvalsh, solve, solve_triangular
 from scipy.optimize import brentq, minimize
 from scipy.special import expit, log_expit
 
@@ -28,6 +28,8 @@ from dpbandits.envs.offline import PreferenceData
 __all__ = ["BradleyTerryFit", "KLRLHFPolicy", "bradley_terry_mle"]
 
 _CHUNK_ROWS = 65_536  # rows per block when forming Zᵀ diag(w) Z (bounds the temporary memory)
+_POLISH_STEPS = 4  # Newton steps after SciPy's trust region stalls on float64 function values
+_ACCEPT_GTOL = 1e-9  # per-record gradient norm below which a solve counts as converged
 
 
 @dataclass(frozen=True)
@@ -122,17 +124,32 @@ def bradley_terry_mle(
     start = np.zeros(d) if warm_start is None else np.asarray(warm_start, dtype=np.float64)
     iterations = 0
 
-    def solve(nu: float, x0: FloatArray, maxiter: int = 200) -> tuple[FloatArray, bool]:
+    def solve_penalised(nu: float, x0: FloatArray, maxiter: int = 200) -> tuple[FloatArray, bool]:
         nonlocal iterations
         objective.nu = nu
         res = minimize(objective.value, x0, jac=objective.gradient, hess=objective.hessian,
                        method="trust-exact", options={"gtol": gtol, "maxiter": maxiter})
         iterations += int(res.nit)
-        return np.asarray(res.x, dtype=np.float64), bool(res.success) or (
-            float(np.linalg.norm(objective.gradient(res.x))) <= 1e3 * gtol
-        )
+        x = np.asarray(res.x, dtype=np.float64)
+        # trust-exact stops once f no longer changes in float64; finish with plain Newton steps
+        # θ ← θ − H⁻¹∇f, kept only while they shrink the gradient (quadratic convergence)
+        g = objective.gradient(x)
+        for _ in range(_POLISH_STEPS):
+            if float(np.linalg.norm(g)) <= gtol:
+                break
+            try:
+                step = solve(objective.hessian(x), g, assume_a="pos", check_finite=False)
+            except (np.linalg.LinAlgError, ValueError):
+                break
+            x_new = x - step
+            g_new = objective.gradient(x_new)
+            if not float(np.linalg.norm(g_new)) < float(np.linalg.norm(g)):
+                break
+            x, g = x_new, g_new
+            iterations += 1
+        return x, float(np.linalg.norm(g)) <= max(gtol, _ACCEPT_GTOL)
 
-    theta, converged = solve(0.0, start, maxiter=100)
+    theta, converged = solve_penalised(0.0, start, maxiter=100)
     norm = float(np.linalg.norm(theta))
     if converged and norm <= bound:
         objective.nu = 0.0
@@ -146,7 +163,7 @@ def bradley_terry_mle(
     state = {"x": np.zeros(d)}
 
     def excess(nu: float) -> float:
-        x, _ = solve(nu, state["x"])
+        x, _ = solve_penalised(nu, state["x"])
         state["x"] = x
         return float(np.linalg.norm(x)) - bound
 
@@ -161,7 +178,7 @@ def bradley_terry_mle(
         return BradleyTerryFit(theta, False, 0.0, float(np.linalg.norm(objective.gradient(theta))) * objective.n,
                                iterations)
     nu_star = float(brentq(excess, nu_low, nu_high, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=200))
-    theta, _ = solve(nu_star, state["x"])
+    theta, _ = solve_penalised(nu_star, state["x"])
     theta = theta * min(1.0, bound / float(np.linalg.norm(theta)))
     objective.nu = 0.0
     # KKT: ∇ℓ(θ̂) = n·ν·θ̂

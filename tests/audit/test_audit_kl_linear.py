@@ -1,0 +1,89 @@
+"""Audits of the offline linear contextual KL policy (Theorem 2, its corrected approximate form; C3)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpbandits._core.errors import PaperVariantWarning
+from dpbandits.algorithms.offline import KLLinearPolicy
+from dpbandits.audit.kl import audit_linear
+from dpbandits.envs.offline import LoggedContextualData, simulate_logged_contextual
+from dpbandits.privacy.guarantees import PureDP
+
+C3_ACTIONS = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.7071, 0.7071]])
+
+
+def _c3() -> LoggedContextualData:
+    features = np.r_[np.tile([1.0, 0.0], (100, 1)), np.tile([0.0, 1.0], (100, 1))]
+    return LoggedContextualData(features, np.r_[np.ones(100), np.zeros(100)])
+
+
+def test_c3_paper_approx_violated_corrected_and_pure_hold(seed: int) -> None:
+    data = _c3()
+    policy = KLLinearPolicy(eta=0.01, beta0=10.0, ridge=2.0).fit(data)
+    assert policy.lambda_min_ == pytest.approx(102.0)
+    np.testing.assert_allclose(policy.probabilities(C3_ACTIONS)[:2], [0.7262, 0.2738], atol=1e-4)
+    lambda0 = 1.0 / 0.00736**2
+    with pytest.warns(PaperVariantWarning, match="Theorem 2"):
+        paper = policy.privacy(C3_ACTIONS, kind="approx", variant="paper", lambda0=lambda0)
+    assert paper.epsilon == pytest.approx(0.5108259, abs=1e-6) and paper.delta == pytest.approx(4.2413e-3, rel=1e-4)
+    report = audit_linear(policy, data, C3_ACTIONS, epsilon=paper.epsilon, rng=seed)
+    assert report.delta_hat >= 0.137  # spec C3: true δ(0.5108) >= 0.1372
+    assert report.violates(paper)
+    corrected = policy.privacy(C3_ACTIONS, kind="approx", lambda0=lambda0)
+    assert corrected.delta == 1.0 and not report.violates(corrected)
+    pure = policy.privacy(C3_ACTIONS)
+    assert pure.epsilon == pytest.approx(6.872188, abs=1e-6)
+    assert 1.7 < report.epsilon_hat <= pure.epsilon  # spec: largest loss found 1.754
+
+
+def test_theorem2_pure_tight_and_corrected_approx_dominate_audits(rng: np.random.Generator) -> None:
+    worst_ratio = 0.0
+    for _ in range(6):
+        d = int(rng.integers(2, 4))
+        theta = rng.standard_normal(d)
+        theta /= np.linalg.norm(theta)
+        data = simulate_logged_contextual(theta, int(rng.integers(30, 80)), rng=rng)
+        eta, beta0 = float(rng.uniform(0.05, 0.5)), float(rng.uniform(0.0, 2.0))
+        policy = KLLinearPolicy(eta=eta, beta0=beta0, ridge=2.0).fit(data)
+        actions = rng.standard_normal((4, d))
+        actions /= np.linalg.norm(actions, axis=1, keepdims=True)
+        pure = policy.privacy(actions)
+        tight = policy.privacy(actions, variant="tight")
+        assert tight.epsilon <= pure.epsilon
+        gamma = policy.penalties(actions)
+        lambda0 = 1.0 / float(np.median(gamma)) ** 2
+        corrected = policy.privacy(actions, kind="approx", lambda0=lambda0)
+        report = audit_linear(policy, data, actions, epsilon=corrected.epsilon, rng=rng)
+        assert not report.violates(pure)
+        assert not report.violates(tight)
+        assert not report.violates(corrected)
+        worst_ratio = max(worst_ratio, report.epsilon_hat / pure.epsilon)
+    assert worst_ratio > 0.01  # the adversarial search finds non-trivial losses
+
+
+def test_audit_catches_an_understated_linear_epsilon(seed: int) -> None:
+    data = _c3()
+    policy = KLLinearPolicy(eta=0.01, beta0=10.0, ridge=2.0).fit(data)
+    report = audit_linear(policy, data, C3_ACTIONS, rng=seed)
+    claim = policy.privacy(C3_ACTIONS)
+    broken = PureDP(epsilon=claim.epsilon / 8, unit=claim.unit, neighbouring=claim.neighbouring)
+    assert report.violates(broken) and not report.violates(claim)
+
+
+def test_removal_updates_match_refitting(rng: np.random.Generator) -> None:
+    """The auditor's Sherman-Morrison downdates equal a refit without the record."""
+    data = simulate_logged_contextual(np.array([0.5, 0.5]), 25, rng=rng)
+    policy = KLLinearPolicy(eta=0.3, beta0=0.5).fit(data)
+    actions = np.array([[1.0, 0.0], [0.0, 1.0], [-0.6, 0.8]])
+    report = audit_linear(policy, data, actions, n_random=0, radii=(1e-12,), rng=rng)
+    losses = []
+    for i in range(data.n_records):
+        keep = np.arange(data.n_records) != i
+        refit = KLLinearPolicy(eta=0.3, beta0=0.5).fit(data.features[keep], data.rewards[keep])
+        losses.append(np.max(np.abs(refit.log_probabilities(actions) - policy.log_probabilities(actions))))
+    assert report.epsilon_hat == pytest.approx(max(losses), rel=1e-8)
+    assert math.isfinite(report.epsilon_hat)
