@@ -121,13 +121,18 @@ def counter_uniforms(keys: ArrayLike, counters: ArrayLike) -> FloatArray:
     key_arr, counter_arr = np.broadcast_arrays(
         np.asarray(keys, dtype=np.uint64), np.asarray(counters).astype(np.uint64)
     )
-    shape = key_arr.shape
     # 1-d arrays throughout, so that uint64 wrap-around is silent modular arithmetic.
-    state = np.array(counter_arr, dtype=np.uint64, ndmin=1).reshape(-1)
+    state = _weyl_states(key_arr.reshape(-1), np.array(counter_arr, ndmin=1).reshape(-1))
+    return _mix_to_uniforms(state).reshape(key_arr.shape)
+
+
+def _weyl_states(keys: np.ndarray, counters: np.ndarray) -> np.ndarray:
+    """Weyl states z = key + (k + 1)·γ (mod 2⁶⁴) of 1-d uint64 keys and 1-d int counters (a new array)."""
+    state = counters.astype(np.uint64)
     np.add(state, np.uint64(1), out=state)
     np.multiply(state, _GAMMA, out=state)  # (k + 1)·γ mod 2⁶⁴
-    np.add(state, key_arr.reshape(-1), out=state)  # z = key + (k + 1)·γ
-    return _mix_to_uniforms(state).reshape(shape)
+    np.add(state, keys, out=state)  # z = key + (k + 1)·γ
+    return state
 
 
 def segment_sums(values: FloatArray, lengths: IntArray) -> FloatArray:
@@ -270,9 +275,12 @@ class RewardStreams:
             raise InvalidParameterError(
                 f"arms must have shape {trial_arr.shape} (one arm per pulling trial); got arms.shape={arm_arr.shape}"
             )
-        pull_index = self._counts[trial_arr, arm_arr]
-        rewards = self.rewards_at(trial_arr, arm_arr, pull_index)
-        self._counts[trial_arr, arm_arr] = pull_index + 1
+        cells = trial_arr * self.n_arms + arm_arr  # flat (trial, arm) index
+        flat_counts = self._counts.reshape(-1)
+        pull_index = flat_counts[cells]
+        uniforms = _mix_to_uniforms(_weyl_states(self.keys.reshape(-1)[cells], pull_index))
+        rewards = self.env.rewards_from_uniforms(uniforms, arm_arr)
+        flat_counts[cells] = pull_index + 1
         return rewards
 
     @overload
@@ -338,7 +346,7 @@ class BanditEnvironment(ABC):
 
     Subclasses set ``means`` and ``reward_bounds`` through :meth:`_init_arms` and implement the
     arm distributions: :meth:`rewards_from_uniforms` (inverse CDF, for pull-consistent streams),
-    :meth:`variances`, and optionally a faster :meth:`_sample_sums`.
+    :meth:`variances`, and optionally faster exact sampling (:meth:`_fill_arm` or :meth:`_sample_sums`).
 
     Attributes
     ----------
@@ -432,14 +440,25 @@ class BanditEnvironment(ABC):
     def rewards_from_uniforms(self, uniforms: FloatArray, arms: IntArray) -> FloatArray:
         """Map uniforms ``u ∈ (0, 1)`` to rewards of ``arms`` by the inverse CDF, elementwise."""
 
-    def _sample_values(self, arms: IntArray, generator: np.random.Generator) -> FloatArray:
-        """Draw one fresh reward for every entry of ``arms`` (default: inverse CDF of uniforms)."""
-        return self.rewards_from_uniforms(generator.random(arms.shape), arms)
+    def _fill_arm(self, arm: int, out: FloatArray, generator: np.random.Generator) -> None:
+        """Write fresh i.i.d. rewards of ``arm`` into ``out`` (default: inverse CDF of uniforms)."""
+        uniforms = np.empty(out.shape[0], dtype=np.float64)
+        generator.random(out=uniforms)
+        out[:] = self.rewards_from_uniforms(uniforms, np.full(out.shape[0], arm, dtype=np.int64))
 
     def _sample_sums(self, counts: IntArray, generator: np.random.Generator) -> FloatArray:
-        """Exact sums for a validated (n_trials, n_arms) count array; subclasses may specialise."""
-        arm_of_value = np.repeat(np.tile(np.arange(self.n_arms), counts.shape[0]), counts.reshape(-1))
-        return segment_sums(self._sample_values(arm_of_value, generator), counts)
+        """Exact sums for a validated (n_trials, n_arms) count array; subclasses may specialise.
+
+        Rewards are laid out arm-major, so each arm's rewards are one contiguous slice filled by one
+        call with scalar parameters (:meth:`_fill_arm`), then reduced by one segmented sum.
+        """
+        arm_major = np.ascontiguousarray(counts.T)  # (n_arms, n_trials)
+        per_arm = arm_major.sum(axis=1)
+        values = np.empty(int(per_arm.sum()), dtype=np.float64)
+        ends = np.cumsum(per_arm)
+        for arm in np.flatnonzero(per_arm):
+            self._fill_arm(int(arm), values[ends[arm] - per_arm[arm] : ends[arm]], generator)
+        return np.ascontiguousarray(segment_sums(values, arm_major).T)
 
     # ------------------------------------------------------------------ public sampling
     def sample_sums(self, counts: ArrayLike, rng: RNGLike = None) -> FloatArray:

@@ -166,8 +166,8 @@ class BetaBandit(BanditEnvironment):
 
     Notes
     -----
-    Streams: reward = I⁻¹_u(α_a, β_a) (``scipy.special.betaincinv``). Exact sums: one Beta draw of
-    every reward and one segmented sum.
+    Streams: reward = I⁻¹_u(α_a, β_a) (``scipy.special.betaincinv``). Exact sums: one Beta draw per arm
+    (scalar parameters) and one segmented sum.
     """
 
     name = "beta"
@@ -212,8 +212,8 @@ class BetaBandit(BanditEnvironment):
         """Reward I⁻¹_u(α_a, β_a), the Beta inverse CDF."""
         return np.asarray(special.betaincinv(self.alphas[arms], self.betas[arms], uniforms), dtype=np.float64)
 
-    def _sample_values(self, arms: IntArray, generator: np.random.Generator) -> FloatArray:
-        return generator.beta(self.alphas[arms], self.betas[arms])
+    def _fill_arm(self, arm: int, out: FloatArray, generator: np.random.Generator) -> None:
+        out[:] = generator.beta(self.alphas[arm], self.betas[arm], size=out.shape[0])
 
 
 def _clipped_normal_moments(
@@ -256,8 +256,8 @@ class ClippedGaussianBandit(BanditEnvironment):
 
     Notes
     -----
-    Streams: reward = clip(m_a + σ_a·Φ⁻¹(u), low, high). Exact sums: one Gaussian draw of every
-    reward, clipping, one segmented sum.
+    Streams: reward = clip(m_a + σ_a·Φ⁻¹(u), low, high). Exact sums: one Gaussian draw per arm
+    (in place), clipping, one segmented sum.
     """
 
     name = "clipped-gaussian"
@@ -324,12 +324,12 @@ class ClippedGaussianBandit(BanditEnvironment):
         gaussian = self.locations[arms] + self.sigmas[arms] * special.ndtri(uniforms)
         return np.asarray(np.clip(gaussian, low, high), dtype=np.float64)
 
-    def _sample_values(self, arms: IntArray, generator: np.random.Generator) -> FloatArray:
+    def _fill_arm(self, arm: int, out: FloatArray, generator: np.random.Generator) -> None:
         low, high = self.reward_bounds
-        gaussian = generator.standard_normal(arms.shape)
-        gaussian *= self.sigmas[arms]
-        gaussian += self.locations[arms]
-        return np.clip(gaussian, low, high, out=gaussian)
+        generator.standard_normal(out=out)
+        out *= self.sigmas[arm]
+        out += self.locations[arm]  # X = m_a + σ_a·Z
+        np.clip(out, low, high, out=out)
 
 
 # ---------------------------------------------------------------------- registry factories
