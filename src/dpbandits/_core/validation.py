@@ -164,7 +164,7 @@ def check_array(
     if finite and arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
         bad = np.flatnonzero(~np.isfinite(arr.ravel()))[0]
         raise InvalidParameterError(
-            f"{name} must be finite; got {arr.ravel()[bad]!r} at flat index {int(bad)}"
+            f"{name} must be finite; got {arr.ravel()[bad].item()!r} at flat index {int(bad)}"
         )
     return arr
 
@@ -190,7 +190,7 @@ def check_bounded_array(
     if np.any(outside):
         idx = int(np.flatnonzero(outside.ravel())[0])
         raise InvalidParameterError(
-            f"{name} must lie in [{low}, {high}]; got {arr.ravel()[idx]!r} at flat index {idx} "
+            f"{name} must lie in [{low}, {high}]; got {arr.ravel()[idx].item()!r} at flat index {idx} "
             "(pass clip=True to clip explicitly)"
         )
     return arr
@@ -200,7 +200,7 @@ def check_probability_vector(value: ArrayLike, name: str, *, atol: float = 1e-9)
     """Return a 1-d array of probabilities that are >= 0 and sum to 1 within ``atol``."""
     p = check_array(value, name, ndim=1)
     if np.any(p < 0):
-        raise InvalidParameterError(f"{name} must be >= 0 entrywise; got min {p.min()!r}")
+        raise InvalidParameterError(f"{name} must be >= 0 entrywise; got min {float(p.min())!r}")
     total = float(p.sum())
     if abs(total - 1.0) > atol:
         raise InvalidParameterError(f"{name} must sum to 1 (within {atol}); got sum {total!r}")
