@@ -8,7 +8,7 @@ simulation entry points with the algorithm registry.
 
 from __future__ import annotations
 
-from dpbandits.algorithms.offline import accountants
+from dpbandits.algorithms.offline import accountants, baselines
 from dpbandits.algorithms.offline.kl_linear import KLLinearPolicy
 from dpbandits.algorithms.offline.kl_mab import KLMABPolicy, mab_utilities
 from dpbandits.algorithms.offline.kl_rlhf import BradleyTerryFit, KLRLHFPolicy, bradley_terry_mle
@@ -19,6 +19,7 @@ __all__ = [
     "KLMABPolicy",
     "KLRLHFPolicy",
     "accountants",
+    "baselines",
     "bradley_terry_mle",
     "mab_utilities",
 ]

@@ -36,6 +36,7 @@ from dpbandits._core.validation import (
     check_one_of,
     check_positive_float,
 )
+from dpbandits.privacy.accounting import advanced_composition, basic_composition
 from dpbandits.privacy.guarantees import ApproxDP, Guarantee, Neighbouring, PureDP
 
 if TYPE_CHECKING:
@@ -760,13 +761,15 @@ def repeated_sampling(guarantee: Guarantee, n_samples: int, *, method: str = "ba
     check_one_of(method, "method", ("basic", "advanced"))
     eps, delta = guarantee.epsilon, guarantee.delta
     if method == "basic":
-        new_eps, new_delta = t * eps, min(1.0, t * delta)
+        new_eps, new_delta = basic_composition([guarantee] * t)
+    elif not math.isfinite(eps) or eps == 0.0 or delta >= 1.0:
+        if delta_prime is None:
+            raise InvalidParameterError("delta_prime must be a float in (0, 1) for method='advanced'; got None")
+        new_eps, new_delta = t * eps, min(1.0, t * delta + float(delta_prime))
     else:
-        dp = check_in_interval(delta_prime, "delta_prime", 0.0, 1.0, closed="neither")
-        # ε_T = √(2T ln(1/δ'))·ε + T·ε·(e^ε − 1)
-        new_eps = (math.sqrt(2.0 * t * math.log(1.0 / dp)) * eps + t * eps * math.expm1(eps)
-                   if math.isfinite(eps) else math.inf)
-        new_delta = min(1.0, t * delta + dp)
+        if delta_prime is None:
+            raise InvalidParameterError("delta_prime must be a float in (0, 1) for method='advanced'; got None")
+        new_eps, new_delta = advanced_composition(eps, delta, t, delta_prime)
     cls: type[Guarantee] = PureDP if new_delta == 0.0 else ApproxDP
     return cls(epsilon=new_eps, delta=new_delta, unit=f"{guarantee.unit}; {t} samples ({method} composition)",
                neighbouring=guarantee.neighbouring, reference=guarantee.reference,
