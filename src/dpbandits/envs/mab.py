@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, special
 
 from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.typing import FloatArray, IntArray
@@ -210,6 +209,8 @@ class BetaBandit(BanditEnvironment):
 
     def rewards_from_uniforms(self, uniforms: FloatArray, arms: IntArray) -> FloatArray:
         """Reward I⁻¹_u(α_a, β_a), the Beta inverse CDF."""
+        from scipy import special  # lazily: scipy is heavy to import
+
         return np.asarray(special.betaincinv(self.alphas[arms], self.betas[arms], uniforms), dtype=np.float64)
 
     def _fill_arm(self, arm: int, out: FloatArray, generator: np.random.Generator) -> None:
@@ -222,6 +223,8 @@ def _clipped_normal_moments(
     """Mean and variance of clip(X, low, high) for X ~ N(location, sigma²), exactly."""
     a = (low - location) / sigma  # α = (low − m)/σ
     b = (high - location) / sigma  # β = (high − m)/σ
+    from scipy import special  # lazily: scipy is heavy to import
+
     cdf_a, cdf_b = special.ndtr(a), special.ndtr(b)
     pdf_a = np.exp(-0.5 * a**2) / np.sqrt(2.0 * np.pi)
     pdf_b = np.exp(-0.5 * b**2) / np.sqrt(2.0 * np.pi)
@@ -281,6 +284,8 @@ class ClippedGaussianBandit(BanditEnvironment):
         The clipped mean is strictly increasing in the location m, so each m_a is the unique root
         of E[clip(X, low, high)] − μ_a, found by Brent's method (``scipy.optimize.brentq``).
         """
+        from scipy import optimize  # lazily: scipy is heavy to import
+
         targets = check_array(means, "means", ndim=1)
         low, high = check_reward_bounds(bounds, "bounds")
         outside = (targets <= low) | (targets >= high)
@@ -321,6 +326,8 @@ class ClippedGaussianBandit(BanditEnvironment):
     def rewards_from_uniforms(self, uniforms: FloatArray, arms: IntArray) -> FloatArray:
         """Reward clip(m_a + σ_a·Φ⁻¹(u), low, high)."""
         low, high = self.reward_bounds
+        from scipy import special  # lazily: scipy is heavy to import
+
         gaussian = self.locations[arms] + self.sigmas[arms] * special.ndtri(uniforms)
         return np.asarray(np.clip(gaussian, low, high), dtype=np.float64)
 
