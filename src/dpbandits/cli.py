@@ -106,9 +106,9 @@ def list_command() -> None:
 
 
 # Options shared by `run` and `reproduce`.
-_OUT = typer.Option(None, "--out", "-o", help="Run directory [default: runs/<study name>].")
+_OUT = typer.Option(None, "--out", "-o", help="Run directory (default: runs/<study name>).")
 _BACKEND = typer.Option("serial", "--backend", "-b", help="serial, process or dask.")
-_WORKERS = typer.Option(None, "--workers", "-w", min=1, help="Workers (process/dask) [default: all cores].")
+_WORKERS = typer.Option(None, "--workers", "-w", min=1, help="Workers of the process pool or local dask cluster (default: all cores).")
 _SCHEDULER = typer.Option(None, "--scheduler", help="Dask scheduler address (default: start a local cluster).")
 _RESUME = typer.Option(False, "--resume", help="Continue an interrupted run; finished cells are kept.")
 _TRIALS = typer.Option(None, "--trials", "-n", min=1, help="Override the study's number of trials.")

@@ -31,6 +31,7 @@ import os
 import platform
 import sys
 import time
+import zipfile
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -270,10 +271,11 @@ class RunStore:
     def read_cell(self, cell: Cell) -> dict[str, FloatArray] | None:
         """The per-trial values of a finished cell, or None if it has no complete valid file."""
         try:
-            with np.load(self.cell_path(cell), allow_pickle=False) as data:
+            # open the file ourselves: np.load leaks its handle when the zip is damaged
+            with open(self.cell_path(cell), "rb") as handle, np.load(handle, allow_pickle=False) as data:
                 values = {metric: np.asarray(data[metric], dtype=np.float64)
                           for metric in self._metrics[cell.algorithm_index]}
-        except (OSError, KeyError, ValueError):
+        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):  # missing or damaged
             return None
         if any(arr.shape != (self.study.trials,) or not np.all(np.isfinite(arr)) for arr in values.values()):
             return None

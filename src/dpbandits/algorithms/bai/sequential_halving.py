@@ -199,7 +199,8 @@ def simulate_sequential_halving(
         else:
             means_hat = np.take_along_axis(sums, surviving, axis=1) / pulls  # p̂_i^r, round samples
         keep = top_k_random_ties(means_hat, -(-size // 2), algo_rng)
-        surviving = np.take_along_axis(surviving, keep, axis=1)
+        # S_{r+1}, kept sorted by arm index so that tie-break keys map to arms as in the ask/tell form
+        surviving = np.sort(np.take_along_axis(surviving, keep, axis=1), axis=1)
     return bai_metrics(env, surviving[:, 0])
 
 
