@@ -143,3 +143,25 @@ def test_streams_rejects_bad_n_trials_and_rng() -> None:
         env.streams(0, 0)
     with pytest.raises(InvalidParameterError, match="rng must be"):
         env.streams("seed", 2)  # type: ignore[arg-type]
+
+
+def test_row_blocks_partition_the_trials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(base, "_MAX_BLOCK_VALUES", 10)
+    counts = np.array([[3, 3], [20, 0], [1, 1], [2, 2], [5, 5], [0, 0]])
+    blocks = base._row_blocks(counts)
+    assert [(b.start, b.stop) for b in blocks] == [(0, 1), (1, 2), (2, 4), (4, 6)]
+    assert all(counts[b].sum() <= 10 or b.stop - b.start == 1 for b in blocks)
+
+
+def test_blocked_requests_give_the_same_stream_values(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    env = UniformBandit([0.3, 0.2, 0.1])
+    counts = np.arange(24).reshape(8, 3) % 5
+    whole_sums, whole_values = env.streams(seed, 8).pull_counts(counts, return_values=True)
+    monkeypatch.setattr(base, "_MAX_BLOCK_VALUES", 6)
+    blocked_sums, blocked_values = env.streams(seed, 8).pull_counts(counts, return_values=True)
+    np.testing.assert_array_equal(blocked_values, whole_values)
+    np.testing.assert_array_equal(blocked_sums, whole_sums)
+    sums = env.sample_sums(counts, seed)
+    assert sums.shape == counts.shape
+    assert np.all((sums >= 0) & (sums <= counts * 2 * env.means))
+    np.testing.assert_array_equal(sums[counts == 0], 0.0)

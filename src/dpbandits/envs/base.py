@@ -9,9 +9,10 @@ to draw rewards for many independent trials at once (batch dimension first):
   rewards: comparisons between them are paired, and an ask/tell form and a vectorised form of one
   algorithm can be compared exactly.
 * :meth:`BanditEnvironment.sample_sums` — **distribution-exact** sums of fresh i.i.d. rewards,
-  drawn as cheaply as NumPy allows (Binomial for Bernoulli arms; for continuous arms one big draw
-  of all rewards and one segmented reduction). Not pull-consistent: the numbers depend on the
-  request, only their law is fixed.
+  drawn as cheaply as NumPy allows (Binomial for Bernoulli arms; for Uniform arms one draw of all
+  rewards; for other arms one scalar-parameter draw per arm) and one segmented reduction. Not
+  pull-consistent: the numbers depend on the request, only their law is fixed. Requests above 2²²
+  rewards are processed in blocks of whole trials to bound memory.
 
 Stream scheme (counter-based)
 -----------------------------
@@ -190,6 +191,26 @@ def _check_counts(counts: ArrayLike, n_arms: int, name: str = "counts") -> IntAr
     return arr
 
 
+# At most this many rewards are materialised at once (32 MiB of float64); larger requests are
+# processed in blocks of whole trials (rows), which keeps memory bounded without changing the
+# numbers of pull-consistent streams. A single trial above the limit is one block.
+_MAX_BLOCK_VALUES = 1 << 22
+
+
+def _row_blocks(counts: IntArray) -> list[slice]:
+    """Consecutive row slices of ``counts`` (n_trials, n_arms), each with at most ``_MAX_BLOCK_VALUES`` pulls."""
+    cumulative = np.cumsum(counts.sum(axis=1))
+    blocks = []
+    start, done = 0, 0
+    while start < counts.shape[0]:
+        stop = int(np.searchsorted(cumulative, done + _MAX_BLOCK_VALUES, side="right"))
+        stop = max(stop, start + 1)
+        blocks.append(slice(start, stop))
+        done = int(cumulative[stop - 1])
+        start = stop
+    return blocks
+
+
 class RewardStreams:
     """Pull-consistent reward streams of one environment for ``n_trials`` independent trials.
 
@@ -316,26 +337,35 @@ class RewardStreams:
             raise InvalidParameterError(
                 f"counts must have shape {self._counts.shape}; got counts.shape={count_arr.shape}"
             )
-        flat_counts = count_arr.reshape(-1)
+        sums = np.empty(count_arr.shape, dtype=np.float64)
+        blocks = []
+        for rows in _row_blocks(count_arr):
+            block_values = self._values(rows, count_arr[rows])
+            sums[rows] = segment_sums(block_values, count_arr[rows])
+            if return_values:
+                blocks.append(block_values)
+        self._counts += count_arr
+        if return_values:
+            return sums, (np.concatenate(blocks) if blocks else np.empty(0, dtype=np.float64))
+        return sums
+
+    def _values(self, rows: slice, counts: IntArray) -> FloatArray:
+        """Rewards of the next ``counts`` pulls of the trials ``rows``, in row-major (trial, arm, pull) order."""
+        flat_counts = counts.reshape(-1)
         total = int(flat_counts.sum())
         # Pull j of the flat batch (row-major cells) is pull k = consumed + j − start of its cell, so
         # its Weyl state is key + (k + 1)·γ = [key + (consumed + 1 − start)·γ] + j·γ  (mod 2⁶⁴).
         segment_starts = (np.cumsum(flat_counts) - flat_counts).astype(np.uint64)
-        cell_offsets = self._counts.reshape(-1).astype(np.uint64) + np.uint64(1)
+        cell_offsets = self._counts[rows].reshape(-1).astype(np.uint64) + np.uint64(1)
         np.subtract(cell_offsets, segment_starts, out=cell_offsets)
         np.multiply(cell_offsets, _GAMMA, out=cell_offsets)
-        np.add(cell_offsets, self.keys.reshape(-1), out=cell_offsets)
+        np.add(cell_offsets, self.keys[rows].reshape(-1), out=cell_offsets)
         state = np.arange(total, dtype=np.uint64)
         np.multiply(state, _GAMMA, out=state)
         state += np.repeat(cell_offsets, flat_counts)
         uniforms = _mix_to_uniforms(state)
-        arms = np.repeat(np.tile(np.arange(self.n_arms), self.n_trials), flat_counts)
-        values = self.env.rewards_from_uniforms(uniforms, arms)
-        self._counts += count_arr
-        sums = segment_sums(values, count_arr)
-        if return_values:
-            return sums, values
-        return sums
+        arms = np.repeat(np.tile(np.arange(self.n_arms), counts.shape[0]), flat_counts)
+        return self.env.rewards_from_uniforms(uniforms, arms)
 
     def __repr__(self) -> str:
         return f"RewardStreams(env={self.env!r}, n_trials={self.n_trials}, pulls={int(self._counts.sum())})"
@@ -485,7 +515,10 @@ class BanditEnvironment(ABC):
         """
         count_arr = _check_counts(counts, self.n_arms)
         generator = as_generator(rng)
-        sums = self._sample_sums(np.atleast_2d(count_arr), generator)
+        count_rows = np.atleast_2d(count_arr)
+        sums = np.empty(count_rows.shape, dtype=np.float64)
+        for rows in _row_blocks(count_rows):
+            sums[rows] = self._sample_sums(count_rows[rows], generator)
         return sums.reshape(count_arr.shape)
 
     def streams(self, rng: RNGLike, n_trials: int) -> RewardStreams:
