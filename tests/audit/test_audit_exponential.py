@@ -184,3 +184,36 @@ def test_report_noisy_max_probabilities_match_samples(rng: np.random.Generator) 
     expected = mechanism.probabilities(utilities)
     assert np.all(np.abs(frequencies - expected) <= 5 * np.sqrt(expected * (1 - expected) / n))
     assert math.isclose(float(expected.sum()), 1.0)
+
+
+def test_report_noisy_max_monotone_calibration() -> None:
+    # b = Δ/ε is valid when every utility moves the same way (Dwork & Roth, Claim 3.9), not otherwise
+    sensitivity, epsilon, n_actions = 1.0, 1.0, 3
+    corners = list(itertools.product((-1, 1), repeat=n_actions))
+    monotone_corners = [s for s in corners if min(s) == max(s)]
+    bases = [np.zeros(n_actions), np.array([-4.0, 0.0, 1.0])]
+    mechanism = _cached(ReportNoisyMaxMechanism(sensitivity, epsilon, monotone=True).probabilities)
+    assert audit_exact(mechanism, _neighbour_pairs(bases, sensitivity, monotone_corners),
+                       epsilon=epsilon, tolerance=1e-6).passed
+    assert not audit_exact(mechanism, _neighbour_pairs(bases, sensitivity, corners),
+                           epsilon=epsilon, tolerance=1e-6).passed
+
+
+@pytest.mark.statistical
+def test_exponential_sampler_statistical_audit(rng: np.random.Generator) -> None:
+    # the sampling path (Gumbel-max): u = (0, 0) vs u' = (−Δ, Δ); the event "action 0" has
+    # log-ratio log((1 + e^ε)/2) ≈ 0.62 for η = 2Δ/ε and log((1 + e^{2ε})/2) ≈ 1.43 for the broken η = Δ/ε
+    from dpbandits.audit import OutcomeEvent, epsilon_lower_bound
+
+    sensitivity, epsilon, n = 1.0, 1.0, 100_000
+    events = [OutcomeEvent(0)]  # fixed in advance: no calibration split needed
+    base, neighbour = np.zeros((n, 2)), np.tile([-sensitivity, sensitivity], (n, 1))
+    correct = ExponentialMechanism(sensitivity, epsilon)
+    report = epsilon_lower_bound(correct.sample(base, rng=rng), correct.sample(neighbour, rng=rng), events,
+                                 confidence=1 - 1e-5)
+    assert report.epsilon_lower_bound <= epsilon, str(report)  # false failure <= 1e-5
+    assert report.epsilon_lower_bound >= 0.5  # ≈ 0.6 with 10⁵ samples; misses with probability < 1e-6
+    broken = ExponentialMechanism(sensitivity, epsilon, monotone=True)
+    caught = epsilon_lower_bound(broken.sample(base, rng=rng), broken.sample(neighbour, rng=rng), events,
+                                 confidence=1 - 1e-5)
+    assert caught.refutes(epsilon), str(caught)  # ≈ 1.38 with 10⁵ samples

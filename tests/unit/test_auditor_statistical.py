@@ -10,6 +10,7 @@ from scipy import stats
 
 from dpbandits._core.errors import InvalidParameterError
 from dpbandits.audit import (
+    OutcomeEvent,
     StatisticalAuditReport,
     ThresholdEvent,
     clopper_pearson,
@@ -196,3 +197,12 @@ def test_epsilon_lower_bound_validates(kwargs: dict[str, object], match: str) ->
     arguments.update(kwargs)
     with pytest.raises(InvalidParameterError, match=match):
         epsilon_lower_bound(**arguments)  # type: ignore[arg-type]
+
+
+def test_outcome_event_names_itself_in_the_report(rng: np.random.Generator) -> None:
+    outputs_d = _randomized_response(0, 0.75, 10_000, rng)
+    outputs_d_prime = _randomized_response(1, 0.75, 10_000, rng)
+    report = epsilon_lower_bound(outputs_d, outputs_d_prime, [OutcomeEvent(1)])
+    assert report.best_event == OutcomeEvent(1)
+    assert "output == 1" in str(report)
+    assert OutcomeEvent(1)(np.array([1, 0, 1])).tolist() == [True, False, True]

@@ -24,6 +24,7 @@ from dpbandits.audit.exact import (
     privacy_loss,
 )
 from dpbandits.audit.statistical import (
+    OutcomeEvent,
     StatisticalAuditReport,
     ThresholdEvent,
     clopper_pearson,
@@ -34,6 +35,7 @@ from dpbandits.audit.statistical import (
 __all__ = [
     "ExactAuditReport",
     "LaplaceDistribution",
+    "OutcomeEvent",
     "StatisticalAuditReport",
     "ThresholdEvent",
     "audit_exact",

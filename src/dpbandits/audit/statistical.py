@@ -44,6 +44,7 @@ from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.validation import check_array, check_in_interval, check_int
 
 __all__ = [
+    "OutcomeEvent",
     "StatisticalAuditReport",
     "ThresholdEvent",
     "clopper_pearson",
@@ -118,6 +119,34 @@ class ThresholdEvent:
 
     def __str__(self) -> str:
         return f"output > {self.threshold:.6g}"
+
+
+@dataclass(frozen=True)
+class OutcomeEvent:
+    """The event "output == outcome" of a mechanism with a finite output set (an arm, an index).
+
+    Parameters
+    ----------
+    outcome : int or float
+        The output value. Outcome events of a finite output set can be fixed before sampling, so
+        they need no calibration split.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpbandits.audit.statistical import OutcomeEvent
+    >>> OutcomeEvent(2)(np.array([0, 2, 1, 2])).tolist()
+    [False, True, False, True]
+    """
+
+    outcome: Any
+
+    def __call__(self, samples: NDArray[Any]) -> NDArray[np.bool_]:
+        """Return the indicator of {x == outcome} for samples of shape (n,)."""
+        return np.asarray(samples == self.outcome, dtype=np.bool_)
+
+    def __str__(self) -> str:
+        return f"output == {self.outcome!r}"
 
 
 def threshold_events(samples: ArrayLike, n_thresholds: int) -> list[ThresholdEvent]:
