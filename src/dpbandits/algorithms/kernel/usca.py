@@ -53,7 +53,7 @@ from dpbandits.algorithms.kernel.surrogate import (
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.kernel import KernelBanditEnvironment, StationaryKernel, joint_points
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
-from dpbandits.privacy.mechanisms import gibbs_log_probabilities, sample_log_weights
+from dpbandits.privacy.mechanisms import GridExponentialMechanism, uniform_grid
 
 __all__ = [
     "BACKENDS",
@@ -61,7 +61,6 @@ __all__ = [
     "USCA",
     "USCA_REFERENCE",
     "default_grid_points",
-    "output_grid",
     "simulate_usca",
 ]
 
@@ -78,17 +77,6 @@ _DEFAULT_MAX_EXACT_SIZE = 12_000  # M × M float64 Gram matrix: 1.15 GB at this 
 def default_grid_points(action_dim: int) -> int:
     """Points per axis of the default output grid: 1024 for d = 1, 64² for d = 2, 24³ for d = 3 (spec §3)."""
     return {1: 1024, 2: 64, 3: 24}.get(action_dim, max(2, round(4096 ** (1.0 / action_dim))))
-
-
-def output_grid(action_dim: int, points_per_dim: int) -> FloatArray:
-    """Regular grid of cell centres of [0, 1]^dx, shape (points_per_dim^dx, dx); all cells have equal volume.
-
-    Data-independent by construction (a grid refined around the data would void the guarantee).
-    """
-    n = check_int(points_per_dim, "grid_points_per_dim", minimum=1)
-    axis = (np.arange(n, dtype=np.float64) + 0.5) / n
-    mesh = np.meshgrid(*([axis] * action_dim), indexing="ij")
-    return np.stack(mesh, axis=-1).reshape(-1, action_dim)
 
 
 class USCA:
@@ -257,7 +245,8 @@ class USCA:
         # Δ = 2·B_y·Ŝ  (Lemma 4.2 with the certified Ŝ >= sup σ̄²)
         self.sensitivity = 2.0 * self.reward_bound * self.sup.upper
         points = default_grid_points(self.action_dim) if grid_points_per_dim is None else grid_points_per_dim
-        self.grid = output_grid(self.action_dim, points)
+        # X_N: cell centres of a regular grid of [0, 1]^dx, fixed before any data (equal cell volumes)
+        self.grid = uniform_grid(0.0, 1.0, [check_int(points, "grid_points_per_dim", minimum=1)] * self.action_dim)
         self.learning_actions: FloatArray = as_generator(learn_seed).random((self.horizon, self.action_dim))
 
         self._rounds = 0
@@ -372,19 +361,19 @@ class USCA:
         c = self._check_contexts(contexts)
         points = joint_points(self.grid[None, :, :], c[:, None, :]).reshape(-1, self.action_dim + self.context_dim)
         scores = self._surrogate_mean(points).reshape(c.shape[0], -1)
-        n_grid = self.grid.shape[0]
         if math.isinf(self.epsilon):
             # ε = ∞: uniform over the argmax set
             best = scores >= scores.max(axis=1, keepdims=True)
             with np.errstate(divide="ignore"):
                 return np.log(best / best.sum(axis=1, keepdims=True))
-        # log P(x_j) = log(1/N) + ε·μ̄(x_j, c)/(2Δ) − log Z   (temperature η = 2Δ/ε)
-        return gibbs_log_probabilities(
-            np.full(n_grid, -math.log(n_grid)), scores, 2.0 * self.sensitivity / self.epsilon
-        )
+        # log P(x_j) = ε·μ̄(x_j, c)/(2Δ) − log Z  (uniform base measure on X_N)
+        return self._mechanism().log_probabilities(scores)
 
-    def recommend(self, context: ArrayLike, rng: RNGLike = None) -> FloatArray:
-        """Sample x̂(c_{T+1}) from the exponential mechanism on the grid (one ε-JDP release).
+    def _mechanism(self) -> GridExponentialMechanism:
+        return GridExponentialMechanism(self.grid, sensitivity=self.sensitivity, epsilon=self.epsilon)
+
+    def recommend(self, context: ArrayLike, rng: RNGLike = None, size: int | None = None) -> FloatArray:
+        """Sample x̂(c_{T+1}) from the exponential mechanism on the grid (one ε-JDP release per draw).
 
         Parameters
         ----------
@@ -392,11 +381,34 @@ class USCA:
             c_{T+1} (public under JDP; projected only if ``clip=True``).
         rng : int, SeedSequence, Generator or None
             The privacy-noise stream.
+        size : int, optional
+            Number of independent draws; each one is a release (``size`` draws cost size·ε).
+
+        Returns
+        -------
+        ndarray of shape (dx,), or (size, dx) when ``size`` is given
         """
-        log_p = self.mechanism_log_probabilities(np.reshape(np.asarray(context, dtype=float), (1, -1)))
-        index = int(sample_log_weights(log_p[0], rng))
-        self.n_releases += 1
-        return self.grid[index].copy()
+        n = 1 if size is None else check_int(size, "size", minimum=1)
+        c = self._check_contexts(np.reshape(np.asarray(context, dtype=float), (1, -1)))
+        if math.isinf(self.epsilon):
+            log_p = self.mechanism_log_probabilities(c)[0]
+            index = np.flatnonzero(log_p > -np.inf)[0] if size is None else np.full(n, np.argmax(log_p))
+            return self.grid[index].copy()
+        points = joint_points(self.grid, c)
+        draw = self._mechanism().sample(self._surrogate_mean(points), rng=rng, size=size)
+        self.n_releases += n
+        return np.asarray(draw)
+
+    def reset_data(self) -> None:
+        """Forget the learning data, keeping the public (data-independent) precomputation.
+
+        Used to run the same coins on several datasets (privacy audits condition on the coins).
+        """
+        self._rounds = 0
+        self._reward_vector = np.zeros_like(self._reward_vector)
+        self._data_points, self._data_rewards = [], []
+        self._coefficients = None
+        self._exact_mean = None
 
     def summary(self) -> dict[str, Any]:
         """Public (data-independent) quantities of the run."""

@@ -1,0 +1,114 @@
+"""USCA's surrogate μ̄_T, σ̄² (eqs. 4–5) and the certified supremum: spec E0 (a)–(c), (e), (f), (j)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import optimize
+
+from dpbandits.algorithms.kernel.features import FeatureKernel, quadrature_fourier_features
+from dpbandits.algorithms.kernel.information_gain import formula_information_gain
+from dpbandits.algorithms.kernel.sup_bound import certified_sup, trivial_sup
+from dpbandits.algorithms.kernel.surrogate import (
+    ApproximatingSet,
+    ExactKernelSurrogate,
+    FeatureSurrogate,
+    accumulate_feature_gram,
+)
+from dpbandits.envs.kernel import KernelBanditEnvironment, StationaryKernel
+
+SE = StationaryKernel("se", 0.2)
+
+
+def uniform_contexts(size, gen):
+    return gen.random((size, 1))
+
+
+def test_kernel_form_equals_feature_form_for_a_finite_rank_kernel(seed, rng):
+    """E0 (a): eqs. 4–5 with k_D(w, w') = φ(w)ᵀφ(w') equal the feature form to 1e-10."""
+    qff = quadrature_fourier_features(SE, 2, nodes_per_axis=8)
+    horizon, size = 40, 600
+    approx = ApproximatingSet(size, 1, uniform_contexts, seed, block_size=256)
+    exact = ExactKernelSurrogate(FeatureKernel(qff), approx.points(), horizon, tau=0.7)
+    feature = FeatureSurrogate(qff, accumulate_feature_gram(qff, approx), size, horizon, tau=0.7)
+    data, y = rng.random((horizon, 2)), rng.uniform(-1, 1, horizon)
+    query = rng.random((300, 2))
+    np.testing.assert_allclose(exact.variance(query), feature.variance(query), atol=1e-10)
+    theta = feature.coefficients(feature.reward_vector(data, y))
+    np.testing.assert_allclose(exact.fit(data, y)(query), feature.mean(theta, query), atol=1e-10)
+
+
+def test_reduction_to_the_gp_posterior(rng):
+    """E0 (b): 𝒵 = W_T and K = 1 give the GP posterior mean (eq. 2) and σ_T²/τ (eq. 3)."""
+    tau, data, y = 0.5, rng.random((60, 2)), rng.uniform(-1, 1, 60)
+    surrogate = ExactKernelSurrogate(SE, data, horizon=60, tau=tau)
+    query = rng.random((200, 2))
+    k_qw, k_ww = SE(query, data), SE(data)
+    inv = np.linalg.inv(k_ww + tau * np.eye(60))
+    np.testing.assert_allclose(surrogate.fit(data, y)(query), k_qw @ inv @ y, atol=1e-10)
+    posterior_var = 1.0 - np.einsum("ij,jk,ik->i", k_qw, inv, k_qw)
+    np.testing.assert_allclose(surrogate.variance(query), posterior_var / tau, atol=1e-10)
+
+
+def test_variance_is_positive_and_below_the_trivial_bound(seed, rng):
+    """E0 (c): 0 < σ̄² <= k(w, w)/τ."""
+    approx = ApproximatingSet(500, 1, uniform_contexts, seed)
+    for tau in (0.1, 1.0, 10.0):
+        surrogate = ExactKernelSurrogate(SE, approx.points(), horizon=50, tau=tau)
+        values = surrogate.variance(rng.random((2000, 2)))
+        assert np.all(values > 0) and np.all(values <= 1.0 / tau * (1 + 1e-12))
+
+
+def test_streaming_accumulation_is_invariant_to_chunk_size(seed):
+    """E0 (f): the approximating set and its Gram sum do not depend on the chunking."""
+    qff = quadrature_fourier_features(SE, 2, nodes_per_axis=10)
+    approx = ApproximatingSet(5000, 1, uniform_contexts, seed, block_size=1024)
+    g1 = accumulate_feature_gram(qff, approx, chunk_size=1024)
+    g2 = accumulate_feature_gram(qff, approx, chunk_size=77)
+    np.testing.assert_allclose(g1, g2, rtol=1e-11, atol=1e-9)
+    g32 = accumulate_feature_gram(qff, approx, chunk_size=1024, precision="float32")
+    np.testing.assert_allclose(g32, g1, rtol=1e-4, atol=1e-3)
+    assert approx.points().shape == (5000, 2)
+    np.testing.assert_array_equal(approx.points(), approx.points())
+
+
+def test_approximating_set_follows_the_generator_law(seed):
+    env = KernelBanditEnvironment(context_law="uniform-half")
+    points = ApproximatingSet(3000, 1, env.sample_contexts, seed).points()
+    assert points[:, 1].max() <= 0.5 and points[:, 0].max() > 0.9  # actions uniform, contexts κ
+
+
+def test_certified_sup_dominates_dense_search_and_local_optimisation(seed, rng):
+    """E0 (j), reduced: Ŝ >= max σ̄² over 10⁵ random points and over 10 L-BFGS-B runs."""
+    tau = 0.3
+    qff = quadrature_fourier_features(SE, 2, nodes_per_axis=16)
+    approx = ApproximatingSet(4000, 1, uniform_contexts, seed)
+    surrogate = FeatureSurrogate(qff, accumulate_feature_gram(qff, approx), 4000, 200, tau)
+    bound = certified_sup(surrogate.variance, surrogate.distance_bound, dim=2, tau=tau,
+                          max_diag=surrogate.max_diag, rtol=1e-2)
+    assert bound.converged and bound.lower <= bound.upper <= bound.lower * 1.0101
+    dense = surrogate.variance(rng.random((100_000, 2))).max()
+    best = 0.0
+    for start in rng.random((10, 2)):
+        res = optimize.minimize(lambda w: -surrogate.variance(w[None, :])[0], start, bounds=[(0, 1)] * 2,
+                                method="L-BFGS-B")
+        best = max(best, -res.fun)
+    corners = surrogate.variance(np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=float)).max()
+    assert bound.upper >= max(dense, best, corners)
+    assert trivial_sup(surrogate.max_diag, tau).upper >= bound.upper
+
+
+def test_sup_bound_stays_valid_when_the_budget_runs_out(seed, rng):
+    qff = quadrature_fourier_features(SE, 2, nodes_per_axis=16)
+    approx = ApproximatingSet(4000, 1, uniform_contexts, seed)
+    surrogate = FeatureSurrogate(qff, accumulate_feature_gram(qff, approx), 4000, 200, 1.0)
+    tight = certified_sup(surrogate.variance, surrogate.distance_bound, dim=2, tau=1.0, max_diag=1.0)
+    loose = certified_sup(surrogate.variance, surrogate.distance_bound, dim=2, tau=1.0, max_diag=1.0,
+                          cells_per_axis=4, max_evaluations=20)
+    assert not loose.converged and loose.upper >= tight.lower
+
+
+def test_formula_information_gain_orders():
+    assert formula_information_gain(SE, 1000, 2) == pytest.approx(np.log(1000) ** 3)
+    matern = StationaryKernel("matern", 0.2, 1.5)
+    assert formula_information_gain(matern, 10, 2) <= 10
