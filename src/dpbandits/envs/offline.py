@@ -17,12 +17,14 @@ which it draws.
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpbandits._core.errors import InvalidParameterError
+from dpbandits._core.errors import DataFormatError, InvalidParameterError
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
@@ -41,6 +43,10 @@ __all__ = [
     "PreferenceData",
     "check_feature_norms",
     "logging_distribution",
+    "read_action_features_csv",
+    "read_logged_bandit_csv",
+    "read_logged_contextual_csv",
+    "read_preferences_csv",
     "simulate_logged_bandit",
     "simulate_logged_contextual",
     "simulate_preferences",
@@ -375,4 +381,127 @@ def simulate_preferences(
     p = 1.0 / (1.0 + np.exp(-(z @ th)))
     labels = (gen.random(n) < p).astype(np.float64)
     return PreferenceData(z, labels)
+
+
+
+# ---------------------------------------------------------------------------------------- CSV
+# Documented formats (a header line, then one record per line; extra columns are an error):
+#   MAB:          action,reward                     action an int in [0, K), reward in [0, R]
+#   linear:       x0,...,x{d-1},reward              ‖x‖ <= 1, reward in [0, R]
+#   RLHF:         z0,...,z{d-1},label               z = φ(x, a¹) − φ(x, a²), ‖z‖ <= 2, label 0 or 1
+#   actions:      x0,...,x{d-1}                     candidate features φ(x, a) at one context, ‖x‖ <= 1
+
+
+def _read_numeric_csv(path: str | Path, expected: list[str] | None, prefix: str | None,
+                      tail: list[str]) -> tuple[list[str], FloatArray]:
+    """Read a numeric CSV; columns are ``expected`` or ``prefix0..prefix{d-1}`` followed by ``tail``."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DataFormatError(f"{file}: cannot read the file ({exc.strerror})") from None
+    rows = list(csv.reader(text.splitlines()))
+    if not rows or not rows[0]:
+        raise DataFormatError(f"{file}: line 1: missing header (expected columns {expected or prefix})")
+    header = [h.strip() for h in rows[0]]
+    if expected is not None:
+        if header != expected:
+            raise DataFormatError(f"{file}: line 1: header must be {','.join(expected)}; got {','.join(header)}")
+    else:
+        n_lead = len(header) - len(tail)
+        lead = [f"{prefix}{j}" for j in range(max(n_lead, 0))]
+        if n_lead < 1 or header != lead + tail:
+            want = ",".join([f"{prefix}0", "...", f"{prefix}{{d-1}}", *tail])
+            raise DataFormatError(f"{file}: line 1: header must be {want}; got {','.join(header)}")
+    values = np.empty((len(rows) - 1, len(header)))
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise DataFormatError(f"{file}: line {line}: expected {len(header)} columns; got {len(row)}")
+        for col, (name, cell) in enumerate(zip(header, row, strict=True)):
+            try:
+                values[line - 2, col] = float(cell)
+            except ValueError:
+                raise DataFormatError(
+                    f"{file}: line {line}, column {name!r}: cannot parse {cell!r} as a number"
+                ) from None
+            if not np.isfinite(values[line - 2, col]):
+                raise DataFormatError(f"{file}: line {line}, column {name!r}: value must be finite; got {cell!r}")
+    return header, values
+
+
+def _check_column(file: str | Path, header: list[str], values: FloatArray, name: str, ok: np.ndarray,
+                  constraint: str) -> None:
+    bad = np.flatnonzero(~ok)
+    if bad.size:
+        row = int(bad[0])
+        raise DataFormatError(
+            f"{file}: line {row + 2}, column {name!r}: {constraint}; got {float(values[row, header.index(name)])!r}"
+        )
+
+
+def _check_norms(file: str | Path, header: list[str], block: FloatArray, bound: float, prefix: str) -> None:
+    norms = np.linalg.norm(block, axis=1)
+    ok = norms <= bound * (1.0 + FEATURE_NORM_TOLERANCE)
+    bad = np.flatnonzero(~ok)
+    if bad.size:
+        raise DataFormatError(
+            f"{file}: line {int(bad[0]) + 2}, columns {prefix}0..{prefix}{block.shape[1] - 1}: "
+            f"Euclidean norm must be <= {bound}; got {float(norms[bad[0]])!r}"
+        )
+
+
+def read_logged_bandit_csv(path: str | Path, *, reward_bound: float = 1.0,
+                           n_arms: int | None = None) -> LoggedBanditData:
+    """Read MAB logged data from a CSV with header ``action,reward``.
+
+    Parameters
+    ----------
+    path : str or Path
+    reward_bound : float, default 1
+        R; rewards outside [0, R] are an error naming the line and column.
+    n_arms : int, optional
+        K; by default ``max(action) + 1``.
+
+    Raises
+    ------
+    DataFormatError
+        On a malformed file; the message names the line and the column.
+    """
+    bound = check_positive_float(reward_bound, "reward_bound")
+    header, values = _read_numeric_csv(path, ["action", "reward"], None, [])
+    actions = values[:, 0]
+    k = int(actions.max()) + 1 if n_arms is None and actions.size else check_int(n_arms or 1, "n_arms", minimum=1)
+    _check_column(path, header, values, "action", (actions == np.round(actions)) & (actions >= 0) & (actions < k),
+                  f"must be an integer arm in [0, {k})")
+    _check_column(path, header, values, "reward", (values[:, 1] >= 0) & (values[:, 1] <= bound),
+                  f"must lie in [0, {bound}]")
+    return LoggedBanditData(actions.astype(np.int64), values[:, 1], k, bound)
+
+
+def read_logged_contextual_csv(path: str | Path, *, reward_bound: float = 1.0) -> LoggedContextualData:
+    """Read linear contextual logged data from a CSV with header ``x0,...,x{d-1},reward``."""
+    bound = check_positive_float(reward_bound, "reward_bound")
+    header, values = _read_numeric_csv(path, None, "x", ["reward"])
+    _check_norms(path, header, values[:, :-1], 1.0, "x")
+    _check_column(path, header, values, "reward", (values[:, -1] >= 0) & (values[:, -1] <= bound),
+                  f"must lie in [0, {bound}]")
+    return LoggedContextualData(values[:, :-1], values[:, -1], bound)
+
+
+def read_preferences_csv(path: str | Path) -> PreferenceData:
+    """Read RLHF preference data from a CSV with header ``z0,...,z{d-1},label``."""
+    header, values = _read_numeric_csv(path, None, "z", ["label"])
+    _check_norms(path, header, values[:, :-1], 2.0, "z")
+    _check_column(path, header, values, "label", np.isin(values[:, -1], (0.0, 1.0)), "must be 0 or 1")
+    return PreferenceData(values[:, :-1], values[:, -1])
+
+
+def read_action_features_csv(path: str | Path) -> FloatArray:
+    """Read candidate action features φ(x, a) at one context from a CSV with header ``x0,...,x{d-1}``."""
+    header, values = _read_numeric_csv(path, None, "x", [])
+    if values.shape[0] == 0:
+        raise DataFormatError(f"{path}: line 2: at least one action is needed")
+    _check_norms(path, header, values, 1.0, "x")
+    return values
+
 

@@ -712,7 +712,7 @@ def account_rlhf(
         else:
             eps = theorem4_add_remove_epsilon(lam_min, ridge=lam, norm_bound=b, beta0=policy.beta0,
                                               eta=policy.eta, variant=variant)
-        tag = "[paper]" if variant == "paper" else "' [corrected]"
+        tag = " [paper]" if variant == "paper" else "' [corrected]"
         return _result(kind, eps, 0.0, reference=f"{PAPER}, {thm}{tag} (pure)", **common)
     if lambda0 is None:
         raise InvalidParameterError("lambda0 must be given (a float > 0) for kind='approx'; got None")

@@ -1,0 +1,85 @@
+"""The ``dpbandits account`` command on small CSV files."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dpbandits.algorithms.offline import KLMABPolicy
+from dpbandits.cli import app
+from dpbandits.envs.offline import read_logged_bandit_csv
+
+runner = CliRunner()
+
+
+def _write(path: Path, header: str, rows: np.ndarray) -> Path:
+    path.write_text(header + "\n" + "\n".join(",".join(repr(float(v)) for v in row) for row in rows) + "\n")
+    return path
+
+
+@pytest.fixture
+def mab_csv(tmp_path: Path, rng: np.random.Generator) -> Path:
+    actions = np.repeat(np.arange(3), 40)
+    rewards = (rng.random(actions.size) < np.array([0.2, 0.5, 0.8])[actions]).astype(float)
+    return _write(tmp_path / "mab.csv", "action,reward", np.column_stack([actions, rewards]))
+
+
+def test_account_mab_json_matches_the_library(mab_csv: Path) -> None:
+    result = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), "--eta", "0.2", "--beta0", "0.5",
+                                 "--k", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert {"epsilon0", "epsilon", "delta", "variant", "unit", "probabilities"} <= set(out)
+    policy = KLMABPolicy(3, eta=0.2, beta0=0.5).fit(read_logged_bandit_csv(mab_csv))
+    assert out["epsilon0"] == pytest.approx(policy.privacy().epsilon)
+    approx = policy.privacy(kind="approx", k=2)
+    assert out["epsilon"] == pytest.approx(approx.epsilon) and out["delta"] == pytest.approx(approx.delta)
+    np.testing.assert_allclose(out["probabilities"], policy.probabilities())
+    assert out["variant"] == "corrected" and out["unit"] == "one logged record (arm, reward)"
+
+
+def test_account_paper_variant_reports_the_warning(mab_csv: Path) -> None:
+    result = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), "--eta", "0.2", "--k", "2",
+                                 "--variant", "paper", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "known to be invalid" in json.loads(result.output)["warnings"][0]
+
+
+def test_account_linear_and_rlhf(tmp_path: Path, rng: np.random.Generator) -> None:
+    phi = rng.standard_normal((80, 2))
+    phi /= np.linalg.norm(phi, axis=1, keepdims=True)
+    linear = _write(tmp_path / "lin.csv", "x0,x1,reward", np.column_stack([phi, rng.random(80)]))
+    actions = _write(tmp_path / "act.csv", "x0,x1", np.array([[1.0, 0.0], [0.0, 1.0]]))
+    result = runner.invoke(app, ["account", "linear", "--data", str(linear), "--actions", str(actions), "--json"])
+    assert result.exit_code == 0, result.output
+    assert math.isfinite(json.loads(result.output)["epsilon0"])
+    prefs = _write(tmp_path / "pref.csv", "z0,z1,label",
+                   np.column_stack([phi[:40] - phi[40:], rng.integers(0, 2, 40)]))
+    result = runner.invoke(app, ["account", "rlhf", "--data", str(prefs), "--actions", str(actions),
+                                 "--lambda", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["unit"].startswith("one preference label") and len(out["probabilities"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("action,reward\n0,1\n1,abc\n", "line 3, column 'reward': cannot parse 'abc'"),
+        ("action,reward\n0,1\n1,1.5\n", "line 3, column 'reward': must lie in [0, 1.0]"),
+        ("action,reward\n0.5,1\n", "line 2, column 'action': must be an integer arm"),
+        ("arm,reward\n0,1\n", "line 1: header must be action,reward"),
+        ("action,reward\n0,1,2\n", "line 2: expected 2 columns; got 3"),
+    ],
+)
+def test_malformed_files_name_the_line_and_column(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    result = runner.invoke(app, ["account", "mab", "--data", str(path)])
+    assert result.exit_code == 1
+    assert message in result.output
