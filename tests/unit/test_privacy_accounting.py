@@ -223,6 +223,14 @@ def test_cross_check_pure_events_via_randomised_response() -> None:
     assert ours == pytest.approx(theirs, abs=1e-3)
 
 
+def test_cross_check_repeated_pure_events() -> None:
+    # a repeated pure event is exported so that dp_accounting's PLD really composes it count times
+    event = ComposedEvent((PureEvent(0.5),), count=4)
+    assert to_dp_accounting(event) == dp_accounting.ComposedDpEvent([to_dp_accounting(PureEvent(0.5))] * 4)
+    theirs = _pld_epsilon(event, 0.0, dp_accounting.NeighboringRelation.REPLACE_ONE)
+    assert basic_composition([event]).epsilon == pytest.approx(theirs, abs=1e-3)
+
+
 def test_cross_check_mixed_events_ours_is_an_upper_bound() -> None:
     event = ComposedEvent((LaplaceEvent(scale=4.0), GaussianEvent(sigma=3.0)), count=5)
     acc = Accountant()

@@ -64,11 +64,17 @@ def test_gumbel_max_never_picks_excluded(backend_name: str, seed: int) -> None:
         backend.gumbel_max([0.0, math.nan])
 
 
-@pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf])
+@pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf])
 def test_bad_scales(bad: float, seed: int) -> None:
     for backend in (NumpyNoise(seed), OpenDPNoise()):
         with pytest.raises(InvalidParameterError, match="scale"):
             backend.laplace(bad, size=2)
+
+
+def test_zero_scale_gives_zero_noise(seed: int) -> None:
+    for backend in (NumpyNoise(seed), OpenDPNoise()):
+        assert np.array_equal(backend.laplace(np.array([0.0, 0.0]), size=(3, 2)), np.zeros((3, 2)))
+        assert np.array_equal(backend.add_gaussian(np.array([1.5, 2.5]), 0.0), [1.5, 2.5])
 
 
 def test_secure_add_refuses_non_finite_values() -> None:

@@ -587,7 +587,9 @@ def to_dp_accounting(event: PrivacyEvent) -> Any:
     * :class:`PureEvent` → ``RandomizedResponseDpEvent(noise_parameter=2/(1+e^ε), num_buckets=2)``,
       binary randomised response at ε, which dominates every ε-DP mechanism (Kairouz, Oh & Viswanath
       2015, Theorem 3.4); dp_accounting accounts for it under the replace-one relation only;
-    * :class:`ComposedEvent` → ``SelfComposedDpEvent(ComposedDpEvent([...]), count)``.
+    * :class:`ComposedEvent` → ``SelfComposedDpEvent(ComposedDpEvent([...]), count)``; when the group holds
+      a pure event, ``ComposedDpEvent([group] * count)`` instead (dp_accounting 0.6's PLD accountant
+      ignores ``count`` for a self-composed randomised-response event).
 
     Raises
     ------
@@ -611,5 +613,11 @@ def to_dp_accounting(event: PrivacyEvent) -> Any:
     if isinstance(event, ComposedEvent):
         inner = [to_dp_accounting(e) for e in event.events]
         group = inner[0] if len(inner) == 1 else dpa.ComposedDpEvent(inner)
-        return group if event.count == 1 else dpa.SelfComposedDpEvent(group, event.count)
+        if event.count == 1:
+            return group
+        if any(isinstance(e, PureEvent | ApproxEvent) for e, _n in _flatten(event)):
+            # dp_accounting 0.6's PLDAccountant ignores the count of a self-composed randomised-response
+            # event (it composes it once), so repeat the group explicitly instead
+            return dpa.ComposedDpEvent([group] * event.count)
+        return dpa.SelfComposedDpEvent(group, event.count)
     raise UnsupportedEventError(f"cannot export event {event!r} to dp_accounting")

@@ -32,7 +32,7 @@ from scipy.integrate import quad
 from scipy.optimize import brentq
 
 from dpbandits._core.errors import EmptySupportError, InvalidParameterError
-from dpbandits._core.rng import RNGLike, as_generator
+from dpbandits._core.rng import RNGLike
 from dpbandits._core.validation import (
     check_array,
     check_delta,
@@ -153,16 +153,6 @@ def sample_log_weights(
     ndarray of int
         argmax_a (z(a) + G(a)) with G i.i.d. Gumbel(0, 1): an exact draw from softmax(z).
     """
-    if backend is None:
-        z = np.asarray(log_weights, dtype=np.float64)
-        if z.ndim == 0 or z.shape[-1] == 0:
-            raise InvalidParameterError(f"log_weights must have at least one action; got shape {z.shape}")
-        if np.all(np.isneginf(z), axis=-1).any():
-            raise EmptySupportError("every action has log-weight -inf")
-        gen = as_generator(rng)
-        shape = z.shape if size is None else (size, *z.shape)
-        g = gen.gumbel(size=shape)
-        return np.asarray(np.argmax(z + g, axis=-1), dtype=np.int64)
     return resolve_backend(backend, rng).gumbel_max(log_weights, size=size)
 
 

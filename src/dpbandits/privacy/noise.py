@@ -8,7 +8,8 @@
   exactly, so the release is floating-point safe. It cannot be seeded. Installed with the ``secure``
   extra (``pip install "dpbandits[secure]"``).
 
-Every backend draws Laplace, Gaussian and Gumbel noise of given scales with a given shape, adds noise
+Every backend draws Laplace, Gaussian and Gumbel noise of given scales (>= 0, finite; scale 0 gives
+exactly 0, as in NumPy) with a given shape, adds noise
 to values (:meth:`NoiseBackend.add_laplace`, :meth:`NoiseBackend.add_gaussian`) and samples an index
 from log-weights by the Gumbel-max trick (:meth:`NoiseBackend.gumbel_max`). Mechanisms call the last
 three: the secure backend overrides them with OpenDP measurements that take the value (or the scores)
@@ -37,8 +38,8 @@ NOISE_BACKENDS: tuple[str, ...] = ("numpy", "opendp")
 
 def _check_scale(scale: ArrayLike, name: str = "scale") -> NDArray[np.float64]:
     arr = np.asarray(check_array(scale, name, allow_empty=True), dtype=np.float64)
-    if np.any(arr <= 0):
-        raise InvalidParameterError(f"{name} must be > 0 entrywise; got min {float(arr.min())!r}")
+    if np.any(arr < 0):
+        raise InvalidParameterError(f"{name} must be >= 0 entrywise; got min {float(arr.min())!r}")
     return arr
 
 
@@ -233,7 +234,9 @@ class OpenDPNoise(NoiseBackend):
         flat_x, flat_b, flat_out = x.ravel(), b.ravel(), out.reshape(-1)
         for value in np.unique(flat_b):
             where = flat_b == value
-            if np.any(where):
+            if value == 0.0:  # scale 0: no noise (and no privacy; callers decide)
+                flat_out[where] = flat_x[where]
+            else:
                 noisy = self._measurement(kind, float(value))(flat_x[where].tolist())
                 flat_out[where] = np.asarray(noisy, dtype=np.float64)
         return out
