@@ -165,3 +165,14 @@ def test_blocked_requests_give_the_same_stream_values(monkeypatch: pytest.Monkey
     assert sums.shape == counts.shape
     assert np.all((sums >= 0) & (sums <= counts * 2 * env.means))
     np.testing.assert_array_equal(sums[counts == 0], 0.0)
+
+
+def test_reward_table_is_the_pull_sequence(seed: int) -> None:
+    env = UniformBandit([0.3, 0.2, 0.1])
+    streams = env.streams(seed, 4)
+    table = streams.reward_table(5)
+    assert table.shape == (4, 3, 5)
+    assert int(streams.counts.sum()) == 0
+    _, values = streams.pull_counts(np.full((4, 3), 5), return_values=True)
+    np.testing.assert_array_equal(table.ravel(), values)
+    assert streams.reward_table(0).shape == (4, 3, 0)

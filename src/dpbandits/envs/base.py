@@ -216,8 +216,8 @@ class RewardStreams:
 
     Built by :meth:`BanditEnvironment.streams`; see :mod:`dpbandits.envs.base` for the scheme.
     The object keeps, per (trial, arm), how many rewards were consumed; :meth:`pull` and
-    :meth:`pull_counts` return the next ones and advance the counters, :meth:`rewards_at` reads any
-    pull by index without advancing anything.
+    :meth:`pull_counts` return the next ones and advance the counters; :meth:`rewards_at` and
+    :meth:`reward_table` read any pull by index without advancing anything.
 
     Attributes
     ----------
@@ -257,6 +257,28 @@ class RewardStreams:
         arm_arr = np.asarray(arms, dtype=np.int64)
         uniforms = counter_uniforms(self.keys[trial_arr, arm_arr], pull_index)
         return self.env.rewards_from_uniforms(uniforms, np.broadcast_to(arm_arr, uniforms.shape))
+
+    def reward_table(self, n_pulls: int) -> FloatArray:
+        """The first ``n_pulls`` rewards of every (trial, arm): the reward table x[i, a, k].
+
+        Stateless (the counters are not advanced); entry ``[i, a, k]`` is what the (k+1)-th pull of
+        arm ``a`` in trial ``i`` returns.
+
+        Parameters
+        ----------
+        n_pulls : int
+            Pulls per arm, >= 0.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_trials, n_arms, n_pulls)
+        """
+        n = check_int(n_pulls, "n_pulls", minimum=0)
+        return self.rewards_at(
+            self._trial_index[:, None, None],
+            np.arange(self.n_arms)[None, :, None],
+            np.arange(n)[None, None, :],
+        )
 
     def pull(self, arms: ArrayLike, trials: ArrayLike | None = None) -> FloatArray:
         """Pull one arm in each trial and return its reward (batched single pulls).
