@@ -24,9 +24,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from scipy.optimize import brentq
-from scipy.special import log_ndtr
-
 from dpbandits._core.errors import (
     DependencyNotInstalledError,
     InvalidParameterError,
@@ -67,6 +64,8 @@ class EpsilonDelta(NamedTuple):
 
 
 def _gaussian_delta(mu: float, epsilon: float) -> float:
+    from scipy.special import log_ndtr  # lazy: keep `import dpbandits` light
+
     # δ(ε) = Φ(μ/2 − ε/μ) − e^ε·Φ(−μ/2 − ε/μ), μ = Δ/σ; second term in log space (no overflow)
     first = math.exp(float(log_ndtr(mu / 2.0 - epsilon / mu)))
     second = math.exp(epsilon + float(log_ndtr(-mu / 2.0 - epsilon / mu)))
@@ -110,6 +109,8 @@ def gaussian_delta(sigma: float, l2_sensitivity: float, epsilon: float) -> float
 
 
 def _gaussian_epsilon(mu: float, delta: float) -> float:
+    from scipy.optimize import brentq  # lazy: keep `import dpbandits` light
+
     if _gaussian_delta(mu, 0.0) <= delta:
         return 0.0
     upper = 1.0

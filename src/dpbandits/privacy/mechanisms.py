@@ -28,8 +28,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.integrate import quad
-from scipy.optimize import brentq
 
 from dpbandits._core.errors import EmptySupportError, InvalidParameterError
 from dpbandits._core.rng import RNGLike
@@ -351,6 +349,8 @@ def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float)
     >>> round(analytic_gaussian_sigma(1.0, 1.0, 1e-5), 2)
     3.73
     """
+    from scipy.optimize import brentq  # lazy: keep `import dpbandits` light
+
     delta_f = check_sensitivity(l2_sensitivity, "l2_sensitivity")
     eps = check_epsilon(epsilon)
     delta = check_delta(delta)
@@ -896,6 +896,8 @@ class ReportNoisyMaxMechanism(Mechanism):
         P(a) = ∫ f_b(x − u(a)) · Π_{a'≠a} F_b(x − u(a')) dx, with f_b, F_b the Laplace(b) density and CDF;
         computed with :func:`scipy.integrate.quad` (absolute error about 1e-10).
         """
+        from scipy.integrate import quad  # lazy: keep `import dpbandits` light
+
         u = np.asarray(check_array(utilities, "utilities", ndim=1), dtype=np.float64)
         b = self.scale
 
