@@ -53,6 +53,7 @@ from dpbandits._core.validation import check_array, check_finite_float, check_in
 __all__ = [
     "BanditEnvironment",
     "RewardStreams",
+    "check_entries",
     "check_reward_bounds",
     "counter_uniforms",
     "segment_sums",
@@ -171,6 +172,17 @@ def check_reward_bounds(value: Any, name: str = "reward_bounds") -> tuple[float,
     if not low < high:
         raise InvalidParameterError(f"{name} must satisfy low < high; got ({low!r}, {high!r})")
     return low, high
+
+
+def check_entries(values: np.ndarray, valid: np.ndarray, constraint: str) -> None:
+    """Raise :class:`InvalidParameterError` naming the first entry of ``values`` where ``valid`` is False.
+
+    The message is ``"{constraint}; got {value} at index {i}"``, e.g.
+    ``means must be >= 0 for Uniform[0, 2μ] arms; got -0.1 at index 1``.
+    """
+    if not np.all(valid):
+        idx = int(np.flatnonzero(~np.asarray(valid).reshape(-1))[0])
+        raise InvalidParameterError(f"{constraint}; got {float(values.reshape(-1)[idx])!r} at index {idx}")
 
 
 def _check_counts(counts: ArrayLike, n_arms: int, name: str = "counts") -> IntArray:
@@ -420,12 +432,11 @@ class BanditEnvironment(ABC):
     def _init_arms(self, means: ArrayLike, reward_bounds: tuple[float, float]) -> None:
         mean_arr = check_array(means, "means", ndim=1)
         low, high = reward_bounds
-        outside = (mean_arr < low) | (mean_arr > high)
-        if np.any(outside):
-            idx = int(np.flatnonzero(outside)[0])
-            raise InvalidParameterError(
-                f"means must lie in the reward bounds [{low!r}, {high!r}]; got {float(mean_arr[idx])!r} at index {idx}"
-            )
+        check_entries(
+            mean_arr,
+            (mean_arr >= low) & (mean_arr <= high),
+            f"means must lie in the reward bounds [{low!r}, {high!r}]",
+        )
         self.means = np.array(mean_arr, dtype=np.float64)
         self.means.setflags(write=False)
         self.reward_bounds = (float(low), float(high))

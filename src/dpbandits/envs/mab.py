@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_array
-from dpbandits.envs.base import BanditEnvironment, check_reward_bounds, segment_sums
+from dpbandits.envs.base import BanditEnvironment, check_entries, check_reward_bounds, segment_sums
 from dpbandits.envs.registry import register_environment
 
 __all__ = ["BernoulliBandit", "BetaBandit", "ClippedGaussianBandit", "UniformBandit"]
@@ -44,9 +44,7 @@ def _per_arm(value: ArrayLike, name: str, n_arms: int) -> FloatArray:
 
 
 def _check_positive_entries(arr: FloatArray, name: str) -> None:
-    if np.any(arr <= 0):
-        idx = int(np.flatnonzero(arr <= 0)[0])
-        raise InvalidParameterError(f"{name} must be > 0 entrywise; got {float(arr[idx])!r} at index {idx}")
+    check_entries(arr, arr > 0, f"{name} must be > 0 entrywise")
 
 
 class BernoulliBandit(BanditEnvironment):
@@ -110,11 +108,7 @@ class UniformBandit(BanditEnvironment):
 
     def __init__(self, means: ArrayLike, reward_bounds: tuple[float, float] | None = None) -> None:
         mean_arr = check_array(means, "means", ndim=1)
-        if np.any(mean_arr < 0):
-            idx = int(np.flatnonzero(mean_arr < 0)[0])
-            raise InvalidParameterError(
-                f"means must be >= 0 for Uniform[0, 2μ] arms; got {float(mean_arr[idx])!r} at index {idx}"
-            )
+        check_entries(mean_arr, mean_arr >= 0, "means must be >= 0 for Uniform[0, 2μ] arms")
         top = 2.0 * float(mean_arr.max())
         if reward_bounds is None:
             bounds = (0.0, top if top > 0 else 1.0)
@@ -188,12 +182,7 @@ class BetaBandit(BanditEnvironment):
     def from_means(cls, means: ArrayLike, concentration: float | ArrayLike) -> BetaBandit:
         """Beta arms with means μ_a ∈ (0, 1) and concentration c = α + β > 0: α = μc, β = (1 − μ)c."""
         mean_arr = check_array(means, "means", ndim=1)
-        outside = (mean_arr <= 0) | (mean_arr >= 1)
-        if np.any(outside):
-            idx = int(np.flatnonzero(outside)[0])
-            raise InvalidParameterError(
-                f"means must lie in (0, 1) for Beta arms; got {float(mean_arr[idx])!r} at index {idx}"
-            )
+        check_entries(mean_arr, (mean_arr > 0) & (mean_arr < 1), "means must lie in (0, 1) for Beta arms")
         conc = _per_arm(concentration, "concentration", mean_arr.shape[0])
         _check_positive_entries(conc, "concentration")
         return cls(mean_arr * conc, (1.0 - mean_arr) * conc)
@@ -288,12 +277,11 @@ class ClippedGaussianBandit(BanditEnvironment):
 
         targets = check_array(means, "means", ndim=1)
         low, high = check_reward_bounds(bounds, "bounds")
-        outside = (targets <= low) | (targets >= high)
-        if np.any(outside):
-            idx = int(np.flatnonzero(outside)[0])
-            raise InvalidParameterError(
-                f"means must lie strictly inside bounds ({low}, {high}); got {float(targets[idx])!r} at index {idx}"
-            )
+        check_entries(
+            targets,
+            (targets > low) & (targets < high),
+            f"means must lie strictly inside bounds ({low}, {high})",
+        )
         sigmas = _per_arm(sigma, "sigma", targets.shape[0])
         _check_positive_entries(sigmas, "sigma")
         locations = np.empty_like(targets)
