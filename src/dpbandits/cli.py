@@ -27,7 +27,7 @@ import dpbandits
 from dpbandits import __version__
 from dpbandits._core.errors import DPBanditsError
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "register_extensions"]
 
 
 class _UserErrorGroup(TyperGroup):
@@ -215,17 +215,23 @@ def plot_command(run_dir: Annotated[Path, typer.Argument(help="A run directory."
         typer.echo(str(path))
 
 
-def _register_extensions() -> None:
-    """Import every ``dpbandits.cli_*`` module and let it add its commands (see the module docstring)."""
+def register_extensions(target: typer.Typer) -> list[str]:
+    """Import every ``dpbandits.cli_*`` module and let it add its commands to ``target``.
+
+    Returns the names of the modules registered (see the module docstring for the protocol).
+    """
+    registered = []
     for module in sorted(pkgutil.iter_modules(dpbandits.__path__), key=lambda m: m.name):
         if module.name.startswith("cli_"):
             extension = importlib.import_module(f"dpbandits.{module.name}")
             register = getattr(extension, "register", None)
             if callable(register):
-                register(app)
+                register(target)
+                registered.append(extension.__name__)
+    return registered
 
 
-_register_extensions()
+register_extensions(app)
 
 
 def main() -> None:

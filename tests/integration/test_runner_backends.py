@@ -1,0 +1,65 @@
+"""The same study gives identical results on the serial, process and dask backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpbandits.experiments.backends import DaskBackend, ProcessBackend, SerialBackend, make_backend
+from dpbandits.experiments.config import Study
+from dpbandits.experiments.runner import run_study
+
+
+def _study(seed: int) -> Study:
+    return Study.from_mapping({
+        "name": "backends",
+        "seed": seed,
+        "trials": 90,
+        "chunk_size": 20,  # 5 chunks per cell, the last one short
+        "environment": {"name": "uniform", "means": [0.6, 0.5, 0.45, 0.4, 0.35]},
+        "algorithms": [{"name": "uniform"}, {"name": "sequential-halving", "reward_draws": "streams"}],
+        "grid": {"budget": [15, 60], "reuse_samples": [False, True]},
+    })
+
+
+def _cells(run_dir: Path) -> dict[str, dict[str, np.ndarray]]:
+    out = {}
+    for path in sorted((run_dir / "cells").glob("*.npz")):
+        with np.load(path) as data:
+            out[path.name] = {key: data[key] for key in data.files}
+    return out
+
+
+def test_serial_process_and_dask_give_identical_results(tmp_path: Path, seed: int) -> None:
+    study = _study(seed)
+    backends = {
+        "serial": SerialBackend(),
+        "process": ProcessBackend(workers=2, max_pending=3),
+        "dask": DaskBackend(workers=2, processes=False),
+    }
+    results = {name: run_study(study, tmp_path / name, backend=backend, progress="none")
+               for name, backend in backends.items()}
+    assert all(result.status == "complete" for result in results.values())
+    reference_summary = (tmp_path / "serial" / "summary.csv").read_bytes()
+    reference_cells = _cells(tmp_path / "serial")
+    assert len(reference_cells) == 8
+    for name in ("process", "dask"):
+        assert (tmp_path / name / "summary.csv").read_bytes() == reference_summary, name
+        cells = _cells(tmp_path / name)
+        assert cells.keys() == reference_cells.keys()
+        for key, metrics in reference_cells.items():
+            for metric, values in metrics.items():
+                np.testing.assert_array_equal(cells[key][metric], values, err_msg=f"{name} {key} {metric}")
+
+
+def test_make_backend_checks_its_arguments() -> None:
+    from dpbandits._core.errors import InvalidParameterError
+
+    assert make_backend("serial").name == "serial"
+    assert make_backend("process", workers=3).describe()["workers"] == 3
+    with pytest.raises(InvalidParameterError, match="backend must be one of"):
+        make_backend("cloud")
+    with pytest.raises(InvalidParameterError, match="scheduler is only used by the dask backend"):
+        make_backend("process", scheduler="tcp://localhost:8786")
