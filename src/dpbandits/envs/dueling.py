@@ -459,7 +459,7 @@ def finite_instance(name: str, n_arms: int = 8, link: str = "logistic") -> Utili
     Examples
     --------
     >>> from dpbandits.envs.dueling import finite_instance
-    >>> [round(x, 4) for x in finite_instance("f1").preference_gaps]
+    >>> [round(float(x), 4) for x in finite_instance("f1").preference_gaps]
     [0.0, 0.0987, 0.19, 0.2685, 0.332]
     """
     key = check_one_of(name, "name", ("f1", "f2", "f3", "f4"))

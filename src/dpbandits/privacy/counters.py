@@ -478,10 +478,10 @@ class TreeNoiseTable:
         stop = check_int(stop, "stop", minimum=start, maximum=self.horizon + 1)
         if stop == start:
             return np.zeros((self.n_counters, 0))
-        first, last = (start - 1) // self.chunk, (stop - 2) // self.chunk
+        first, last = start // self.chunk, (stop - 1) // self.chunk  # chunk c holds times [cC, (c+1)C)
         if first < self._lowest_kept:
             raise InvalidParameterError(
-                f"start must be >= {self._lowest_kept * self.chunk + 1} (earlier chunks were "
+                f"start must be >= {max(1, self._lowest_kept * self.chunk)} (earlier chunks were "
                 f"discarded); got {start}"
             )
         for c in [c for c in self._chunks if c < first]:
@@ -489,32 +489,41 @@ class TreeNoiseTable:
         self._lowest_kept = first
         while self._next_chunk <= last:
             self._compute_chunk(self._next_chunk)
-        window = np.concatenate([self._chunks[c] for c in range(first, last + 1)], axis=1)
+        if first == last:
+            window = self._chunks[first]
+        else:
+            window = np.concatenate([self._chunks[c] for c in range(first, last + 1)], axis=1)
         offset = first * self.chunk
-        return window[:, start - 1 - offset : stop - 1 - offset]
+        return window[:, start - offset : stop - offset]
 
     def _compute_chunk(self, c: int) -> None:
-        """Compute e for times c·C + 1 … min((c+1)·C, T) (C = chunk), drawing η in time order."""
-        size = min(self.chunk, self.horizon - c * self.chunk)
-        eta = np.full((self.n_counters, size), np.nan)
-        if self.scale == 0.0:
-            eta[self._live] = 0.0
-        else:
+        """Compute e for times c·C … (c+1)·C − 1 (C = chunk; capped at T), drawing η in time order.
+
+        Time c·C (a multiple of C) has its parent at an earlier multiple of C; every other time
+        c·C + r (0 < r < C) decomposes as c·C plus the nodes of r, so, going down the levels j of
+        r from the highest, e ← η_{node of level j} + e on the times whose bit j is set: the same
+        association as the streaming recurrence e_t = η_t + e_{t & (t−1)}.
+        """
+        size = self.chunk
+        first_time = c * size
+        n_draws = min(size, self.horizon + 1 - first_time) - (1 if c == 0 else 0)  # no η_0
+        eta = np.zeros((self.n_counters, size))
+        if self.scale != 0.0:
+            offset = 1 if c == 0 else 0
             for k in np.flatnonzero(self._live):
-                eta[k] = self._generators[k].laplace(0.0, self.scale, size=size)
-        # ext[:, r] = e_{c·C + r}, r = 0..size; ext[:, 0] = e at the chunk start
-        ext = np.empty((self.n_counters, size + 1))
-        ext[:, 0] = self._at_multiples[c]
-        local = min(size, self.chunk - 1)  # r < C: parent(c·C + r) = c·C + (r & (r − 1))
-        powers = 1 << np.arange(local.bit_length(), dtype=np.int64)
-        powers = powers[powers <= local]
-        ext[:, powers] = eta[:, powers - 1] + ext[:, :1]
-        for idx, parent_idx in _popcount_groups(local):
-            ext[:, idx + 1] = eta[:, idx] + ext[:, parent_idx + 1]
-        if size == self.chunk:  # t = (c+1)·C: its parent is a multiple of C (possibly far back)
-            t_end = (c + 1) * self.chunk
-            parent = t_end & (t_end - 1)
-            ext[:, size] = eta[:, size - 1] + self._at_multiples[parent // self.chunk]
-            self._at_multiples.append(ext[:, size].copy())
-        self._chunks[c] = ext[:, 1:]
+                eta[k, offset : offset + n_draws] = self._generators[k].laplace(0.0, self.scale, size=n_draws)
+        if c == 0:
+            base = np.zeros(self.n_counters)  # e_0 = 0
+        else:
+            parent = first_time & (first_time - 1)
+            base = eta[:, 0] + self._at_multiples[parent // size]  # e_{cC} = η_{cC} + e_{parent}
+            self._at_multiples.append(base)
+        ext = np.repeat(base[:, None], size, axis=1)
+        for level in range(size.bit_length() - 2, -1, -1):
+            half = 1 << level
+            view = ext.reshape(self.n_counters, size // (2 * half), 2, half)
+            node = eta.reshape(self.n_counters, size // (2 * half), 2, half)[:, :, 1, :1]
+            view[:, :, 1, :] = node + view[:, :, 1, :]
+        ext[~self._live] = np.nan
+        self._chunks[c] = ext
         self._next_chunk = c + 1

@@ -1,1 +1,8 @@
-"""dpbandits.algorithms.dueling."""
+"""Dueling bandits: DP-EBS-Elimination and its non-private twin, classic baselines, theory curves.
+
+Importing this package registers its algorithms in :mod:`dpbandits.algorithms.registry`.
+"""
+
+from dpbandits.algorithms.dueling import dp_ebs_elimination
+
+__all__ = ["dp_ebs_elimination"]

@@ -1,0 +1,685 @@
+"""DP-EBS-Elimination: ε-DP dueling bandits on K arms by Effective-Borda-Score elimination.
+
+Every round the left arm x_t goes round-robin over the active set A and the right arm y_t is drawn
+uniformly from A (or A without x_t). The left-arm wins w_i of each active arm against currently
+active opponents feed one binary-tree counter per arm; the noisy counts w̃_i give noisy effective
+Borda scores b̃_i = w̃_i / n_i (n_i = retained left plays, data-free). An arm whose upper bound falls
+below another arm's lower bound is eliminated; the statistics of eliminated opponents are removed
+from every surviving counter through the counter's own stream (a subtraction element at the next
+round); with one arm left the algorithm commits to (a, a).
+
+The paper's formulas were lost in conversion; this module follows the reconstruction of
+``specs/spec_dp_dueling.md`` §3 (pseudocode §3.5, constants §3.3, removal semantics §3.6).
+
+Constants (spec §3.3) for K arms, horizon T, failure probability δ (default 1/T):
+
+    L_T = ⌊log₂T⌋ + 1,  ε_c = ε/4 ("quarter", default) or ε/2 ("half"),
+    λ = ln(4K²T/δ)  ("paper")   or   ln(4K·2^K·T/δ)  ("rigorous": union over all active sets),
+    β = δ/(2KT),  B = B_tree(T, ε_c, β)  (CSS bound by default; 0 when ε = ∞),
+    wid(n) = √(λ/(2n)) + B/n,  wid(0) = ∞.
+
+Two forms that agree exactly (same pairs, same eliminations) given the same seeds:
+:class:`DPEBSElimination` (ask/tell, one round at a time) and :func:`simulate_dp_ebs_elimination`
+(vectorised over blocks of rounds: within a block the active set is fixed, so pairs, outcomes,
+counter releases and bounds of every round are array operations; a block is cut at the first round
+with an elimination and the next block starts after it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpbandits._core.errors import InvalidActionError, InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.rng import RNGLike
+from dpbandits._core.typing import FloatArray, IntArray
+from dpbandits._core.validation import (
+    check_epsilon,
+    check_in_interval,
+    check_int,
+    check_one_of,
+)
+from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
+from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.envs.base import counter_uniforms
+from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
+from dpbandits.privacy.counters import (
+    BinaryTreeCounter,
+    TreeNoiseTable,
+    binary_tree_error_bound,
+    binary_tree_node_scale,
+    tree_levels,
+)
+from dpbandits.privacy.guarantees import Neighbouring, PureDP
+from dpbandits.privacy.noise import NoiseBackend
+
+__all__ = [
+    "DPEBSElimination",
+    "EBSConstants",
+    "dp_ebs_guarantee",
+    "ebs_confidence_bounds",
+    "ebs_constants",
+    "simulate_dp_ebs_elimination",
+    "simulate_ebs_elimination",
+]
+
+UNIT = "one preference label (one round's feedback, the user's whole response function)"
+REFERENCE = (
+    "Saha & Asi (2024), DP-Dueling, Lemma 2 and Theorem 1 (DP-EBS-Elimination); "
+    "reconstruction in specs/spec_dp_dueling.md §3.7"
+)
+_BUDGET_SPLIT = {"quarter": 4.0, "half": 2.0}
+SIMULATION_METRICS: tuple[str, ...] = (*REGRET_METRICS, "identified_best", "committed", "last_elimination_round")
+
+
+@dataclass(frozen=True)
+class EBSConstants:
+    """The constants of DP-EBS-Elimination (spec §3.3).
+
+    Attributes
+    ----------
+    n_arms, horizon : int
+        K and T.
+    epsilon : float
+        ε of the whole algorithm (``inf`` for the non-private twin).
+    counter_epsilon : float
+        ε_c per counter.
+    failure_probability : float
+        δ, the failure probability of the good event (not a DP parameter).
+    levels : int
+        L_T.
+    confidence_log : float
+        λ.
+    beta : float
+        β, the per-release failure probability of the tree bound.
+    tree_bound : float
+        B (0 when ε = ∞).
+    counter_scale : float
+        Laplace scale per tree node, b = L_T/ε_c (0 when ε = ∞).
+    """
+
+    n_arms: int
+    horizon: int
+    epsilon: float
+    counter_epsilon: float
+    failure_probability: float
+    levels: int
+    confidence_log: float
+    beta: float
+    tree_bound: float
+    counter_scale: float
+
+
+def ebs_constants(
+    n_arms: int,
+    horizon: int,
+    epsilon: float,
+    failure_probability: float | None = None,
+    *,
+    counter_epsilon: str = "quarter",
+    tree_bound: str = "css",
+    union_bound: str = "paper",
+) -> EBSConstants:
+    """Compute the constants of spec §3.3.
+
+    Parameters
+    ----------
+    n_arms : int
+        K >= 2.
+    horizon : int
+        T >= 1.
+    epsilon : float
+        ε > 0 or ``inf``.
+    failure_probability : float, optional
+        δ in (0, 1); default 1/T (the paper's choice in the proof of Theorem 1), or ½ when T = 1.
+    counter_epsilon : {"quarter", "half"}
+        ε_c = ε/4 (the paper's Lemma 2 proof; default) or ε/2 (its main text; valid because a user
+        touches one counter, at most twice, in this bookkeeping, spec §3.7).
+    tree_bound : {"css", "union"}
+        Which bound B_tree of :func:`dpbandits.privacy.counters.binary_tree_error_bound`.
+    union_bound : {"paper", "rigorous"}
+        λ = ln(4K²T/δ) or ln(4K·2^K·T/δ) (spec §9 item 8).
+    """
+    k = check_int(n_arms, "n_arms", minimum=2)
+    t = check_int(horizon, "horizon", minimum=1)
+    eps = check_epsilon(epsilon, allow_inf=True)
+    split = _BUDGET_SPLIT[check_one_of(counter_epsilon, "counter_epsilon", tuple(_BUDGET_SPLIT))]
+    check_one_of(tree_bound, "tree_bound", ("css", "union"))
+    check_one_of(union_bound, "union_bound", ("paper", "rigorous"))
+    if failure_probability is None:
+        delta = 1.0 / t if t > 1 else 0.5
+    else:
+        delta = check_in_interval(failure_probability, "failure_probability", 0.0, 1.0, closed="neither")
+    eps_c = eps / split  # ε_c = ε/4 or ε/2
+    if union_bound == "paper":
+        lam = math.log(4 * k * k * t / delta)  # λ = ln(4K²T/δ)
+    else:
+        lam = math.log(4 * k * t / delta) + k * math.log(2)  # λ = ln(4K·2^K·T/δ)
+    beta = delta / (2 * k * t)  # β = δ/(2KT)
+    bound = binary_tree_error_bound(t, eps_c, beta, tree_bound)
+    return EBSConstants(
+        n_arms=k,
+        horizon=t,
+        epsilon=eps,
+        counter_epsilon=eps_c,
+        failure_probability=delta,
+        levels=tree_levels(t),
+        confidence_log=lam,
+        beta=beta,
+        tree_bound=bound,
+        counter_scale=binary_tree_node_scale(t, eps_c),
+    )
+
+
+def ebs_confidence_bounds(
+    released: FloatArray, counts: FloatArray | IntArray, constants: EBSConstants, conf_scale: float = 1.0
+) -> tuple[FloatArray, FloatArray]:
+    """UCB and LCB of the noisy EBS b̃ = w̃/n: b̃ ± conf_scale·(√(λ/(2n)) + B/n); ±∞ where n = 0.
+
+    Elementwise on arrays of any (equal) shape, so the ask/tell and vectorised forms compute the
+    same floating-point numbers.
+    """
+    n = np.asarray(counts, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        estimate = released / n  # b̃_i = w̃_i / n_i
+        # wid(n) = √(λ/(2n)) + B/n
+        width = conf_scale * (np.sqrt(constants.confidence_log / (2.0 * n)) + constants.tree_bound / n)
+        upper = np.where(n > 0, estimate + width, np.inf)
+        lower = np.where(n > 0, estimate - width, -np.inf)
+    return upper, lower
+
+
+def dp_ebs_guarantee(epsilon: float, counter_epsilon: str = "quarter") -> PureDP:
+    """The guarantee of DP-EBS-Elimination.
+
+    Each user's label enters one counter (that of its left arm), at most twice (added at its round,
+    subtracted when its opponent is eliminated), each time changing one stream element by <= 1, so
+    that counter's releases are 2ε_c-DP (group privacy); the paper counts two counters, giving 4ε_c.
+    With ε_c = ε/4 the paper's accounting gives ε (our tight accounting ε/2); with ε_c = ε/2 the
+    tight accounting gives ε. Everything else the algorithm outputs is post-processing of the counter
+    releases and of data-independent coins.
+    """
+    eps = check_epsilon(epsilon, allow_inf=True)
+    check_one_of(counter_epsilon, "counter_epsilon", tuple(_BUDGET_SPLIT))
+    if math.isinf(eps):
+        return PureDP.infinite(
+            unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
+            reason="epsilon = inf: the non-private twin releases exact counts",
+        )
+    reason = (
+        "paper accounting: 2 counters × group of 2 × ε/4 (tight accounting: ε/2)"
+        if counter_epsilon == "quarter"
+        else "tight accounting: 1 counter × group of 2 × ε/2"
+    )
+    return PureDP(epsilon=eps, unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
+                  reason=reason)
+
+
+def _check_options(opponent: str, conf_scale: float) -> tuple[str, float]:
+    opp = check_one_of(opponent, "opponent", ("with_self", "without_self"))
+    scale = check_in_interval(conf_scale, "conf_scale", 0.0, math.inf, closed="left")
+    return opp, scale
+
+
+def _opponents(uniforms: FloatArray, active: IntArray, left_index: IntArray, opponent: str) -> IntArray:
+    """y_t ~ Unif(A) (with self) or Unif(A without x_t) from the round's uniform coin."""
+    m = active.size
+    if opponent == "with_self":
+        return active[np.minimum((uniforms * m).astype(np.int64), m - 1)]
+    j = np.minimum((uniforms * (m - 1)).astype(np.int64), m - 2)
+    j = j + (j >= left_index)  # skip x_t's position
+    return active[j]
+
+
+class DPEBSElimination:
+    """Ask/tell DP-EBS-Elimination agent.
+
+    Parameters
+    ----------
+    n_arms : int
+        K >= 2.
+    horizon : int
+        T >= 1 (sets the tree depth and the confidence).
+    epsilon : float
+        ε > 0, or ``inf`` for the non-private twin (same code path, exact counters, B = 0).
+    failure_probability : float, optional
+        δ of the good event (default 1/T); not a DP parameter: the guarantee is pure ε-DP.
+    opponent : {"with_self", "without_self"}, default "with_self"
+        Whether the random right arm may equal the left arm.
+    counter_epsilon : {"quarter", "half"}, default "quarter"
+        ε_c = ε/4 or ε/2 per counter (see :func:`dp_ebs_guarantee`).
+    tree_bound : {"css", "union"}, default "css"
+    union_bound : {"paper", "rigorous"}, default "paper"
+    conf_scale : float, default 1.0
+        Multiplier of the confidence widths. Change it only for privacy audits (privacy does not
+        depend on the widths; regret guarantees do).
+    rng : int, SeedSequence, Generator or None
+        The trial's seed; split as in :mod:`dpbandits.algorithms.dueling._streams` (the environment
+        child is not used by the agent).
+    noise_backend : NoiseBackend, optional
+        Shared source of Laplace noise for the counters (for example the secure OpenDP backend);
+        default: seeded NumPy noise, one stream per counter (simulation only).
+    record_transcript : bool, default False
+        Keep, per round, the counters' released values and (for audits only, it is raw data) their
+        stream elements.
+
+    Attributes
+    ----------
+    privacy : PureDP
+        ε-DP for one preference label.
+    active_arms : list of int
+        The current active set A (sorted).
+    elimination_rounds : dict
+        Arm -> round at which it was eliminated.
+
+    Privacy
+    -------
+    Pure ε-DP (central model) for one round's preference feedback (the user's whole response
+    function), with the pairs played, eliminations and recommendation as output: each user changes
+    <= 2 elements, by <= 1, of one arm's binary-tree counter (spec §3.7).
+
+    References
+    ----------
+    A. Saha and H. Asi, "DP-Dueling: Learning from Preference Feedback without Compromising User
+    Privacy", arXiv:2403.15045 (2024), Algorithm 1, Lemma 2 (privacy), Theorem 1 (regret
+    O(Σ_i log(KT)/Δ_i + K·polylog(T)/ε)). Constants reconstructed in spec §3.3: the elimination rule
+    UCB_i < max_j LCB_j with wid(n) = √(λ/(2n)) + B/n.
+
+    Examples
+    --------
+    >>> from dpbandits.algorithms.dueling.dp_ebs_elimination import DPEBSElimination
+    >>> agent = DPEBSElimination(3, horizon=100, epsilon=1.0, rng=0)
+    >>> pair = agent.ask()
+    >>> agent.tell(pair, 1)
+    >>> agent.time
+    1
+    """
+
+    def __init__(
+        self,
+        n_arms: int,
+        horizon: int,
+        epsilon: float,
+        *,
+        failure_probability: float | None = None,
+        opponent: str = "with_self",
+        counter_epsilon: str = "quarter",
+        tree_bound: str = "css",
+        union_bound: str = "paper",
+        conf_scale: float = 1.0,
+        rng: RNGLike = None,
+        noise_backend: NoiseBackend | None = None,
+        record_transcript: bool = False,
+    ) -> None:
+        self.constants = ebs_constants(
+            n_arms, horizon, epsilon, failure_probability,
+            counter_epsilon=counter_epsilon, tree_bound=tree_bound, union_bound=union_bound,
+        )
+        self.opponent, self.conf_scale = _check_options(opponent, conf_scale)
+        self.counter_epsilon_rule = counter_epsilon
+        k = self.constants.n_arms
+        streams = trial_streams(rng)
+        self._key = streams.algorithm_key
+        noise_children = streams.noise.spawn(k)
+        eps_c = self._counter_epsilon()
+        self._counters = [
+            BinaryTreeCounter(self.constants.horizon, eps_c, rng=noise_children[i], backend=noise_backend)
+            for i in range(k)
+        ]
+        self._active = np.arange(k, dtype=np.int64)
+        self._pointer = -1
+        self._left_counts = np.zeros(k, dtype=np.int64)  # n_i
+        self._pending = np.zeros(k)  # subtraction entering counter i at the next round
+        self._released = np.zeros(k)  # w̃_i
+        self._pair_counts = np.zeros((k, k), dtype=np.int64)  # N_ik
+        self._pair_wins = np.zeros((k, k), dtype=np.int64)  # W_ik
+        self.elimination_rounds: dict[int, int] = {}
+        self.time = 0
+        self._asked: tuple[int, int] | None = None
+        self.record_transcript = bool(record_transcript)
+        self.transcript: list[dict[str, Any]] = []
+
+    def _counter_epsilon(self) -> float:
+        """ε_c given to every counter (a test's broken variant overrides this, never the library)."""
+        return self.constants.counter_epsilon
+
+    @property
+    def privacy(self) -> PureDP:
+        """The guarantee (see :func:`dp_ebs_guarantee`)."""
+        return dp_ebs_guarantee(self.constants.epsilon, self.counter_epsilon_rule)
+
+    @property
+    def active_arms(self) -> list[int]:
+        """The active set A."""
+        return [int(a) for a in self._active]
+
+    @property
+    def committed(self) -> bool:
+        """Whether one arm is left (the agent plays (a, a) from now on)."""
+        return bool(self._active.size == 1)
+
+    @property
+    def recommendation(self) -> int:
+        """The committed arm, else the active arm of largest noisy EBS (lowest index on ties)."""
+        if self.committed:
+            return int(self._active[0])
+        n = self._left_counts[self._active]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scores = np.where(n > 0, self._released[self._active] / n, -np.inf)
+        return int(self._active[int(np.argmax(scores))])
+
+    def ask(self) -> tuple[int, int]:
+        """Return the next pair (x_t, y_t); asking again before ``tell`` returns the same pair."""
+        if self._asked is not None:
+            return self._asked
+        t = self.time + 1
+        if t > self.constants.horizon:
+            raise PrivacyBudgetExceededError(
+                f"horizon={self.constants.horizon} rounds were played; round {t} is beyond the horizon"
+            )
+        if self.committed:
+            arm = int(self._active[0])
+            self._asked = (arm, arm)
+            return self._asked
+        m = self._active.size
+        left_index = int(np.searchsorted(self._active, self._pointer, side="right")) % m
+        coin = counter_uniforms(np.array([self._key]), np.array([t]))
+        right = _opponents(coin, self._active, np.array([left_index]), self.opponent)
+        self._asked = (int(self._active[left_index]), int(right[0]))
+        return self._asked
+
+    def tell(self, pair: tuple[int, int], first_wins: int | bool) -> None:
+        """Record the outcome of the asked pair: ``first_wins`` is 1 iff ``pair[0]`` won.
+
+        Raises
+        ------
+        InvalidActionError
+            If ``pair`` is not the pair returned by the last :meth:`ask`.
+        InvalidParameterError
+            If ``first_wins`` is not 0/1.
+        """
+        if self._asked is None or tuple(int(a) for a in pair) != self._asked:
+            raise InvalidActionError(f"pair must be the last asked pair {self._asked}; got {pair!r}")
+        if first_wins not in (0, 1):
+            raise InvalidParameterError(f"first_wins must be 0 or 1; got {first_wins!r}")
+        outcome = int(first_wins)
+        left, right = self._asked
+        self._asked = None
+        self.time += 1
+        if self.committed:
+            return
+        self._pointer = left
+        self._pair_counts[left, right] += 1
+        self._pair_wins[left, right] += outcome
+        self._left_counts[left] += 1
+        elements = {}
+        for i in self._active:
+            element = float(outcome * (i == left)) - self._pending[i]  # v_i = o_t·1[i = x_t] − pending_i
+            self._pending[i] = 0.0
+            self._released[i] = self._counters[i].update(element)
+            elements[int(i)] = element
+        if self.record_transcript:
+            self.transcript.append({
+                "round": self.time,
+                "pair": (left, right),
+                "released": {int(i): float(self._released[i]) for i in self._active},
+                "stream_elements": elements,
+            })
+        self._screen()
+
+    def _screen(self) -> None:
+        """Eliminate every arm whose UCB is below the largest LCB; remove their statistics."""
+        active = self._active
+        upper, lower = ebs_confidence_bounds(
+            self._released[active], self._left_counts[active], self.constants, self.conf_scale
+        )
+        eliminated = active[upper < lower.max()]
+        if eliminated.size == 0:
+            return
+        self._active = active[~np.isin(active, eliminated)]
+        for j in self._active:
+            self._pending[j] += self._pair_wins[j, eliminated].sum()
+            self._left_counts[j] -= self._pair_counts[j, eliminated].sum()
+        for arm in eliminated:
+            self.elimination_rounds[int(arm)] = self.time
+
+
+# ---------------------------------------------------------------------- vectorised simulation
+@dataclass
+class _TrialResult:
+    pair_counts: IntArray
+    elimination_rounds: IntArray  # horizon + 1 for arms never eliminated
+    active: IntArray
+
+
+def run_trial(
+    streams: DuelStreams,
+    trial: int,
+    constants: EBSConstants,
+    algorithm_key: np.uint64,
+    noise: TreeNoiseTable,
+    *,
+    opponent: str = "with_self",
+    conf_scale: float = 1.0,
+    block: int = 16384,
+    first_block: int = 256,
+) -> _TrialResult:
+    """Simulate one trial by blocks of rounds; identical to :class:`DPEBSElimination` on the same seeds.
+
+    Parameters
+    ----------
+    streams : DuelStreams
+        Feedback of the environment (``trial`` selects the row).
+    trial : int
+    constants : EBSConstants
+    algorithm_key : numpy.uint64
+        Key of the opponent coins.
+    noise : TreeNoiseTable
+        Node noise of the K counters (one Generator per counter, as the agent's).
+    opponent, conf_scale
+        As in :class:`DPEBSElimination`.
+    block : int, default 16384
+        Largest block of rounds evaluated at once.
+    first_block : int, default 256
+        Block length right after an elimination (doubling up to ``block``), so that frequent early
+        eliminations do not waste long look-aheads.
+    """
+    k, horizon = constants.n_arms, constants.horizon
+    active = np.arange(k, dtype=np.int64)
+    left_counts = np.zeros(k, dtype=np.int64)
+    pending = np.zeros(k)
+    exact_sums = np.zeros(k)
+    pair_counts = np.zeros(k * k, dtype=np.int64)
+    pair_wins = np.zeros(k * k, dtype=np.int64)
+    elimination_rounds = np.full(k, horizon + 1, dtype=np.int64)
+    pointer, t, length = -1, 0, first_block
+    while t < horizon:
+        m = active.size
+        if m == 1:
+            pair_counts[active[0] * k + active[0]] += horizon - t  # commit: (a, a) to the end
+            break
+        size = min(length, horizon - t)
+        times = np.arange(t + 1, t + size + 1)
+        start = int(np.searchsorted(active, pointer, side="right")) % m
+        left_index = (start + np.arange(size)) % m
+        left = active[left_index]
+        right = _opponents(counter_uniforms(algorithm_key, times), active, left_index, opponent)
+        outcome = streams.peek(left, right, trial)
+        is_left = left[None, :] == active[:, None]  # (m, size)
+        elements = is_left * outcome.astype(np.float64)
+        elements[:, 0] -= pending[active]
+        sums = exact_sums[active][:, None] + np.cumsum(elements, axis=1)
+        released = sums + noise.errors(t + 1, t + size + 1)[active]
+        counts = left_counts[active][:, None] + np.cumsum(is_left, axis=1)
+        upper, lower = ebs_confidence_bounds(released, counts, constants, conf_scale)
+        eliminate = upper < lower.max(axis=0)[None, :]
+        hits = np.flatnonzero(eliminate.any(axis=0))
+        played = int(hits[0]) + 1 if hits.size else size
+        streams.advance(left[:played], right[:played], trial)
+        flat = left[:played] * k + right[:played]
+        pair_counts += np.bincount(flat, minlength=k * k)
+        pair_wins += np.bincount(flat, weights=outcome[:played], minlength=k * k).astype(np.int64)
+        left_counts[active] = counts[:, played - 1]
+        exact_sums[active] = sums[:, played - 1]
+        pending[active] = 0.0
+        pointer = int(left[played - 1])
+        t += played
+        if not hits.size:
+            length = min(2 * length, block)
+            continue
+        gone = active[eliminate[:, played - 1]]
+        elimination_rounds[gone] = t
+        active = active[~np.isin(active, gone)]
+        wins = pair_wins.reshape(k, k)
+        plays = pair_counts.reshape(k, k)
+        pending[active] += wins[np.ix_(active, gone)].sum(axis=1)
+        left_counts[active] -= plays[np.ix_(active, gone)].sum(axis=1)
+        for arm in gone:
+            noise.retire(int(arm))
+        length = first_block
+    return _TrialResult(pair_counts.reshape(k, k), elimination_rounds, active)
+
+
+def _simulate(
+    env: UtilityDuelingEnvironment,
+    n_trials: int,
+    rng: RNGLike,
+    horizon: int,
+    epsilon: float,
+    failure_probability: float | None,
+    opponent: str,
+    counter_epsilon: str,
+    tree_bound: str,
+    union_bound: str,
+    conf_scale: float,
+    block: int,
+) -> dict[str, FloatArray]:
+    if not isinstance(env, UtilityDuelingEnvironment):
+        raise InvalidParameterError(
+            f"env must be a UtilityDuelingEnvironment (kind 'dueling'); got {type(env).__name__}"
+        )
+    n = check_int(n_trials, "n_trials", minimum=1)
+    constants = ebs_constants(
+        env.n_arms, horizon, epsilon, failure_probability,
+        counter_epsilon=counter_epsilon, tree_bound=tree_bound, union_bound=union_bound,
+    )
+    opponent, conf_scale = _check_options(opponent, conf_scale)
+    size = check_int(block, "block", minimum=1)
+    pair_counts = np.zeros((n, env.n_arms, env.n_arms))
+    identified = np.zeros(n)
+    committed = np.zeros(n)
+    last_elimination = np.zeros(n)
+    for trial, seq in enumerate(trial_seed_sequences(rng, n)):
+        parts = trial_streams(seq)
+        feedback = env.streams(parts.environment, 1)
+        generators = [np.random.default_rng(s) for s in parts.noise.spawn(env.n_arms)]
+        table = TreeNoiseTable(constants.horizon, constants.counter_epsilon, generators, chunk=size)
+        result = run_trial(feedback, 0, constants, parts.algorithm_key, table, opponent=opponent,
+                           conf_scale=conf_scale, block=size, first_block=min(256, size))
+        pair_counts[trial] = result.pair_counts
+        committed[trial] = float(result.active.size == 1)
+        identified[trial] = float(result.active.size == 1 and result.active[0] == env.best_arm)
+        gone = result.elimination_rounds[result.elimination_rounds <= constants.horizon]
+        last_elimination[trial] = float(gone.max()) if gone.size else 0.0
+    metrics = env.regret_from_pair_counts(pair_counts)
+    return {
+        **metrics,
+        "identified_best": identified,
+        "committed": committed,
+        "last_elimination_round": last_elimination,
+    }
+
+
+_DUELING_ENVS = ("dueling-f1", "dueling-f2", "dueling-f3", "dueling-f4", "dueling-utility", "dueling-unit-ball")
+
+
+@register_algorithm(
+    "dp-ebs-elimination",
+    family="dueling",
+    privacy="ε-DP for one preference label",
+    metrics=SIMULATION_METRICS,
+    proportion_metrics=("identified_best", "committed"),
+    environments=_DUELING_ENVS,
+)
+def simulate_dp_ebs_elimination(
+    env: UtilityDuelingEnvironment,
+    *,
+    n_trials: int,
+    rng: RNGLike,
+    horizon: int,
+    epsilon: float,
+    failure_probability: float | None = None,
+    opponent: str = "with_self",
+    counter_epsilon: str = "quarter",
+    tree_bound: str = "css",
+    union_bound: str = "paper",
+    conf_scale: float = 1.0,
+    block: int = 16384,
+) -> Mapping[str, FloatArray]:
+    """DP-EBS-Elimination (Saha & Asi 2024, Algorithm 1), simulated for many trials.
+
+    Parameters
+    ----------
+    env : UtilityDuelingEnvironment
+    n_trials : int
+    rng : int, SeedSequence, Generator or None
+        Trial k uses ``trial_seed_sequences(rng, n_trials)[k]``, split into (environment,
+        algorithm, privacy noise); see :mod:`dpbandits.algorithms.dueling._streams`.
+    horizon : int
+        T.
+    epsilon : float
+        ε > 0 (``inf`` is the non-private twin).
+    failure_probability, opponent, counter_epsilon, tree_bound, union_bound, conf_scale
+        As in :class:`DPEBSElimination`.
+    block : int, default 16384
+        Largest block of rounds evaluated at once (and noise chunk length).
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_trials,)
+        The regret metrics of :data:`dpbandits.envs.dueling.REGRET_METRICS`, ``identified_best``
+        (committed to the best arm), ``committed`` and ``last_elimination_round`` (0 if none).
+
+    Privacy
+    -------
+    ε-DP for one preference label per trial (see :class:`DPEBSElimination`).
+
+    References
+    ----------
+    Saha & Asi (2024), Algorithm 1, Lemma 2, Theorem 1.
+    """
+    return _simulate(env, n_trials, rng, horizon, epsilon, failure_probability, opponent,
+                     counter_epsilon, tree_bound, union_bound, conf_scale, block)
+
+
+@register_algorithm(
+    "ebs-elimination",
+    family="dueling",
+    privacy="none (non-private)",
+    metrics=SIMULATION_METRICS,
+    proportion_metrics=("identified_best", "committed"),
+    environments=_DUELING_ENVS,
+)
+def simulate_ebs_elimination(
+    env: UtilityDuelingEnvironment,
+    *,
+    n_trials: int,
+    rng: RNGLike,
+    horizon: int,
+    failure_probability: float | None = None,
+    opponent: str = "with_self",
+    union_bound: str = "paper",
+    conf_scale: float = 1.0,
+    block: int = 16384,
+) -> Mapping[str, FloatArray]:
+    """Non-private EBS-Elimination: the ε = ∞ twin of DP-EBS-Elimination (exact counts, B = 0).
+
+    Same code path and the same seeds as :func:`simulate_dp_ebs_elimination` with
+    ``epsilon=inf``; see that function for the parameters and metrics.
+    """
+    return _simulate(env, n_trials, rng, horizon, math.inf, failure_probability, opponent,
+                     "quarter", "css", union_bound, conf_scale, block)

@@ -1,0 +1,160 @@
+"""Unit tests of DP-EBS-Elimination (spec_dp_dueling.md §3.3–§3.11)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpbandits._core.errors import InvalidActionError, InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
+from dpbandits.algorithms.dueling.dp_ebs_elimination import (
+    DPEBSElimination,
+    dp_ebs_guarantee,
+    ebs_constants,
+    run_trial,
+    simulate_dp_ebs_elimination,
+    simulate_ebs_elimination,
+)
+from dpbandits.algorithms.registry import get_algorithm
+from dpbandits.envs.dueling import finite_instance
+from dpbandits.privacy.counters import TreeNoiseTable, binary_tree_error_bound
+from dpbandits.privacy.guarantees import Neighbouring
+
+
+def _play_agent(env, agent, feedback, horizon):  # type: ignore[no-untyped-def]
+    counts = np.zeros((env.n_arms, env.n_arms), dtype=np.int64)
+    for _ in range(horizon):
+        pair = agent.ask()
+        agent.tell(pair, feedback.duel(*pair))
+        counts[pair] += 1
+    return counts
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "opponent", "conf_scale"),
+    [(math.inf, "with_self", 0.3), (4.0, "without_self", 0.02), (2.0, "with_self", 0.01)],
+)
+def test_ask_tell_and_vectorised_simulation_agree_exactly(
+    epsilon: float, opponent: str, conf_scale: float, seed: int
+) -> None:
+    env, horizon = finite_instance("f1"), 3000
+    constants = ebs_constants(env.n_arms, horizon, epsilon)
+    seq = trial_seed_sequences(seed, 3)[1]
+    parts = trial_streams(seq)
+    generators = [np.random.default_rng(s) for s in parts.noise.spawn(env.n_arms)]
+    table = TreeNoiseTable(horizon, constants.counter_epsilon, generators, chunk=64)
+    result = run_trial(env.streams(parts.environment, 1), 0, constants, parts.algorithm_key, table,
+                       opponent=opponent, conf_scale=conf_scale, block=128, first_block=4)
+    agent = DPEBSElimination(env.n_arms, horizon, epsilon, opponent=opponent, conf_scale=conf_scale, rng=seq)
+    counts = _play_agent(env, agent, env.streams(trial_streams(seq).environment, 1), horizon)
+    np.testing.assert_array_equal(counts, result.pair_counts)
+    assert agent.active_arms == result.active.tolist()
+    expected = {a: int(r) for a, r in enumerate(result.elimination_rounds) if r <= horizon}
+    assert agent.elimination_rounds == expected
+    assert len(expected) >= 1  # the comparison exercised at least one elimination
+    # the registered entry point runs the same trials
+    metrics = simulate_dp_ebs_elimination(env, n_trials=3, rng=seed, horizon=horizon, epsilon=epsilon,
+                                          opponent=opponent, conf_scale=conf_scale, block=128)
+    assert metrics["reward_regret"][1] == pytest.approx(env.regret_from_pair_counts(counts)["reward_regret"])
+
+
+def test_bookkeeping_invariants_round_robin_and_commit(seed: int) -> None:
+    env, horizon = finite_instance("f2"), 4000
+    agent = DPEBSElimination(env.n_arms, horizon, math.inf, conf_scale=0.2, rng=seed, record_transcript=True)
+    feedback = env.streams(trial_streams(trial_seed_sequences(seed, 1)[0]).environment, 1)
+    stream_sums = np.zeros(env.n_arms)
+    previous_left, previous_active = None, list(range(env.n_arms))
+    for t in range(1, horizon + 1):
+        pair = agent.ask()
+        committed = agent.committed
+        active_before = agent.active_arms
+        agent.tell(pair, feedback.duel(*pair))
+        if committed:
+            assert pair[0] == pair[1] == active_before[0]
+            continue
+        # round robin: the next active index after the previous left arm, cyclically
+        if previous_left is not None:
+            later = [a for a in active_before if a > previous_left]
+            assert pair[0] == (later[0] if later else active_before[0])
+        previous_left = pair[0]
+        record = agent.transcript[-1]
+        assert record["round"] == t and set(record["stream_elements"]) == set(active_before)
+        for arm, element in record["stream_elements"].items():
+            stream_sums[arm] += element
+        # with noise off the release is the prefix sum of the stream
+        for arm, released in record["released"].items():
+            assert released == stream_sums[arm]
+        active = agent.active_arms
+        for i in active:  # n_i and the (pending-adjusted) stream match the retained statistics
+            assert agent._left_counts[i] == agent._pair_counts[i, active].sum()
+            assert stream_sums[i] - agent._pending[i] == agent._pair_wins[i, active].sum()
+        assert set(active) <= set(previous_active)
+        previous_active = active
+    assert agent.committed and agent.recommendation == env.best_arm
+    assert sorted(agent.elimination_rounds) == [a for a in range(env.n_arms) if a != env.best_arm]
+
+
+@pytest.mark.statistical
+def test_non_private_twin_finds_the_best_arm(seed: int) -> None:
+    env = finite_instance("f1")
+    out = simulate_ebs_elimination(env, n_trials=20, rng=seed, horizon=200_000)
+    # on the good event (probability >= 1 − δ = 1 − 5e-6 per trial) arm 1 is never eliminated and
+    # every other arm is gone long before T: false failure <= 20 × 5e-6 = 1e-4
+    assert out["identified_best"].min() == 1.0
+    assert np.all(out["last_elimination_round"] < 100_000)
+    private = simulate_dp_ebs_elimination(env, n_trials=20, rng=seed, horizon=200_000, epsilon=math.inf)
+    for key, value in out.items():
+        np.testing.assert_array_equal(value, private[key])
+
+
+def test_constants_match_the_spec_formulas() -> None:
+    k, horizon, eps = 5, 10_000, 2.0
+    c = ebs_constants(k, horizon, eps)
+    delta = 1 / horizon
+    assert c.counter_epsilon == eps / 4 and c.levels == 14
+    assert c.confidence_log == pytest.approx(math.log(4 * k * k * horizon / delta))
+    assert c.beta == pytest.approx(delta / (2 * k * horizon))
+    assert c.tree_bound == pytest.approx(binary_tree_error_bound(horizon, eps / 4, c.beta, "css"))
+    assert c.counter_scale == pytest.approx(14 / (eps / 4))
+    rigorous = ebs_constants(k, horizon, eps, union_bound="rigorous", counter_epsilon="half", tree_bound="union")
+    assert rigorous.confidence_log == pytest.approx(math.log(4 * k * 2**k * horizon / delta))
+    assert rigorous.counter_epsilon == eps / 2
+    assert rigorous.tree_bound == pytest.approx(binary_tree_error_bound(horizon, eps / 2, c.beta, "union"))
+    assert ebs_constants(k, horizon, math.inf).tree_bound == 0.0
+
+
+def test_guarantee() -> None:
+    g = dp_ebs_guarantee(1.5)
+    assert g.epsilon == 1.5 and g.delta == 0.0 and g.neighbouring is Neighbouring.LABEL_ONLY
+    assert "preference label" in g.unit and "Lemma 2" in g.reference
+    assert DPEBSElimination(3, 10, 1.5, counter_epsilon="half").privacy.epsilon == 1.5
+    assert not dp_ebs_guarantee(math.inf).is_finite
+    spec = get_algorithm("dp-ebs-elimination")
+    assert spec.family == "dueling" and "reward_regret" in spec.metrics
+    assert get_algorithm("ebs-elimination").privacy.startswith("none")
+
+
+def test_validation_errors() -> None:
+    agent = DPEBSElimination(3, 2, 1.0, rng=0)
+    pair = agent.ask()
+    assert agent.ask() == pair
+    with pytest.raises(InvalidActionError, match="pair must be the last asked pair"):
+        agent.tell((pair[0], (pair[1] + 1) % 3) if pair[0] == pair[1] else pair[::-1], 1)
+    with pytest.raises(InvalidParameterError, match="first_wins must be 0 or 1"):
+        agent.tell(pair, 2)
+    agent.tell(pair, 0)
+    agent.tell(agent.ask(), 1)
+    with pytest.raises(PrivacyBudgetExceededError, match="beyond the horizon"):
+        agent.ask()
+    with pytest.raises(InvalidParameterError, match="n_arms must be an int >= 2"):
+        DPEBSElimination(1, 10, 1.0)
+    with pytest.raises(InvalidParameterError, match="counter_epsilon must be one of"):
+        DPEBSElimination(3, 10, 1.0, counter_epsilon="full")
+    with pytest.raises(InvalidParameterError, match="failure_probability must lie in"):
+        DPEBSElimination(3, 10, 1.0, failure_probability=1.0)
+    with pytest.raises(InvalidParameterError, match="conf_scale must lie in"):
+        DPEBSElimination(3, 10, 1.0, conf_scale=-1.0)
+    with pytest.raises(InvalidParameterError, match="env must be a UtilityDuelingEnvironment"):
+        simulate_dp_ebs_elimination(object(), n_trials=1, rng=0, horizon=10, epsilon=1.0)  # type: ignore[arg-type]
