@@ -237,3 +237,13 @@ def test_cross_check_mixed_events_ours_is_an_upper_bound() -> None:
     acc.spend(event)
     ours = acc.get_epsilon(1e-6)
     assert ours >= _pld_epsilon(event, 1e-6) - 1e-9
+
+
+def test_missing_dp_accounting_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from dpbandits._core.errors import DependencyNotInstalledError
+
+    monkeypatch.setitem(sys.modules, "dp_accounting", None)
+    with pytest.raises(DependencyNotInstalledError, match=r"dpbandits\[accounting\]"):
+        to_dp_accounting(LaplaceEvent(1.0))

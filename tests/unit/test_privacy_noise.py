@@ -96,3 +96,13 @@ def test_resolve_backend(seed: int) -> None:
 def test_backends_share_the_interface() -> None:
     assert issubclass(NumpyNoise, NoiseBackend) and issubclass(OpenDPNoise, NoiseBackend)
     assert repr(OpenDPNoise()) == "OpenDPNoise()"
+
+
+def test_missing_opendp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from dpbandits._core.errors import DependencyNotInstalledError
+
+    monkeypatch.setitem(sys.modules, "opendp.prelude", None)
+    with pytest.raises(DependencyNotInstalledError, match=r"dpbandits\[secure\]"):
+        OpenDPNoise()

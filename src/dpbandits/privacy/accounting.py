@@ -572,7 +572,7 @@ class Accountant:
 def _import_dp_accounting() -> Any:
     try:
         import dp_accounting
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    except ImportError as exc:
         raise DependencyNotInstalledError(
             "exporting to dp_accounting needs it installed; install the extra: "
             "pip install 'dpbandits[accounting]'"

@@ -204,7 +204,7 @@ class OpenDPNoise(NoiseBackend):
             )
         try:
             import opendp.prelude as dp
-        except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        except ImportError as exc:
             raise DependencyNotInstalledError(
                 "the secure noise backend needs OpenDP; install the extra: pip install 'dpbandits[secure]'"
             ) from exc
