@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import InvalidParameterError, PrivacyWarning
 from dpbandits._core.rng import RNGLike
-from dpbandits._core.typing import FloatArray
+from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_array, check_delta, check_epsilon, check_int, check_one_of
 from dpbandits.algorithms.bai.designs import (
     MAXDET_METHODS,
@@ -88,22 +88,21 @@ class DPBAIPlanner:
         self.budget = budget
         self.schedule = schedule
         self.budget_mode = budget_mode
-        self.noise_kind: str | None = noise_kind
+        # ε = ∞ (multiplier 0): no noise is drawn at all
+        self.noise_kind: str | None = noise_kind if noise_multiplier > 0 else None
         self.noise_multiplier = noise_multiplier
         self.use_max_det = use_max_det
         self.maxdet = maxdet
         self.n_arms = schedule.n_arms
         self.n_phases = schedule.n_phases
+        self._designs: dict[tuple[int, ...], tuple[int, FloatArray, IntArray, str]] = {}
         nu = schedule.max_pulled_dp_bai() if use_max_det else np.asarray(schedule.sizes[:-1])
         self.effective_budget = schedule.effective_budget(budget, budget_mode=budget_mode, max_pulled=nu)
 
-    def initial_state(self) -> Hashable:
-        """All arms active, no pull used."""
-        return (tuple(range(self.n_arms)), 0)
-
-    def plan(self, phase: int, state: Hashable) -> PhasePlan:
-        """Plan phase ``phase`` from (active arms, pulls used)."""
-        active_tuple, used = cast(tuple[tuple[int, ...], int], state)
+    def _design(self, active_tuple: tuple[int, ...]) -> tuple[int, FloatArray, IntArray, str]:
+        """(d_p, α, pulled arms, branch) of an active set, cached by the active set."""
+        if active_tuple in self._designs:
+            return self._designs[active_tuple]
         active = np.asarray(active_tuple, dtype=np.int64)
         s_p = active.shape[0]
         coords, d_p = reduce_dimension(self.features[active])
@@ -114,9 +113,21 @@ class DPBAIPlanner:
         if self.use_max_det and d_p * d_p < s_p:  # d_p < √s_p (Alg. 1 line 6, exact integer test)
             basis = max_det_collection(coords, method=self.maxdet)
             alpha = extrapolation_coefficients(coords, basis)  # a_i = Σ_j α_{i,j} b_j
-            pulled, branch = active[basis], "max-det"
+            design = (d_p, alpha, active[basis], "max-det")
         else:
-            alpha, pulled, branch = np.eye(s_p), active, "all-arms"
+            design = (d_p, np.eye(s_p), active, "all-arms")
+        self._designs[active_tuple] = design
+        return design
+
+    def initial_state(self) -> Hashable:
+        """All arms active, no pull used."""
+        return (tuple(range(self.n_arms)), 0)
+
+    def plan(self, phase: int, state: Hashable) -> PhasePlan:
+        """Plan phase ``phase`` from (active arms, pulls used)."""
+        active_tuple, used = cast(tuple[tuple[int, ...], int], state)
+        active = np.asarray(active_tuple, dtype=np.int64)
+        d_p, alpha, pulled, branch = self._design(active_tuple)
         n_p = pulled.shape[0]
         planned = math.ceil(self.effective_budget / (self.n_phases * n_p))  # m_p = ⌈T'/(M·n_p)⌉
         m_arr, clipped_arr = guard_pulls(np.array([planned]), np.array([n_p]), np.array([used]), self.budget,

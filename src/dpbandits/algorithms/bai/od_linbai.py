@@ -27,7 +27,7 @@ from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_array, check_int
-from dpbandits.algorithms.bai.designs import g_optimal_design, reduce_dimension
+from dpbandits.algorithms.bai.designs import GOptimalDesign, g_optimal_design, reduce_dimension
 from dpbandits.algorithms.bai.dp_bai import environment_features
 from dpbandits.algorithms.bai.phased import PhasedAlgorithm, PhasePlan
 from dpbandits.algorithms.bai.schedule import InsufficientBudgetError
@@ -86,9 +86,10 @@ class OptimalDesignPlanner:
         self.budget = budget
         self.epsilon = epsilon
         self.l_mode = l_mode
-        self.noise_kind: str | None = None if epsilon is None else "laplace"
+        self.noise_kind: str | None = None if epsilon is None or math.isinf(epsilon) else "laplace"
         self.paper_norm = float(np.max(np.linalg.norm(features, axis=1)))  # L = max_i ‖a_i‖₂
         self.n_phases, self.base_allocation = od_linbai_base_allocation(self.n_arms, self.dim, budget)
+        self._designs: dict[Hashable, GOptimalDesign] = {}
 
     def initial_state(self) -> Hashable:
         """All arms active, nothing used, no projection yet."""
@@ -111,7 +112,10 @@ class OptimalDesignPlanner:
         projected = rank < coords.shape[1]  # project only when the dimension drops
         if not projected:
             x_active = coords[active]
-        design = g_optimal_design(x_active)
+        key = (projections, active_tuple)
+        if key not in self._designs:  # designs depend only on the coordinates: cache by active set
+            self._designs[key] = g_optimal_design(x_active)
+        design = self._designs[key]
         support = design.support
         pulls = np.ceil(design.weights[support] * self.base_allocation - 1e-9).astype(np.int64)  # ⌈π(i)·m⌉
         pulls = np.maximum(pulls, 1)

@@ -1,0 +1,241 @@
+"""DP-BAI, DP-BAI-Gauss, Baseline, OD-LinBAI and DP-OD: mechanics on the spec's instances, budget,
+ask/tell vs vectorised agreement, validation and guarantees (spec §2, §4, §6.1, §8)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpbandits._core.errors import (
+    InvalidActionError,
+    InvalidParameterError,
+    NotFittedError,
+    PaperVariantWarning,
+    PrivacyWarning,
+)
+from dpbandits._core.rng import spawn_generators
+from dpbandits.algorithms.bai.dp_bai import DPBAI, Baseline, DPBAIGauss
+from dpbandits.algorithms.bai.dp_od import DPOD
+from dpbandits.algorithms.bai.od_linbai import ODLinBAI
+from dpbandits.algorithms.bai.schedule import InsufficientBudgetError
+from dpbandits.algorithms.registry import get_algorithm
+from dpbandits.envs.linear import LinearBandit, dp_bai_instance
+from dpbandits.privacy.guarantees import ApproxDP, Neighbouring, PureDP
+
+
+@pytest.fixture(scope="module")
+def section5():
+    return dp_bai_instance()
+
+
+def _first_plan(algorithm):
+    planner = algorithm.planner
+    return planner.plan(0, planner.initial_state())
+
+
+@pytest.mark.parametrize("budget", [500, 1000, 2001])
+def test_dp_bai_section5_mechanics(section5, budget):
+    algo = DPBAI(section5.features, budget, 0.1)
+    plan = _first_plan(algo)
+    m = math.ceil((budget - 2) / 2)
+    assert algo.schedule.sizes == (30, 1) and algo.planner.effective_budget == budget - 2
+    assert plan.info["branch"] == "max-det" and plan.pulled.tolist() == [0, 2]
+    assert plan.pulls.tolist() == [m, m] and not plan.clipped
+    np.testing.assert_allclose(plan.noise_scales, 1 / (0.1 * m))  # Lap(1/(ε m))
+    np.testing.assert_allclose(plan.noise_weights[1], [0.9, 0.0], atol=1e-12)
+
+
+@pytest.mark.parametrize("budget", [500, 1000, 2000, 3000])
+def test_baseline_section5_uses_guard(section5, budget):
+    plan = _first_plan(Baseline(section5.features, budget, 0.1))
+    m = min(math.ceil((budget - 2) / 30), budget // 30)
+    assert plan.pulled.tolist() == list(range(30)) and plan.pulls.tolist() == [m] * 30
+    assert plan.clipped == (math.ceil((budget - 2) / 30) > budget // 30)
+    assert plan.total_pulls <= budget
+
+
+def test_od_linbai_and_dp_od_section5_allocation(section5):
+    budget = 1000
+    od_plan = _first_plan(ODLinBAI(section5.features, budget))
+    dp_plan = _first_plan(DPOD(section5.features, budget, 0.1))
+    for plan in (od_plan, dp_plan):
+        assert plan.pulled.tolist() == [0, 2] and plan.pulls.tolist() == [math.ceil((budget - 3) / 2)] * 2
+        assert plan.keep == 1
+    assert dp_plan.info["sensitivity_bound"] == pytest.approx(10.0)  # L = ‖a_3‖₁ = 10
+    np.testing.assert_allclose(dp_plan.noise_scales, 10.0 / 0.1)
+
+
+def test_dp_od_l1_sensitivity_exceeds_paper_l2_for_diagonal_arms():
+    features = np.array([[1.0, 1.0], [1.0, -1.0], [0.2, 0.1]])
+    l1 = _first_plan(DPOD(features, 200, 1.0)).info["sensitivity_bound"]
+    with pytest.warns(PaperVariantWarning):
+        paper = DPOD(features, 200, 1.0, l_mode="paper")
+    assert l1 == pytest.approx(2.0) and _first_plan(paper).info["sensitivity_bound"] == pytest.approx(math.sqrt(2))
+    assert paper.privacy.epsilon == pytest.approx(math.sqrt(2))
+
+
+def test_epsilon_infinity_dp_bai_equals_od_linbai_on_same_rewards(section5, seed):
+    budget = 1000  # even: both pull arms 1 and 3 (T − 2)/2 times
+    a = DPBAI(section5.features, budget, math.inf).simulate(section5, 300, seed, pull_consistent=True)
+    b = ODLinBAI(section5.features, budget).simulate(section5, 300, seed, pull_consistent=True)
+    np.testing.assert_array_equal(a.recommended, b.recommended)
+    np.testing.assert_array_equal(a.pulls, b.pulls)
+
+
+def _multi_phase_env(rng):
+    features = rng.uniform(0.0, 1.0, size=(12, 3))
+    theta = np.array([0.3, 0.25, 0.2])
+    return LinearBandit(features, theta, reward="bernoulli")
+
+
+def _child(seed, index):
+    return np.random.SeedSequence(seed).spawn(index + 1)[index]
+
+
+def _ask_tell(algorithm, env, seed, index=0):
+    # the same (environment, algorithm, noise) streams as simulate(env, 1, _child(seed, index))
+    env_rng = spawn_generators(_child(seed, index), 3)[0]
+    streams = env.streams(env_rng, 1)
+    agent = algorithm.agent(_child(seed, index))
+    while not agent.done:
+        arm = agent.ask()
+        agent.tell(arm, float(streams.pull(np.array([arm]))[0]))
+    return agent
+
+
+@pytest.mark.parametrize("name", ["dp-bai", "gauss", "baseline", "od-linbai", "dp-od"])
+def test_ask_tell_and_vectorised_forms_agree_exactly(rng, seed, name):
+    env = _multi_phase_env(rng)
+    x, budget = env.features, 400
+    algorithm = {
+        "dp-bai": lambda: DPBAI(x, budget, 0.5),
+        "gauss": lambda: DPBAIGauss(x, budget, 0.5, 1e-3),
+        "baseline": lambda: Baseline(x, budget, 0.5),
+        "od-linbai": lambda: ODLinBAI(x, budget),
+        "dp-od": lambda: DPOD(x, budget, 0.5),
+    }[name]()
+    for child in range(4):
+        # SeedSequence.spawn is stateful: build the child afresh for each form
+        vectorised = algorithm.simulate(env, 1, _child(seed, child), pull_consistent=True)
+        agent = _ask_tell(algorithm, env, seed, child)
+        assert agent.recommendation == int(vectorised.recommended[0])
+        np.testing.assert_array_equal(agent.pulls, vectorised.pulls[0])
+
+
+def test_multi_phase_dp_bai_uses_both_branches_and_logs_noise_scales(rng, seed):
+    env = _multi_phase_env(rng)
+    algo = DPBAI(env.features, 400, 0.5)
+    agent = _ask_tell(algo, env, seed)
+    assert algo.schedule.n_phases == len(agent.phase_log) >= 2
+    for entry in agent.phase_log:
+        assert entry["noise_scale"] == pytest.approx(1 / (0.5 * entry["pulls_per_arm"]))
+    assert agent.pulls.sum() <= 400
+
+
+def test_budget_never_exceeded_random_configurations(rng):
+    checked = 0
+    for _ in range(40):
+        k, d = int(rng.integers(2, 40)), int(rng.integers(1, 7))
+        features = rng.uniform(0.05, 1.0, size=(k, d))
+        env = LinearBandit(features, np.full(d, 0.5 / d), reward="bernoulli")
+        low = DPBAI(features, 10_000, 1.0).schedule.reserved  # just feasible: T' = 1
+        budget = int(rng.integers(low + 1, low + 3 * k * max(d, 2) + 2))
+        variants = [(DPBAI, (1.0,), {}), (Baseline, (1.0,), {}), (DPBAI, (1.0,), {"budget_mode": "strict"}),
+                    (ODLinBAI, (), {}), (DPOD, (1.0,), {})]
+        for cls, args, kwargs in variants:
+            try:
+                result = cls(features, budget, *args, **kwargs).simulate(env, 4, int(rng.integers(2**31)))
+            except InsufficientBudgetError:
+                continue
+            checked += 1
+            assert result.pulls_used.max() <= budget
+    assert checked > 80
+
+
+def test_paper_mode_clips_and_strict_mode_never_clips_on_counterexample(rng):
+    features = rng.normal(size=(10, 4))
+    env = LinearBandit(np.abs(features), np.full(4, 0.1), reward="bernoulli")
+    paper = DPBAI(np.abs(features), 97, 1.0).simulate(env, 50, 1)
+    strict = DPBAI(np.abs(features), 97, 1.0, budget_mode="strict").simulate(env, 50, 1)
+    assert paper.clipped.any() and not strict.clipped.any()
+    assert paper.pulls_used.max() <= 97 and strict.pulls_used.max() <= 97
+
+
+def test_guarantees_state_unit_and_reference(section5):
+    g = DPBAI(section5.features, 1000, 0.1).privacy
+    assert isinstance(g, PureDP) and g.epsilon == 0.1 and g.neighbouring is Neighbouring.REPLACE_ONE
+    assert "reward table" in g.unit and "Proposition 4.1" in g.reference
+    assert Baseline(section5.features, 1000, 0.1).privacy.epsilon == 0.1
+    assert DPOD(section5.features, 1000, 0.1).privacy.epsilon == 0.1
+    assert math.isinf(DPBAI(section5.features, 1000, math.inf).privacy.epsilon)
+    assert math.isinf(ODLinBAI(section5.features, 1000).privacy.epsilon)
+    gauss = DPBAIGauss(section5.features, 1000, 0.5, 1e-5).privacy
+    assert isinstance(gauss, ApproxDP) and (gauss.epsilon, gauss.delta) == (0.5, 1e-5)
+    with pytest.warns(PrivacyWarning, match="epsilon < 1"):
+        weak = DPBAIGauss(section5.features, 1000, 2.0, 1e-5)
+    assert math.isinf(weak.privacy.epsilon)
+
+
+def test_gauss_noise_scale(section5):
+    plan = _first_plan(DPBAIGauss(section5.features, 1000, 0.5, 1e-3))
+    m = 499
+    np.testing.assert_allclose(plan.noise_scales, math.sqrt(2 * math.log(1.25 / 1e-3)) / (0.5 * m))
+
+
+def test_out_of_range_rewards_refused_unless_asked():
+    with pytest.warns(PaperVariantWarning):
+        from dpbandits.envs.linear import dp_bai_two_arm_instance
+
+        env = dp_bai_two_arm_instance(2.0, variant="paper")
+    with pytest.raises(InvalidParameterError, match="reward_bounds"):
+        DPBAI(env.features, 100, 1.0).simulate(env, 3, 0)
+    loose = DPBAI(env.features, 100, 1.0, allow_out_of_range=True)
+    assert loose.simulate(env, 3, 0).recommended.shape == (3,)
+    assert math.isinf(loose.privacy.epsilon)
+    clipped = DPBAI(env.features, 100, 1.0, clip_rewards=True).simulate(env, 3, 0)
+    assert clipped.pulls_used.max() <= 100
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"epsilon": -1.0}, "epsilon"), ({"epsilon": 0.0}, "epsilon"), ({"budget": 0}, "budget"),
+    ({"budget_mode": "loose"}, "budget_mode"), ({"maxdet": "greedy"}, "maxdet"), ({"tie_break": "x"}, "tie_break"),
+])
+def test_invalid_parameters_raise_with_names(section5, kwargs, match):
+    params = {"features": section5.features, "budget": 1000, "epsilon": 0.1, **kwargs}
+    with pytest.raises(InvalidParameterError, match=match):
+        DPBAI(**params)
+
+
+def test_agent_protocol_errors(section5):
+    agent = DPBAI(section5.features, 10, 1.0).agent(0)
+    arm = agent.ask()
+    with pytest.raises(InvalidActionError, match="arm"):
+        agent.tell(arm + 1, 0.5)
+    with pytest.raises(InvalidParameterError, match="reward"):
+        agent.tell(arm, 1.5)
+    with pytest.raises(NotFittedError):
+        _ = agent.recommendation
+    while not agent.done:
+        agent.tell(agent.ask(), 0.5)
+    assert 0 <= agent.recommendation < 30
+    with pytest.raises(NotFittedError):
+        agent.ask()
+
+
+def test_insufficient_budget(section5):
+    with pytest.raises(InsufficientBudgetError):
+        DPBAI(section5.features, 2, 1.0)
+    with pytest.raises(InsufficientBudgetError):
+        ODLinBAI(section5.features, 3)
+
+
+def test_registered_entry_points_return_per_trial_metrics(section5, seed):
+    for name, params in [("dp-bai", {"epsilon": 1.0}), ("dp-bai-baseline", {"epsilon": 1.0}),
+                         ("dp-bai-gauss", {"epsilon": 0.5, "delta": 1e-4}), ("od-linbai", {}),
+                         ("dp-od", {"epsilon": 1.0})]:
+        out = get_algorithm(name).simulate(section5, n_trials=7, rng=np.random.SeedSequence(seed), budget=500,
+                                           **params)
+        assert set(out) == {"success", "pulls_used"} and out["success"].shape == (7,)
+        assert set(np.unique(out["success"])) <= {0.0, 1.0} and out["pulls_used"].max() <= 500
