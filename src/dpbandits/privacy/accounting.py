@@ -485,7 +485,9 @@ class Accountant:
         if not isinstance(event, PrivacyEvent):
             raise InvalidParameterError(f"event must be a PrivacyEvent; got {event!r}")
         count = check_int(count, "count", minimum=1)
-        _ = [_fixed_parameters(e) for e, _n in _flatten(event) if not isinstance(e, GaussianEvent)]
+        for inner, _count in _flatten(event):  # refuse events no theorem here can bound, before recording
+            if not isinstance(inner, GaussianEvent):
+                _fixed_parameters(inner)
         if self.epsilon_budget is not None:
             spent = self._epsilon([*self._ledger, (event, count)], self.delta_budget)
             if spent > self.epsilon_budget:
