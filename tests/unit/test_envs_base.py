@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError
 from dpbandits.envs import base
@@ -176,3 +178,55 @@ def test_reward_table_is_the_pull_sequence(seed: int) -> None:
     _, values = streams.pull_counts(np.full((4, 3), 5), return_values=True)
     np.testing.assert_array_equal(table.ravel(), values)
     assert streams.reward_table(0).shape == (4, 3, 0)
+
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("pull"), st.lists(st.integers(0, 2), min_size=4, max_size=4), st.sets(st.integers(0, 3))
+        ),
+        st.tuples(
+            st.just("pull_counts"), st.lists(st.integers(0, 3), min_size=12, max_size=12), st.just(set())
+        ),
+    ),
+    max_size=12,
+)
+
+
+# The seed fixture is the same for every example, so sharing it across examples is intended.
+@settings(
+    derandomize=True,
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(ops=operations)
+def test_any_interleaving_of_pulls_reads_the_reward_table(
+    ops: list[tuple[str, list[int], set[int]]], seed: int
+) -> None:
+    """Whatever sequence of single and batched pulls is made, pull k of (i, a) returns table[i, a, k]."""
+    env = BernoulliBandit([0.3, 0.5, 0.7]) if len(ops) % 2 else UniformBandit([0.3, 0.5, 0.7])
+    streams = env.streams(seed, 4)
+    table = streams.reward_table(40)
+    consumed = np.zeros((4, 3), dtype=np.int64)
+    for kind, numbers, trial_set in ops:
+        if kind == "pull":
+            trials = np.array(sorted(trial_set), dtype=np.int64)
+            arms = np.array(numbers, dtype=np.int64)[: trials.size]
+            got = streams.pull(arms, trials=trials)
+            expected = table[trials, arms, consumed[trials, arms]]
+            consumed[trials, arms] += 1
+            np.testing.assert_array_equal(got, expected)
+        else:
+            counts = np.array(numbers, dtype=np.int64).reshape(4, 3)
+            _, values = streams.pull_counts(counts, return_values=True)
+            expected = np.concatenate(
+                [
+                    table[i, a, consumed[i, a] : consumed[i, a] + counts[i, a]]
+                    for i in range(4)
+                    for a in range(3)
+                ]
+            )
+            consumed += counts
+            np.testing.assert_array_equal(values, expected)
+    np.testing.assert_array_equal(streams.counts, consumed)
