@@ -1,0 +1,105 @@
+"""Benchmark of the study runner, printed as ratios against direct calls run in the same process.
+
+Usage::
+
+    python benchmarks/bench_runner.py            # full size (lead's run)
+    python benchmarks/bench_runner.py --quick    # reduced size, to check the script works
+    python benchmarks/bench_runner.py --dask     # also time a local dask cluster (process workers)
+
+1. Per-task overhead of the runner: ``run_study`` on the serial backend (building environments,
+   seeding, checking outputs, atomic cell writes, manifest and summary.csv) against calling the
+   simulation entry point directly for the same (cell, chunk) tasks with the same seeds. Printed as
+   milliseconds per task and as the ratio runner / direct, for a light and a heavy task size.
+2. Speed-up of the ``process`` backend on all cores: serial time / process time on one study
+   (and the ideal, the number of cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from dpbandits.algorithms.registry import get_algorithm
+from dpbandits.envs.registry import make_environment
+from dpbandits.experiments.backends import DaskBackend
+from dpbandits.experiments.config import Study
+from dpbandits.experiments.runner import chunk_seed_sequence, make_tasks, run_study
+
+
+def make_study(name: str, *, trials: int, chunk_size: int, budgets: list[int]) -> Study:
+    return Study.from_mapping({
+        "name": name,
+        "seed": 12345,
+        "trials": trials,
+        "chunk_size": chunk_size,
+        # Uniform[0, 2μ] arms: the cost of a task grows with trials × budget (Bernoulli sums would not).
+        "environment": {"name": "uniform", "means": [0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2, 0.15]},
+        "algorithms": [{"name": "uniform"}, {"name": "sequential-halving"}],
+        "grid": {"budget": budgets},
+    })
+
+
+def direct_calls(study: Study) -> float:
+    """Time of calling every task's simulation entry point directly (environments prebuilt)."""
+    tasks = make_tasks(study, study.cells())
+    prepared: list[tuple[Any, Any, dict[str, Any], int, int, int]] = []
+    for task in tasks:
+        cell = task.cell
+        env = make_environment(cell.environment, **cell.environment_params)
+        simulate = get_algorithm(cell.algorithm).simulate
+        prepared.append((simulate, env, cell.algorithm_params, task.n_trials, cell.point_index, task.chunk_index))
+    start = time.perf_counter()
+    for simulate, env, params, n_trials, point, chunk in prepared:
+        simulate(env, n_trials=n_trials, rng=chunk_seed_sequence(study.seed, point, chunk), **params)
+    return time.perf_counter() - start
+
+
+def runner_time(study: Study, backend: Any = "serial", workers: int | None = None) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        run_study(study, Path(tmp) / "run", backend=backend, workers=workers, progress="none")
+        return time.perf_counter() - start
+
+
+def best_of(repeats: int, fn: Any, *args: Any, **kwargs: Any) -> float:
+    return min(fn(*args, **kwargs) for _ in range(repeats))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="reduced size (a smoke run)")
+    parser.add_argument("--dask", action="store_true", help="also time a local dask cluster")
+    args = parser.parse_args()
+    repeats = 1 if args.quick else 3
+    cores = os.cpu_count() or 1
+
+    print("# 1. runner overhead per task (serial backend vs direct simulate calls, same tasks and seeds)")
+    light = make_study("light", trials=200 if args.quick else 1000, chunk_size=50, budgets=[64, 128, 256, 512])
+    heavy_budgets = [4096, 8192] if args.quick else [8192, 16384, 32768, 65536]
+    heavy = make_study("heavy", trials=400 if args.quick else 4000, chunk_size=200, budgets=heavy_budgets)
+    runner_time(light)  # warm-up: imports (scipy for the summary, matplotlib is not used)
+    for study in (light, heavy):
+        n_tasks = len(study.cells()) * study.n_chunks()
+        direct = best_of(repeats, direct_calls, study)
+        ran = best_of(repeats, runner_time, study)
+        per_task_ms = (ran - direct) / n_tasks * 1e3
+        print(f"{study.name:6s} {n_tasks:4d} tasks of {study.chunk_size} trials: direct {direct * 1e3:9.1f} ms | "
+              f"runner {ran * 1e3:9.1f} ms | overhead {per_task_ms:6.2f} ms/task | ratio runner/direct {ran / direct:5.2f}")
+
+    print(f"# 2. process backend speed-up on {cores} cores (serial time / process time; ideal {cores})")
+    big = make_study("speedup", trials=1000 if args.quick else 8000, chunk_size=500,
+                     budgets=[8192, 16384] if args.quick else [16384, 32768, 65536, 131072])
+    serial = best_of(repeats, runner_time, big, "serial")
+    process = best_of(repeats, runner_time, big, "process", cores)
+    print(f"serial {serial:7.2f} s | process ({cores} workers) {process:7.2f} s | speed-up {serial / process:5.2f}")
+    if args.dask:
+        dask = best_of(repeats, runner_time, big, DaskBackend(workers=cores, processes=True))
+        print(f"dask local cluster ({cores} workers, incl. start-up) {dask:7.2f} s | speed-up {serial / dask:5.2f}")
+
+
+if __name__ == "__main__":
+    main()
