@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError
 from dpbandits.envs import base
 from dpbandits.envs.base import check_reward_bounds, counter_uniforms, segment_sums
+from dpbandits.envs.linear import dp_bai_instance
 from dpbandits.envs.mab import BernoulliBandit, UniformBandit
 
 MASK64 = (1 << 64) - 1
@@ -230,3 +233,24 @@ def test_any_interleaving_of_pulls_reads_the_reward_table(
             consumed += counts
             np.testing.assert_array_equal(values, expected)
     np.testing.assert_array_equal(streams.counts, consumed)
+
+
+def test_pull_broadcasts_a_single_arm(seed: int) -> None:
+    env = UniformBandit([0.3, 0.2])
+    np.testing.assert_array_equal(
+        env.streams(seed, 3).pull(1), env.streams(seed, 3).pull(np.ones(3, dtype=np.int64))
+    )
+    streams = env.streams(seed, 3)
+    streams.pull(0, trials=np.array([2]))
+    np.testing.assert_array_equal(streams.counts, [[0, 0], [0, 0], [1, 0]])
+
+
+def test_environments_and_streams_survive_pickling(seed: int) -> None:
+    env = dp_bai_instance()
+    copy = pickle.loads(pickle.dumps(env))
+    for name in ("means", "features", "theta"):
+        assert not getattr(copy, name).flags.writeable
+    streams = env.streams(seed, 3)
+    streams.pull(np.array([0, 1, 2]))
+    resumed = pickle.loads(pickle.dumps(streams))
+    np.testing.assert_array_equal(resumed.pull(2), streams.pull(2))

@@ -297,8 +297,8 @@ class RewardStreams:
 
         Parameters
         ----------
-        arms : array_like of int, shape (n_trials,) or (len(trials),)
-            The arm pulled in each trial.
+        arms : int or array_like of int, shape (n_trials,) or (len(trials),)
+            The arm pulled in each trial (an int: the same arm in every pulling trial).
         trials : array_like of int, optional
             The trials that pull (distinct indices); default all trials in order.
 
@@ -326,6 +326,8 @@ class RewardStreams:
             if np.unique(trial_arr).size != trial_arr.size:
                 raise InvalidParameterError("trials must be distinct (one pull per trial per call)")
         arm_arr = self.env.check_arms(arms, "arms")
+        if arm_arr.ndim == 0:  # one arm for every pulling trial
+            arm_arr = np.full(trial_arr.shape, int(arm_arr), dtype=np.int64)
         if arm_arr.shape != trial_arr.shape:
             raise InvalidParameterError(
                 f"arms must have shape {trial_arr.shape} (one arm per pulling trial); got arms.shape={arm_arr.shape}"
@@ -428,6 +430,14 @@ class BanditEnvironment(ABC):
 
     means: FloatArray
     reward_bounds: tuple[float, float]
+
+    # Array attributes kept read-only (also after unpickling).
+    _read_only_arrays: ClassVar[tuple[str, ...]] = ("means",)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for name in self._read_only_arrays:
+            getattr(self, name).setflags(write=False)
 
     def _init_arms(self, means: ArrayLike, reward_bounds: tuple[float, float]) -> None:
         mean_arr = check_array(means, "means", ndim=1)

@@ -79,6 +79,7 @@ class LinearBandit(BanditEnvironment):
 
     name = "linear"
     kind = "linear"
+    _read_only_arrays = ("means", "features", "theta")
 
     def __init__(
         self,
