@@ -366,11 +366,11 @@ def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float)
         low /= 2.0
     while excess(high) > 0.0:
         high *= 2.0
-    ratio = float(brentq(excess, low, high, xtol=1e-14, rtol=1e-14))
-    # round σ up: δ(σ) <= δ must hold exactly as computed
-    while excess(ratio) > 0.0:
-        ratio *= 1.0 + 1e-12
-    return ratio * delta_f
+    sigma = float(brentq(excess, low, high, xtol=1e-14, rtol=1e-14)) * delta_f
+    # round σ up: δ(σ) <= δ must hold exactly as gaussian_delta computes it (μ = Δ/σ)
+    while _gaussian_delta(delta_f / sigma, eps) > delta:
+        sigma *= 1.0 + 1e-12
+    return sigma
 
 
 class GaussianMechanism(Mechanism):
