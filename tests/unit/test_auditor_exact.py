@@ -240,3 +240,24 @@ def test_laplace_distribution_matches_scipy_where_scipy_is_accurate() -> None:
     assert float(ours.logsf(3.0 + 4000.0)) == pytest.approx(math.log(0.5) - 2000.0, rel=1e-14)
     with pytest.raises(InvalidParameterError, match="scale must be a finite float > 0"):
         LaplaceDistribution(loc=0.0, scale=0.0)
+
+
+def test_batch_functions_agree_with_the_validated_ones(rng: np.random.Generator) -> None:
+    from dpbandits.audit import delta_for_epsilon_batch, privacy_loss_batch
+
+    p = rng.dirichlet(np.ones(6), size=30)
+    q = rng.dirichlet(np.ones(6), size=30)
+    p[:5, 0], q[3:8, 0] = 0.0, 0.0  # zeros on one side, on both sides, and unmatched
+    p[:5] /= p[:5].sum(axis=1, keepdims=True)
+    q[3:8] /= q[3:8].sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        log_p, log_q = np.log(p), np.log(q)
+    losses = privacy_loss_batch(log_p, log_q)
+    deltas = delta_for_epsilon_batch(log_p, log_q, 0.3)
+    assert losses.shape == deltas.shape == (30,)
+    for i in range(30):
+        assert losses[i] == privacy_loss(p[i], q[i])
+        assert deltas[i] == pytest.approx(delta_for_epsilon(p[i], q[i], 0.3), rel=1e-12, abs=1e-16)
+    assert np.isinf(losses[:3]).all() and np.isinf(losses[5:8]).all() and np.isfinite(losses[3:5]).all()
+    # broadcasting one distribution against many
+    np.testing.assert_allclose(privacy_loss_batch(log_p[0], log_q), [privacy_loss(p[0], qi) for qi in q])

@@ -19,9 +19,11 @@ from dpbandits.audit.exact import (
     LaplaceDistribution,
     audit_exact,
     delta_for_epsilon,
+    delta_for_epsilon_batch,
     hockey_stick_divergence,
     interval_log_probabilities,
     privacy_loss,
+    privacy_loss_batch,
 )
 from dpbandits.audit.statistical import (
     OutcomeEvent,
@@ -41,9 +43,11 @@ __all__ = [
     "audit_exact",
     "clopper_pearson",
     "delta_for_epsilon",
+    "delta_for_epsilon_batch",
     "epsilon_lower_bound",
     "hockey_stick_divergence",
     "interval_log_probabilities",
     "privacy_loss",
+    "privacy_loss_batch",
     "threshold_events",
 ]

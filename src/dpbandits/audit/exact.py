@@ -47,9 +47,11 @@ __all__ = [
     "LaplaceDistribution",
     "audit_exact",
     "delta_for_epsilon",
+    "delta_for_epsilon_batch",
     "hockey_stick_divergence",
     "interval_log_probabilities",
     "privacy_loss",
+    "privacy_loss_batch",
 ]
 
 # Largest |exponent| used in the stable hockey-stick form (spec_kl_regularization.md §5.2).
@@ -98,15 +100,15 @@ def _pair(p: ArrayLike, q: ArrayLike, log: bool) -> tuple[NDArray[np.float64], N
     return log_p, log_q
 
 
-def _signed_losses(log_p: NDArray[np.float64], log_q: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Return log p(o) − log q(o) per output: ±inf where exactly one is 0, NaN where both are 0."""
+def _abs_losses(log_p: NDArray[np.float64], log_q: NDArray[np.float64]) -> NDArray[np.float64]:
+    """|log p(o) − log q(o)| per output: inf where exactly one is 0, −inf (ignored) where both are."""
     with np.errstate(invalid="ignore"):
-        return np.asarray(log_p - log_q, dtype=np.float64)
+        losses = np.abs(log_p - log_q)
+    return np.asarray(np.where(np.isnan(losses), -np.inf, losses), dtype=np.float64)
 
 
 def _worst_output(log_p: NDArray[np.float64], log_q: NDArray[np.float64]) -> tuple[float, int]:
-    losses = np.abs(_signed_losses(log_p, log_q))
-    losses[np.isnan(losses)] = -np.inf  # p = q = 0: the output never occurs, ignore it
+    losses = _abs_losses(log_p, log_q)
     worst = int(np.argmax(losses))
     return float(losses[worst]), worst
 
@@ -171,15 +173,17 @@ def hockey_stick_divergence(p: ArrayLike, q: ArrayLike, epsilon: float, *, log: 
     """
     eps = check_in_interval(epsilon, "epsilon", 0.0, math.inf, closed="left")
     log_p, log_q = _pair(p, q, log)
-    return _hockey_stick(log_p, log_q, eps)
+    return float(_hockey_stick(log_p, log_q, eps))
 
 
-def _hockey_stick(log_p: NDArray[np.float64], log_q: NDArray[np.float64], eps: float) -> float:
-    occurs = np.isfinite(log_p)
-    # exponent x = ε + log q − log p ; the term is p·(1 − eˣ)⁺ = p·(−expm1(x))⁺
-    exponent = np.clip(eps + log_q[occurs] - log_p[occurs], -_EXPONENT_CLIP, _EXPONENT_CLIP)
-    terms = np.exp(log_p[occurs]) * np.maximum(-np.expm1(exponent), 0.0)
-    return float(min(1.0, math.fsum(terms.tolist())))
+def _hockey_stick(log_p: ArrayLike, log_q: ArrayLike, eps: float) -> NDArray[np.float64]:
+    """H_ε(p‖q) over the last axis, in log space (shapes broadcast)."""
+    lp, lq = np.broadcast_arrays(np.asarray(log_p, dtype=np.float64), np.asarray(log_q, dtype=np.float64))
+    with np.errstate(invalid="ignore"):
+        # exponent x = ε + log q − log p ; the term is p·(1 − eˣ)⁺ = p·(−expm1(x))⁺, 0 where p = 0
+        exponent = np.clip(eps + lq - lp, -_EXPONENT_CLIP, _EXPONENT_CLIP)
+        terms = np.where(np.isfinite(lp), np.exp(lp) * np.maximum(-np.expm1(exponent), 0.0), 0.0)
+    return np.asarray(np.minimum(np.sum(terms, axis=-1), 1.0), dtype=np.float64)
 
 
 def delta_for_epsilon(p: ArrayLike, q: ArrayLike, epsilon: float, *, log: bool = False) -> float:
@@ -212,7 +216,64 @@ def delta_for_epsilon(p: ArrayLike, q: ArrayLike, epsilon: float, *, log: bool =
     """
     eps = check_in_interval(epsilon, "epsilon", 0.0, math.inf, closed="left")
     log_p, log_q = _pair(p, q, log)
-    return max(_hockey_stick(log_p, log_q, eps), _hockey_stick(log_q, log_p, eps))
+    return float(np.maximum(_hockey_stick(log_p, log_q, eps), _hockey_stick(log_q, log_p, eps)))
+
+
+def privacy_loss_batch(log_p: ArrayLike, log_q: ArrayLike) -> NDArray[np.float64]:
+    """Pure privacy losses of many pairs at once, over the last axis (log-probabilities only).
+
+    The fast path for *screening* many candidate neighbours: no validation (inputs must already be
+    normalised log-probabilities over the same outputs); shapes broadcast. Report the worst
+    candidates with :func:`privacy_loss`, which validates.
+
+    Parameters
+    ----------
+    log_p, log_q : array_like of shape (..., n_outputs)
+        Log-probabilities (``-inf`` for 0).
+
+    Returns
+    -------
+    ndarray of shape (...)
+        max_o |log p(o) − log q(o)| per pair (outputs with p = q = 0 ignored).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpbandits.audit.exact import privacy_loss_batch
+    >>> privacy_loss_batch(np.log([[0.5, 0.5], [0.75, 0.25]]), np.log([0.25, 0.75])).round(4).tolist()
+    [0.6931, 1.0986]
+    """
+    lp, lq = np.broadcast_arrays(np.asarray(log_p, dtype=np.float64), np.asarray(log_q, dtype=np.float64))
+    return np.asarray(np.max(_abs_losses(lp, lq), axis=-1), dtype=np.float64)
+
+
+def delta_for_epsilon_batch(log_p: ArrayLike, log_q: ArrayLike, epsilon: float) -> NDArray[np.float64]:
+    """δ(ε) = max(H_ε(p‖q), H_ε(q‖p)) of many pairs at once, over the last axis (log space only).
+
+    The same formula as :func:`delta_for_epsilon`, without validation, for screening many candidate
+    neighbours; shapes broadcast.
+
+    Parameters
+    ----------
+    log_p, log_q : array_like of shape (..., n_outputs)
+        Normalised log-probabilities (``-inf`` for 0).
+    epsilon : float
+        ε >= 0.
+
+    Returns
+    -------
+    ndarray of shape (...)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpbandits.audit.exact import delta_for_epsilon_batch
+    >>> delta_for_epsilon_batch(np.log([[0.75, 0.25]]), np.log([0.25, 0.75]), 0.0).tolist()
+    [0.5]
+    """
+    eps = check_in_interval(epsilon, "epsilon", 0.0, math.inf, closed="left")
+    return np.asarray(np.maximum(_hockey_stick(log_p, log_q, eps), _hockey_stick(log_q, log_p, eps)),
+                      dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -339,7 +400,7 @@ def audit_exact(
         loss, output = _worst_output(log_p, log_q)
         if loss > max_loss:
             max_loss, worst_index, worst_output = loss, index, output
-        pair_delta = max(_hockey_stick(log_p, log_q, eps), _hockey_stick(log_q, log_p, eps))
+        pair_delta = float(np.maximum(_hockey_stick(log_p, log_q, eps), _hockey_stick(log_q, log_p, eps)))
         if pair_delta > max_delta:
             max_delta, worst_delta_index = pair_delta, index
 
