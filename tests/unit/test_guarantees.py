@@ -64,6 +64,13 @@ def test_infinite_guarantee_carries_a_reason() -> None:
     assert not g.is_finite and g.reason == "budget too small"
 
 
+def test_numpy_scalars_accepted() -> None:
+    import numpy as np
+
+    g = ApproxDP(epsilon=np.float32(0.5), delta=np.float64(1e-6), unit="u", neighbouring="add/remove")
+    assert type(g.epsilon) is float and g.epsilon == 0.5 and type(g.delta) is float
+
+
 def test_frozen() -> None:
     with pytest.raises(AttributeError):
         _approx().epsilon = 2.0  # type: ignore[misc]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from numbers import Real
 from typing import Self
 
 from dpbandits._core.errors import DPBanditsError, InvalidParameterError
@@ -57,7 +58,7 @@ class Neighbouring(StrEnum):
 
 
 def _check_guarantee_epsilon(epsilon: float) -> float:
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+    if isinstance(epsilon, bool) or not isinstance(epsilon, Real):
         raise InvalidParameterError(f"epsilon must be a float >= 0 or inf; got {epsilon!r}")
     eps = float(epsilon)
     if math.isnan(eps) or eps < 0:
@@ -99,7 +100,7 @@ class Guarantee:
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_guarantee_epsilon(self.epsilon))
         delta = self.delta
-        if isinstance(delta, bool) or not isinstance(delta, int | float) or not (0.0 <= delta <= 1.0):
+        if isinstance(delta, bool) or not isinstance(delta, Real) or not (0.0 <= delta <= 1.0):
             raise InvalidParameterError(f"delta must be a float in [0, 1]; got {delta!r}")
         object.__setattr__(self, "delta", float(delta))
         if not isinstance(self.neighbouring, Neighbouring):
