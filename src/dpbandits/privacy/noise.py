@@ -271,7 +271,11 @@ class OpenDPNoise(NoiseBackend):
         return self._add("gaussian", x, _check_scale(scale))
 
     def gumbel_max(self, log_weights: ArrayLike, size: int | None = None) -> NDArray[np.int64]:
-        """Sample indices ∝ exp(log_weights) with OpenDP's exact Gumbel report-noisy-max."""
+        """Sample indices ∝ exp(log_weights) with OpenDP's exact Gumbel report-noisy-max.
+
+        The draw is exact for the float64 scores it is given; computing those scores (e.g. u(a)/η) is
+        ordinary floating point done by the caller. Rows are sampled one OpenDP call at a time.
+        """
         z = _check_log_weights(log_weights)
         batch_shape = z.shape[:-1] if size is None else (int(size), *z.shape[:-1])
         rows = np.broadcast_to(z, (*batch_shape, z.shape[-1])).reshape(-1, z.shape[-1])
