@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -12,8 +13,7 @@ import numpy as np
 import pytest
 
 from dpbandits._core.errors import StudyError
-from dpbandits.algorithms.registry import AlgorithmSpec, get_algorithm
-from dpbandits.experiments import runner as runner_module
+from dpbandits.algorithms.registry import get_algorithm
 from dpbandits.experiments.config import Study
 from dpbandits.experiments.progress import LogProgress
 from dpbandits.experiments.runner import chunk_seed_sequence, make_tasks, run_study, run_task
@@ -118,19 +118,27 @@ def test_run_directory_of_another_study_is_refused(tmp_path: Path, seed: int) ->
         run_study(_study(seed), foreign, progress="none")
 
 
-def test_malformed_algorithm_output_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+def test_malformed_algorithm_output_is_a_clear_error(seed: int) -> None:
     real = get_algorithm("uniform")
 
     def short_output(env: Any, *, n_trials: int, rng: Any, **params: Any) -> dict[str, np.ndarray]:
         out = real.simulate(env, n_trials=n_trials, rng=rng, **params)
         return {key: value[:-1] for key, value in out.items()}
 
-    fake = AlgorithmSpec(name="uniform", family="bai", simulate=short_output, privacy="none", metrics=real.metrics)
-    monkeypatch.setattr(runner_module, "get_algorithm", lambda name: fake)
     study = _study(seed)
-    task = make_tasks(study, study.cells()[:1])[0]
+    task = dataclasses.replace(make_tasks(study, study.cells()[:1])[0], simulate=short_output)
     with pytest.raises(StudyError, match=r"metric 'success' must be 25 finite values; got shape \(24,\)"):
         run_task(task)
+
+
+def test_a_failing_cell_names_itself_and_keeps_finished_cells(tmp_path: Path, seed: int) -> None:
+    study = _study(seed, grid={"budget": [16, 5]})  # SH needs budget >= 4·⌈log2 4⌉ = 8
+    with pytest.raises(StudyError, match=r"cell p0001-a01 \(SH on bernoulli, grid point \{'budget': 5\}\) failed: "
+                                         r"budget must be >= n_arms·⌈log2 n_arms⌉ = 8"):
+        run_study(study, tmp_path / "run", progress="none")
+    manifest = read_manifest(tmp_path / "run")
+    assert manifest["status"] == "failed"
+    assert [k for k, v in manifest["cells"].items() if v["status"] == "done"] == ["p0000-a00", "p0000-a01", "p0001-a00"]
 
 
 def test_log_progress_prints_start_and_end_lines(tmp_path: Path, seed: int) -> None:

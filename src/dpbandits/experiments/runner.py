@@ -41,18 +41,17 @@ Examples
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dpbandits._core.errors import StudyError
+from dpbandits._core.errors import DPBanditsError, StudyError
 from dpbandits._core.rng import as_seed_sequence
 from dpbandits._core.typing import FloatArray
-from dpbandits.algorithms.registry import get_algorithm
-from dpbandits.envs.registry import make_environment
+from dpbandits.envs.registry import get_environment
 from dpbandits.experiments.backends import Backend, make_backend
 from dpbandits.experiments.config import Cell, Study
 from dpbandits.experiments.progress import ProgressReporter, make_progress
@@ -74,13 +73,19 @@ def chunk_seed_sequence(root_seed: int, point_index: int, chunk_index: int) -> n
 
 @dataclass(frozen=True)
 class Task:
-    """One (cell, chunk of trials): all a worker needs, picklable."""
+    """One (cell, chunk of trials): all a worker needs, picklable.
+
+    The environment factory and the simulation entry point travel with the task (pickled by
+    reference), so a worker imports only their modules rather than every algorithm family.
+    """
 
     cell: Cell
     chunk_index: int
     n_trials: int
     root_seed: int
     metrics: tuple[str, ...]
+    environment_factory: Callable[..., Any]
+    simulate: Callable[..., Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -100,11 +105,15 @@ def run_task(task: Task) -> TaskResult:
         If the entry point does not return every metric as a finite array of shape (n_trials,).
     """
     cell = task.cell
-    env = make_environment(cell.environment, **cell.environment_params)
-    simulate = get_algorithm(cell.algorithm).simulate
     rng = chunk_seed_sequence(task.root_seed, cell.point_index, task.chunk_index)
     started = time.perf_counter()
-    output = simulate(env, n_trials=task.n_trials, rng=rng, **cell.algorithm_params)
+    try:
+        env = task.environment_factory(**cell.environment_params)
+        output = task.simulate(env, n_trials=task.n_trials, rng=rng, **cell.algorithm_params)
+    except DPBanditsError as exc:
+        raise StudyError(
+            f"cell {cell.key} ({cell.label} on {cell.environment}, grid point {cell.point}) failed: {exc}"
+        ) from exc
     seconds = time.perf_counter() - started
     values: dict[str, FloatArray] = {}
     for metric in task.metrics:
@@ -125,8 +134,11 @@ def run_task(task: Task) -> TaskResult:
 def make_tasks(study: Study, cells: list[Cell]) -> list[Task]:
     """The tasks of ``cells``: cells in order, each cell's chunks consecutive (so cells finish early)."""
     metrics = {index: study.metrics_of(index) for index in range(len(study.algorithms))}
+    simulate = {index: study.algorithm_spec(index).simulate for index in range(len(study.algorithms))}
+    factory = get_environment(study.environment.name).factory
     return [
-        Task(cell, chunk_index, n_trials, study.seed, metrics[cell.algorithm_index])
+        Task(cell, chunk_index, n_trials, study.seed, metrics[cell.algorithm_index], factory,
+             simulate[cell.algorithm_index])
         for cell in cells
         for chunk_index, n_trials in enumerate(study.chunk_sizes())
     ]
