@@ -329,6 +329,26 @@ class DuelStreams:
         pair_ids = self.env._pair_index[x, y]
         self.counts[n] += np.bincount(pair_ids, minlength=self.env.n_pair_streams)
 
+    def duel_trials(self, first: ArrayLike, second: ArrayLike) -> IntArray:
+        """Play one duel in every trial at once (``first[n]`` vs ``second[n]`` in trial n) and consume it.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_trials,)
+            1 where ``first`` won.
+        """
+        x = self.env.check_arms(np.asarray(first), "first")
+        y = self.env.check_arms(np.asarray(second), "second")
+        if x.shape != (self.n_trials,) or y.shape != (self.n_trials,):
+            raise InvalidParameterError(
+                f"first and second must have shape ({self.n_trials},); got {x.shape} and {y.shape}"
+            )
+        trials = np.arange(self.n_trials)
+        pair_ids = self.env._pair_index[x, y]
+        u = counter_uniforms(self.keys[trials, pair_ids], self.counts[trials, pair_ids])
+        self.counts[trials, pair_ids] += 1
+        return self.env.outcome_from_uniform(x, y, u)
+
     def duel(self, first: int, second: int, trial: int = 0) -> int:
         """Play one duel and return 1 iff ``first`` wins."""
         outcome = int(self.peek([first], [second], trial)[0])

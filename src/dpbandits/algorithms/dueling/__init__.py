@@ -3,6 +3,6 @@
 Importing this package registers its algorithms in :mod:`dpbandits.algorithms.registry`.
 """
 
-from dpbandits.algorithms.dueling import dp_ebs_elimination
+from dpbandits.algorithms.dueling import dp_ebs_elimination, rucb
 
-__all__ = ["dp_ebs_elimination"]
+__all__ = ["dp_ebs_elimination", "rucb"]
