@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Hashable, Mapping
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -343,26 +343,38 @@ _METRICS = ("success", "pulls_used")
 @register_algorithm("dp-bai", family="bai", privacy="ε-DP for one entry of the reward table",
                     metrics=_METRICS, proportion_metrics=("success",), environments=("linear",))
 def simulate_dp_bai(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
-                    pull_consistent: bool = False, **options: Any) -> Mapping[str, np.ndarray]:
+                    schedule: str = "canonical", budget_mode: str = "paper", maxdet: str = "auto",
+                    use_effective_dimension: bool = False, tie_break: str = "random", clip_rewards: bool = False,
+                    allow_out_of_range: bool = False, pull_consistent: bool = False) -> Mapping[str, np.ndarray]:
     """DP-BAI (Chen et al. 2024, Algorithm 1): Max-Det collections + Laplace-privatised phase means."""
-    algorithm = DPBAI(environment_features(env), budget, epsilon, **options)
+    algorithm = DPBAI(environment_features(env), budget, epsilon, schedule=schedule, budget_mode=budget_mode,
+                      maxdet=maxdet, use_effective_dimension=use_effective_dimension, tie_break=tie_break,
+                      clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
     return _metrics(algorithm, env, n_trials, rng, pull_consistent)
 
 
 @register_algorithm("dp-bai-gauss", family="bai", privacy="(ε, δ)-DP for one entry of the reward table",
                     metrics=_METRICS, proportion_metrics=("success",), environments=("linear",))
 def simulate_dp_bai_gauss(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
-                          delta: float, pull_consistent: bool = False, **options: Any
-                          ) -> Mapping[str, np.ndarray]:
+                          delta: float, schedule: str = "canonical", budget_mode: str = "paper",
+                          maxdet: str = "auto", use_effective_dimension: bool = False, tie_break: str = "random",
+                          clip_rewards: bool = False, allow_out_of_range: bool = False,
+                          pull_consistent: bool = False) -> Mapping[str, np.ndarray]:
     """DP-BAI-Gauss (Chen et al. 2024, Algorithm 2): Gaussian-privatised phase means, (ε, δ)-DP."""
-    algorithm = DPBAIGauss(environment_features(env), budget, epsilon, delta, **options)
+    algorithm = DPBAIGauss(environment_features(env), budget, epsilon, delta, schedule=schedule,
+                           budget_mode=budget_mode, maxdet=maxdet, use_effective_dimension=use_effective_dimension,
+                           tie_break=tie_break, clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
     return _metrics(algorithm, env, n_trials, rng, pull_consistent)
 
 
 @register_algorithm("dp-bai-baseline", family="bai", privacy="ε-DP for one entry of the reward table",
                     metrics=_METRICS, proportion_metrics=("success",), environments=("linear",))
 def simulate_baseline(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
-                      pull_consistent: bool = False, **options: Any) -> Mapping[str, np.ndarray]:
+                      schedule: str = "canonical", budget_mode: str = "paper", use_effective_dimension: bool = False,
+                      tie_break: str = "random", clip_rewards: bool = False, allow_out_of_range: bool = False,
+                      pull_consistent: bool = False) -> Mapping[str, np.ndarray]:
     """Baseline (Chen et al. 2024, §5): DP-BAI without Max-Det; every active arm pulled each phase."""
-    algorithm = Baseline(environment_features(env), budget, epsilon, **options)
+    algorithm = Baseline(environment_features(env), budget, epsilon, schedule=schedule, budget_mode=budget_mode,
+                         use_effective_dimension=use_effective_dimension, tie_break=tie_break,
+                         clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
     return _metrics(algorithm, env, n_trials, rng, pull_consistent)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -100,9 +99,11 @@ class DPOD(PhasedAlgorithm):
 @register_algorithm("dp-od", family="bai", privacy="ε-DP for one entry of the reward table",
                     metrics=("success", "pulls_used"), proportion_metrics=("success",), environments=("linear",))
 def simulate_dp_od(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
-                   pull_consistent: bool = False, **options: Any) -> Mapping[str, np.ndarray]:
+                   l_mode: str = "l1", tie_break: str = "random", clip_rewards: bool = False,
+                   allow_out_of_range: bool = False, pull_consistent: bool = False) -> Mapping[str, np.ndarray]:
     """DP-OD (Chen et al. 2024, App. E.1): OD-LinBAI with Laplace noise on the least-squares target."""
-    result = DPOD(environment_features(env), budget, epsilon, **options).simulate(
-        env, n_trials, rng, pull_consistent=pull_consistent)
+    algorithm = DPOD(environment_features(env), budget, epsilon, l_mode=l_mode, tie_break=tie_break,
+                     clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
+    result = algorithm.simulate(env, n_trials, rng, pull_consistent=pull_consistent)
     return {"success": (result.recommended == env.best_arm).astype(np.float64),
             "pulls_used": result.pulls_used.astype(np.float64)}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -195,9 +195,9 @@ class ODLinBAI(PhasedAlgorithm):
 @register_algorithm("od-linbai", family="bai", privacy="none (non-private)", metrics=("success", "pulls_used"),
                     proportion_metrics=("success",), environments=("linear",))
 def simulate_od_linbai(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int,
-                       pull_consistent: bool = False, **options: Any) -> Mapping[str, np.ndarray]:
+                       tie_break: str = "random", pull_consistent: bool = False) -> Mapping[str, np.ndarray]:
     """OD-LinBAI (Yang & Tan 2022): G-optimal designs and OLS, halving the dimension each phase."""
-    result = ODLinBAI(environment_features(env), budget, **options).simulate(
+    result = ODLinBAI(environment_features(env), budget, tie_break=tie_break).simulate(
         env, n_trials, rng, pull_consistent=pull_consistent)
     return {"success": (result.recommended == env.best_arm).astype(np.float64),
             "pulls_used": result.pulls_used.astype(np.float64)}
