@@ -63,3 +63,15 @@ def test_make_backend_checks_its_arguments() -> None:
         make_backend("cloud")
     with pytest.raises(InvalidParameterError, match="scheduler is only used by the dask backend"):
         make_backend("process", scheduler="tcp://localhost:8786")
+
+
+def test_dask_backend_connects_to_a_running_scheduler(tmp_path: Path, seed: int) -> None:
+    from distributed import LocalCluster
+
+    study = _study(seed).with_overrides(trials=30)
+    serial = run_study(study, tmp_path / "serial", progress="none")
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        backend = DaskBackend(scheduler=cluster.scheduler_address)
+        result = run_study(study, tmp_path / "dask", backend=backend, progress="none")
+    assert result.backend["scheduler"] == cluster.scheduler_address
+    assert (tmp_path / "dask" / "summary.csv").read_bytes() == serial.summary_path.read_bytes()

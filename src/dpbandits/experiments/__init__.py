@@ -1,1 +1,26 @@
-"""dpbandits.experiments."""
+"""Simulation studies: study files, the runner and its backends, the results store, plots.
+
+The main entry points::
+
+    from dpbandits.experiments import load_study, run_study, plot_run
+
+    study = load_study("study.toml")           # or Study.from_mapping({...}) / load_bundled_study(name)
+    result = run_study(study, "runs/my-study", backend="process")
+    plot_run(result.run_dir)
+"""
+
+from dpbandits.experiments.bundled import list_bundled_studies, load_bundled_study
+from dpbandits.experiments.config import Study, load_study, parse_study_text
+from dpbandits.experiments.plots import plot_run
+from dpbandits.experiments.runner import RunResult, run_study
+
+__all__ = [
+    "RunResult",
+    "Study",
+    "list_bundled_studies",
+    "load_bundled_study",
+    "load_study",
+    "parse_study_text",
+    "plot_run",
+    "run_study",
+]
