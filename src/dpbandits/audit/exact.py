@@ -56,7 +56,7 @@ __all__ = [
 
 # Largest |exponent| used in the stable hockey-stick form (spec_kl_regularization.md §5.2).
 _EXPONENT_CLIP = 700.0
-# A distribution must sum to 1 within this (relative to its size) to be accepted.
+# A distribution is accepted when its total mass is 1 within this relative tolerance.
 _NORMALISATION_TOLERANCE = 1e-6
 
 
