@@ -1,0 +1,76 @@
+"""Plots from a summary.csv (numeric, categorical, several swept parameters, none) and progress reporters."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from dpbandits._core.errors import StudyError
+from dpbandits.experiments.plots import plot_run
+from dpbandits.experiments.progress import LogProgress, NullProgress, RichProgress, make_progress
+
+HEADER = "budget,variant,algorithm,n_trials,success_mean,success_stderr,success_ci_low,success_ci_high,regret_mean,regret_stderr,regret_ci_low,regret_ci_high\n"
+
+
+def _summary(tmp_path: Path, header: str, rows: list[str]) -> Path:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "summary.csv").write_text(header + "".join(row + "\n" for row in rows), encoding="utf-8")
+    return run_dir
+
+
+def test_each_metric_against_each_swept_parameter(tmp_path: Path) -> None:
+    rows = []
+    for budget in (10, 100, 1000):
+        for variant in ("a", "b"):
+            rows.append(f"{budget},{variant},alg1,50,0.5,0.07,0.37,0.63,0.1,0.01,0.08,0.12")
+            rows.append(f"{budget},{variant},alg2,50,0.6,0.07,0.46,0.72,,,,")  # alg2 records no regret
+    run_dir = _summary(tmp_path, HEADER, rows)
+    written = plot_run(run_dir)
+    names = sorted(path.name for path in written)
+    assert names == sorted(f"{m}_vs_{p}.{ext}" for m in ("success", "regret") for p in ("budget", "variant")
+                           for ext in ("png", "pdf"))
+    assert all(path.stat().st_size > 1000 for path in written)
+    assert (run_dir / "plots" / "success_vs_budget.png").read_bytes()[:4] == b"\x89PNG"
+    assert (run_dir / "plots" / "success_vs_budget.pdf").read_bytes()[:4] == b"%PDF"
+
+
+def test_nothing_swept_draws_one_chart_per_metric(tmp_path: Path) -> None:
+    header = "algorithm,n_trials,success_mean,success_stderr,success_ci_low,success_ci_high\n"
+    run_dir = _summary(tmp_path, header, ["alg1,1,1.0,nan,nan,nan", "alg2,10,0.5,0.1,0.2,0.8"])
+    assert sorted(p.name for p in plot_run(run_dir, formats=("png",))) == ["success.png"]
+
+
+def test_plot_needs_a_summary(tmp_path: Path) -> None:
+    with pytest.raises(StudyError, match=r"has no summary\.csv"):
+        plot_run(tmp_path)
+
+
+def test_log_progress_lines() -> None:
+    stream = io.StringIO()
+    progress = LogProgress(stream, interval=0.0)
+    progress.start(total_cells=4, total_trials=400, done_cells=1, done_trials=100)
+    progress.advance(trials=100, cells=1)
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "[dpbandits] starting: 4 cells, 400 trials (1 already done)"
+    assert lines[1].startswith("[dpbandits] 2/4 cells, 200/400 trials,")
+    assert lines[-1].endswith("— stopped")
+
+
+def test_rich_progress_on_a_terminal() -> None:
+    buffer = io.StringIO()
+    progress = RichProgress(Console(file=buffer, force_terminal=True, width=120))
+    progress.start(total_cells=2, total_trials=20, done_cells=0, done_trials=0)
+    progress.advance(trials=20, cells=2)
+    progress.close()
+    assert "2/2 cells" in buffer.getvalue()
+
+
+def test_auto_progress_is_plain_without_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # not a terminal
+    assert isinstance(make_progress("auto"), LogProgress)
+    assert isinstance(make_progress("none"), NullProgress)
