@@ -36,6 +36,7 @@ from dpbandits.algorithms.registry import register_algorithm
 
 __all__ = [
     "BAI_METRICS",
+    "NON_PRIVATE_BAI",
     "SequentialHalving",
     "bai_metrics",
     "check_reward_draws",
@@ -49,6 +50,15 @@ BAI_METRICS: tuple[str, ...] = ("success", "simple_regret")
 """Per-trial metrics of the fixed-budget BAI simulations: 0/1 success and simple regret."""
 
 REWARD_DRAWS: tuple[str, ...] = ("sums", "streams")
+
+NON_PRIVATE_BAI = {
+    "family": "bai",
+    "privacy": "none (non-private)",
+    "metrics": BAI_METRICS,
+    "proportion_metrics": ("success",),
+    "environments": ("bernoulli", "uniform", "beta", "clipped-gaussian"),
+}
+"""Registry fields shared by the non-private multi-armed BAI baselines."""
 
 
 def top_k_random_ties(values: FloatArray, k: int, rng: np.random.Generator) -> IntArray:
@@ -126,12 +136,8 @@ def bai_metrics(env: Any, recommended: IntArray) -> dict[str, FloatArray]:
 
 @register_algorithm(
     "sequential-halving",
-    family="bai",
-    privacy="none (non-private)",
-    metrics=BAI_METRICS,
-    proportion_metrics=("success",),
-    environments=("bernoulli", "uniform", "beta", "clipped-gaussian"),
     description="Sequential Halving (Karnin et al. 2013), fixed budget, non-private",
+    **NON_PRIVATE_BAI,  # type: ignore[arg-type]
 )
 def simulate_sequential_halving(
     env: Any,

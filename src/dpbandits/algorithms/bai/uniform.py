@@ -24,7 +24,7 @@ from dpbandits._core.rng import RNGLike, spawn_generators
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int
 from dpbandits.algorithms.bai.sequential_halving import (
-    BAI_METRICS,
+    NON_PRIVATE_BAI,
     bai_metrics,
     check_reward_draws,
     draw_sums,
@@ -57,12 +57,8 @@ def uniform_counts(n_arms: int, budget: int) -> IntArray:
 
 @register_algorithm(
     "uniform",
-    family="bai",
-    privacy="none (non-private)",
-    metrics=BAI_METRICS,
-    proportion_metrics=("success",),
-    environments=("bernoulli", "uniform", "beta", "clipped-gaussian"),
     description="Uniform allocation + empirical best arm, fixed budget, non-private",
+    **NON_PRIVATE_BAI,  # type: ignore[arg-type]
 )
 def simulate_uniform_allocation(
     env: Any,
