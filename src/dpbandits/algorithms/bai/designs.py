@@ -17,6 +17,7 @@ import itertools
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -37,6 +38,16 @@ __all__ = [
 MAXDET_METHODS = ("auto", "exact", "dominant")
 _EXACT_LIMIT = 200_000  # N_exact: enumerate when C(n, k) <= this
 _EXACT_CHUNK = 20_000
+_CACHE_SIZE = 512
+# Designs are deterministic functions of the points: remember the latest ones (keyed by the points'
+# bytes), so repeated simulations of one instance (one study cell per chunk) reuse them.
+_CACHE: dict[tuple[object, ...], Any] = {}
+
+
+def _remember(key: tuple[object, ...], value: Any) -> None:
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = value
 
 
 def reduce_dimension(points: ArrayLike, *, rtol: float | None = None) -> tuple[FloatArray, int]:
@@ -153,6 +164,9 @@ def max_det_collection(points: ArrayLike, *, method: str = "auto", tol: float = 
     """
     check_one_of(method, "method", MAXDET_METHODS)
     x = check_array(points, "points", ndim=2)
+    key = ("max-det", x.shape, x.tobytes(), method, float(tol))
+    if key in _CACHE:
+        return _CACHE[key].copy()
     n, k = x.shape
     if k == 0 or np.linalg.matrix_rank(x) < k:
         raise InvalidParameterError(
@@ -162,7 +176,9 @@ def max_det_collection(points: ArrayLike, *, method: str = "auto", tol: float = 
         subset = _exact_max_det(x.T)
     else:
         subset = _dominant_max_det(x.T, tol)
-    return np.sort(subset)
+    result = np.sort(subset)
+    _remember(key, result)
+    return result.copy()
 
 
 def extrapolation_coefficients(points: ArrayLike, basis: ArrayLike) -> FloatArray:
@@ -260,13 +276,23 @@ def g_optimal_design(points: ArrayLike, *, tol: float = 1e-7, max_iter: int = 10
     ([0, 2], 2.0)
     """
     x = check_array(points, "points", ndim=2)
+    key = ("g-optimal", x.shape, x.tobytes(), float(tol), int(max_iter))
+    if key in _CACHE:
+        cached: GOptimalDesign = _CACHE[key]
+        return cached
+    design = _g_optimal_design(x, tol, max_iter)
+    _remember(key, design)
+    return design
+
+
+def _g_optimal_design(x: FloatArray, tol: float, max_iter: int) -> GOptimalDesign:
     n, k = x.shape
     if k == 0 or np.linalg.matrix_rank(x) < k:
         raise InvalidParameterError(f"points must span R^k (k={k}) for a G-optimal design")
     if k == 1:
         pi = np.zeros(n)
         pi[int(np.argmax(np.abs(x[:, 0])))] = 1.0
-        return GOptimalDesign(pi, float(np.max(_leverages(x, pi))), np.flatnonzero(pi))
+        return _frozen_design(x, pi)
     pi = np.full(n, 1.0 / n)
     for _ in range(max_iter):
         w = _leverages(x, pi)
@@ -301,4 +327,11 @@ def g_optimal_design(points: ArrayLike, *, tol: float = 1e-7, max_iter: int = 10
     pi[pi < 1e-12] = 0.0
     pi /= pi.sum()
     pi = _reduce_support(x, pi)
-    return GOptimalDesign(pi, float(np.max(_leverages(x, pi))), np.flatnonzero(pi))
+    return _frozen_design(x, pi)
+
+
+def _frozen_design(x: FloatArray, pi: FloatArray) -> GOptimalDesign:
+    support = np.flatnonzero(pi)
+    pi.setflags(write=False)  # designs are cached and shared: read-only
+    support.setflags(write=False)
+    return GOptimalDesign(pi, float(np.max(_leverages(x, pi))), support)

@@ -156,6 +156,9 @@ def select_top(estimates: FloatArray, keep: int, tie_keys: FloatArray | None) ->
     ``tie_keys`` is None.
     """
     keys = np.broadcast_to(np.arange(estimates.shape[-1]), estimates.shape) if tie_keys is None else tie_keys
+    if keep == 1:  # fast path: among the maximal estimates, the smallest key
+        top = estimates == estimates.max(axis=-1, keepdims=True)
+        return np.argmin(np.where(top, keys, np.inf), axis=-1)[..., None]
     order = np.lexsort((keys, -estimates), axis=-1)
     return np.sort(order[..., :keep], axis=-1)
 
