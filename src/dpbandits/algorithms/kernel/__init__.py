@@ -5,7 +5,8 @@ feature backends), :mod:`~.sup_bound` (certified sup σ̄²), :mod:`~.informatio
 :mod:`~.usca` (the algorithm), :mod:`~.baselines` (B1, B3, B4), :mod:`~.evaluation` (trial protocol).
 """
 
-from dpbandits.algorithms.kernel import usca
+from dpbandits.algorithms.kernel import baselines, usca
+from dpbandits.algorithms.kernel.baselines import PrivateFeatureRidge
 from dpbandits.algorithms.kernel.usca import USCA
 
-__all__ = ["USCA", "usca"]
+__all__ = ["USCA", "PrivateFeatureRidge", "baselines", "usca"]

@@ -21,7 +21,16 @@ from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
 from dpbandits._core.typing import FloatArray
 from dpbandits.envs.kernel import KernelBanditEnvironment, joint_points
 
-__all__ = ["TrialData", "draw_trial_data", "expected_regret", "grid_reward_table", "trial_streams"]
+__all__ = [
+    "TrialData",
+    "argmax_log_probabilities",
+    "draw_trial_data",
+    "expected_regret",
+    "grid_points",
+    "grid_reward_table",
+    "score_policy",
+    "trial_streams",
+]
 
 
 @dataclass(frozen=True)
@@ -73,3 +82,38 @@ def grid_reward_table(env: KernelBanditEnvironment, grid: FloatArray, contexts: 
 def expected_regret(reward_table: FloatArray, probabilities: FloatArray) -> FloatArray:
     """max_j f(x_j, c) − Σ_j p_j(c)·f(x_j, c) per context (regret against the best grid action)."""
     return np.asarray(reward_table.max(axis=1) - np.sum(probabilities * reward_table, axis=1))
+
+
+def grid_points(grid: FloatArray, contexts: FloatArray) -> FloatArray:
+    """Joint points (x_j, c_i) for every context i and grid action j, shape (n_contexts·N, D)."""
+    joint = joint_points(grid[None, :, :], contexts[:, None, :])
+    return joint.reshape(-1, joint.shape[-1])
+
+
+def argmax_log_probabilities(scores: FloatArray) -> FloatArray:
+    """Log-probabilities of the uniform law on each row's argmax set (a non-private greedy choice)."""
+    best = scores >= scores.max(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        return np.asarray(np.log(best / best.sum(axis=-1, keepdims=True)))
+
+
+def score_policy(
+    env: KernelBanditEnvironment,
+    grid: FloatArray,
+    data: TrialData,
+    log_probabilities: FloatArray,
+    chosen_action: FloatArray,
+) -> tuple[float, float]:
+    """Return (ER over the evaluation contexts, regret of the chosen action at c_{T+1}).
+
+    Parameters
+    ----------
+    log_probabilities : ndarray of shape (n_test, N)
+        The policy's exact output law on the grid at each evaluation context.
+    chosen_action : ndarray of shape (dx,)
+        The action actually output at ``data.next_context``.
+    """
+    table = grid_reward_table(env, grid, data.test_contexts)
+    error = float(np.mean(expected_regret(table, np.exp(log_probabilities))))
+    best_next = float(grid_reward_table(env, grid, data.next_context[None, :]).max())
+    return error, best_next - float(env.mean_reward(chosen_action, data.next_context))

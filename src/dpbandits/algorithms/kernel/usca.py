@@ -35,9 +35,11 @@ from dpbandits._core.validation import (
     check_positive_float,
 )
 from dpbandits.algorithms.kernel.evaluation import (
+    argmax_log_probabilities,
     draw_trial_data,
-    expected_regret,
+    grid_points,
     grid_reward_table,
+    score_policy,
     trial_streams,
 )
 from dpbandits.algorithms.kernel.features import FeatureMap, make_feature_map
@@ -359,13 +361,9 @@ class USCA:
         and are **not** a private release (only a sample from them, :meth:`recommend`, is).
         """
         c = self._check_contexts(contexts)
-        points = joint_points(self.grid[None, :, :], c[:, None, :]).reshape(-1, self.action_dim + self.context_dim)
-        scores = self._surrogate_mean(points).reshape(c.shape[0], -1)
+        scores = self._surrogate_mean(grid_points(self.grid, c)).reshape(c.shape[0], -1)
         if math.isinf(self.epsilon):
-            # ε = ∞: uniform over the argmax set
-            best = scores >= scores.max(axis=1, keepdims=True)
-            with np.errstate(divide="ignore"):
-                return np.log(best / best.sum(axis=1, keepdims=True))
+            return argmax_log_probabilities(scores)  # ε = ∞: uniform over the argmax set
         # log P(x_j) = ε·μ̄(x_j, c)/(2Δ) − log Z  (uniform base measure on X_N)
         return self._mechanism().log_probabilities(scores)
 
@@ -455,14 +453,11 @@ def _simulate(
             clip=True, rng=algo_seed, **options,
         )
         agent.observe(data.contexts, data.rewards(env, agent.learning_actions))
-        table = grid_reward_table(env, agent.grid, data.test_contexts)
         log_p = agent.mechanism_log_probabilities(data.test_contexts)
-        out["error"][i] = float(np.mean(expected_regret(table, np.exp(log_p))))
         x_hat = agent.recommend(data.next_context, noise_seed)
-        next_rewards = grid_reward_table(env, agent.grid, data.next_context[None, :])[0]
-        out["sampled_regret"][i] = float(next_rewards.max() - env.mean_reward(x_hat, data.next_context))
-        test_points = joint_points(agent.grid[None, :, :], data.test_contexts[:, None, :]).reshape(-1, env.joint_dim)
-        out["sup_error"][i] = float(np.max(np.abs(agent._surrogate_mean(test_points) - table.ravel())))
+        out["error"][i], out["sampled_regret"][i] = score_policy(env, agent.grid, data, log_p, x_hat)
+        truth = grid_reward_table(env, agent.grid, data.test_contexts).ravel()
+        out["sup_error"][i] = float(np.max(np.abs(agent._surrogate_mean(grid_points(agent.grid, data.test_contexts)) - truth)))
         out["sensitivity"][i] = agent.sensitivity
         out["sup_variance"][i] = agent.sup.upper
         out["gamma"][i] = agent.gamma
