@@ -3,7 +3,8 @@
 :func:`plot_run` reads only ``summary.csv`` (the swept parameters are its columns before
 ``algorithm``), so it works on any run directory, finished or not. For a metric ``m`` and a swept
 parameter ``x`` it draws ``plots/m_vs_x.png`` and ``.pdf``: one line per algorithm (the mean) with
-its 95% confidence band, and one panel per combination of the *other* swept parameters. Numeric
+its 95% confidence band, and one panel per combination of the *other* swept parameters (leaving out
+combinations at which ``x`` takes a single value, unless all are like that). Numeric
 parameters are drawn on a numeric axis (logarithmic when they span a factor of 10 or more and are
 positive); other values as categories. With nothing swept, ``plots/m.png`` shows each algorithm's
 mean with its interval.
@@ -112,6 +113,11 @@ def _new_figure(n_panels: int) -> tuple[Any, list[Any]]:
 
 def _lines(rows: list[dict[str, str]], metric: str, parameter: str, others: list[str]) -> Any:
     groups = _unique([tuple(row[name] for name in others) for row in rows])
+    # A panel where ``parameter`` takes a single value draws no line (grids of explicit cases
+    # often sweep one parameter at a time): leave such panels out when others have lines.
+    varying = [group for group in groups
+               if len({row[parameter] for row in rows if tuple(row[name] for name in others) == group}) > 1]
+    groups = varying or groups
     shown = groups[:MAX_PANELS]
     figure, axes = _new_figure(len(shown))
     x_values = _unique([row[parameter] for row in rows])
@@ -138,7 +144,12 @@ def _lines(rows: list[dict[str, str]], metric: str, parameter: str, others: list
         if numeric:
             finite = [positions[value] for value in x_values]
             if min(finite) > 0 and max(finite) / min(finite) >= 10:
+                from matplotlib.ticker import NullFormatter
+
                 axis.set_xscale("log")
+                axis.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short spans
+            if len(x_values) <= 10:  # label the grid values themselves, as written in the study
+                axis.set_xticks(finite, x_values, rotation=30 if len(x_values) > 5 else 0)
         else:
             axis.set_xticks([positions[value] for value in x_values], x_values, rotation=30)
         axis.set_xlabel(parameter)
