@@ -31,6 +31,7 @@ from dpbandits.audit.statistical import (
     ThresholdEvent,
     clopper_pearson,
     epsilon_lower_bound,
+    select_events,
     threshold_events,
 )
 
@@ -49,5 +50,6 @@ __all__ = [
     "interval_log_probabilities",
     "privacy_loss",
     "privacy_loss_batch",
+    "select_events",
     "threshold_events",
 ]

@@ -27,7 +27,8 @@ The events must not depend on the samples the bound is computed from, or the sel
 bound upward (picking the luckiest of many thresholds on the same data is the multiple-comparison
 problem in disguise). :func:`threshold_events` therefore builds thresholds from a *separate*
 calibration sample: draw a calibration set, choose events on it, then draw fresh samples for
-:func:`epsilon_lower_bound`.
+:func:`epsilon_lower_bound`. :func:`select_events` keeps only the most promising candidates (by a
+plug-in estimate on the calibration split), which saves confidence in the Bonferroni split.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ __all__ = [
     "ThresholdEvent",
     "clopper_pearson",
     "epsilon_lower_bound",
+    "select_events",
     "threshold_events",
 ]
 
@@ -182,6 +184,92 @@ def threshold_events(samples: ArrayLike, n_thresholds: int) -> list[ThresholdEve
     levels = np.arange(1, count + 1) / (count + 1)
     thresholds = np.unique(np.quantile(x, levels))
     return [ThresholdEvent(float(t)) for t in thresholds]
+
+
+# the four ways one event gives evidence: (complement, reversed)
+_ORIENTATIONS = ((False, False), (True, False), (False, True), (True, True))
+
+
+def _orientation_bounds(
+    k_d: NDArray[np.int64], n_d: int, k_d_prime: NDArray[np.int64], n_d_prime: int, alpha_each: float, delta: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per orientation and event: ε bound log((p_lb − δ)/q_ub), p_lb and q_ub; shapes (4, m).
+
+    Orientation order is :data:`_ORIENTATIONS`: the event, its complement, the event reversed
+    (D' in the numerator), the complement reversed. All four use the same two intervals per event.
+    """
+    low_d, high_d = _clopper_pearson_arrays(k_d, np.full_like(k_d, n_d), alpha_each)
+    low_d_prime, high_d_prime = _clopper_pearson_arrays(k_d_prime, np.full_like(k_d_prime, n_d_prime), alpha_each)
+    # lower bound of the numerator probability, upper bound of the other
+    p_lower = np.stack([low_d, 1.0 - high_d, low_d_prime, 1.0 - high_d_prime])
+    q_upper = np.stack([high_d_prime, 1.0 - low_d_prime, high_d, 1.0 - low_d])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # ε_E = log((p_lb − δ)/q_ub), only where p_lb > δ
+        bounds = np.where(p_lower > delta, np.log(np.maximum(p_lower - delta, 1e-300) / q_upper), -np.inf)
+    return bounds, p_lower, q_upper
+
+
+def _all_counts(events: list[OutputEvent], samples: NDArray[Any], name: str) -> NDArray[np.int64]:
+    return np.array([_event_counts(e, samples, name, i) for i, e in enumerate(events)], dtype=np.int64)
+
+
+def select_events(
+    calibration_d: ArrayLike,
+    calibration_d_prime: ArrayLike,
+    candidates: Sequence[OutputEvent],
+    n_keep: int = 3,
+    delta: float = 0.0,
+    confidence: float = 0.95,
+) -> list[OutputEvent]:
+    """Keep the candidate events that give the best ε lower bound on a *calibration* split.
+
+    Every event given to :func:`epsilon_lower_bound` costs confidence (Bonferroni), so auditing a
+    few promising events beats auditing many. Each candidate is scored by the bound it would give
+    on the calibration samples alone, at ``confidence`` split over ``n_keep`` events (so that rare
+    events whose plug-in ratio is high by chance but whose intervals are wide are not preferred).
+    The calibration samples must **not** be reused for the bound.
+
+    Parameters
+    ----------
+    calibration_d, calibration_d_prime : array_like of shape (n, ...) and (n', ...)
+        Calibration outputs of M(D) and M(D').
+    candidates : sequence of callable
+        Candidate events (for example :func:`threshold_events` on pooled calibration outputs).
+    n_keep : int, default 3
+        How many events to keep (all of them if fewer are given).
+    delta : float, default 0
+        The δ the bound will subtract.
+    confidence : float, default 0.95
+        The confidence the final bound will use.
+
+    Returns
+    -------
+    list
+        The ``n_keep`` best candidates, best first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpbandits.audit.statistical import OutcomeEvent, select_events
+    >>> d, d_prime = np.repeat([0, 1], [90, 10]), np.repeat([0, 1], [10, 90])
+    >>> select_events(d, d_prime, [OutcomeEvent(2), OutcomeEvent(1)], n_keep=1)
+    [OutcomeEvent(outcome=1)]
+    """
+    x_d = check_array(calibration_d, "calibration_d", dtype=None)
+    x_d_prime = check_array(calibration_d_prime, "calibration_d_prime", dtype=None)
+    keep = check_int(n_keep, "n_keep", minimum=1)
+    dlt = check_in_interval(delta, "delta", 0.0, 1.0, closed="left")
+    conf = check_in_interval(confidence, "confidence", 0.0, 1.0, closed="neither")
+    event_list = list(candidates)
+    if not event_list:
+        raise InvalidParameterError("candidates must not be empty; got 0 events")
+    k_d = _all_counts(event_list, x_d, "calibration_d")
+    k_d_prime = _all_counts(event_list, x_d_prime, "calibration_d_prime")
+    alpha_each = (1.0 - conf) / (2 * min(keep, len(event_list)))
+    bounds, _, _ = _orientation_bounds(k_d, int(x_d.shape[0]), k_d_prime, int(x_d_prime.shape[0]), alpha_each, dlt)
+    scores = bounds.max(axis=0)
+    order = np.argsort(-scores, kind="stable")[:keep]
+    return [event_list[int(i)] for i in order]
 
 
 @dataclass(frozen=True)
@@ -324,36 +412,20 @@ def epsilon_lower_bound(
             raise InvalidParameterError(f"events[{index}] must be callable; got {type(event).__name__}")
 
     n_d, n_d_prime = int(x_d.shape[0]), int(x_d_prime.shape[0])
-    k_d = np.array([_event_counts(e, x_d, "samples_d", i) for i, e in enumerate(event_list)], dtype=np.int64)
-    k_d_prime = np.array(
-        [_event_counts(e, x_d_prime, "samples_d_prime", i) for i, e in enumerate(event_list)], dtype=np.int64
-    )
+    k_d = _all_counts(event_list, x_d, "samples_d")
+    k_d_prime = _all_counts(event_list, x_d_prime, "samples_d_prime")
     n_events = len(event_list)
     # Bonferroni: 2m two-sided intervals (m events × 2 datasets), each with miscoverage α/(2m)
     alpha_each = (1.0 - conf) / (2 * n_events)
-    low_d, high_d = _clopper_pearson_arrays(k_d, np.full_like(k_d, n_d), alpha_each)
-    low_d_prime, high_d_prime = _clopper_pearson_arrays(k_d_prime, np.full_like(k_d_prime, n_d_prime), alpha_each)
-
-    # per (complement, reversed): lower bound of the numerator probability, upper bound of the other
-    candidates = {
-        (False, False): (low_d, high_d_prime),
-        (True, False): (1.0 - high_d, 1.0 - low_d_prime),
-        (False, True): (low_d_prime, high_d),
-        (True, True): (1.0 - high_d_prime, 1.0 - low_d),
-    }
+    bounds, p_lower, q_upper = _orientation_bounds(k_d, n_d, k_d_prime, n_d_prime, alpha_each, dlt)
+    orientation, index = (int(i) for i in np.unravel_index(int(np.argmax(bounds)), bounds.shape))
     best: tuple[float, OutputEvent | None, int, bool, bool, float, float] = (
         0.0, None, -1, False, False, math.nan, math.nan
     )
-    for (is_complement, is_reversed), (p_lower, q_upper) in candidates.items():
-        with np.errstate(divide="ignore", invalid="ignore"):
-            # ε_E = log((p_lb − δ)/q_ub), only where p_lb > δ
-            bound = np.where(p_lower > dlt, np.log(np.maximum(p_lower - dlt, 1e-300) / q_upper), -np.inf)
-        index = int(np.argmax(bound))
-        if bound[index] > best[0]:
-            best = (
-                float(bound[index]), event_list[index], index, is_complement, is_reversed,
-                float(p_lower[index]), float(q_upper[index]),
-            )
+    if bounds[orientation, index] > 0.0:
+        is_complement, is_reversed = _ORIENTATIONS[orientation]
+        best = (float(bounds[orientation, index]), event_list[index], index, is_complement, is_reversed,
+                float(p_lower[orientation, index]), float(q_upper[orientation, index]))
 
     eps_lb, best_event, index, is_complement, is_reversed, p_lb, q_ub = best
     count_d = count_d_prime = 0
