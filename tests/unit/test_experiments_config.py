@@ -109,6 +109,9 @@ def test_load_study_reads_a_file(tmp_path: Path) -> None:
         ({"environment": {"name": "bernoulli"}}, r"environment\.means: is required by 'bernoulli' but missing"),
         ({"metrics": ["succes"]}, r"metrics\[0\]: must be a metric returned by one of the algorithms .*got 'succes'"),
         ({"name": "has space"}, r"name: must match the pattern"),
+        ({"environment": {"name": "kernel-rkhs"}, "grid": {"budget": [20]}},
+         r"algorithms\[0\]\.name: must be an algorithm that runs on environment 'kernel-rkhs' \(kind 'kernel'\); "
+         r"'uniform' runs on \['bernoulli', 'uniform', 'beta', 'clipped-gaussian'\], got 'uniform'"),
         ({"speed": 3}, r"speed: is not a known key here, got 3"),
         ({"trials": "many"}, r"trials: must be a valid integer.*got 'many'"),
     ],

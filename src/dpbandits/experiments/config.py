@@ -503,6 +503,7 @@ class Study(BaseModel):
                         "(give it inline or sweep it in [grid])"
                     )
         problems += self._check_metrics(algo_specs)
+        problems += self._check_compatibility(algo_specs)
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -527,6 +528,24 @@ class Study(BaseModel):
             problems.append(f"environment.name: {_strip_name(exc)}")
             return None
         return _signature_of(spec.factory, frozenset({"self"}))
+
+    def _check_compatibility(self, specs: Sequence[AlgorithmSpec | None]) -> list[str]:
+        """Each algorithm that declares its environments (names or kinds) must accept this one."""
+        try:
+            environment = get_environment(self.environment.name)
+        except DPBanditsError:
+            return []  # already reported
+        problems = []
+        for index, spec in enumerate(specs):
+            if spec is None or not spec.environments:
+                continue
+            if environment.name not in spec.environments and environment.kind not in spec.environments:
+                problems.append(
+                    f"algorithms[{index}].name: must be an algorithm that runs on environment "
+                    f"{environment.name!r} (kind {environment.kind!r}); {spec.name!r} runs on "
+                    f"{list(spec.environments)}, got {spec.name!r}"
+                )
+        return problems
 
     def _check_metrics(self, specs: Sequence[AlgorithmSpec | None]) -> list[str]:
         if self.metrics is None or any(spec is None for spec in specs):
