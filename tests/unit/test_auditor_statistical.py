@@ -230,5 +230,7 @@ def test_select_events_keeps_the_informative_thresholds(rng: np.random.Generator
     assert len(select_events(calibration_d, calibration_d_prime, candidates[:2], n_keep=5)) == 2
     with pytest.raises(InvalidParameterError, match="candidates must not be empty"):
         select_events(calibration_d, calibration_d_prime, [])
+    with pytest.raises(InvalidParameterError, match=r"candidates\[0\] must be callable"):
+        select_events(calibration_d, calibration_d_prime, [0.5])  # type: ignore[list-item]
     with pytest.raises(InvalidParameterError, match="n_keep must be an int >= 1"):
         select_events(calibration_d, calibration_d_prime, candidates, n_keep=0)

@@ -209,6 +209,16 @@ def _orientation_bounds(
     return bounds, p_lower, q_upper
 
 
+def _check_events(events: Sequence[OutputEvent], name: str) -> list[OutputEvent]:
+    event_list = list(events)
+    if not event_list:
+        raise InvalidParameterError(f"{name} must not be empty; got 0 events")
+    for index, event in enumerate(event_list):
+        if not callable(event):
+            raise InvalidParameterError(f"{name}[{index}] must be callable; got {type(event).__name__}")
+    return event_list
+
+
 def _all_counts(events: list[OutputEvent], samples: NDArray[Any], name: str) -> NDArray[np.int64]:
     return np.array([_event_counts(e, samples, name, i) for i, e in enumerate(events)], dtype=np.int64)
 
@@ -260,9 +270,7 @@ def select_events(
     keep = check_int(n_keep, "n_keep", minimum=1)
     dlt = check_in_interval(delta, "delta", 0.0, 1.0, closed="left")
     conf = check_in_interval(confidence, "confidence", 0.0, 1.0, closed="neither")
-    event_list = list(candidates)
-    if not event_list:
-        raise InvalidParameterError("candidates must not be empty; got 0 events")
+    event_list = _check_events(candidates, "candidates")
     k_d = _all_counts(event_list, x_d, "calibration_d")
     k_d_prime = _all_counts(event_list, x_d_prime, "calibration_d_prime")
     alpha_each = (1.0 - conf) / (2 * min(keep, len(event_list)))
@@ -404,12 +412,7 @@ def epsilon_lower_bound(
         raise InvalidParameterError("samples_d and samples_d_prime must have a sample axis; got 0-d arrays")
     dlt = check_in_interval(delta, "delta", 0.0, 1.0, closed="left")
     conf = check_in_interval(confidence, "confidence", 0.0, 1.0, closed="neither")
-    event_list = list(events)
-    if not event_list:
-        raise InvalidParameterError("events must not be empty; got 0 events")
-    for index, event in enumerate(event_list):
-        if not callable(event):
-            raise InvalidParameterError(f"events[{index}] must be callable; got {type(event).__name__}")
+    event_list = _check_events(events, "events")
 
     n_d, n_d_prime = int(x_d.shape[0]), int(x_d_prime.shape[0])
     k_d = _all_counts(event_list, x_d, "samples_d")
