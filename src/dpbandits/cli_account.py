@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
+import dpbandits.audit.kl  # noqa: F401  (registers the auditors of the kl-* studies with audit = true)
 from dpbandits._core.errors import InvalidParameterError, PaperVariantWarning
 
 __all__ = ["register"]

@@ -16,6 +16,10 @@ and, at a given ε, the largest hockey-stick δ(ε) (:func:`dpbandits.audit.exac
 
 A violation (audited loss > claimed ε, or audited δ(ε) > claimed δ) is a real counterexample;
 agreement is evidence, and proof only where the enumeration is exact.
+
+Importing this module also registers the auditors used by the ``kl-*`` study entry points with
+``audit=True`` (:data:`dpbandits.algorithms.offline.simulate.AUDITORS`; the algorithms layer cannot
+import the audit layer, so the audit layer plugs itself in).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from dpbandits._core.validation import check_int, check_one_of
 from dpbandits.algorithms.offline.kl_linear import KLLinearPolicy
 from dpbandits.algorithms.offline.kl_mab import KLMABPolicy, log_reference_policy
 from dpbandits.algorithms.offline.kl_rlhf import KLRLHFPolicy, bradley_terry_mle
+from dpbandits.algorithms.offline.simulate import AUDITORS as STUDY_AUDITORS
 from dpbandits.audit.exact import delta_for_epsilon, privacy_loss
 from dpbandits.envs.offline import LoggedBanditData, LoggedContextualData, PreferenceData
 from dpbandits.privacy.guarantees import Guarantee
@@ -407,7 +412,8 @@ def audit_rlhf(
     d = z.shape[1]
 
     def neighbour_log_policy(z_new: FloatArray, y_new: FloatArray, covariance: FloatArray) -> FloatArray:
-        fit = bradley_terry_mle(z_new, y_new, policy.norm_bound, warm_start=policy.theta_)
+        fit = bradley_terry_mle(z_new, y_new, policy.norm_bound, warm_start=policy.theta_,
+                                warm_multiplier=policy.fit_.multiplier or None)
         gamma2 = np.einsum("kd,kd->k", features, np.linalg.solve(covariance, features.T).T)
         u = features @ fit.theta - policy.beta0 * np.sqrt(np.maximum(gamma2, 0.0))
         return gibbs_log_probabilities(log_pi0, u, policy.eta)
@@ -433,3 +439,30 @@ def audit_rlhf(
                     f"add (z0={np.array2string(z0, precision=4)}, y0={int(y0)})",
                 )
     return tracker.report(exact_pure=neighbouring == "label")
+
+
+# --------------------------------------------------------------------- study callbacks
+def _mab_epsilon_hat(policy: KLMABPolicy, data: LoggedBanditData) -> float:
+    return audit_mab(policy, data).epsilon_hat
+
+
+def _mab_delta_hat(policy: KLMABPolicy, data: LoggedBanditData, epsilon: float) -> float:
+    report = audit_mab(policy, data, epsilon=epsilon)
+    return 1.0 if report.delta_hat is None else report.delta_hat
+
+
+def _linear_epsilon_hat(policy: KLLinearPolicy, data: LoggedContextualData, actions: FloatArray,
+                        rng: RNGLike) -> float:
+    return audit_linear(policy, data, actions, rng=rng, n_random=100).epsilon_hat
+
+
+def _rlhf_epsilon_hat(policy: KLRLHFPolicy, data: PreferenceData, actions: FloatArray) -> float:
+    return audit_rlhf(policy, data, actions).epsilon_hat
+
+
+STUDY_AUDITORS.update({
+    "mab": _mab_epsilon_hat,
+    "mab-delta": _mab_delta_hat,
+    "linear": _linear_epsilon_hat,
+    "rlhf": _rlhf_epsilon_hat,
+})

@@ -35,11 +35,15 @@ from dpbandits._core.validation import (
     check_positive_float,
     check_probability_vector,
 )
+from dpbandits.envs.registry import register_environment
 
 __all__ = [
     "FEATURE_NORM_TOLERANCE",
     "LoggedBanditData",
     "LoggedContextualData",
+    "OfflineBanditEnvironment",
+    "OfflineLinearEnvironment",
+    "OfflinePreferenceEnvironment",
     "PreferenceData",
     "check_feature_norms",
     "logging_distribution",
@@ -254,14 +258,16 @@ def logging_distribution(n_arms: int, logging: str | ArrayLike = "balanced") -> 
     ----------
     n_arms : int
     logging : {"balanced", "zipf"} or array_like
-        ``"balanced"``: uniform; ``"zipf"``: p(a) ∝ 1/(a + 1); or explicit probabilities.
+        ``"balanced"``: uniform; ``"zipf"``: p(a) ∝ 1/(a + 1); or explicit probabilities (renormalised
+        when they sum to 1 within 1e-3, as rounded study files do).
     """
     k = check_int(n_arms, "n_arms", minimum=1)
     if isinstance(logging, str):
         check_one_of(logging, "logging", ("balanced", "zipf"))
         weights = np.ones(k) if logging == "balanced" else 1.0 / np.arange(1, k + 1)
         return np.asarray(weights / weights.sum(), dtype=np.float64)
-    p = check_probability_vector(logging, "logging")
+    p = check_probability_vector(logging, "logging", atol=1e-3)
+    p = p / p.sum()
     if p.shape[0] != k:
         raise InvalidParameterError(f"logging must have n_arms={k} entries; got {p.shape[0]}")
     return p
@@ -505,3 +511,113 @@ def read_action_features_csv(path: str | Path) -> FloatArray:
     return values
 
 
+
+
+# ----------------------------------------------------------------------- study environments
+@dataclass(frozen=True)
+class OfflineBanditEnvironment:
+    """Data-generating process of logged Bernoulli-bandit data (studies E1, E4–E6).
+
+    Parameters
+    ----------
+    means : sequence of float
+        μ(a) ∈ [0, 1].
+    n_records : int
+        n per dataset.
+    logging : {"balanced", "zipf"}, default "balanced"
+    min_pulls : int, default 0
+        Forced pulls per arm (E1 uses 2 with Zipf logging).
+    """
+
+    means: tuple[float, ...]
+    n_records: int
+    logging: str | tuple[float, ...] = "balanced"
+    min_pulls: int = 0
+
+    def draw(self, rng: RNGLike) -> LoggedBanditData:
+        """One logged dataset (arms, then rewards, from ``rng``)."""
+        logging = self.logging if isinstance(self.logging, str) else np.asarray(self.logging)
+        return simulate_logged_bandit(np.asarray(self.means), self.n_records, logging=logging,
+                                      min_pulls=self.min_pulls, rng=rng)
+
+
+@dataclass(frozen=True)
+class OfflineLinearEnvironment:
+    """Logged linear contextual data plus one query context with ``n_actions`` unit features (E2).
+
+    θ* is drawn uniformly on the sphere of radius ``theta_norm`` (<= 1) per dataset.
+    """
+
+    dimension: int
+    n_records: int
+    n_actions: int = 20
+    theta_norm: float = 1.0
+
+    def draw(self, rng: RNGLike) -> tuple[LoggedContextualData, FloatArray, FloatArray]:
+        """Return (data, θ*, query features) drawn in that order from ``rng``."""
+        gen = as_generator(rng)
+        theta = self.theta_norm * _unit_sphere(gen, 1, self.dimension)[0]
+        data = simulate_logged_contextual(theta, self.n_records, rng=gen)
+        return data, theta, _unit_sphere(gen, self.n_actions, self.dimension)
+
+
+@dataclass(frozen=True)
+class OfflinePreferenceEnvironment:
+    """Bradley–Terry preference data plus one query prompt with ``n_actions`` responses (E3).
+
+    θ* is drawn uniformly on the sphere of radius ``theta_norm`` per dataset.
+    """
+
+    dimension: int
+    n_records: int
+    theta_norm: float = 0.05
+    n_prompts: int = 200
+    responses_per_prompt: int = 10
+    n_actions: int = 10
+
+    def draw(self, rng: RNGLike) -> tuple[PreferenceData, FloatArray, FloatArray]:
+        """Return (data, θ*, query features) drawn in that order from ``rng``."""
+        gen = as_generator(rng)
+        theta = self.theta_norm * _unit_sphere(gen, 1, self.dimension)[0]
+        data = simulate_preferences(theta, self.n_records, n_prompts=self.n_prompts,
+                                    responses_per_prompt=self.responses_per_prompt, rng=gen)
+        return data, theta, _unit_sphere(gen, self.n_actions, self.dimension)
+
+
+def _make_offline_bandit(means: ArrayLike, n_records: int, logging: str | ArrayLike = "balanced",
+                         min_pulls: int = 0) -> OfflineBanditEnvironment:
+    mu = check_bounded_array(means, "means", 0.0, 1.0, ndim=1)
+    probs = logging_distribution(mu.size, logging)
+    kept: str | tuple[float, ...] = logging if isinstance(logging, str) else tuple(float(p) for p in probs)
+    n = check_int(n_records, "n_records", minimum=1)
+    forced = check_int(min_pulls, "min_pulls", minimum=0)
+    if forced * mu.size > n:
+        raise InvalidParameterError(f"n_records must be >= min_pulls * n_arms = {forced * mu.size}; got {n}")
+    return OfflineBanditEnvironment(tuple(float(m) for m in mu), n, kept, forced)
+
+
+def _make_offline_linear(dimension: int, n_records: int, n_actions: int = 20,
+                         theta_norm: float = 1.0) -> OfflineLinearEnvironment:
+    return OfflineLinearEnvironment(
+        check_int(dimension, "dimension", minimum=1), check_int(n_records, "n_records", minimum=1),
+        check_int(n_actions, "n_actions", minimum=1), float(check_bounded_array(theta_norm, "theta_norm", 0.0, 1.0)),
+    )
+
+
+def _make_offline_preferences(dimension: int, n_records: int, theta_norm: float = 0.05, n_prompts: int = 200,
+                              responses_per_prompt: int = 10, n_actions: int = 10) -> OfflinePreferenceEnvironment:
+    return OfflinePreferenceEnvironment(
+        check_int(dimension, "dimension", minimum=1), check_int(n_records, "n_records", minimum=1),
+        check_positive_float(theta_norm, "theta_norm"), check_int(n_prompts, "n_prompts", minimum=1),
+        check_int(responses_per_prompt, "responses_per_prompt", minimum=2),
+        check_int(n_actions, "n_actions", minimum=1),
+    )
+
+
+register_environment("offline-bandit", kind="offline", factory=_make_offline_bandit,
+                     description="Logged Bernoulli-bandit data; params: means, n_records, logging, min_pulls")
+register_environment("offline-linear", kind="offline", factory=_make_offline_linear,
+                     description="Logged linear contextual data + one query context; params: dimension, n_records")
+register_environment("offline-preferences", kind="offline", factory=_make_offline_preferences,
+                     description="Bradley-Terry preferences + one query prompt; params: dimension, n_records, "
+                                 "theta_norm")

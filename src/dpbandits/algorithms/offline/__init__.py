@@ -8,7 +8,7 @@ simulation entry points with the algorithm registry.
 
 from __future__ import annotations
 
-from dpbandits.algorithms.offline import accountants, baselines
+from dpbandits.algorithms.offline import accountants, baselines, simulate
 from dpbandits.algorithms.offline.kl_linear import KLLinearPolicy
 from dpbandits.algorithms.offline.kl_mab import KLMABPolicy, mab_utilities
 from dpbandits.algorithms.offline.kl_rlhf import BradleyTerryFit, KLRLHFPolicy, bradley_terry_mle
@@ -22,4 +22,5 @@ __all__ = [
     "baselines",
     "bradley_terry_mle",
     "mab_utilities",
+    "simulate",
 ]

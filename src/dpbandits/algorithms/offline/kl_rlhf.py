@@ -29,6 +29,7 @@ __all__ = ["BradleyTerryFit", "KLRLHFPolicy", "bradley_terry_mle"]
 
 _CHUNK_ROWS = 65_536  # rows per block when forming Zᵀ diag(w) Z (bounds the temporary memory)
 _POLISH_STEPS = 4  # Newton steps after SciPy's trust region stalls on float64 function values
+_WARM_NEWTON_STEPS = 8  # Newton steps tried from a warm start before the trust-region solve
 _ACCEPT_GTOL = 1e-9  # per-record gradient norm below which a solve counts as converged
 
 
@@ -94,6 +95,7 @@ def bradley_terry_mle(
     *,
     gtol: float = 1e-11,
     warm_start: ArrayLike | None = None,
+    warm_multiplier: float | None = None,
 ) -> BradleyTerryFit:
     """Maximise the Bradley–Terry log-likelihood over the ball ‖θ‖ ≤ B.
 
@@ -111,6 +113,8 @@ def bradley_terry_mle(
         Gradient tolerance of the per-record objective (−ℓ/n).
     warm_start : array_like of shape (d,), optional
         Starting point (e.g. the fit of a neighbouring dataset).
+    warm_multiplier : float, optional
+        The boundary multiplier ν of a neighbouring dataset's fit, to bracket the root-find.
 
     Returns
     -------
@@ -130,11 +134,14 @@ def bradley_terry_mle(
         res = minimize(objective.value, x0, jac=objective.gradient, hess=objective.hessian,
                        method="trust-exact", options={"gtol": gtol, "maxiter": maxiter})
         iterations += int(res.nit)
-        x = np.asarray(res.x, dtype=np.float64)
         # trust-exact stops once f no longer changes in float64; finish with plain Newton steps
-        # θ ← θ − H⁻¹∇f, kept only while they shrink the gradient (quadratic convergence)
+        return newton_polish(np.asarray(res.x, dtype=np.float64), _POLISH_STEPS)
+
+    def newton_polish(x: FloatArray, steps: int) -> tuple[FloatArray, bool]:
+        """θ ← θ − H⁻¹∇f while the gradient shrinks (quadratic convergence near the optimum)."""
+        nonlocal iterations
         g = objective.gradient(x)
-        for _ in range(_POLISH_STEPS):
+        for _ in range(steps):
             if float(np.linalg.norm(g)) <= gtol:
                 break
             try:
@@ -149,6 +156,12 @@ def bradley_terry_mle(
             iterations += 1
         return x, float(np.linalg.norm(g)) <= max(gtol, _ACCEPT_GTOL)
 
+    if warm_start is not None:
+        # fast path for neighbouring datasets (spec §5.3): plain Newton steps from the warm start
+        theta, converged = newton_polish(start, _WARM_NEWTON_STEPS)
+        if converged and float(np.linalg.norm(theta)) <= bound:
+            residual = float(np.linalg.norm(objective.gradient(theta))) * objective.n
+            return BradleyTerryFit(theta, False, 0.0, residual, iterations)
     theta, converged = solve_penalised(0.0, start, maxiter=100)
     norm = float(np.linalg.norm(theta))
     if converged and norm <= bound:
@@ -160,25 +173,35 @@ def bradley_terry_mle(
     objective.nu = 0.0
     grad0 = float(np.linalg.norm(objective.gradient(np.zeros(d))))
     nu_high = max(grad0 / bound, 1e-300) * (1.0 + 1e-9)  # ν-strong convexity: ‖θ(ν)‖ <= ‖∇f(0)‖/ν
-    state = {"x": np.zeros(d)}
+    state = {"x": start.copy() if warm_start is not None else np.zeros(d)}
 
     def excess(nu: float) -> float:
-        x, _ = solve_penalised(nu, state["x"])
+        objective.nu = nu
+        x, ok = newton_polish(state["x"], _WARM_NEWTON_STEPS)  # f + ν/2‖θ‖² is ν-strongly convex
+        if not ok:
+            x, _ = solve_penalised(nu, state["x"])
         state["x"] = x
         return float(np.linalg.norm(x)) - bound
 
-    nu_low = nu_high
+    candidate = 0.25 * nu_high
+    if warm_multiplier is not None and 0.0 < warm_multiplier < nu_high:
+        # a neighbour's multiplier is close: bracket around it first
+        candidate, high = 0.5 * warm_multiplier, min(nu_high, 2.0 * warm_multiplier)
+        if excess(high) <= 0:
+            nu_high = high
     for _ in range(40):
-        nu_low *= 0.25
-        if excess(nu_low) > 0:
+        if excess(candidate) > 0:
+            nu_low = candidate
             break
+        nu_high, candidate = candidate, 0.25 * candidate
     else:  # pragma: no cover - the unconstrained optimum is inside the ball up to numerics
         theta = state["x"]
         objective.nu = 0.0
         return BradleyTerryFit(theta, False, 0.0, float(np.linalg.norm(objective.gradient(theta))) * objective.n,
                                iterations)
     nu_star = float(brentq(excess, nu_low, nu_high, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=200))
-    theta, _ = solve_penalised(nu_star, state["x"])
+    excess(nu_star)
+    theta = state["x"]
     theta = theta * min(1.0, bound / float(np.linalg.norm(theta)))
     objective.nu = 0.0
     # KKT: ∇ℓ(θ̂) = n·ν·θ̂

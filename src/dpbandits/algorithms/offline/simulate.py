@@ -1,0 +1,340 @@
+"""Study entry points of the offline KL policies and their baselines (spec §6, experiments E1–E6).
+
+Each entry point runs ``n_trials`` independent datasets of one grid cell and returns per-trial
+metrics. Streams are spawned from ``rng`` in a fixed order: the **environment stream** (one child per
+trial: the logged dataset, θ*, the query context) first, then the **algorithm stream** (informative
+reference policies, Monte-Carlo regret draws, audit search directions), then the **privacy-noise
+stream** (Laplace statistics). All algorithms of a grid point therefore see the same datasets.
+
+Per-instance guarantees are computed by the accountants; the audited ε̂ by :mod:`dpbandits.audit.kl`
+is *not* computed here (the audit layer sits above algorithms) — the audit-ratio studies use the
+``kl-*`` entry points with ``audit=True``, which call the exact closed forms of the MAB audit through
+a callback registered by :mod:`dpbandits.audit.kl` (see :data:`AUDITORS`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dpbandits._core.errors import InvalidParameterError, PaperVariantWarning
+from dpbandits._core.rng import RNGLike, spawn_seed_sequences
+from dpbandits._core.typing import FloatArray
+from dpbandits._core.validation import check_int, check_one_of, check_positive_float
+from dpbandits.algorithms.offline import accountants as acc
+from dpbandits.algorithms.offline.baselines import (
+    ExponentialMechanismMAB,
+    LaplaceStatisticsGreedyMAB,
+    PessimisticGreedyMAB,
+    ReportNoisyMaxMAB,
+)
+from dpbandits.algorithms.offline.kl_linear import KLLinearPolicy
+from dpbandits.algorithms.offline.kl_mab import KLMABPolicy
+from dpbandits.algorithms.offline.kl_rlhf import KLRLHFPolicy
+from dpbandits.algorithms.registry import register_algorithm
+
+__all__ = ["AUDITORS", "calibrated_eta"]
+
+AUDITORS: dict[str, Callable[..., float]] = {}
+"""Audit callbacks ``setting -> fn(policy, data, ...) -> audited ε̂``, filled by :mod:`dpbandits.audit.kl`
+when it is imported (the study runner imports it); missing entries make ``audit=True`` an error."""
+
+
+def _streams(rng: RNGLike, n_trials: int) -> tuple[list[np.random.SeedSequence], np.random.Generator,
+                                                   np.random.Generator]:
+    env_ss, algo_ss, noise_ss = spawn_seed_sequences(rng, 3)
+    return (env_ss.spawn(n_trials), np.random.default_rng(algo_ss), np.random.default_rng(noise_ss))
+
+
+def _audit(setting: str) -> Callable[..., float]:
+    try:
+        return AUDITORS[setting]
+    except KeyError:
+        raise InvalidParameterError(
+            f"audit=True needs dpbandits.audit.kl to be imported (setting {setting!r}); got no auditor"
+        ) from None
+
+
+def calibrated_eta(epsilon: float, n_min: int, *, reward_bound: float, beta0: float) -> float:
+    """η such that Theorem 1 gives ε0 = ε: η(ε) = (4R/(N_min − 1) + β0/(N_min − 1)^{3/2})/ε (spec E5)."""
+    eps = check_positive_float(epsilon, "epsilon")
+    return acc.theorem1_pure_epsilon(n_min, reward_bound=reward_bound, beta0=beta0, eta=1.0) / eps
+
+
+def _reference(kind: str, means: FloatArray, gen: np.random.Generator) -> FloatArray | None:
+    check_one_of(kind, "reference", ("uniform", "informative"))
+    if kind == "uniform":
+        return None
+    # informative π0 ∝ exp(μ̃/0.1), μ̃ = μ + N(0, 0.1²)
+    logits = (means + 0.1 * gen.standard_normal(means.size)) / 0.1
+    w = np.exp(logits - logits.max())
+    return np.asarray(w / w.sum(), dtype=np.float64)
+
+
+def _regret(means: FloatArray, probabilities: FloatArray) -> float:
+    # expected regret max_a μ(a) − Σ_a π(a)μ(a)
+    return float(means.max() - probabilities @ means)
+
+
+MAB_METRICS = ("regret", "eta", "epsilon0", "epsilon_hat", "audit_ratio", "epsilon_k", "delta_paper",
+               "delta_paper_verbatim", "delta_corrected", "delta_audit")
+
+
+@register_algorithm(
+    "kl-mab",
+    family="offline",
+    privacy="per-instance eps0-DP of one sampled arm, add/remove of one logged record (Theorem 1)",
+    metrics=MAB_METRICS,
+    environments=("offline-bandit",),
+    description="KL-regularised pessimistic MAB policy (eq. 8): accounting, exact audit and regret",
+)
+def simulate_kl_mab(
+    env: Any,
+    *,
+    n_trials: int,
+    rng: RNGLike,
+    beta0: float = 1.0,
+    eta: float | None = None,
+    epsilon: float | None = None,
+    reference: str = "uniform",
+    k: float | None = None,
+    audit: bool = False,
+) -> dict[str, FloatArray]:
+    """Fit eq. (8) on ``n_trials`` datasets; report Theorem 1 (and 1′ / Corollary 1 with ``k``).
+
+    Parameters
+    ----------
+    env : OfflineBanditEnvironment
+    n_trials : int
+    rng : int, SeedSequence, Generator or None
+    beta0 : float, default 1
+    eta : float, optional
+        Fixed η; alternatively ``epsilon`` calibrates η per dataset so that Theorem 1 gives ε (E5).
+    epsilon : float, optional
+    reference : {"uniform", "informative"}, default "uniform"
+    k : float, optional
+        Also report the approximate guarantees at N0 = ⌊N_max/k⌋ (E4): paper δ (fixed and verbatim),
+        corrected δ, and (with ``audit``) the audited δ at that ε.
+    audit : bool, default False
+        Compute the exact audited ε̂ (and δ̂ with ``k``).
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_trials,)
+        ``regret`` (exact), ``eta``, ``epsilon0``; with ``audit``: ``epsilon_hat``, ``audit_ratio``;
+        with ``k``: ``epsilon_k``, ``delta_paper``, ``delta_paper_verbatim``, ``delta_corrected`` and
+        (with ``audit``) ``delta_audit``.
+    """
+    n = check_int(n_trials, "n_trials", minimum=1)
+    if (eta is None) == (epsilon is None):
+        raise InvalidParameterError(f"exactly one of eta and epsilon must be given; got eta={eta!r}, epsilon={epsilon!r}")
+    env_streams, algo, _ = _streams(rng, n)
+    means = np.asarray(env.means, dtype=np.float64)
+    out: dict[str, list[float]] = {"regret": [], "eta": [], "epsilon0": []}
+    for trial in range(n):
+        data = env.draw(env_streams[trial])
+        pi0 = _reference(reference, means, algo)
+        n_min = int(data.counts().min())
+        this_eta = (eta if eta is not None else
+                    calibrated_eta(float(epsilon), max(n_min, 2), reward_bound=1.0, beta0=beta0))  # type: ignore[arg-type]
+        policy = KLMABPolicy(means.size, eta=this_eta, beta0=beta0, reference=pi0).fit(data)
+        guarantee = policy.privacy()
+        out["regret"].append(_regret(means, policy.probabilities()))
+        out["eta"].append(this_eta)
+        out["epsilon0"].append(guarantee.epsilon)
+        if audit:
+            eps_hat = _audit("mab")(policy, data)
+            out.setdefault("epsilon_hat", []).append(eps_hat)
+            out.setdefault("audit_ratio", []).append(eps_hat / guarantee.epsilon)
+        if k is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PaperVariantWarning)
+                paper = policy.privacy(kind="approx", variant="paper", k=k)
+                verbatim = policy.privacy(kind="approx", variant="paper", k=k, verbatim=True)
+            corrected = policy.privacy(kind="approx", k=k)
+            out.setdefault("epsilon_k", []).append(corrected.epsilon)
+            out.setdefault("delta_paper", []).append(paper.delta)
+            out.setdefault("delta_paper_verbatim", []).append(verbatim.delta)
+            out.setdefault("delta_corrected", []).append(corrected.delta)
+            if audit:
+                delta_hat = _audit("mab-delta")(policy, data, corrected.epsilon)
+                out.setdefault("delta_audit", []).append(delta_hat)
+    return {key: np.asarray(values, dtype=np.float64) for key, values in out.items()}
+
+
+def _simulate_baseline(cls: type, env: Any, n_trials: int, rng: RNGLike, epsilon: float, beta0: float,
+                       mc_samples: int) -> dict[str, FloatArray]:
+    n = check_int(n_trials, "n_trials", minimum=1)
+    env_streams, algo, noise = _streams(rng, n)
+    means = np.asarray(env.means, dtype=np.float64)
+    regret, eps = [], []
+    for trial in range(n):
+        data = env.draw(env_streams[trial])
+        if cls is PessimisticGreedyMAB:
+            baseline: Any = PessimisticGreedyMAB(means.size, beta0=beta0).fit(data)
+        else:
+            baseline = cls(means.size, epsilon=epsilon, beta0=beta0).fit(data, rng=noise)
+        if hasattr(baseline, "probabilities"):
+            probs = baseline.probabilities()
+        else:  # report-noisy-max: Monte-Carlo estimate of the output distribution (algorithm stream)
+            draws = baseline.sample(rng=algo, size=mc_samples)
+            probs = np.bincount(draws, minlength=means.size) / mc_samples
+        if isinstance(baseline, LaplaceStatisticsGreedyMAB):
+            probs = np.bincount([int(baseline.sample())], minlength=means.size).astype(float)
+        regret.append(_regret(means, probs))
+        eps.append(baseline.privacy().epsilon)
+    return {"regret": np.asarray(regret), "epsilon": np.asarray(eps)}
+
+
+_BASELINE_DOC = """Baseline {name}: per-trial exact (or Monte-Carlo) regret and the per-instance ε.
+
+    Parameters
+    ----------
+    env : OfflineBanditEnvironment
+    n_trials : int
+    rng : int, SeedSequence, Generator or None
+    epsilon : float
+        Target ε (the same per-instance sensitivity as Theorem 1).
+    beta0 : float, default 0
+    mc_samples : int, default 2000
+        Samples for report-noisy-max's output distribution.
+    """
+
+
+def _register_baseline(name: str, cls: type, privacy: str, description: str) -> None:
+    def simulate(env: Any, *, n_trials: int, rng: RNGLike, epsilon: float = 1.0, beta0: float = 0.0,
+                 mc_samples: int = 2000) -> dict[str, FloatArray]:
+        return _simulate_baseline(cls, env, n_trials, rng, epsilon, beta0, mc_samples)
+
+    simulate.__doc__ = _BASELINE_DOC.format(name=name)
+    simulate.__name__ = f"simulate_{name.replace('-', '_')}"
+    register_algorithm(name, family="offline", privacy=privacy, metrics=("regret", "epsilon"),
+                       environments=("offline-bandit",), description=description)(simulate)
+
+
+_register_baseline("em-mab", ExponentialMechanismMAB, "per-instance eps-DP (exponential mechanism)",
+                   "Exponential mechanism on the (pessimistic) empirical means, uniform base measure")
+_register_baseline("rnm-mab", ReportNoisyMaxMAB, "per-instance eps-DP (report-noisy-max, Laplace)",
+                   "Report-noisy-max with Laplace noise on the (pessimistic) empirical means")
+_register_baseline("laplace-greedy-mab", LaplaceStatisticsGreedyMAB,
+                   "per-instance eps-DP policy release (Laplace statistics; samples are free)",
+                   "Laplace-noised utilities released once, then greedy")
+_register_baseline("greedy-mab", PessimisticGreedyMAB, "none (non-private)",
+                   "Non-private pessimistic greedy arm")
+
+
+@register_algorithm(
+    "kl-mab-repeated",
+    family="offline",
+    privacy="T samples of a per-sample eps1-DP KL policy: basic and advanced composition",
+    metrics=("regret", "epsilon_basic", "epsilon_advanced", "delta_advanced"),
+    environments=("offline-bandit",),
+    description="Repeated sampling from the KL MAB policy calibrated to a per-sample epsilon (E6)",
+)
+def simulate_kl_mab_repeated(
+    env: Any, *, n_trials: int, rng: RNGLike, epsilon: float = 0.1, n_samples: int = 1, beta0: float = 1.0,
+    delta_prime: float = 1e-6,
+) -> dict[str, FloatArray]:
+    """Per-sample ε1 = ``epsilon`` (η calibrated by Theorem 1), ``n_samples`` = T samples (E6).
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_trials,)
+        ``regret`` (expected, per sample), ``epsilon_basic`` (T·ε1), ``epsilon_advanced`` and
+        ``delta_advanced`` (Dwork–Rothblum–Vadhan with δ').
+    """
+    t = check_int(n_samples, "n_samples", minimum=1)
+    base = simulate_kl_mab(env, n_trials=n_trials, rng=rng, beta0=beta0, epsilon=epsilon)
+    per_sample = acc.PureDP(epsilon=float(epsilon), unit=acc.UNIT_MAB, neighbouring=acc.Neighbouring.ADD_REMOVE)
+    basic = acc.repeated_sampling(per_sample, t)
+    advanced = acc.repeated_sampling(per_sample, t, method="advanced", delta_prime=delta_prime)
+    ones = np.ones(n_trials)
+    return {"regret": base["regret"], "epsilon_basic": basic.epsilon * ones,
+            "epsilon_advanced": advanced.epsilon * ones, "delta_advanced": advanced.delta * ones}
+
+
+@register_algorithm(
+    "kl-linear",
+    family="offline",
+    privacy="per-instance eps0-DP of one sampled action at one context, add/remove (Theorem 2)",
+    metrics=("regret", "epsilon0", "epsilon0_tight", "epsilon_hat", "audit_ratio", "k1"),
+    environments=("offline-linear",),
+    description="KL-regularised pessimistic linear contextual policy (eq. 10): accounting and audit",
+)
+def simulate_kl_linear(
+    env: Any, *, n_trials: int, rng: RNGLike, eta: float = 0.1, beta0: float = 1.0, ridge: float = 2.0,
+    audit: bool = False,
+) -> dict[str, FloatArray]:
+    """Fit eq. (10) on ``n_trials`` datasets and report Theorem 2 (E2).
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_trials,)
+        ``regret`` at the query context, ``epsilon0``, ``epsilon0_tight``, ``k1`` = n/(d(λ_min − 1));
+        with ``audit``: ``epsilon_hat`` (adversarial search) and ``audit_ratio``.
+    """
+    n = check_int(n_trials, "n_trials", minimum=1)
+    env_streams, algo, _ = _streams(rng, n)
+    out: dict[str, list[float]] = {"regret": [], "epsilon0": [], "epsilon0_tight": [], "k1": []}
+    for trial in range(n):
+        data, theta, actions = env.draw(env_streams[trial])
+        policy = KLLinearPolicy(eta=eta, beta0=beta0, ridge=ridge).fit(data)
+        pure = policy.privacy(actions)
+        out["regret"].append(_regret(actions @ theta, policy.probabilities(actions)))
+        out["epsilon0"].append(pure.epsilon)
+        out["epsilon0_tight"].append(policy.privacy(actions, variant="tight").epsilon)
+        out["k1"].append(data.n_records / (data.dimension * (policy.lambda_min_ - 1.0))
+                         if policy.lambda_min_ > 1 else math.inf)
+        if audit:
+            eps_hat = _audit("linear")(policy, data, actions, algo)
+            out.setdefault("epsilon_hat", []).append(eps_hat)
+            out.setdefault("audit_ratio", []).append(eps_hat / pure.epsilon)
+    return {key: np.asarray(values, dtype=np.float64) for key, values in out.items()}
+
+
+@register_algorithm(
+    "kl-rlhf",
+    family="offline",
+    privacy="per-instance eps-label-DP of one sampled response at one prompt (Theorem 3', corrected)",
+    metrics=("regret", "epsilon0_paper", "epsilon0_corrected", "epsilon0_tight", "epsilon_hat",
+             "paper_violated", "on_boundary"),
+    proportion_metrics=("paper_violated", "on_boundary"),
+    environments=("offline-preferences",),
+    description="KL-regularised pessimistic RLHF policy (eq. 11, constrained BT MLE): label-DP accounting",
+)
+def simulate_kl_rlhf(
+    env: Any, *, n_trials: int, rng: RNGLike, eta: float = 1.0, beta0: float = 1.0, ridge: float = 1.0,
+    norm_bound: float = 0.1, audit: bool = False,
+) -> dict[str, FloatArray]:
+    """Fit eq. (11) on ``n_trials`` datasets and compare Theorem 3 with Theorem 3′ (E3).
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_trials,)
+        ``regret``, ``epsilon0_paper``, ``epsilon0_corrected``, ``epsilon0_tight``, ``on_boundary``;
+        with ``audit``: ``epsilon_hat`` over every label flip and ``paper_violated`` (0/1).
+    """
+    n = check_int(n_trials, "n_trials", minimum=1)
+    env_streams, _, _ = _streams(rng, n)
+    out: dict[str, list[float]] = {"regret": [], "epsilon0_paper": [], "epsilon0_corrected": [],
+                                   "epsilon0_tight": [], "on_boundary": []}
+    for trial in range(n):
+        data, theta, actions = env.draw(env_streams[trial])
+        policy = KLRLHFPolicy(eta=eta, beta0=beta0, ridge=ridge, norm_bound=norm_bound).fit(data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PaperVariantWarning)
+            paper = policy.privacy(actions, variant="paper").epsilon
+        out["regret"].append(_regret(actions @ theta, policy.probabilities(actions)))
+        out["epsilon0_paper"].append(paper)
+        out["epsilon0_corrected"].append(policy.privacy(actions).epsilon)
+        out["epsilon0_tight"].append(policy.privacy(actions, variant="tight").epsilon)
+        out["on_boundary"].append(float(policy.fit_.on_boundary))
+        if audit:
+            eps_hat = _audit("rlhf")(policy, data, actions)
+            out.setdefault("epsilon_hat", []).append(eps_hat)
+            out.setdefault("paper_violated", []).append(float(eps_hat > paper * (1 + 1e-9)))
+    return {key: np.asarray(values, dtype=np.float64) for key, values in out.items()}
