@@ -148,3 +148,38 @@ def test_dp_od_is_epsilon_dp_and_under_noised_variant_is_caught(tables):
     assert report.passed, str(report)
     # sensitivity taken as the smallest norm 1 instead of L = 3: noise three times too small
     assert not _audit(DPOD(features, 16, 3 * EPSILON).planner, three, range(3), 8).passed
+
+
+class _ScaledNoise(_DroppedNoise):
+    """A broken planner: every noise scale divided by ``factor``."""
+
+    def __init__(self, planner, factor):
+        super().__init__(planner)
+        self._factor = factor
+
+    def plan(self, phase, state):
+        plan = self._planner.plan(phase, state)
+        return dataclasses.replace(plan, noise_scales=plan.noise_scales / self._factor)
+
+
+def _audit_approx(planner, tables, epsilon, delta):
+    distribution = _distribution(planner)
+    pairs = [pair for table in tables for pair in _pairs(table, range(3), 8)]
+    for first, second in pairs:
+        distribution(first)
+        distribution(second)
+    return audit_exact(distribution, pairs, epsilon=epsilon, delta=delta)
+
+
+@pytest.mark.parametrize(("calibration", "epsilon", "delta", "factor"),
+                         [("classical", 0.5, 1e-3, 3.0), ("analytic", 2.0, 1e-3, 2.0)])
+def test_dp_bai_gauss_is_epsilon_delta_dp_and_under_noised_variant_is_caught(tables, calibration, epsilon,
+                                                                             delta, factor):
+    from dpbandits.algorithms.bai.dp_bai import DPBAIGauss
+
+    features = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.7]])
+    three = [t[:3] for t in tables]
+    good = DPBAIGauss(features, 20, epsilon, delta, calibration=calibration)
+    report = _audit_approx(good.planner, three, epsilon, delta)
+    assert report.passed, str(report)
+    assert not _audit_approx(_ScaledNoise(good.planner, factor), three, epsilon, delta).passed

@@ -178,6 +178,15 @@ def test_guarantees_state_unit_and_reference(section5):
     assert math.isinf(weak.privacy.epsilon)
 
 
+def test_gauss_analytic_calibration_holds_for_large_epsilon(section5):
+    from dpbandits.privacy.mechanisms import analytic_gaussian_sigma
+
+    algo = DPBAIGauss(section5.features, 1000, 2.0, 1e-5, calibration="analytic")
+    assert (algo.privacy.epsilon, algo.privacy.delta) == (2.0, 1e-5) and "Balle" in algo.privacy.reference
+    np.testing.assert_allclose(_first_plan(algo).noise_scales, analytic_gaussian_sigma(1.0 / 499, 2.0, 1e-5),
+                               rtol=1e-9)
+
+
 def test_gauss_noise_scale(section5):
     plan = _first_plan(DPBAIGauss(section5.features, 1000, 0.5, 1e-3))
     m = 499

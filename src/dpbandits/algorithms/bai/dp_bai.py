@@ -48,6 +48,7 @@ from dpbandits.algorithms.bai.schedule import (
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import BanditEnvironment
 from dpbandits.privacy.guarantees import ApproxDP, Guarantee, Neighbouring, PureDP
+from dpbandits.privacy.mechanisms import analytic_gaussian_sigma
 
 __all__ = ["DPBAI", "REWARD_TABLE_UNIT", "Baseline", "DPBAIGauss", "DPBAIPlanner", "environment_features"]
 
@@ -276,18 +277,22 @@ class DPBAIGauss(_DPBAIFamily):
         ε > 0.
     delta : float
         δ in (0, 1).
+    calibration : {"classical", "analytic"}, default "classical"
+        ``"classical"``: the paper's σ_p = √(2·ln(1.25/δ))/(ε·m_p). ``"analytic"``: the smallest σ of
+        Balle & Wang (2018) for ℓ2-sensitivity 1/m_p, valid for every ε > 0.
 
     Warns
     -----
     PrivacyWarning
-        If ε >= 1: the classical Gaussian calibration σ = √(2 ln(1.25/δ))·Δ/ε is proven for ε < 1 only
+        If ε >= 1 with the classical calibration: the classical Gaussian calibration σ = √(2 ln(1.25/δ))·Δ/ε is proven for ε < 1 only
         (Dwork & Roth 2014, Theorem A.1), which the paper's proof cites.
 
     Privacy
     -------
     (ε, δ)-DP for one entry of the reward table (Proposition D.2): each per-phase mean (ℓ2-sensitivity
     1/m_p) is released with N(0, 2·ln(1.25/δ)/(ε·m_p)²) noise, phases use disjoint rewards. The
-    guarantee is stated for ε < 1; for ε >= 1 :attr:`privacy` reports ε = ∞ with the reason.
+    guarantee is stated for ε < 1; for ε >= 1 :attr:`privacy` reports ε = ∞ with the reason, unless
+    ``calibration="analytic"`` (Balle & Wang 2018, Theorem 8), which holds for every ε.
 
     References
     ----------
@@ -297,19 +302,25 @@ class DPBAIGauss(_DPBAIFamily):
     _name = "DP-BAI-Gauss"
 
     def __init__(self, features: ArrayLike, budget: int, epsilon: float, delta: float, *,
-                 schedule: str = "canonical", budget_mode: str = "paper", maxdet: str = "auto",
-                 use_effective_dimension: bool = False, tie_break: str = "random", clip_rewards: bool = False,
-                 allow_out_of_range: bool = False) -> None:
+                 calibration: str = "classical", schedule: str = "canonical", budget_mode: str = "paper",
+                 maxdet: str = "auto", use_effective_dimension: bool = False, tie_break: str = "random",
+                 clip_rewards: bool = False, allow_out_of_range: bool = False) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
+        self.calibration = check_one_of(calibration, "calibration", ("classical", "analytic"))
         if self.delta == 0.0:
             raise InvalidParameterError("delta must lie in (0, 1) for the Gaussian mechanism; got 0.0")
-        if self.epsilon >= 1.0:
-            warnings.warn(
-                f"epsilon={self.epsilon} >= 1: the classical Gaussian calibration is proven for epsilon < 1 "
-                "only; the reported guarantee is void (epsilon=inf)", PrivacyWarning, stacklevel=2)
-        # σ_p = √(2·ln(1.25/δ)) / (ε·m_p)
-        multiplier = math.sqrt(2.0 * math.log(1.25 / self.delta)) / self.epsilon
+        if calibration == "analytic":
+            # σ_p = σ_analytic(Δ = 1, ε, δ) / m_p: the analytic σ is linear in the sensitivity Δ = 1/m_p
+            multiplier = analytic_gaussian_sigma(1.0, self.epsilon, self.delta)
+        else:
+            if self.epsilon >= 1.0:
+                warnings.warn(
+                    f"epsilon={self.epsilon} >= 1: the classical Gaussian calibration is proven for epsilon < 1 "
+                    "only; the reported guarantee is void (epsilon=inf); use calibration='analytic'",
+                    PrivacyWarning, stacklevel=2)
+            # σ_p = √(2·ln(1.25/δ)) / (ε·m_p)
+            multiplier = math.sqrt(2.0 * math.log(1.25 / self.delta)) / self.epsilon
         self._build(features, budget, schedule=schedule, budget_mode=budget_mode, maxdet=maxdet,
                     use_effective_dimension=use_effective_dimension, noise_kind="gaussian",
                     noise_multiplier=multiplier, tie_break=tie_break, clip_rewards=clip_rewards,
@@ -319,7 +330,9 @@ class DPBAIGauss(_DPBAIFamily):
     def privacy(self) -> Guarantee:
         """(ε, δ)-DP for one entry of the reward table (Proposition D.2), for ε < 1."""
         reference = f"{_REFERENCE}, Proposition D.2 (DP-BAI-Gauss)"
-        if self.epsilon >= 1.0 or self.allow_out_of_range:
+        if self.calibration == "analytic":
+            reference += "; Balle & Wang (2018), Theorem 8 (analytic Gaussian calibration)"
+        if (self.epsilon >= 1.0 and self.calibration == "classical") or self.allow_out_of_range:
             reason = ("classical Gaussian calibration is proven for epsilon < 1 only" if self.epsilon >= 1.0
                       else "allow_out_of_range=True: rewards may exceed [0, 1]")
             return ApproxDP(epsilon=math.inf, delta=self.delta, unit=REWARD_TABLE_UNIT,
@@ -356,14 +369,16 @@ def simulate_dp_bai(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budg
 @register_algorithm("dp-bai-gauss", family="bai", privacy="(ε, δ)-DP for one entry of the reward table",
                     metrics=_METRICS, proportion_metrics=("success",), environments=("linear",))
 def simulate_dp_bai_gauss(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
-                          delta: float, schedule: str = "canonical", budget_mode: str = "paper",
-                          maxdet: str = "auto", use_effective_dimension: bool = False, tie_break: str = "random",
+                          delta: float, calibration: str = "classical", schedule: str = "canonical",
+                          budget_mode: str = "paper", maxdet: str = "auto", use_effective_dimension: bool = False,
+                          tie_break: str = "random",
                           clip_rewards: bool = False, allow_out_of_range: bool = False,
                           pull_consistent: bool = False) -> Mapping[str, np.ndarray]:
     """DP-BAI-Gauss (Chen et al. 2024, Algorithm 2): Gaussian-privatised phase means, (ε, δ)-DP."""
-    algorithm = DPBAIGauss(environment_features(env), budget, epsilon, delta, schedule=schedule,
-                           budget_mode=budget_mode, maxdet=maxdet, use_effective_dimension=use_effective_dimension,
-                           tie_break=tie_break, clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
+    algorithm = DPBAIGauss(environment_features(env), budget, epsilon, delta, calibration=calibration,
+                           schedule=schedule, budget_mode=budget_mode, maxdet=maxdet,
+                           use_effective_dimension=use_effective_dimension, tie_break=tie_break,
+                           clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
     return _metrics(algorithm, env, n_trials, rng, pull_consistent)
 
 

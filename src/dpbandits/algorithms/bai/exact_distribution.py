@@ -34,7 +34,14 @@ from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_array
 from dpbandits.algorithms.bai.phased import PhasePlan, Planner
 
-__all__ = ["exact_path_distribution", "laplace_cdf", "laplace_pdf", "phase_survivor_probabilities"]
+__all__ = [
+    "exact_path_distribution",
+    "gaussian_cdf",
+    "gaussian_pdf",
+    "laplace_cdf",
+    "laplace_pdf",
+    "phase_survivor_probabilities",
+]
 
 _TAIL_SCALES = 60.0  # integrate centre ± 60 scales: the Laplace tail beyond is e^{-60} ≈ 1e-26
 Path = tuple[tuple[int, ...], ...]
@@ -73,7 +80,22 @@ def _integrate(fn: Callable[[float], float], centres: FloatArray, scales: FloatA
     return total
 
 
-def _independent(plan: PhasePlan, centres: FloatArray) -> dict[tuple[int, ...], float]:
+def gaussian_pdf(y: float, centre: float, scale: float) -> float:
+    """Density of centre + N(0, scale²) at y."""
+    z = (y - centre) / scale
+    return math.exp(-0.5 * z * z) / (scale * math.sqrt(2.0 * math.pi))
+
+
+def gaussian_cdf(y: float, centre: float, scale: float) -> float:
+    """CDF of centre + N(0, scale²) at y."""
+    return 0.5 * math.erfc(-(y - centre) / (scale * math.sqrt(2.0)))
+
+
+_DENSITIES = {"laplace": (laplace_pdf, laplace_cdf), "gaussian": (gaussian_pdf, gaussian_cdf)}
+
+
+def _independent(plan: PhasePlan, centres: FloatArray, kind: str) -> dict[tuple[int, ...], float]:
+    pdf, cdf = _DENSITIES[kind]
     w = plan.noise_weights
     column = np.argmax(np.abs(w), axis=1)
     weight = w[np.arange(w.shape[0]), column]
@@ -87,18 +109,18 @@ def _independent(plan: PhasePlan, centres: FloatArray) -> dict[tuple[int, ...], 
         if plan.keep == 1:
 
             def winner(y: float, i: int = i, others: list[int] = others) -> float:
-                value = laplace_pdf(y, est_centres[i], est_scales[i])
+                value = pdf(y, est_centres[i], est_scales[i])
                 for k in others:
-                    value *= laplace_cdf(y, est_centres[k], est_scales[k])
+                    value *= cdf(y, est_centres[k], est_scales[k])
                 return value
 
             out[(int(plan.active[i]),)] = _integrate(winner, est_centres, est_scales)
         else:
 
             def loser(y: float, i: int = i, others: list[int] = others) -> float:
-                value = laplace_pdf(y, est_centres[i], est_scales[i])
+                value = pdf(y, est_centres[i], est_scales[i])
                 for k in others:
-                    value *= 1.0 - laplace_cdf(y, est_centres[k], est_scales[k])
+                    value *= 1.0 - cdf(y, est_centres[k], est_scales[k])
                 return value
 
             out[tuple(int(plan.active[k]) for k in others)] = _integrate(loser, est_centres, est_scales)
@@ -141,15 +163,17 @@ def _two_statistics(plan: PhasePlan, centres: FloatArray) -> dict[tuple[int, ...
     return out
 
 
-def phase_survivor_probabilities(plan: PhasePlan, sums: ArrayLike) -> dict[tuple[int, ...], float]:
+def phase_survivor_probabilities(plan: PhasePlan, sums: ArrayLike, *, noise_kind: str = "laplace"
+                                 ) -> dict[tuple[int, ...], float]:
     """Probability of each survivor set of one phase, given the pulled arms' reward sums.
 
     Parameters
     ----------
     plan : PhasePlan
-        A plan with Laplace noise.
     sums : array_like, shape (n_pulled,)
         Reward sums of the pulled arms in this phase.
+    noise_kind : {"laplace", "gaussian"}
+        Gaussian noise is supported for independent estimates only.
 
     Returns
     -------
@@ -169,8 +193,8 @@ def phase_survivor_probabilities(plan: PhasePlan, sums: ArrayLike) -> dict[tuple
     one_per_row = np.count_nonzero(np.abs(w) > 1e-14, axis=1) == 1
     columns = np.argmax(np.abs(w), axis=1)
     if np.all(one_per_row) and np.unique(columns).size == s and plan.keep in (1, s - 1):
-        return _independent(plan, centres)
-    if w.shape[1] == 2 and plan.keep == 1:
+        return _independent(plan, centres, noise_kind)
+    if w.shape[1] == 2 and plan.keep == 1 and noise_kind == "laplace":
         return _two_statistics(plan, centres)
     raise InvalidParameterError(
         f"phase shape not supported for exact computation: {s} active arms, {w.shape[1]} noisy "
@@ -179,12 +203,12 @@ def phase_survivor_probabilities(plan: PhasePlan, sums: ArrayLike) -> dict[tuple
 
 
 def exact_path_distribution(planner: Planner, reward_table: ArrayLike) -> dict[Path, float]:
-    """Probability of every survivor-set path of a Laplace phased algorithm on a fixed reward table.
+    """Probability of every survivor-set path of a phased algorithm on a fixed reward table.
 
     Parameters
     ----------
     planner : Planner
-        E.g. ``DPBAI(...).planner`` (noise kind ``"laplace"``).
+        E.g. ``DPBAI(...).planner`` (Laplace) or ``DPBAIGauss(...).planner`` (Gaussian).
     reward_table : array_like, shape (n_arms, n_pulls)
         x[i, n], the reward of the n-th pull of arm i (enough columns for every path).
 
@@ -196,8 +220,10 @@ def exact_path_distribution(planner: Planner, reward_table: ArrayLike) -> dict[P
         error.
     """
     table = check_array(reward_table, "reward_table", ndim=2)
-    if planner.noise_kind != "laplace":
-        raise InvalidParameterError(f"planner.noise_kind must be 'laplace'; got {planner.noise_kind!r}")
+    if planner.noise_kind not in _DENSITIES:
+        raise InvalidParameterError(
+            f"planner.noise_kind must be 'laplace' or 'gaussian'; got {planner.noise_kind!r}")
+    kind = str(planner.noise_kind)
     out: dict[Path, float] = {}
 
     def recurse(phase: int, state: Hashable, offsets: np.ndarray, path: Path, prob: float) -> None:
@@ -211,7 +237,7 @@ def exact_path_distribution(planner: Planner, reward_table: ArrayLike) -> dict[P
             raise InvalidParameterError(f"reward_table needs more than {table.shape[1]} pulls per arm")
         new_offsets = offsets.copy()
         new_offsets[plan.pulled] += plan.pulls
-        for survivors, p in phase_survivor_probabilities(plan, sums).items():
+        for survivors, p in phase_survivor_probabilities(plan, sums, noise_kind=kind).items():
             recurse(phase + 1, planner.next_state(phase, state, plan, survivors), new_offsets,
                     (*path, survivors), prob * p)
 
