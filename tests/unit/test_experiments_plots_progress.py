@@ -74,3 +74,24 @@ def test_auto_progress_is_plain_without_a_terminal(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr("sys.stderr", io.StringIO())  # not a terminal
     assert isinstance(make_progress("auto"), LogProgress)
     assert isinstance(make_progress("none"), NullProgress)
+
+
+def test_case_grids_draw_only_panels_with_a_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # one sweep over budget at variant "a", one point at variant "b": success_vs_budget has one panel
+    rows = [f"{budget},a,alg1,50,0.5,0.07,0.37,0.63,0.1,0.01,0.08,0.12" for budget in (10, 20, 40)]
+    rows.append("10,b,alg1,50,0.5,0.07,0.37,0.63,0.1,0.01,0.08,0.12")
+    run_dir = _summary(tmp_path, HEADER, rows)
+    from dpbandits.experiments import plots
+
+    drawn: dict[str, int] = {}
+    original = plots._lines
+
+    def counting(rows_: list[dict[str, str]], metric: str, parameter: str, others: list[str]) -> object:
+        figure = original(rows_, metric, parameter, others)
+        drawn[f"{metric}_vs_{parameter}"] = sum(axis.get_visible() for axis in figure.axes)
+        return figure
+
+    monkeypatch.setattr(plots, "_lines", counting)
+    plot_run(run_dir, formats=("png",))
+    assert drawn["success_vs_budget"] == 1  # the variant="b" panel (a single budget) is left out
+    assert drawn["success_vs_variant"] == 1  # only budget=10 has two variants
