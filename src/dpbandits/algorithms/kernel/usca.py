@@ -489,6 +489,7 @@ def simulate_usca(
     sup_method: str = "certified",
     grid_points_per_dim: int | None = None,
     n_test_contexts: int = 64,
+    precision: str = "float64",
 ) -> Mapping[str, np.ndarray]:
     """USCA (Pavlovic et al. 2025): uniform exploration, covariance approximation, grid exponential mechanism.
 
@@ -505,7 +506,7 @@ def simulate_usca(
         env, n_trials=n_trials, rng=rng, horizon=horizon, epsilon=epsilon, reward_bound=reward_bound,
         n_test_contexts=n_test_contexts, tau=tau, backend=backend, feature_map=feature_map,
         n_features=n_features, gamma=gamma, approx_size=approx_size, sup_method=sup_method,
-        grid_points_per_dim=grid_points_per_dim,
+        grid_points_per_dim=grid_points_per_dim, precision=precision,
     )
 
 
@@ -531,13 +532,14 @@ def simulate_usca_nonprivate(
     approx_size: int | None = None,
     grid_points_per_dim: int | None = None,
     n_test_contexts: int = 64,
+    precision: str = "float64",
 ) -> Mapping[str, np.ndarray]:
     """Non-private USCA (baseline B2): argmax of the surrogate mean μ̄_T on the grid (ε = ∞)."""
     return _simulate(
         env, n_trials=n_trials, rng=rng, horizon=horizon, epsilon=math.inf, reward_bound=reward_bound,
         n_test_contexts=n_test_contexts, tau=tau, backend=backend, feature_map=feature_map,
         n_features=n_features, gamma=gamma, approx_size=approx_size, sup_method="trivial",
-        grid_points_per_dim=grid_points_per_dim,
+        grid_points_per_dim=grid_points_per_dim, precision=precision,
     )
 
 
@@ -563,11 +565,13 @@ def simulate_usca_trivial(
     gamma: str | float = "random",
     grid_points_per_dim: int | None = None,
     n_test_contexts: int = 64,
+    precision: str = "float64",
 ) -> Mapping[str, np.ndarray]:
     """USCA with the trivial sensitivity Δ = 2·B_y/τ (baseline B6, ablation): private, no decaying Δ."""
     return _simulate(
         env, n_trials=n_trials, rng=rng, horizon=horizon, epsilon=epsilon, reward_bound=reward_bound,
         n_test_contexts=n_test_contexts, tau=tau, backend=backend, feature_map=feature_map,
         n_features=n_features, gamma=gamma, sup_method="trivial", grid_points_per_dim=grid_points_per_dim,
+        precision=precision,
     )
 
