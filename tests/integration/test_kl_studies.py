@@ -1,0 +1,60 @@
+"""Study entry points of the offline KL family and the bundled kl-* studies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpbandits.audit.kl  # noqa: F401  (registers the study auditors)
+from dpbandits.algorithms.registry import get_algorithm
+from dpbandits.envs.registry import make_environment
+from dpbandits.experiments.bundled import load_bundled_study
+
+STUDIES = ["kl-e1-mab-decay", "kl-e2-linear-decay", "kl-e3-rlhf-label", "kl-e4-delta-k",
+           "kl-e5-privacy-utility", "kl-e6-repeated"]
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_bundled_kl_studies_validate(name: str) -> None:
+    study = load_bundled_study(name)
+    assert list(study.grid_points())
+
+
+def test_kl_mab_entry_point_is_deterministic_and_audited(seed: int) -> None:
+    env = make_environment("offline-bandit", means=[0.2, 0.5, 0.8], n_records=90, logging="zipf", min_pulls=2)
+    simulate = get_algorithm("kl-mab").simulate
+    first = simulate(env, n_trials=4, rng=np.random.SeedSequence(seed), eta=0.1, beta0=0.5, audit=True, k=4)
+    again = simulate(env, n_trials=4, rng=np.random.SeedSequence(seed), eta=0.1, beta0=0.5, audit=True, k=4)
+    for key, values in first.items():
+        assert values.shape == (4,)
+        np.testing.assert_array_equal(values, again[key])
+    assert np.all(first["audit_ratio"] <= 0.5 + 1e-12)
+    assert np.all(first["delta_audit"] <= first["delta_corrected"] + 1e-12)
+
+
+def test_matched_epsilon_baselines_share_datasets(seed: int) -> None:
+    env = make_environment("offline-bandit", means=[0.2, 0.5, 0.8], n_records=300)
+    results = {
+        name: get_algorithm(name).simulate(env, n_trials=3, rng=np.random.SeedSequence(seed), epsilon=1.0, beta0=0.5)
+        for name in ("kl-mab", "em-mab", "rnm-mab", "laplace-greedy-mab", "greedy-mab")
+    }
+    np.testing.assert_allclose(results["kl-mab"]["epsilon0"], 1.0)
+    assert np.all(results["greedy-mab"]["regret"] <= results["em-mab"]["regret"] + 1e-12)
+    repeated = get_algorithm("kl-mab-repeated").simulate(env, n_trials=2, rng=np.random.SeedSequence(seed),
+                                                         epsilon=0.1, n_samples=100)
+    np.testing.assert_allclose(repeated["epsilon_advanced"], 6.308231, atol=1e-6)
+    single = get_algorithm("kl-mab").simulate(env, n_trials=3, rng=np.random.SeedSequence(seed), epsilon=0.1,
+                                              beta0=1.0)
+    np.testing.assert_allclose(repeated["regret"], single["regret"][:2])  # same datasets, same policy
+
+
+def test_linear_and_rlhf_entry_points(seed: int) -> None:
+    env = make_environment("offline-linear", dimension=2, n_records=100, n_actions=5)
+    out = get_algorithm("kl-linear").simulate(env, n_trials=2, rng=np.random.SeedSequence(seed), audit=True)
+    assert np.all(out["epsilon_hat"] <= out["epsilon0"]) and np.all(out["epsilon0_tight"] <= out["epsilon0"])
+    env = make_environment("offline-preferences", dimension=2, n_records=40, theta_norm=0.05, n_prompts=5,
+                           responses_per_prompt=3, n_actions=3)
+    out = get_algorithm("kl-rlhf").simulate(env, n_trials=2, rng=np.random.SeedSequence(seed), norm_bound=0.1,
+                                            audit=True)
+    assert np.all(out["epsilon_hat"] <= out["epsilon0_corrected"])
+    assert set(np.unique(out["paper_violated"])) <= {0.0, 1.0}
