@@ -248,3 +248,26 @@ def test_registered_entry_points_return_per_trial_metrics(section5, seed):
                                            **params)
         assert set(out) == {"success", "pulls_used"} and out["success"].shape == (7,)
         assert set(np.unique(out["success"])) <= {0.0, 1.0} and out["pulls_used"].max() <= 500
+
+
+def test_agent_with_secure_noise_backend(section5):
+    pytest.importorskip("opendp")
+    from dpbandits.privacy.noise import get_noise_backend
+
+    agent = DPBAI(section5.features, 100, 1.0).agent(0, noise=get_noise_backend("opendp"))
+    streams = section5.streams(0, 1)
+    while not agent.done:
+        arm = agent.ask()
+        agent.tell(arm, float(streams.pull(np.array([arm]))[0]))
+    assert 0 <= agent.recommendation < 30 and agent.pulls.sum() <= 100
+
+
+def test_literal_schedule_and_effective_dimension_options(rng):
+    features = rng.uniform(0.0, 1.0, size=(100, 3))
+    env = LinearBandit(features, np.array([0.3, 0.3, 0.3]), reward="bernoulli")
+    literal = DPBAI(features, 600, 1.0, schedule="literal")
+    assert literal.schedule.sizes == (100, 4, 2, 1)
+    assert literal.simulate(env, 20, 0).pulls_used.max() <= 600
+    flat = rng.uniform(0.0, 1.0, size=(12, 2)) @ np.array([[1.0, 0.0, 0.5, 0.2, 0.1], [0.0, 1.0, 0.3, 0.1, 0.4]])
+    assert DPBAI(flat, 500, 1.0, use_effective_dimension=True).schedule.dim == 2
+    assert DPBAI(flat, 500, 1.0).schedule.dim == 5
