@@ -147,3 +147,17 @@ def test_log_progress_prints_start_and_end_lines(tmp_path: Path, seed: int) -> N
     lines = stream.getvalue().splitlines()
     assert lines[0] == "[dpbandits] starting: 6 cells, 360 trials"
     assert lines[-1].startswith("[dpbandits] 6/6 cells, 360/360 trials") and lines[-1].endswith("finished")
+
+
+def test_a_run_directory_in_use_is_refused(tmp_path: Path, seed: int) -> None:
+    from dpbandits.experiments.store import RunStore
+
+    study = _study(seed)
+    holder = RunStore.open(tmp_path / "run", study)
+    try:
+        with pytest.raises(StudyError, match="is in use by another running dpbandits study"):
+            run_study(study, tmp_path / "run", progress="none", resume=True)
+    finally:
+        holder.close()
+    result = run_study(study, tmp_path / "run", progress="none", resume=True)
+    assert result.status == "complete"

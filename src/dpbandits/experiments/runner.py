@@ -229,8 +229,11 @@ def run_study(
         raise
     finally:
         reporter.close()
-        store.finish(status)
-        summary_path = store.write_summary()
+        try:
+            store.finish(status)
+            summary_path = store.write_summary()
+        finally:
+            store.close()
     return RunResult(
         run_dir=Path(out_dir),
         summary_path=summary_path,

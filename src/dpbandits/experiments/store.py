@@ -19,7 +19,9 @@ counts as finished if and only if its file exists and holds ``n_trials`` finite 
 metric; ``manifest.json`` is rewritten (atomically, at most once a second while running) from them.
 Leftover temporary files of a killed run are removed when the directory is opened again.
 
-A run directory that holds a different study (another digest) is refused, never overwritten.
+A run directory that holds a different study (another digest) is refused, never overwritten, and
+one that another process is writing (it holds an ``flock`` on ``RUN_DIR/.lock``, which the OS
+releases when that process dies, even by SIGKILL) is refused too.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -57,6 +59,7 @@ __all__ = [
 
 MANIFEST_NAME = "manifest.json"
 SUMMARY_NAME = "summary.csv"
+LOCK_NAME = ".lock"
 STUDY_COPY_NAME = "study.toml"
 STUDY_JSON_NAME = "study.json"
 CELLS_DIR = "cells"
@@ -159,6 +162,32 @@ def _format_parameter(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def _acquire_lock(directory: Path) -> IO[str] | None:
+    """Hold an exclusive ``flock`` on ``RUN_DIR/.lock`` (released by the OS if the process dies).
+
+    Returns None where ``fcntl`` does not exist (Windows): the directory is then not guarded.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    handle = open(directory / LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole run
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise StudyError(
+            f"run directory {str(directory)!r} is in use by another running dpbandits study; wait for it "
+            "to finish or choose another --out"
+        ) from None
+    return handle
+
+
+def _release_lock(handle: IO[str] | None) -> None:
+    if handle is not None:
+        handle.close()  # closing the file releases the flock
+
+
 # ------------------------------------------------------------------------------ the store
 class RunStore:
     """The run directory of one study (see the module docstring for layout and guarantees).
@@ -174,6 +203,7 @@ class RunStore:
         self._cells = {cell.key: cell for cell in study.cells()}
         self._metrics = {index: study.metrics_of(index) for index in range(len(study.algorithms))}
         self._last_manifest_write = 0.0
+        self._lock: IO[str] | None = None
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -210,7 +240,31 @@ class RunStore:
         if path.exists() and not path.is_dir():
             raise StudyError(f"run directory {str(path)!r} is a file, not a directory")
         manifest_path = path / MANIFEST_NAME
-        if manifest_path.exists():
+        if not manifest_path.exists() and path.exists() and any(p.name != LOCK_NAME for p in path.iterdir()):
+            raise StudyError(
+                f"run directory {str(path)!r} is not empty and holds no dpbandits run "
+                f"(no {MANIFEST_NAME}); refusing to write into it: choose another --out"
+            )
+        path.mkdir(parents=True, exist_ok=True)
+        lock = _acquire_lock(path)
+        try:
+            store = cls._open_locked(path, study, source_text=source_text, resume=resume)
+        except BaseException:
+            _release_lock(lock)
+            raise
+        store._lock = lock
+        store.manifest["versions"] = _versions()
+        store.manifest["status"] = "running"
+        store.manifest["started"] = _now()
+        store.manifest["ended"] = None
+        store.manifest["sessions"].append({"started": store.manifest["started"], "ended": None,
+                                           "status": "running", **dict(session or {})})
+        store.write_manifest(force=True)
+        return store
+
+    @classmethod
+    def _open_locked(cls, path: Path, study: Study, *, source_text: str | None, resume: bool) -> RunStore:
+        if (path / MANIFEST_NAME).exists():
             manifest = read_manifest(path)
             if manifest.get("study_digest") != study.digest():
                 raise StudyError(
@@ -227,12 +281,6 @@ class RunStore:
                     "continue it (finished cells are kept), or choose another --out"
                 )
         else:
-            if path.exists() and any(path.iterdir()):
-                raise StudyError(
-                    f"run directory {str(path)!r} is not empty and holds no dpbandits run "
-                    f"(no {MANIFEST_NAME}); refusing to write into it: choose another --out"
-                )
-            path.mkdir(parents=True, exist_ok=True)
             manifest = {
                 "format": RUN_FORMAT,
                 "study": study.name,
@@ -244,18 +292,17 @@ class RunStore:
                 "sessions": [],
             }
             store = cls(path, study, manifest)
+            store._remove_temporary_files()
             if source_text is not None:
                 atomic_write_text(path / STUDY_COPY_NAME, source_text)
             atomic_write_text(path / STUDY_JSON_NAME, json.dumps(study.model_dump(), indent=2, allow_nan=True))
         store.cells_dir.mkdir(exist_ok=True)
-        store.manifest["versions"] = _versions()
-        store.manifest["status"] = "running"
-        store.manifest["started"] = _now()
-        store.manifest["ended"] = None
-        store.manifest["sessions"].append({"started": store.manifest["started"], "ended": None,
-                                           "status": "running", **dict(session or {})})
-        store.write_manifest(force=True)
         return store
+
+    def close(self) -> None:
+        """Release the run directory's lock (another process may then open it)."""
+        _release_lock(self._lock)
+        self._lock = None
 
     def _remove_temporary_files(self) -> None:
         for directory in (self.run_dir, self.cells_dir):
