@@ -11,6 +11,11 @@ come from its abstract and proofs, the explicit curves are ours and say so):
   n̄_i = ⌈max{32λ/Δ_i², 8B/Δ_i}⌉.
 * :func:`thm2_lower_shape` — Theorem 2: c·max{Σ_i ln T/Δ_i, (K − 1)/ε} (slopes only).
 * :func:`thm3_shape` — Theorem 3's shape a·d√T/κ + b·d⁶/(κε).
+
+The two explicit curves are also registered as pseudo-algorithms (``theory-dp-ebs-heuristic``,
+``theory-dp-ebs-upper``) returning the curve's value as ``reward_regret`` for every trial, so that a
+study draws them as lines beside the measured regrets (the study plots have no other overlay hook).
+They use no data and no randomness.
 """
 
 from __future__ import annotations
@@ -23,14 +28,18 @@ from numpy.typing import ArrayLike
 from scipy import optimize
 
 from dpbandits._core.errors import InvalidParameterError
+from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_array, check_epsilon, check_int, check_positive_float
 from dpbandits.algorithms.dueling.dp_ebs_elimination import ebs_constants
+from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import UtilityDuelingEnvironment
 
 __all__ = [
     "alg1_heuristic",
     "alg1_upper",
+    "curve_alg1_heuristic",
+    "curve_alg1_upper",
     "fit_shape",
     "thm1_shape",
     "thm2_lower_shape",
@@ -150,3 +159,42 @@ def fit_shape(features: ArrayLike, regrets: ArrayLike) -> FloatArray:
         )
     coefficients, _ = optimize.nnls(x, y)
     return np.asarray(coefficients, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------- theory curves as study lines
+_CURVE_ENVS = ("dueling-f1", "dueling-f2", "dueling-f3", "dueling-f4", "dueling-utility")
+
+
+def _curve(value: float, n_trials: int) -> dict[str, FloatArray]:
+    n = check_int(n_trials, "n_trials", minimum=1)
+    return {"reward_regret": np.full(n, value)}
+
+
+@register_algorithm(
+    "theory-dp-ebs-heuristic",
+    family="dueling",
+    privacy="n/a: a theory curve (uses no data)",
+    metrics=("reward_regret",),
+    environments=_CURVE_ENVS,
+    description="Theory curve, not an algorithm: typical DP-EBS-Elimination regret (alg1_heuristic)",
+)
+def curve_alg1_heuristic(
+    env: UtilityDuelingEnvironment, *, n_trials: int, rng: RNGLike, horizon: int, epsilon: float = math.inf
+) -> dict[str, FloatArray]:
+    """Draw :func:`alg1_heuristic` as a line in study plots (``rng`` is unused: the curve is deterministic)."""
+    return _curve(alg1_heuristic(env, horizon, epsilon), n_trials)
+
+
+@register_algorithm(
+    "theory-dp-ebs-upper",
+    family="dueling",
+    privacy="n/a: a theory curve (uses no data)",
+    metrics=("reward_regret",),
+    environments=_CURVE_ENVS,
+    description="Theory curve, not an algorithm: Lemma 6 upper curve of DP-EBS-Elimination (alg1_upper)",
+)
+def curve_alg1_upper(
+    env: UtilityDuelingEnvironment, *, n_trials: int, rng: RNGLike, horizon: int, epsilon: float = math.inf
+) -> dict[str, FloatArray]:
+    """Draw :func:`alg1_upper` as a line in study plots (``rng`` is unused: the curve is deterministic)."""
+    return _curve(alg1_upper(env, horizon, epsilon), n_trials)
