@@ -229,7 +229,7 @@ def run_vectorised(planner: Planner, n_trials: int, sample_sums: SumSampler, noi
         xi = _draw_noise(noise, planner.noise_kind, scales)
         tie_keys = algorithm_rng.random((n_trials, n_active))
         pulls += counts
-        keep = plans[0].keep
+        keep = plans[0].keep  # the survivor count depends on the phase only, not on the state
         survivors_all = np.zeros((n_trials, keep), dtype=np.int64)
         new_ids = np.empty(n_trials, dtype=np.int64)
         for plan, rows, gid in zip(plans, members, groups, strict=True):
