@@ -16,7 +16,7 @@ feature map then learning actions), privacy noise (B4 only).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -150,12 +150,36 @@ def _grid(env: KernelBanditEnvironment, grid_points_per_dim: int | None) -> Floa
     return uniform_grid(0.0, 1.0, [check_int(n, "grid_points_per_dim", minimum=1)] * env.action_dim)
 
 
-def _feature_map_and_actions(
-    env: KernelBanditEnvironment, algo_seed: RNGLike, horizon: int, feature_map: str, n_features: int | None
-) -> tuple[FeatureMap, FloatArray]:
-    map_seed, learn_seed = spawn_seed_sequences(algo_seed, 2)
-    fmap = make_feature_map(env.kernel, env.joint_dim, feature_map, n_features, map_seed)
-    return fmap, as_generator(learn_seed).random((horizon, env.action_dim))
+def _uniform_sampling_trials(
+    env: KernelBanditEnvironment,
+    fit: Callable[[FeatureMap, FloatArray, FloatArray, RNGLike], FloatArray],
+    *,
+    n_trials: int,
+    rng: np.random.SeedSequence,
+    horizon: int,
+    reward_bound: float,
+    feature_map: str,
+    n_features: int | None,
+    grid_points_per_dim: int | None,
+    n_test_contexts: int,
+    metrics: tuple[str, ...],
+) -> dict[str, np.ndarray]:
+    """Trials of a uniform-sampling learner: ``fit(φ, points, clipped rewards, noise rng) -> θ``, argmax φᵀθ."""
+    n_trials = check_int(n_trials, "n_trials", minimum=1)
+    grid = _grid(env, grid_points_per_dim)
+    out = {name: np.empty(n_trials) for name in metrics}
+    for i, (env_seed, algo_seed, noise_seed) in enumerate(trial_streams(rng, n_trials)):
+        data = draw_trial_data(env, horizon, n_test_contexts, env_seed)
+        map_seed, learn_seed = spawn_seed_sequences(algo_seed, 2)
+        fmap = make_feature_map(env.kernel, env.joint_dim, feature_map, n_features, map_seed)
+        actions = as_generator(learn_seed).random((horizon, env.action_dim))
+        rewards = np.clip(data.rewards(env, actions), -reward_bound, reward_bound)
+        theta = fit(fmap, joint_points(actions, data.contexts), rewards, noise_seed)
+        values = _greedy_metrics(env, grid, data, fmap, theta)
+        for name, value in zip(("error", "sampled_regret", "sup_error"), values, strict=True):
+            if name in out:
+                out[name][i] = value
+    return out
 
 
 def _greedy_metrics(
@@ -189,16 +213,14 @@ def simulate_gp_uniform(
     n_test_contexts: int = 64,
 ) -> Mapping[str, np.ndarray]:
     """Uniform sampling + GP posterior mean argmax (B1, non-private; rewards clipped to ±B_y like USCA)."""
-    n_trials = check_int(n_trials, "n_trials", minimum=1)
-    grid = _grid(env, grid_points_per_dim)
-    out = {name: np.empty(n_trials) for name in (*BASELINE_METRICS, "sup_error")}
-    for i, (env_seed, algo_seed, _) in enumerate(trial_streams(rng, n_trials)):
-        data = draw_trial_data(env, horizon, n_test_contexts, env_seed)
-        fmap, actions = _feature_map_and_actions(env, algo_seed, horizon, feature_map, n_features)
-        rewards = np.clip(data.rewards(env, actions), -reward_bound, reward_bound)
-        theta = feature_ridge_coefficients(fmap.transform(joint_points(actions, data.contexts)), rewards, tau)
-        out["error"][i], out["sampled_regret"][i], out["sup_error"][i] = _greedy_metrics(env, grid, data, fmap, theta)
-    return out
+    def fit(fmap: FeatureMap, points: FloatArray, rewards: FloatArray, noise_seed: RNGLike) -> FloatArray:
+        return feature_ridge_coefficients(fmap.transform(points), rewards, tau)
+
+    return _uniform_sampling_trials(
+        env, fit, n_trials=n_trials, rng=rng, horizon=horizon, reward_bound=reward_bound, feature_map=feature_map,
+        n_features=n_features, grid_points_per_dim=grid_points_per_dim, n_test_contexts=n_test_contexts,
+        metrics=(*BASELINE_METRICS, "sup_error"),
+    )
 
 
 @register_algorithm(
@@ -281,14 +303,12 @@ def simulate_private_feature_ridge(
     n_test_contexts: int = 64,
 ) -> Mapping[str, np.ndarray]:
     """Uniform sampling + one-shot private feature ridge (B4, (ε, δ)-JDP; predictions are free)."""
-    n_trials = check_int(n_trials, "n_trials", minimum=1)
-    grid = _grid(env, grid_points_per_dim)
-    out = {name: np.empty(n_trials) for name in BASELINE_METRICS}
-    for i, (env_seed, algo_seed, noise_seed) in enumerate(trial_streams(rng, n_trials)):
-        data = draw_trial_data(env, horizon, n_test_contexts, env_seed)
-        fmap, actions = _feature_map_and_actions(env, algo_seed, horizon, feature_map, n_features)
-        rewards = np.clip(data.rewards(env, actions), -reward_bound, reward_bound)
+    def fit(fmap: FeatureMap, points: FloatArray, rewards: FloatArray, noise_seed: RNGLike) -> FloatArray:
         model = PrivateFeatureRidge(fmap, epsilon=epsilon, delta=delta, reward_bound=reward_bound, tau=tau)
-        theta = model.release(joint_points(actions, data.contexts), rewards, noise_seed)
-        out["error"][i], out["sampled_regret"][i], _ = _greedy_metrics(env, grid, data, fmap, theta)
-    return out
+        return model.release(points, rewards, noise_seed)
+
+    return _uniform_sampling_trials(
+        env, fit, n_trials=n_trials, rng=rng, horizon=horizon, reward_bound=reward_bound, feature_map=feature_map,
+        n_features=n_features, grid_points_per_dim=grid_points_per_dim, n_test_contexts=n_test_contexts,
+        metrics=BASELINE_METRICS,
+    )
