@@ -7,7 +7,9 @@ completion order.
 
 * ``serial`` — in this process, in task order.
 * ``process`` — a local pool of processes (default: all cores), started with ``forkserver`` where
-  available (``spawn`` elsewhere) so that worker start-up is safe in a multi-threaded parent.
+  available (``spawn`` elsewhere) so that worker start-up is safe in a multi-threaded parent. As with
+  any such pool, the main module must be importable: a script file or ``python -m``, not code piped
+  on standard input.
 * ``dask`` — a ``dask.distributed`` cluster: connect to ``scheduler`` (``tcp://host:8786``), or start
   a local cluster when none is given. Needs the ``dask`` extra (``pip install "dpbandits[dask]"``).
 """
@@ -34,6 +36,10 @@ __all__ = [
 ]
 
 BACKENDS: tuple[str, ...] = ("serial", "process", "dask")
+
+FORKSERVER_PRELOAD: tuple[str, ...] = ("__main__", "dpbandits.experiments.runner")
+"""Modules the ``forkserver`` process imports once, so that each worker starts with them loaded
+(``__main__`` is multiprocessing's default: without it every worker re-imports the main script)."""
 
 
 class Backend(Protocol):
@@ -106,6 +112,10 @@ class ProcessBackend:
 
     def __enter__(self) -> Self:
         context = multiprocessing.get_context(_start_method())
+        if isinstance(context, multiprocessing.context.ForkServerContext):
+            # The fork server imports the runner once; workers forked from it start with it loaded
+            # (effective when the fork server starts, i.e. on the first pool of this process).
+            context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
         return self
 
