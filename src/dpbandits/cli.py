@@ -148,12 +148,41 @@ def _run(
         raise typer.Exit(130) from None
     typer.echo(f"{result.status}: {result.cells_run} cells run, {result.cells_skipped} already done, "
                f"{result.seconds:.1f} s ({result.backend.get('backend')})")
+    _print_summary(result.run_dir)
     typer.echo(f"run directory: {result.run_dir}")
     typer.echo(f"summary:       {result.summary_path}")
     if plot:
         written = plot_run(result.run_dir)
         if written:
             typer.echo(f"plots:         {written[0].parent} ({len(written)} files)")
+
+
+_MAX_TABLE_ROWS = 40
+
+
+def _print_summary(run_dir: Path) -> None:
+    """Print summary.csv as a table: each metric's mean and 95% interval per (grid point, algorithm)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from dpbandits.experiments.store import read_summary
+
+    rows = read_summary(run_dir)
+    if not rows or len(rows) > _MAX_TABLE_ROWS:
+        return
+    header = list(rows[0])
+    swept = header[: header.index("algorithm")]
+    metrics = [name.removesuffix("_mean") for name in header if name.endswith("_mean")]
+    table = Table(title="mean [95% CI]", title_justify="left")
+    for column in (*swept, "algorithm", "n_trials", *metrics):
+        table.add_column(column, justify="left" if column == "algorithm" else "right")
+    for row in rows:
+        cells = [
+            f"{float(row[m + '_mean']):.4g} [{float(row[m + '_ci_low']):.4g}, {float(row[m + '_ci_high']):.4g}]"
+            if row[m + "_mean"] else "" for m in metrics
+        ]
+        table.add_row(*(row[name] for name in swept), row["algorithm"], row["n_trials"], *cells)
+    Console(width=max(100, Console().width)).print(table)
 
 
 @app.command("run")
