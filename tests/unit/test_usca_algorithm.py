@@ -152,3 +152,9 @@ def test_registered_simulation_runs_and_is_reproducible(seed):
     nonprivate = get_algorithm("usca-nonprivate").simulate(
         ENV, n_trials=2, rng=np.random.SeedSequence(seed), horizon=40, grid_points_per_dim=64, n_test_contexts=8)
     assert np.all(nonprivate["error"] <= out["error"] + 0.5)
+
+
+def test_secure_noise_backend_returns_a_grid_point(seed):
+    agent, _ = fitted(seed)
+    x = agent.recommend([0.5], backend="opendp")
+    assert x.shape == (1,) and np.any(np.isclose(agent.grid[:, 0], x[0]))

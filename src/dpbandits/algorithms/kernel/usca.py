@@ -55,7 +55,7 @@ from dpbandits.algorithms.kernel.surrogate import (
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.kernel import KernelBanditEnvironment, StationaryKernel, joint_points
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
-from dpbandits.privacy.mechanisms import GridExponentialMechanism, uniform_grid
+from dpbandits.privacy.mechanisms import BackendLike, GridExponentialMechanism, uniform_grid
 
 __all__ = [
     "BACKENDS",
@@ -370,7 +370,9 @@ class USCA:
     def _mechanism(self) -> GridExponentialMechanism:
         return GridExponentialMechanism(self.grid, sensitivity=self.sensitivity, epsilon=self.epsilon)
 
-    def recommend(self, context: ArrayLike, rng: RNGLike = None, size: int | None = None) -> FloatArray:
+    def recommend(
+        self, context: ArrayLike, rng: RNGLike = None, size: int | None = None, backend: BackendLike = None
+    ) -> FloatArray:
         """Sample x̂(c_{T+1}) from the exponential mechanism on the grid (one ε-JDP release per draw).
 
         Parameters
@@ -381,6 +383,9 @@ class USCA:
             The privacy-noise stream.
         size : int, optional
             Number of independent draws; each one is a release (``size`` draws cost size·ε).
+        backend : {"numpy", "opendp"} or NoiseBackend, optional
+            Noise backend of the Gumbel draws: the seeded NumPy default is for simulation,
+            ``"opendp"`` (unseedable) for deployment.
 
         Returns
         -------
@@ -393,7 +398,7 @@ class USCA:
             index = np.flatnonzero(log_p > -np.inf)[0] if size is None else np.full(n, np.argmax(log_p))
             return self.grid[index].copy()
         points = joint_points(self.grid, c)
-        draw = self._mechanism().sample(self._surrogate_mean(points), rng=rng, size=size)
+        draw = self._mechanism().sample(self._surrogate_mean(points), rng=rng, size=size, backend=backend)
         self.n_releases += n
         return np.asarray(draw)
 
