@@ -131,6 +131,21 @@ def test_malformed_algorithm_output_is_a_clear_error(seed: int) -> None:
         run_task(task)
 
 
+def test_a_proportion_metric_must_be_zero_or_one(seed: int) -> None:
+    real = get_algorithm("uniform")
+
+    def halved(env: Any, *, n_trials: int, rng: Any, **params: Any) -> dict[str, np.ndarray]:
+        out = dict(real.simulate(env, n_trials=n_trials, rng=rng, **params))
+        out["success"] = np.full(n_trials, 0.5)
+        return out
+
+    study = _study(seed)
+    task = dataclasses.replace(make_tasks(study, study.cells()[:1])[0], simulate=halved)
+    assert task.proportion_metrics == ("success",)
+    with pytest.raises(StudyError, match=r"metric 'success' is declared a proportion and must be 0/1 per trial; got 0.5"):
+        run_task(task)
+
+
 def test_a_failing_cell_names_itself_and_keeps_finished_cells(tmp_path: Path, seed: int) -> None:
     study = _study(seed, grid={"budget": [16, 5]})  # SH needs budget >= 4·⌈log2 4⌉ = 8
     with pytest.raises(StudyError, match=r"cell p0001-a01 \(SH on bernoulli, grid point \{'budget': 5\}\) failed: "

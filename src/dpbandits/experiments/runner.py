@@ -86,6 +86,7 @@ class Task:
     metrics: tuple[str, ...]
     environment_factory: Callable[..., Any]
     simulate: Callable[..., Mapping[str, Any]]
+    proportion_metrics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,11 @@ def run_task(task: Task) -> TaskResult:
                 f"algorithm {cell.algorithm!r} metric {metric!r} must be {task.n_trials} finite values; "
                 f"got shape {arr.shape} (cell {cell.key}, point {cell.point})"
             )
+        if metric in task.proportion_metrics and not np.all((arr == 0) | (arr == 1)):
+            raise StudyError(
+                f"algorithm {cell.algorithm!r} metric {metric!r} is declared a proportion and must be 0/1 "
+                f"per trial; got {float(arr[(arr != 0) & (arr != 1)][0])!r} (cell {cell.key}, point {cell.point})"
+            )
         values[metric] = arr
     return TaskResult(values, seconds)
 
@@ -134,11 +140,11 @@ def run_task(task: Task) -> TaskResult:
 def make_tasks(study: Study, cells: list[Cell]) -> list[Task]:
     """The tasks of ``cells``: cells in order, each cell's chunks consecutive (so cells finish early)."""
     metrics = {index: study.metrics_of(index) for index in range(len(study.algorithms))}
-    simulate = {index: study.algorithm_spec(index).simulate for index in range(len(study.algorithms))}
+    specs = {index: study.algorithm_spec(index) for index in range(len(study.algorithms))}
     factory = get_environment(study.environment.name).factory
     return [
         Task(cell, chunk_index, n_trials, study.seed, metrics[cell.algorithm_index], factory,
-             simulate[cell.algorithm_index])
+             specs[cell.algorithm_index].simulate, specs[cell.algorithm_index].proportion_metrics)
         for cell in cells
         for chunk_index, n_trials in enumerate(study.chunk_sizes())
     ]

@@ -100,7 +100,7 @@ def summarize_metric(
     mean = float(arr.mean())
     if proportion:
         if not np.all((arr == 0) | (arr == 1)):
-            bad = arr[(arr != 0) & (arr != 1)][0]
+            bad = float(arr[(arr != 0) & (arr != 1)][0])
             raise InvalidParameterError(f"{name} must be 0/1 per trial for a proportion metric; got {bad!r}")
         successes = int(arr.sum())
         stderr = math.sqrt(mean * (1.0 - mean) / n)  # √(p̂(1 − p̂)/n)
