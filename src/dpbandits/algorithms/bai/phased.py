@@ -187,6 +187,26 @@ class PhasedResult:
         return np.asarray(self.pulls.sum(axis=1), dtype=np.int64)
 
 
+def _group_members(inverse: IntArray, n_groups: int) -> list[IntArray]:
+    """Row indices of each group, from the group label of every row (one stable sort)."""
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(n_groups + 1))
+    return [order[bounds[g]:bounds[g + 1]] for g in range(n_groups)]
+
+
+def _unique_rows(rows: IntArray, n_arms: int) -> tuple[IntArray, IntArray]:
+    """Distinct rows of ascending arm indices and the index of each row's distinct row.
+
+    Sets of arms below 63 are encoded as bit masks so that one 1-d ``np.unique`` suffices.
+    """
+    if n_arms <= 62:
+        masks = np.bitwise_or.reduce(np.left_shift(np.int64(1), rows), axis=1)
+        _, first, back = np.unique(masks, return_index=True, return_inverse=True)
+        return rows[first], np.reshape(back, -1)
+    distinct, back = np.unique(rows, axis=0, return_inverse=True)
+    return distinct, np.reshape(back, -1)
+
+
 def run_vectorised(planner: Planner, n_trials: int, sample_sums: SumSampler, noise: NoiseBackend | None,
                    algorithm_rng: np.random.Generator, *, tie_break: str = "random") -> PhasedResult:
     """Run ``n_trials`` independent trials of a phased algorithm at once.
@@ -220,7 +240,7 @@ def run_vectorised(planner: Planner, n_trials: int, sample_sums: SumSampler, noi
         n_noise = max(p.noise_scales.shape[0] for p in plans)
         n_active = max(p.active.shape[0] for p in plans)
         scales = np.ones((n_trials, n_noise))
-        members = [np.flatnonzero(inverse == gi) for gi in range(len(groups))]
+        members = _group_members(inverse, len(groups))
         for plan, rows in zip(plans, members, strict=True):
             counts[np.ix_(rows, plan.pulled)] = plan.pulls
             scales[np.ix_(rows, np.arange(plan.noise_scales.shape[0]))] = plan.noise_scales
@@ -241,9 +261,9 @@ def run_vectorised(planner: Planner, n_trials: int, sample_sums: SumSampler, noi
             keys = tie_keys[rows, :s] if tie_break == "random" else None
             chosen = plan.active[select_top(estimates, plan.keep, keys)]
             survivors_all[rows] = chosen
-            distinct, back = np.unique(chosen, axis=0, return_inverse=True)
+            distinct, back = _unique_rows(chosen, k)
             ids = np.array([cache.next_id(phase, int(gid), tuple(int(a) for a in row)) for row in distinct])
-            new_ids[rows] = ids[np.reshape(back, -1)]
+            new_ids[rows] = ids[back]
         state_ids = new_ids
     return PhasedResult(survivors_all[:, 0].copy(), pulls, clipped)
 
