@@ -141,16 +141,17 @@ def test_registered_simulation_runs_and_is_reproducible(seed):
     assert spec.family == "kernel" and "joint" in spec.privacy
     rng = np.random.SeedSequence(seed)
     out = spec.simulate(ENV, n_trials=2, rng=rng, horizon=40, epsilon=1.0, grid_points_per_dim=64,
-                        n_test_contexts=8)
+                        n_test_contexts=8, n_features=10)
     again = spec.simulate(ENV, n_trials=2, rng=np.random.SeedSequence(seed), horizon=40, epsilon=1.0,
-                          grid_points_per_dim=64, n_test_contexts=8)
+                          grid_points_per_dim=64, n_test_contexts=8, n_features=10)
     assert set(out) == set(spec.metrics)
     for name in spec.metrics:
         assert out[name].shape == (2,)
         np.testing.assert_array_equal(out[name], again[name])
     assert np.all(out["error"] >= 0) and np.all(out["sensitivity"] > 0)
     nonprivate = get_algorithm("usca-nonprivate").simulate(
-        ENV, n_trials=2, rng=np.random.SeedSequence(seed), horizon=40, grid_points_per_dim=64, n_test_contexts=8)
+        ENV, n_trials=2, rng=np.random.SeedSequence(seed), horizon=40, grid_points_per_dim=64, n_test_contexts=8,
+        n_features=10)
     assert np.all(nonprivate["error"] <= out["error"] + 0.5)
 
 
