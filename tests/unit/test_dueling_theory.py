@@ -69,3 +69,18 @@ def test_fit_shape_recovers_nonnegative_coefficients(rng: np.random.Generator) -
     coefficients = fit_shape(features, features @ np.array([3.0, 0.5]))
     np.testing.assert_allclose(coefficients, [3.0, 0.5], rtol=1e-9)
     assert np.all(fit_shape(features, -features[:, 0]) >= 0)
+
+
+def test_thm3_schedule_bound_lies_above_measured_goptimal_regret(seed: int) -> None:
+    from dpbandits.algorithms.dueling.goptimal_dpdb import simulate_goptimal_dpdb
+    from dpbandits.algorithms.dueling.theory import thm3_schedule_bound
+    from dpbandits.envs.dueling import unit_ball_environment
+
+    env = unit_ball_environment([0.6, 0.8], net="sphere", n_points=32)
+    for horizon in (10**5, 10**7):
+        for epsilon in (math.inf, 0.1):
+            bound = thm3_schedule_bound(horizon, 2, env.n_arms, epsilon) + 2 * env.reward_gaps.min() * horizon
+            measured = simulate_goptimal_dpdb(env, n_trials=2, rng=seed, horizon=horizon, epsilon=epsilon)
+            assert measured["reward_regret"].max() <= bound
+    assert thm3_schedule_bound(10**6, 2, 32, 0.1) > thm3_schedule_bound(10**6, 2, 32, 1.0)
+    assert thm3_schedule_bound(100, 2, 32, 1.0) == pytest.approx(4 * 100 + 4 * 100 / 100)

@@ -11,6 +11,7 @@ come from its abstract and proofs, the explicit curves are ours and say so):
   n̄_i = ⌈max{32λ/Δ_i², 8B/Δ_i}⌉.
 * :func:`thm2_lower_shape` — Theorem 2: c·max{Σ_i ln T/Δ_i, (K − 1)/ε} (slopes only).
 * :func:`thm3_shape` — Theorem 3's shape a·d√T/κ + b·d⁶/(κε).
+* :func:`thm3_schedule_bound` — GOptimal-DPDB's explicit schedule bound (spec §6.3).
 
 The two explicit curves are also registered as pseudo-algorithms (``theory-dp-ebs-heuristic``,
 ``theory-dp-ebs-upper``) returning the curve's value as ``reward_regret`` for every trial, so that a
@@ -30,8 +31,15 @@ from scipy import optimize
 from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray
-from dpbandits._core.validation import check_array, check_epsilon, check_int, check_positive_float
+from dpbandits._core.validation import (
+    check_array,
+    check_epsilon,
+    check_in_interval,
+    check_int,
+    check_positive_float,
+)
 from dpbandits.algorithms.dueling.dp_ebs_elimination import ebs_constants
+from dpbandits.algorithms.dueling.goptimal_dpdb import _settings, phase_play_count
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import UtilityDuelingEnvironment
 
@@ -40,9 +48,11 @@ __all__ = [
     "alg1_upper",
     "curve_alg1_heuristic",
     "curve_alg1_upper",
+    "curve_thm3_schedule",
     "fit_shape",
     "thm1_shape",
     "thm2_lower_shape",
+    "thm3_schedule_bound",
     "thm3_shape",
 ]
 
@@ -135,6 +145,39 @@ def thm3_shape(horizon: int, dim: int, kappa: float, epsilon: float, a: float = 
     return float(a * d * math.sqrt(t) / k + b * privacy)
 
 
+def thm3_schedule_bound(
+    horizon: int,
+    dim: int,
+    n_arms: int,
+    epsilon: float,
+    *,
+    kappa: float | str = "slope_at_theta",
+    failure_probability: float | None = None,
+    net_resolution: float = 0.0,
+    play_count_scale: float = 1.0,
+) -> float:
+    """Explicit GOptimal-DPDB overlay: the deterministic phase schedule's regret bound (spec §6.3).
+
+    With g_ℓ = d and m_ℓ = d(d+1)/2 + 1, phase ℓ lasts N_ℓ + m_ℓ rounds (N_ℓ of spec §4.5), truncated
+    so the total is T; per-round regret is <= 4·S_θ in phase 1 and <= 12·ε_ℓ afterwards (survivors
+    of phase ℓ − 1 have gap <= 3ε_{ℓ−1}), plus discretisation 2ηT and failure 4Tδ (S_θ = 1):
+
+        R̄(T) = min(4(N_1 + m_1), 4T) + Σ_{ℓ>=2} 12·ε_ℓ·(N_ℓ + m_ℓ)|_truncated + 2ηT + 4Tδ.
+    """
+    settings = _settings(n_arms, horizon, epsilon, failure_probability, kappa, 1.0, 0.01, 2.0, play_count_scale)
+    d = check_int(dim, "dim", minimum=1)
+    eta = check_in_interval(net_resolution, "net_resolution", 0.0, 2.0)
+    support = d * (d + 1) // 2 + 1
+    remaining, total, phase = settings.horizon, 0.0, 0
+    while remaining > 0:
+        phase += 1
+        length = min(remaining, phase_play_count(settings, phase, float(d), support) + support)
+        per_round = 4.0 if phase == 1 else 12.0 * 2.0 ** (-phase)  # 4·S_θ, then 12·ε_ℓ
+        total += per_round * length
+        remaining -= math.ceil(length)
+    return float(total + 2 * eta * settings.horizon + 4 * settings.horizon * settings.failure_probability)
+
+
 def fit_shape(features: ArrayLike, regrets: ArrayLike) -> FloatArray:
     """Non-negative least squares: coefficients c >= 0 minimising ‖features·c − regrets‖.
 
@@ -198,3 +241,28 @@ def curve_alg1_upper(
 ) -> dict[str, FloatArray]:
     """Draw :func:`alg1_upper` as a line in study plots (``rng`` is unused: the curve is deterministic)."""
     return _curve(alg1_upper(env, horizon, epsilon), n_trials)
+
+
+@register_algorithm(
+    "theory-goptimal-schedule",
+    family="dueling",
+    privacy="n/a: a theory curve (uses no data)",
+    metrics=("reward_regret",),
+    environments=("dueling-unit-ball", *_CURVE_ENVS),
+    description="Theory curve, not an algorithm: GOptimal-DPDB schedule bound (thm3_schedule_bound)",
+)
+def curve_thm3_schedule(
+    env: UtilityDuelingEnvironment,
+    *,
+    n_trials: int,
+    rng: RNGLike,
+    horizon: int,
+    epsilon: float = math.inf,
+    play_count_scale: float = 1.0,
+) -> dict[str, FloatArray]:
+    """Draw :func:`thm3_schedule_bound` for ``env`` (d, K, and its discretisation gap) as a study line."""
+    if not isinstance(env, UtilityDuelingEnvironment):
+        raise InvalidParameterError(f"env must be a UtilityDuelingEnvironment; got {type(env).__name__}")
+    gap = float(env.reward_gaps.min())  # r(x*) − best net arm: the discretisation actually present
+    value = thm3_schedule_bound(horizon, env.dim, env.n_arms, epsilon, play_count_scale=play_count_scale)
+    return _curve(value + gap * 2 * horizon, n_trials)
