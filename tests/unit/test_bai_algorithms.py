@@ -271,3 +271,15 @@ def test_literal_schedule_and_effective_dimension_options(rng):
     flat = rng.uniform(0.0, 1.0, size=(12, 2)) @ np.array([[1.0, 0.0, 0.5, 0.2, 0.1], [0.0, 1.0, 0.3, 0.1, 0.4]])
     assert DPBAI(flat, 500, 1.0, use_effective_dimension=True).schedule.dim == 2
     assert DPBAI(flat, 500, 1.0).schedule.dim == 5
+
+
+def test_plain_multi_armed_bandit_uses_identity_features(seed):
+    from dpbandits.envs.mab import BernoulliBandit
+
+    env = BernoulliBandit([0.9, 0.8, 0.7, 0.6, 0.5, 0.4])
+    # d = K: every phase takes the all-arms branch, so DP-BAI and Baseline coincide exactly
+    a = get_algorithm("dp-bai").simulate(env, n_trials=50, rng=np.random.SeedSequence(seed), budget=600, epsilon=1.0)
+    b = get_algorithm("dp-bai-baseline").simulate(env, n_trials=50, rng=np.random.SeedSequence(seed), budget=600,
+                                                  epsilon=1.0)
+    np.testing.assert_array_equal(a["success"], b["success"])
+    assert a["pulls_used"].max() <= 600
