@@ -1,0 +1,84 @@
+"""Speed of the offline KL policies (issue 5 targets), as ratios against references run beside them.
+
+1. RLHF: the constrained Bradley–Terry MLE (SciPy trust-exact + Newton) on n comparisons with d
+   features, against scikit-learn's LogisticRegression fitting the *same* model (no intercept, no
+   penalty, X = z, y = labels) in the same process. Target: ratio ours / sklearn <= 1 at n = 10^6, d = 32.
+2. MAB: fit (validation, sufficient statistics, Gibbs log-probabilities) and one sample with K = 10^6 arms
+   and n = 10^7 records. Target: < 1 s; the ratio is against one ``numpy.bincount`` pass over the data.
+
+Usage::
+
+    python benchmarks/bench_kl.py                 # full size (the lead's run)
+    python benchmarks/bench_kl.py --scale 0.1     # quick check
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+from dpbandits.algorithms.offline import KLMABPolicy, bradley_terry_mle
+from dpbandits.envs.offline import simulate_preferences
+
+
+def best_of(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def bench_rlhf(n: int, d: int, repeats: int) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(20261122)
+    theta = rng.standard_normal(d)
+    theta *= 0.5 / np.linalg.norm(theta)
+    data = simulate_preferences(theta, n, n_prompts=2000, responses_per_prompt=10, rng=rng)
+    z, y = data.feature_differences, data.labels
+    bound = 10.0  # interior solution, the same optimum as the unpenalised logistic regression
+    ours = best_of(lambda: bradley_terry_mle(z, y, bound), repeats)
+    fit = bradley_terry_mle(z, y, bound)
+
+    def sklearn_fit() -> LogisticRegression:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return LogisticRegression(penalty=None, fit_intercept=False, tol=1e-8, max_iter=1000).fit(z, y)
+
+    ref = best_of(sklearn_fit, repeats)
+    gap = float(np.max(np.abs(sklearn_fit().coef_[0] - fit.theta)))
+    print(f"rlhf  n={n:>9,d} d={d:3d}: ours {ours:7.3f}s  sklearn LogisticRegression {ref:7.3f}s  "
+          f"ratio ours/sklearn {ours / ref:5.2f}  (target <= 1)  max|theta diff| {gap:.1e}  "
+          f"KKT residual {fit.kkt_residual:.1e}")
+
+
+def bench_mab(n_arms: int, n_records: int, repeats: int) -> None:
+    rng = np.random.default_rng(20261123)
+    actions = rng.integers(0, n_arms, size=n_records)
+    rewards = rng.random(n_records)
+
+    def fit_and_sample() -> None:
+        KLMABPolicy(n_arms, eta=0.1, beta0=0.5).fit(actions, rewards).sample(rng=rng)
+
+    ours = best_of(fit_and_sample, repeats)
+    ref = best_of(lambda: np.bincount(actions, weights=rewards, minlength=n_arms), repeats)
+    print(f"mab   K={n_arms:>9,d} n={n_records:>11,d}: fit + 1 sample {ours:7.3f}s  (target < 1 s)  "
+          f"ratio to one weighted bincount {ours / ref:5.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", type=float, default=1.0, help="Multiply every size by this factor.")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    bench_rlhf(max(1000, int(1_000_000 * args.scale)), 32, args.repeats)
+    bench_mab(max(10, int(1_000_000 * args.scale)), max(100, int(10_000_000 * args.scale)), args.repeats)
+
+
+if __name__ == "__main__":
+    main()
