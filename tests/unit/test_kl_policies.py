@@ -248,3 +248,31 @@ def test_inexact_policy_and_composition() -> None:
     assert basic.epsilon == pytest.approx(10.0) and basic.delta == pytest.approx(1e-5)
     with pytest.raises(InvalidParameterError, match="delta_prime"):
         acc.repeated_sampling(g, 10, method="advanced")
+
+
+def test_corollary_c_gives_c_times_epsilon0(rng: np.random.Generator) -> None:
+    data = simulate_logged_contextual(np.array([0.5, 0.5]), 300, rng=rng)
+    policy = KLLinearPolicy(eta=0.1, beta0=1.0).fit(data)
+    actions = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    pure = policy.privacy(actions)
+    approx = policy.privacy(actions, kind="approx", c=0.5)
+    assert approx.epsilon == pytest.approx(0.5 * pure.epsilon, rel=1e-12)
+    assert 0.0 <= approx.delta <= 1.0
+    with pytest.raises(InvalidParameterError, match="exactly one of lambda0 and c"):
+        policy.privacy(actions, kind="approx", c=0.5, lambda0=10.0)
+    prefs = simulate_preferences(np.array([0.05, 0.0]), 300, rng=rng)
+    rlhf = KLRLHFPolicy(eta=1.0, norm_bound=0.1).fit(prefs)
+    label = rlhf.privacy(actions, kind="approx", c=0.5)
+    assert label.epsilon == pytest.approx(0.5 * rlhf.privacy(actions).epsilon, rel=1e-12)
+
+
+@pytest.mark.parametrize("eta", [1e-250, 1e250])
+def test_elliptical_policies_stable_for_extreme_eta(eta: float, rng: np.random.Generator) -> None:
+    data = simulate_logged_contextual(np.array([0.5, 0.5]), 100, rng=rng)
+    actions = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    probs = KLLinearPolicy(eta=eta, beta0=0.1).fit(data).probabilities(actions)
+    assert np.isclose(probs.sum(), 1.0) and np.all(np.isfinite(probs))
+    if eta > 1:
+        np.testing.assert_allclose(probs, np.full(3, 1 / 3))
+    else:
+        assert probs.max() == pytest.approx(1.0)

@@ -322,7 +322,7 @@ def account_mab(
                        reason="no arm has data: the policy fell back to pi0", unit=UNIT_MAB,
                        neighbouring=Neighbouring.ADD_REMOVE)
     if kind == "pure":
-        # N_min over all arms (the paper's condition); arms with π0 = 0 never matter (spec §3.1 note)
+        # N_min over the arms with π0(a) > 0: an arm π0 never chooses does not affect π̃ (spec §3.1 note)
         eps = theorem1_pure_epsilon(n_min, reward_bound=policy.reward_bound, beta0=policy.beta0,
                                     eta=policy.eta)
         reason = "" if math.isfinite(eps) else f"min_a N(a;D) <= 1 (got {n_min})"
@@ -354,6 +354,18 @@ def account_mab(
 
 
 # ------------------------------------------------------------------- linear (Theorem 2)
+def _threshold_lambda0(lambda0: float | None, c: float | None, lambda_min: float) -> float:
+    """λ0 from ``lambda0`` or from Corollary 2/3's c: λ0 = λ_min/c² (ε = c·ε0)."""
+    if (lambda0 is None) == (c is None):
+        raise InvalidParameterError(
+            f"exactly one of lambda0 and c must be given for kind='approx'; got lambda0={lambda0!r}, c={c!r}"
+        )
+    if c is not None:
+        cc = check_in_interval(c, "c", 0.0, 1.0, closed="neither")
+        return lambda_min / cc**2
+    return check_positive_float(lambda0, "lambda0")
+
+
 def theorem2_bracket(lambda_min: float, *, n_records: int, dimension: int, reward_bound: float,
                      beta0: float) -> float:
     """C2 = 2(1 + √(nd/(λ_min − 1)))·R/√(λ_min − 1) + β0/(λ_min − 1); ∞ if λ_min <= 1.
@@ -488,6 +500,7 @@ def account_linear(
     kind: str = "pure",
     variant: str = "corrected",
     lambda0: float | None = None,
+    c: float | None = None,
     strict: bool = False,
 ) -> Guarantee:
     """Per-instance guarantee of one action sampled from a fitted :class:`KLLinearPolicy` at a context.
@@ -506,6 +519,9 @@ def account_linear(
         ``"corrected"`` is the §4.4 recipe.
     lambda0 : float, optional
         λ0 > 0, the threshold 1/√λ0 on ‖φ(x, a)‖_{Σ⁻¹}.
+    c : float, optional
+        Corollary 2 (corrected form, spec §7 item 14): λ0 = λ_min/c², so ε = c·ε0 exactly; c ∈ (0, 1).
+        Exclusive with ``lambda0``.
     strict : bool, default False
 
     Returns
@@ -531,9 +547,7 @@ def account_linear(
             return _result(kind, eps, 0.0, reference="spec §4.4 tight pure variant of Theorem 2", **common)
         eps = c2 / (policy.eta * math.sqrt(lam_min))
         return _result(kind, eps, 0.0, reference=f"{PAPER}, Theorem 2 (pure)", **common)
-    lam0 = check_positive_float(lambda0, "lambda0") if lambda0 is not None else None
-    if lam0 is None:
-        raise InvalidParameterError("lambda0 must be given (a float > 0) for kind='approx'; got None")
+    lam0 = _threshold_lambda0(lambda0, c, lam_min)
     t = 1.0 / math.sqrt(lam0)
     if variant == "paper":
         _paper_warning("Theorem 2 (approximate DP)")
@@ -653,6 +667,7 @@ def account_rlhf(
     variant: str = "corrected",
     neighbouring: str = "label",
     lambda0: float | None = None,
+    c: float | None = None,
     strict: bool = False,
 ) -> Guarantee:
     """Per-instance guarantee of one action sampled from a fitted :class:`KLRLHFPolicy` at a context.
@@ -672,6 +687,8 @@ def account_rlhf(
     neighbouring : {"label", "add_remove"}
     lambda0 : float, optional
         For ``kind="approx"``: threshold 1/√λ0 on ‖φ(x, a)‖_{Σ⁻¹}.
+    c : float, optional
+        Corollary 3 (corrected form): λ0 = λ_min/c², c ∈ (0, 1); exclusive with ``lambda0``.
     strict : bool, default False
 
     Returns
@@ -714,9 +731,7 @@ def account_rlhf(
                                               eta=policy.eta, variant=variant)
         tag = " [paper]" if variant == "paper" else "' [corrected]"
         return _result(kind, eps, 0.0, reference=f"{PAPER}, {thm}{tag} (pure)", **common)
-    if lambda0 is None:
-        raise InvalidParameterError("lambda0 must be given (a float > 0) for kind='approx'; got None")
-    lam0 = check_positive_float(lambda0, "lambda0")
+    lam0 = _threshold_lambda0(lambda0, c, lam_min)
     t = 1.0 / math.sqrt(lam0)
     if not (mu > 0 and lam_min > min_needed):
         return _result(kind, math.inf, 1.0, reference=f"{PAPER}, {thm} approx", **common)
