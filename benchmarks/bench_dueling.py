@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,12 @@ def load_duelpy() -> Any:
     return RelativeUCB, MatrixFeedback
 
 
+def _half(job: tuple[np.random.SeedSequence, int, int, float]) -> int:
+    seed, n_trials, horizon, epsilon = job
+    simulate_dp_ebs_elimination(finite_instance("f2"), n_trials=n_trials, rng=seed, horizon=horizon, epsilon=epsilon)
+    return n_trials
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="reduced sizes, to check the script works")
@@ -62,11 +69,20 @@ def main() -> None:
     out = simulate_dp_ebs_elimination(env, n_trials=trials, rng=20240322, horizon=horizon, epsilon=epsilon)
     ebs_seconds = time.perf_counter() - started
     ebs_per_round = ebs_seconds / (horizon * trials)
-    print(f"DP-EBS-Elimination: {ebs_seconds:.2f} s for {trials} trials x {horizon} rounds "
+    print(f"DP-EBS-Elimination, 1 process: {ebs_seconds:.2f} s for {trials} trials x {horizon} rounds "
           f"({ebs_per_round * 1e9:.1f} ns per round); mean reward regret {out['reward_regret'].mean():.4g}")
+    # the same trials split over 2 worker processes (2 cores), as the study runner's process backend does
+    seeds = np.random.SeedSequence(20240322).spawn(2)
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        halves = list(pool.map(_half, [(seed, trials // 2, horizon, epsilon) for seed in seeds]))
+    parallel_seconds = time.perf_counter() - started
+    print(f"DP-EBS-Elimination, 2 processes: {parallel_seconds:.2f} s for {sum(halves)} trials; "
+          f"speed-up ratio vs 1 process: {ebs_seconds / parallel_seconds:.2f}")
     if not args.quick:
-        verdict = "meets" if ebs_seconds < 30 else "MISSES"
-        print(f"target 10^6 rounds x 20 trials < 30 s: {verdict} ({ebs_seconds:.1f} s)")
+        best = min(ebs_seconds, parallel_seconds)
+        verdict = "meets" if best < 30 else "MISSES"
+        print(f"target 10^6 rounds x 20 trials < 30 s on 2 cores: {verdict} ({best:.1f} s)")
 
     started = time.perf_counter()
     simulate_rucb(env, n_trials=trials, rng=20240322, horizon=reference_rounds)

@@ -521,9 +521,15 @@ class TreeNoiseTable:
         ext = np.repeat(base[:, None], size, axis=1)
         for level in range(size.bit_length() - 2, -1, -1):
             half = 1 << level
-            view = ext.reshape(self.n_counters, size // (2 * half), 2, half)
-            node = eta.reshape(self.n_counters, size // (2 * half), 2, half)[:, :, 1, :1]
-            view[:, :, 1, :] = node + view[:, :, 1, :]
+            if half >= 32:  # long contiguous runs: one broadcast over (counters, blocks, half)
+                view = ext.reshape(self.n_counters, size // (2 * half), 2, half)
+                node = eta.reshape(self.n_counters, size // (2 * half), 2, half)[:, :, 1, :1]
+                view[:, :, 1, :] = node + view[:, :, 1, :]
+            else:  # short runs: one strided slice per offset (avoids tiny inner loops)
+                node = eta[:, half :: 2 * half]
+                for offset in range(half):
+                    run = ext[:, half + offset :: 2 * half]
+                    run[...] = node + run
         ext[~self._live] = np.nan
         self._chunks[c] = ext
         self._next_chunk = c + 1

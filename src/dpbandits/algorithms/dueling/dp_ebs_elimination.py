@@ -503,6 +503,8 @@ def run_trial(
             pair_counts[active[0] * k + active[0]] += horizon - t  # commit: (a, a) to the end
             break
         size = min(length, horizon - t)
+        chunk_end = (((t + 1) // noise.chunk) + 1) * noise.chunk  # keep a block inside one noise chunk
+        size = min(size, chunk_end - (t + 1))
         times = np.arange(t + 1, t + size + 1)
         start = int(np.searchsorted(active, pointer, side="right")) % m
         left_index = (start + np.arange(size)) % m
