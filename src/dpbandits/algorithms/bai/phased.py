@@ -92,6 +92,14 @@ class PhasePlan:
     keep: int
     clipped: bool = False
     info: dict[str, object] = field(default_factory=dict)
+    diagonal: bool = field(init=False, default=False)
+    """Whether both weight matrices are square and diagonal (each estimate uses its own arm only)."""
+
+    def __post_init__(self) -> None:
+        def is_diagonal(w: FloatArray) -> bool:
+            return w.shape[0] == w.shape[1] and not np.any(w - np.diag(np.diag(w)))
+
+        object.__setattr__(self, "diagonal", is_diagonal(self.sum_weights) and is_diagonal(self.noise_weights))
 
     @property
     def total_pulls(self) -> int:
@@ -254,10 +262,14 @@ def run_vectorised(planner: Planner, n_trials: int, sample_sums: SumSampler, noi
         new_ids = np.empty(n_trials, dtype=np.int64)
         for plan, rows, gid in zip(plans, members, groups, strict=True):
             q, s = plan.noise_scales.shape[0], plan.active.shape[0]
-            # μ̃ = W_sum·S + W_noise·ξ for every trial of the group
-            estimates = sums[np.ix_(rows, plan.pulled)] @ plan.sum_weights.T
-            if q:
-                estimates += xi[rows, :q] @ plan.noise_weights.T
+            # μ̃ = W_sum·S + W_noise·ξ for every trial of the group (elementwise when both are diagonal)
+            if plan.diagonal:
+                estimates = sums[np.ix_(rows, plan.pulled)] * np.diag(plan.sum_weights)
+                estimates += xi[rows, :q] * np.diag(plan.noise_weights)
+            else:
+                estimates = sums[np.ix_(rows, plan.pulled)] @ plan.sum_weights.T
+                if q:
+                    estimates += xi[rows, :q] @ plan.noise_weights.T
             keys = tie_keys[rows, :s] if tie_break == "random" else None
             chosen = plan.active[select_top(estimates, plan.keep, keys)]
             survivors_all[rows] = chosen
