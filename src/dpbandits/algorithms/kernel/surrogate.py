@@ -201,9 +201,14 @@ class FeatureSurrogate:
         half = linalg.solve_triangular(self._chol, phi.T, lower=True, check_finite=False)
         return np.asarray(np.einsum("ij,ij->j", half, half))
 
-    def reward_vector(self, points: ArrayLike, rewards: ArrayLike) -> FloatArray:
-        """Return b = Σₜ φ(wₜ)·yₜ (add the vectors of several calls to stream the learning stage)."""
-        return np.asarray(self.feature_map.transform(points).T @ np.asarray(rewards, dtype=np.float64))
+    def reward_vector(self, points: ArrayLike, rewards: ArrayLike, chunk_size: int = 8192) -> FloatArray:
+        """Return b = Σₜ φ(wₜ)·yₜ, in chunks (add the vectors of several calls to stream the learning stage)."""
+        w = np.atleast_2d(np.asarray(points, dtype=np.float64))
+        y = np.asarray(rewards, dtype=np.float64)
+        b = np.zeros(self.feature_map.dim)
+        for start in range(0, w.shape[0], chunk_size):
+            b += self.feature_map.transform(w[start : start + chunk_size]).T @ y[start : start + chunk_size]
+        return b
 
     def coefficients(self, reward_vector: ArrayLike) -> FloatArray:
         """θ̄ = Z̃⁻¹ b, so that μ̄_T(w) = φ(w)ᵀθ̄."""
