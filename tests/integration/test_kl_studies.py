@@ -58,3 +58,13 @@ def test_linear_and_rlhf_entry_points(seed: int) -> None:
                                             audit=True)
     assert np.all(out["epsilon_hat"] <= out["epsilon0_corrected"])
     assert set(np.unique(out["paper_violated"])) <= {0.0, 1.0}
+
+
+def test_real_data_entry_point(seed: int) -> None:
+    env = make_environment("sklearn-classification", dataset="iris", logging="noisy-oracle",
+                           correct_probability=0.6)
+    out = get_algorithm("kl-linear-classification").simulate(env, n_trials=2, rng=np.random.SeedSequence(seed),
+                                                             eta=0.01)
+    assert np.all(out["accuracy"] > 0.5)  # chance is 1/3
+    assert np.all(out["epsilon0_median"] <= out["epsilon0_max"])
+    assert load_bundled_study("kl-real-data").name == "kl-real-data"

@@ -30,8 +30,15 @@ from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_one_of
 from dpbandits.envs.offline import LoggedContextualData
+from dpbandits.envs.registry import register_environment
 
-__all__ = ["DATASETS", "SupervisedBanditDataset", "action_features", "load_supervised_bandit"]
+__all__ = [
+    "DATASETS",
+    "ClassificationBanditEnvironment",
+    "SupervisedBanditDataset",
+    "action_features",
+    "load_supervised_bandit",
+]
 
 DATASETS = ("iris", "wine", "breast_cancer", "digits")
 """scikit-learn's bundled classification sets (no download needed)."""
@@ -198,3 +205,37 @@ def load_supervised_bandit(
         n_actions=k,
         logging=logging,
     )
+
+
+@dataclass(frozen=True)
+class ClassificationBanditEnvironment:
+    """Study environment: each trial draws a new split and logged actions of one bundled set."""
+
+    dataset: str
+    logging: str = "uniform"
+    correct_probability: float = 0.5
+    public_fraction: float = 0.3
+
+    def draw(self, rng: RNGLike) -> SupervisedBanditDataset:
+        """One logged dataset (split, then logged actions, from ``rng``)."""
+        return load_supervised_bandit(self.dataset, logging=self.logging,
+                                      correct_probability=self.correct_probability,
+                                      public_fraction=self.public_fraction, rng=rng)
+
+
+def _make_classification_bandit(dataset: str, logging: str = "uniform", correct_probability: float = 0.5,
+                                public_fraction: float = 0.3) -> ClassificationBanditEnvironment:
+    check_one_of(dataset, "dataset", DATASETS)
+    check_one_of(logging, "logging", ("uniform", "noisy-oracle"))
+    return ClassificationBanditEnvironment(
+        dataset, logging, check_in_interval(correct_probability, "correct_probability", 0.0, 1.0),
+        check_in_interval(public_fraction, "public_fraction", 0.0, 1.0, closed="neither"),
+    )
+
+
+register_environment(
+    "sklearn-classification",
+    kind="offline",
+    factory=_make_classification_bandit,
+    description="scikit-learn bundled classification set as logged contextual bandit data; params: dataset",
+)

@@ -621,3 +621,7 @@ register_environment("offline-linear", kind="offline", factory=_make_offline_lin
 register_environment("offline-preferences", kind="offline", factory=_make_offline_preferences,
                      description="Bradley-Terry preferences + one query prompt; params: dimension, n_records, "
                                  "theta_norm")
+
+# The bundled-dataset environment lives in envs/datasets.py (which imports this module); importing it
+# here registers it whenever the built-in environments are loaded.
+from dpbandits.envs import datasets as _datasets  # noqa: E402, F401
