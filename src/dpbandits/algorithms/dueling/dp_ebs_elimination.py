@@ -63,6 +63,7 @@ __all__ = [
     "dp_ebs_guarantee",
     "ebs_confidence_bounds",
     "ebs_constants",
+    "ebs_widths",
     "simulate_dp_ebs_elimination",
     "simulate_ebs_elimination",
 ]
@@ -175,19 +176,34 @@ def ebs_constants(
     )
 
 
+def ebs_widths(counts: FloatArray | IntArray, constants: EBSConstants, conf_scale: float = 1.0) -> FloatArray:
+    """Confidence widths conf_scale·(√(λ/(2n)) + B/n) elementwise (inf/nan where n = 0)."""
+    n = np.asarray(counts, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # wid(n) = √(λ/(2n)) + B/n
+        return np.asarray(conf_scale * (np.sqrt(constants.confidence_log / (2.0 * n)) + constants.tree_bound / n))
+
+
 def ebs_confidence_bounds(
-    released: FloatArray, counts: FloatArray | IntArray, constants: EBSConstants, conf_scale: float = 1.0
+    released: FloatArray,
+    counts: FloatArray | IntArray,
+    constants: EBSConstants,
+    conf_scale: float = 1.0,
+    *,
+    widths: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """UCB and LCB of the noisy EBS b̃ = w̃/n: b̃ ± conf_scale·(√(λ/(2n)) + B/n); ±∞ where n = 0.
 
     Elementwise on arrays of any (equal) shape, so the ask/tell and vectorised forms compute the
-    same floating-point numbers.
+    same floating-point numbers. ``widths`` may pass precomputed :func:`ebs_widths` of ``counts``
+    (for example looked up in a table computed by the same function: the numbers are the same).
     """
     n = np.asarray(counts, dtype=np.float64)
+    width = ebs_widths(n, constants, conf_scale) if widths is None else widths
     with np.errstate(divide="ignore", invalid="ignore"):
         estimate = released / n  # b̃_i = w̃_i / n_i
-        # wid(n) = √(λ/(2n)) + B/n
-        width = conf_scale * (np.sqrt(constants.confidence_log / (2.0 * n)) + constants.tree_bound / n)
+        if np.all(n > 0):
+            return estimate + width, estimate - width
         upper = np.where(n > 0, estimate + width, np.inf)
         lower = np.where(n > 0, estimate - width, -np.inf)
     return upper, lower
@@ -497,6 +513,7 @@ def run_trial(
     pair_wins = np.zeros(k * k, dtype=np.int64)
     elimination_rounds = np.full(k, horizon + 1, dtype=np.int64)
     pointer, t, length = -1, 0, first_block
+    widths = ebs_widths(np.arange(horizon + 1), constants, conf_scale)  # table of wid(n), n = 0..T
     while t < horizon:
         m = active.size
         if m == 1:
@@ -515,9 +532,10 @@ def run_trial(
         elements = is_left * outcome.astype(np.float64)
         elements[:, 0] -= pending[active]
         sums = exact_sums[active][:, None] + np.cumsum(elements, axis=1)
-        released = sums + noise.errors(t + 1, t + size + 1)[active]
+        errors = noise.errors(t + 1, t + size + 1)
+        released = sums + (errors if m == k else errors[active])
         counts = left_counts[active][:, None] + np.cumsum(is_left, axis=1)
-        upper, lower = ebs_confidence_bounds(released, counts, constants, conf_scale)
+        upper, lower = ebs_confidence_bounds(released, counts, constants, conf_scale, widths=widths[counts])
         eliminate = upper < lower.max(axis=0)[None, :]
         hits = np.flatnonzero(eliminate.any(axis=0))
         played = int(hits[0]) + 1 if hits.size else size
