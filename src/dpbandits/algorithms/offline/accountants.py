@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from dpbandits._core.errors import InvalidParameterError, PaperVariantWarning
+from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
     check_in_interval,
     check_int,
@@ -453,6 +454,23 @@ def elliptical_corrected_delta(
     return eps, _cap_log_delta(eps + log_delta0)
 
 
+def _corollary_approx_paper(eps0: float, c: float, *, k1: float, n_actions: int, beta0: float, eta: float,
+                            dimension: int, n_records: int) -> tuple[float, float]:
+    """Corollaries 2 and 3, approximate part as printed: ε = c·ε0, δ = |A|e^ε·exp((β0/η)√(d/n)(1 − √(c·k1)))."""
+    cc = check_in_interval(c, "c", 0.0, 1.0, closed="neither")
+    na = check_int(n_actions, "n_actions", minimum=1)
+    eps = cc * eps0
+    log_delta = math.log(na) + eps + beta0 / eta * math.sqrt(dimension / n_records) * (1.0 - math.sqrt(cc * k1))
+    return eps, _cap_log_delta(log_delta)
+
+
+def _paper_elliptical_delta(eps: float, penalties: FloatArray, threshold: float, *, beta0: float,
+                            eta: float) -> float:
+    """The paper's δ of Theorems 2–4 (invalid, C3): |A|·e^ε·exp((β0/η)(min_a γ(a) − 1/√λ0))."""
+    log_delta = math.log(len(penalties)) + eps + beta0 / eta * (float(np.min(penalties)) - threshold)
+    return _cap_log_delta(log_delta)
+
+
 def corollary2_paper(
     k1: float, c: float | None = None, *, lambda_min: float, n_records: int, dimension: int,
     n_actions: int, reward_bound: float, beta0: float, eta: float,
@@ -485,11 +503,8 @@ def corollary2_paper(
     eps0 = kk * d / (n * eta) * (2.0 * r * (1.0 + math.sqrt(kk) * d) + beta0 * math.sqrt(kk * d / n))
     if c is None:
         return eps0, 0.0
-    cc = check_in_interval(c, "c", 0.0, 1.0, closed="neither")
-    na = check_int(n_actions, "n_actions", minimum=1)
-    eps = cc * eps0
-    log_delta = math.log(na) + eps + beta0 / eta * math.sqrt(d / n) * (1.0 - math.sqrt(cc * kk))
-    return eps, _cap_log_delta(log_delta)
+    return _corollary_approx_paper(eps0, c, k1=kk, n_actions=n_actions, beta0=beta0, eta=eta, dimension=d,
+                                   n_records=n)
 
 
 def account_linear(
@@ -552,10 +567,8 @@ def account_linear(
     if variant == "paper":
         _paper_warning("Theorem 2 (approximate DP)")
         eps = c2 / (policy.eta * math.sqrt(lam0))
-        # δ = |A|·e^ε·exp((β0/η)(min_a γ(a) − 1/√λ0))
-        log_delta = math.log(len(gamma)) + eps + policy.beta0 / policy.eta * (float(np.min(gamma)) - t)
-        return _result(kind, eps, _cap_log_delta(log_delta), reference=f"{PAPER}, Theorem 2 approx [paper]",
-                       **common)
+        delta = _paper_elliptical_delta(eps, gamma, t, beta0=policy.beta0, eta=policy.eta)
+        return _result(kind, eps, delta, reference=f"{PAPER}, Theorem 2 approx [paper]", **common)
     eps, delta = elliptical_corrected_delta(logp, gamma, coefficient=c2 / 2.0, threshold=t, eta=policy.eta)
     return _result(kind, eps, delta, reference="spec §4.4 corrected approximate Theorem 2", **common)
 
@@ -651,11 +664,8 @@ def corollary3_paper(k1: float, c: float | None = None, *, lambda_min: float, ri
     eps0 = numerator * kk * d / (n * eta)
     if c is None or variant == "corrected":
         return eps0, 0.0
-    cc = check_in_interval(c, "c", 0.0, 1.0, closed="neither")
-    na = check_int(n_actions, "n_actions", minimum=1)
-    eps = cc * eps0
-    log_delta = math.log(na) + eps + beta0 / eta * math.sqrt(d / n) * (1.0 - math.sqrt(cc * kk))
-    return eps, _cap_log_delta(log_delta)
+    return _corollary_approx_paper(eps0, c, k1=kk, n_actions=n_actions, beta0=beta0, eta=eta, dimension=d,
+                                   n_records=n)
 
 
 def account_rlhf(
@@ -743,9 +753,8 @@ def account_rlhf(
         else:
             eps = theorem4_add_remove_epsilon(lam_min, ridge=lam, norm_bound=b, beta0=policy.beta0,
                                               eta=policy.eta, variant="paper", lambda0=lam0)
-        log_delta = math.log(len(gamma)) + eps + policy.beta0 / policy.eta * (float(np.min(gamma)) - t)
-        return _result(kind, eps, _cap_log_delta(log_delta), reference=f"{PAPER}, {thm} approx [paper]",
-                       **common)
+        delta = _paper_elliptical_delta(eps, gamma, t, beta0=policy.beta0, eta=policy.eta)
+        return _result(kind, eps, delta, reference=f"{PAPER}, {thm} approx [paper]", **common)
     growth = 1.0 + math.exp(2.0 * b)
     if label:
         # Δ(a) = 2κ_B·√λ_min/μ · γ(a)  (Γ unchanged by a label flip)

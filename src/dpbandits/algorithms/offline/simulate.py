@@ -61,7 +61,12 @@ def _audit(setting: str) -> Callable[..., float]:
 
 
 def calibrated_eta(epsilon: float, n_min: int, *, reward_bound: float, beta0: float) -> float:
-    """η such that Theorem 1 gives ε0 = ε: η(ε) = (4R/(N_min − 1) + β0/(N_min − 1)^{3/2})/ε (spec E5)."""
+    """η such that Theorem 1 gives ε0 = ε: η(ε) = (4R/(N_min − 1) + β0/(N_min − 1)^{3/2})/ε (spec E5).
+
+    Caution: η then depends on N_min(D). That is harmless when the counts are public (balanced
+    logging by design); otherwise the choice of η itself depends on the private data, which the
+    per-instance guarantee of a fixed η does not cover. Studies use it to compare methods at matched ε.
+    """
     eps = check_positive_float(epsilon, "epsilon")
     return acc.theorem1_pure_epsilon(n_min, reward_bound=reward_bound, beta0=beta0, eta=1.0) / eps
 
