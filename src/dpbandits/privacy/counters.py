@@ -436,6 +436,10 @@ class TreeNoiseTable:
     Privacy
     -------
     Same as :class:`BinaryTreeCounter`, per counter.
+
+    References
+    ----------
+    Chan, Shi & Song (2011), Algorithm 2; ``specs/spec_dp_dueling.md`` §5.5 (lazy noise).
     """
 
     def __init__(

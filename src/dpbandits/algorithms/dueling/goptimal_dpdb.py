@@ -515,6 +515,10 @@ def simulate_goptimal_dpdb(
     Privacy
     -------
     ε-DP for one preference label per trial (see :class:`GOptimalDPDB`).
+
+    References
+    ----------
+    Saha & Asi (2024), Algorithm 2 and Theorem 3; reconstruction in ``specs/spec_dp_dueling.md`` §4.
     """
     options = {"failure_probability": failure_probability, "kappa": kappa, "theta_bound": theta_bound,
                "fw_tol": fw_tol, "c_elim": c_elim, "play_count_scale": play_count_scale, "feedback": feedback}
