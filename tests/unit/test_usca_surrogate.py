@@ -84,7 +84,7 @@ def test_certified_sup_dominates_dense_search_and_local_optimisation(seed, rng):
     qff = quadrature_fourier_features(SE, 2, nodes_per_axis=16)
     approx = ApproximatingSet(4000, 1, uniform_contexts, seed)
     surrogate = FeatureSurrogate(qff, accumulate_feature_gram(qff, approx), 4000, 200, tau)
-    bound = certified_sup(surrogate.variance, surrogate.distance_bound, dim=2, tau=tau,
+    bound = certified_sup(surrogate.variance, surrogate.distance_bound, dim=2, tau=surrogate.min_eigenvalue,
                           max_diag=surrogate.max_diag, rtol=1e-2)
     assert bound.converged and bound.lower <= bound.upper <= bound.lower * 1.0101
     dense = surrogate.variance(rng.random((100_000, 2))).max()

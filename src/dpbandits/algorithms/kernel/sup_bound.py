@@ -64,7 +64,8 @@ class SupBound:
 class SupportsSupBound(Protocol):
     """What a surrogate must offer to have its supremum bounded."""
 
-    tau: float
+    min_eigenvalue: float
+    """A λ > 0 with Z̃ ≽ λ·Id (τ in exact arithmetic)."""
 
     @property
     def max_diag(self) -> float:
@@ -81,7 +82,10 @@ class SupportsSupBound(Protocol):
 
 
 def trivial_sup(max_diag: float, tau: float) -> SupBound:
-    """Ŝ = sup k(w, w)/τ, always valid (σ̄² <= k(w, w)/τ because Z̃ ≽ τ·Id) and useless for the rate."""
+    """Ŝ = sup k(w, w)/τ, always valid (σ̄² <= k(w, w)/τ because Z̃ ≽ τ·Id) and useless for the rate.
+
+    ``tau`` is a λ > 0 with Z̃ ≽ λ·Id (the surrogate's ``min_eigenvalue``).
+    """
     upper = check_positive_float(max_diag, "max_diag") / check_positive_float(tau, "tau")
     return SupBound(upper=upper, lower=0.0, argmax=None, n_evaluations=0, converged=False, method="trivial")
 
@@ -109,7 +113,7 @@ def certified_sup(
     dim : int
         D.
     tau : float
-        τ (Z̃ ≽ τ·Id).
+        A λ > 0 with Z̃ ≽ λ·Id (τ in exact arithmetic; the surrogate's ``min_eigenvalue``).
     max_diag : float
         sup k(w, w) (caps every cell bound at max_diag/τ).
     rtol : float, default 1e-2
@@ -202,12 +206,12 @@ def sup_bound(
     """Dispatch to :func:`certified_sup` or :func:`trivial_sup` for a surrogate."""
     check_one_of(method, "sup_method", SUP_METHODS)
     if method == "trivial":
-        return trivial_sup(surrogate.max_diag, surrogate.tau)
+        return trivial_sup(surrogate.max_diag, surrogate.min_eigenvalue)
     return certified_sup(
         surrogate.variance,
         surrogate.distance_bound,
         dim=dim,
-        tau=surrogate.tau,
+        tau=surrogate.min_eigenvalue,
         max_diag=surrogate.max_diag,
         rtol=rtol,
         max_evaluations=max_evaluations,

@@ -13,7 +13,8 @@ The paper's M = T·K gives the factor 1/K (Lemma 4.4); another M is the flagged 
   D_f × D_f Cholesky factor accumulated by streaming over 𝒵 in blocks; memory O(D_f²) independent
   of T and M.
 
-Both expose ``variance(points)``, ``tau``, ``max_diag`` and ``distance_bound(r)``, which is what the
+Both expose ``variance(points)``, ``min_eigenvalue`` (a λ > 0 with Z̃ ≽ λ·Id), ``max_diag`` and
+``distance_bound(r)``, which is what the
 certified supremum (:mod:`dpbandits.algorithms.kernel.sup_bound`) needs.
 """
 
@@ -184,6 +185,12 @@ class FeatureSurrogate:
             )
         # Z̃ = (T/M)·Σ φφᵀ + τ·I   (T/M = 1/K when M = T·K)
         z_tilde = (horizon / approx_size) * gram + self.tau * np.eye(feature_map.dim)
+        # The certified sup needs Z̃ ≽ λ·I for the matrix actually used; rounding in G can make
+        # λ_min(Z̃) a hair below τ, so take λ = min(τ, λ_min − rounding margin).
+        eigenvalues = np.linalg.eigvalsh(z_tilde)
+        self.min_eigenvalue = float(min(self.tau, eigenvalues[0] - 1e-12 * abs(eigenvalues[-1])))
+        if not self.min_eigenvalue > 0.0:
+            raise InvalidParameterError(f"Z~ must be positive definite; got min eigenvalue {eigenvalues[0]!r}")
         self._chol = linalg.cholesky(z_tilde, lower=True)
 
     @property
@@ -240,6 +247,8 @@ class ExactKernelSurrogate:
     def __init__(self, kernel: KernelFunction, approx_points: ArrayLike, horizon: int, tau: float) -> None:
         self.kernel = kernel
         self.tau = check_positive_float(tau, "tau")
+        # the RKHS operator Z̃ = (1/K)·Φ_𝒵Φ_𝒵ᵀ + τ·Id satisfies Z̃ ≽ τ·Id exactly
+        self.min_eigenvalue = self.tau
         self.points: FloatArray = np.asarray(approx_points, dtype=np.float64)
         horizon = check_int(horizon, "horizon", minimum=1)
         m = self.points.shape[0]
