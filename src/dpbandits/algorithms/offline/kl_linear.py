@@ -16,6 +16,7 @@ from scipy.linalg import cho_solve, cholesky, eigvalsh
 from dpbandits._core.validation import check_in_interval, check_positive_float
 from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy
 from dpbandits.envs.offline import LoggedContextualData
+from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = ["KLLinearPolicy"]
 
@@ -111,7 +112,7 @@ class KLLinearPolicy(EllipticalKLPolicy):
         return self
 
     def privacy(self, action_features: ArrayLike, reference: ArrayLike | None = None, *,
-                kind: str = "pure", variant: str = "corrected", **kwargs: Any) -> Any:
+                kind: str = "pure", variant: str = "corrected", **kwargs: Any) -> Guarantee:
         """Per-instance guarantee at one context; see :func:`accountants.account_linear`."""
         from dpbandits.algorithms.offline.accountants import account_linear
 

@@ -24,6 +24,7 @@ from dpbandits._core.validation import (
     check_probability_vector,
 )
 from dpbandits.envs.offline import LoggedBanditData
+from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.privacy.mechanisms import gibbs_log_probabilities, sample_log_weights
 
 __all__ = ["KLMABPolicy", "log_reference_policy", "mab_utilities"]
@@ -230,7 +231,7 @@ class KLMABPolicy:
         self._check_fitted()
         return sample_log_weights(self.log_probabilities_, rng, size)
 
-    def privacy(self, kind: str = "pure", variant: str = "corrected", **kwargs: Any) -> Any:
+    def privacy(self, kind: str = "pure", variant: str = "corrected", **kwargs: Any) -> Guarantee:
         """Return the per-instance guarantee of one sample; see :func:`accountants.account_mab`."""
         from dpbandits.algorithms.offline.accountants import account_mab
 

@@ -24,6 +24,7 @@ from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_in_interval, check_positive_float
 from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy
 from dpbandits.envs.offline import PreferenceData
+from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = ["BradleyTerryFit", "KLRLHFPolicy", "bradley_terry_mle"]
 
@@ -404,7 +405,7 @@ class KLRLHFPolicy(EllipticalKLPolicy):
 
     def privacy(self, action_features: ArrayLike, reference: ArrayLike | None = None, *,
                 kind: str = "pure", variant: str = "corrected", neighbouring: str = "label",
-                **kwargs: Any) -> Any:
+                **kwargs: Any) -> Guarantee:
         """Per-instance guarantee at one prompt; see :func:`accountants.account_rlhf`."""
         from dpbandits.algorithms.offline.accountants import account_rlhf
 
