@@ -18,7 +18,7 @@ STUDIES = sorted((Path(__file__).resolve().parents[2] / "src/dpbandits/experimen
 def test_bundled_dueling_study_is_valid(path: Path) -> None:
     study = load_study(path)
     assert study.name == path.stem
-    assert any(a.name == "dp-ebs-elimination" for a in study.algorithms)
+    assert any(a.name in {"dp-ebs-elimination", "goptimal-dpdb"} for a in study.algorithms)
 
 
 def test_smoke_study_runs_and_private_regret_is_sane(tmp_path: Path) -> None:

@@ -23,8 +23,8 @@ from dpbandits.envs.dueling import finite_instance, unit_ball_environment
 
 @pytest.mark.parametrize("epsilon", [math.inf, 2.0])
 def test_ask_tell_and_phase_simulation_agree_exactly(epsilon: float, seed: int) -> None:
-    env, horizon = finite_instance("f3"), 8_000
-    options = {"play_count_scale": 0.002}
+    env, horizon = finite_instance("f3"), 5_000
+    options = {"play_count_scale": 0.001}
     metrics = simulate_goptimal_dpdb(env, n_trials=2, rng=seed, horizon=horizon, epsilon=epsilon,
                                      feedback="streams", **options)
     seq = trial_seed_sequences(seed, 2)[1]

@@ -11,7 +11,7 @@ from dpbandits.algorithms.dueling.interleaved_filter import InterleavedFilter, s
 from dpbandits.envs.dueling import finite_instance
 
 
-@pytest.mark.parametrize(("instance", "horizon"), [("f1", 5000), ("f2", 3001)])
+@pytest.mark.parametrize(("instance", "horizon"), [("f1", 2500), ("f2", 1501)])
 def test_ask_tell_and_block_simulation_agree_exactly(instance: str, horizon: int, seed: int) -> None:
     env = finite_instance(instance)
     metrics = simulate_interleaved_filter(env, n_trials=2, rng=seed, horizon=horizon, block=16)

@@ -12,9 +12,9 @@ from dpbandits.envs.dueling import finite_instance
 
 
 def test_ask_tell_and_batched_simulation_agree_exactly(seed: int) -> None:
-    env, horizon = finite_instance("f1"), 600
-    metrics = simulate_rucb(env, n_trials=3, rng=seed, horizon=horizon)
-    for trial, seq in enumerate(trial_seed_sequences(seed, 3)):
+    env, horizon = finite_instance("f1"), 300
+    metrics = simulate_rucb(env, n_trials=2, rng=seed, horizon=horizon)
+    for trial, seq in enumerate(trial_seed_sequences(seed, 2)):
         feedback = env.streams(trial_streams(seq).environment, 1)
         agent = RUCB(env.n_arms, horizon, rng=seq)
         counts = np.zeros((env.n_arms, env.n_arms))
