@@ -158,3 +158,22 @@ def test_validation_errors() -> None:
         DPEBSElimination(3, 10, 1.0, conf_scale=-1.0)
     with pytest.raises(InvalidParameterError, match="env must be a UtilityDuelingEnvironment"):
         simulate_dp_ebs_elimination(object(), n_trials=1, rng=0, horizon=10, epsilon=1.0)  # type: ignore[arg-type]
+
+
+def test_agents_run_on_the_secure_noise_backend(seed: int) -> None:
+    from dpbandits.algorithms.dueling.goptimal_dpdb import GOptimalDPDB
+    from dpbandits.privacy.noise import OpenDPNoise
+
+    env = finite_instance("f1")
+    feedback = env.streams(seed, 1)
+    agent = DPEBSElimination(env.n_arms, 50, 1.0, noise_backend=OpenDPNoise())
+    for _ in range(50):
+        pair = agent.ask()
+        agent.tell(pair, feedback.duel(*pair))
+    assert agent.time == 50 and agent.privacy.epsilon == 1.0
+    features = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+    g_agent = GOptimalDPDB(features, 200, 1.0, play_count_scale=0.0004, noise_backend=OpenDPNoise())
+    while g_agent.time < 200:
+        pair = g_agent.ask()
+        g_agent.tell(pair, 1 if pair[0] <= pair[1] else 0)
+    assert any("noisy_wins" in p.diagnostics for p in g_agent.phases)
