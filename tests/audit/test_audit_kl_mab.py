@@ -136,3 +136,16 @@ def test_audit_requires_the_fitted_dataset(rng: np.random.Generator) -> None:
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="fitted on"):
             audit_mab(policy, other)
+
+
+def test_pld_composition_of_repeated_samples_lies_below_basic_composition(rng: np.random.Generator) -> None:
+    from dpbandits.audit.kl import repeated_sampling_epsilon_mab
+
+    data = _dataset(rng, np.array([30, 40, 50]), continuous=False)
+    policy = KLMABPolicy(3, eta=0.05, beta0=0.5).fit(data)
+    eps_hat = audit_mab(policy, data).epsilon_hat
+    one, _ = repeated_sampling_epsilon_mab(policy, data, 1, 1e-12)
+    assert eps_hat * 0.9 <= one <= eps_hat + 2e-4  # one sample: the pure loss (pessimistic grid 1e-4)
+    ten, _ = repeated_sampling_epsilon_mab(policy, data, 10, 1e-6)
+    assert ten <= 10 * eps_hat + 2e-3  # never above basic composition of the exact per-sample loss
+    assert ten < 10 * policy.privacy().epsilon

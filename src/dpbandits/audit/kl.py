@@ -31,10 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpbandits._core.errors import EmptySupportError, InvalidParameterError
+from dpbandits._core.errors import DependencyNotInstalledError, EmptySupportError, InvalidParameterError
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray
-from dpbandits._core.validation import check_int, check_one_of
+from dpbandits._core.validation import check_in_interval, check_int, check_one_of
 from dpbandits.algorithms.offline.kl_linear import KLLinearPolicy
 from dpbandits.algorithms.offline.kl_mab import KLMABPolicy, log_reference_policy
 from dpbandits.algorithms.offline.kl_rlhf import KLRLHFPolicy, bradley_terry_mle
@@ -44,7 +44,7 @@ from dpbandits.envs.offline import LoggedBanditData, LoggedContextualData, Prefe
 from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.privacy.mechanisms import gibbs_log_probabilities
 
-__all__ = ["KLAuditReport", "audit_linear", "audit_mab", "audit_rlhf"]
+__all__ = ["KLAuditReport", "audit_linear", "audit_mab", "audit_rlhf", "repeated_sampling_epsilon_mab"]
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,88 @@ def _check_epsilon(epsilon: float | None) -> float | None:
 
 
 # -------------------------------------------------------------------------------------- MAB
+def _mab_neighbours(policy: KLMABPolicy, data: LoggedBanditData,
+                    grid: int) -> Iterator[tuple[str, FloatArray | None]]:
+    """Add/remove neighbours of a MAB dataset and their log-policies (None: the policy is undefined).
+
+    With ``grid == 2`` only the extremes (each arm's min- and max-reward record removed, a reward 0 or
+    R added), which attain the pure worst case; otherwise also ``grid`` reward quantiles removed and a
+    uniform grid of ``grid`` added rewards.
+    """
+    counts, sums = data.counts(), data.reward_sums()
+    if not (np.array_equal(counts, policy.counts_) and np.allclose(sums, policy.reward_sums_)):
+        raise InvalidParameterError("data must be the dataset the policy was fitted on (counts differ)")
+    order = np.argsort(data.actions, kind="stable")
+    bounds = np.searchsorted(data.actions[order], np.arange(policy.n_arms + 1))
+    add_rewards = np.linspace(0.0, data.reward_bound, grid)
+    for arm in range(policy.n_arms):
+        if not np.isfinite(policy.log_reference[arm]):
+            continue  # π0(a) = 0: the arm's data never affects π̃
+        arm_rewards = data.rewards[order[bounds[arm]:bounds[arm + 1]]]
+        changes: list[tuple[int, float, str]] = [(+1, float(r0), f"add (arm {arm}, r={r0:.6g})")
+                                                 for r0 in add_rewards]
+        if arm_rewards.size:
+            removed = np.unique(np.quantile(arm_rewards, np.linspace(0.0, 1.0, grid), method="nearest")).tolist()
+            changes += [(-1, r, f"remove (arm {arm}, r={r:.6g})") for r in removed]
+        for sign, reward, label in changes:
+            new_counts = counts.copy()
+            new_sums = sums.copy()
+            new_counts[arm] += sign
+            new_sums[arm] += sign * reward
+            u = policy.utilities_from_statistics(new_counts, new_sums)
+            try:
+                yield label, gibbs_log_probabilities(policy.log_reference, u, policy.eta)
+            except EmptySupportError:
+                yield label, None
+
+
+def repeated_sampling_epsilon_mab(
+    policy: KLMABPolicy,
+    data: LoggedBanditData,
+    n_samples: int,
+    delta: float,
+    *,
+    discretization: float = 1e-4,
+) -> tuple[float, str]:
+    """ε(δ) of ``n_samples`` independent samples from π̃(·; D), by exact PLD composition (spec E6).
+
+    For each extreme add/remove neighbour D' (those that attain the pure worst case, see
+    :func:`audit_mab`), the privacy-loss distribution of the pair (π̃(·; D), π̃(·; D')) is built in both
+    orders with ``dp_accounting`` (pessimistic discretisation, so an upper estimate *for that pair*),
+    composed ``n_samples`` times, and ε(δ) read off; the maximum over neighbours is returned. Other
+    neighbours are not explored, so this is not a guarantee: it shows how far below basic and
+    advanced composition the true cost of repeated sampling lies.
+
+    Returns
+    -------
+    (float, str)
+        ε and the neighbour attaining it.
+    """
+    try:
+        from dp_accounting.pld import privacy_loss_distribution as pld
+    except ImportError as exc:  # pragma: no cover - the "accounting" extra is installed in development
+        raise DependencyNotInstalledError("dp-accounting is needed; install dpbandits[accounting]") from exc
+    t = check_int(n_samples, "n_samples", minimum=1)
+    dlt = check_in_interval(delta, "delta", 0.0, 1.0, closed="neither")
+    log_p = policy.log_probabilities_
+    support = {a: float(v) for a, v in enumerate(log_p) if np.isfinite(v)}
+    worst, worst_at = 0.0, "none"
+    for label, log_q in _mab_neighbours(policy, data, 2):
+        if log_q is None:
+            return math.inf, label
+        other = {a: float(v) for a, v in enumerate(log_q) if np.isfinite(v)}
+        if set(other) != set(support):
+            return math.inf, label  # an action possible on one side only: infinite loss
+        for lower, upper in ((support, other), (other, support)):
+            dist = pld.from_two_probability_mass_functions(
+                lower, upper, pessimistic_estimate=True, value_discretization_interval=discretization)
+            eps = float(dist.self_compose(t).get_epsilon_for_delta(dlt)) if t > 1 else float(
+                dist.get_epsilon_for_delta(dlt))
+            if eps > worst:
+                worst, worst_at = eps, label
+    return worst, worst_at
+
+
 def audit_mab(
     policy: KLMABPolicy,
     data: LoggedBanditData,
@@ -166,36 +248,10 @@ def audit_mab(
     """
     policy._check_fitted()
     eps = _check_epsilon(epsilon)
-    grid = check_int(reward_grid, "reward_grid", minimum=2)
-    counts, sums = data.counts(), data.reward_sums()
-    if not (np.array_equal(counts, policy.counts_) and np.allclose(sums, policy.reward_sums_)):
-        raise InvalidParameterError("data must be the dataset the policy was fitted on (counts differ)")
+    grid = check_int(reward_grid, "reward_grid", minimum=2) if eps is not None else 2
     tracker = _Tracker(policy.log_probabilities_, eps)
-    r_max = data.reward_bound
-    order = np.argsort(data.actions, kind="stable")
-    bounds = np.searchsorted(data.actions[order], np.arange(policy.n_arms + 1))
-    add_rewards = np.linspace(0.0, r_max, grid) if eps is not None else np.array([0.0, r_max])
-    for arm in range(policy.n_arms):
-        if not np.isfinite(policy.log_reference[arm]):
-            continue  # π0(a) = 0: the arm's data never affects π̃
-        arm_rewards = data.rewards[order[bounds[arm]:bounds[arm + 1]]]
-        changes: list[tuple[int, float, str]] = [(+1, float(r0), f"add (arm {arm}, r={r0:.6g})")
-                                                 for r0 in add_rewards]
-        if arm_rewards.size:
-            removed = ([float(arm_rewards.min()), float(arm_rewards.max())] if eps is None else
-                       np.unique(np.quantile(arm_rewards, np.linspace(0.0, 1.0, grid), method="nearest")).tolist())
-            changes += [(-1, r, f"remove (arm {arm}, r={r:.6g})") for r in removed]
-        for sign, reward, label in changes:
-            new_counts = counts.copy()
-            new_sums = sums.copy()
-            new_counts[arm] += sign
-            new_sums[arm] += sign * reward
-            u = policy.utilities_from_statistics(new_counts, new_sums)
-            try:
-                log_q = gibbs_log_probabilities(policy.log_reference, u, policy.eta)
-            except EmptySupportError:
-                log_q = None
-            tracker.add(log_q, label)
+    for label, log_q in _mab_neighbours(policy, data, grid):
+        tracker.add(log_q, label)
     return tracker.report(exact_pure=True)
 
 
@@ -460,8 +516,13 @@ def _rlhf_epsilon_hat(policy: KLRLHFPolicy, data: PreferenceData, actions: Float
     return audit_rlhf(policy, data, actions).epsilon_hat
 
 
+def _mab_repeated_epsilon(policy: KLMABPolicy, data: LoggedBanditData, n_samples: int, delta: float) -> float:
+    return repeated_sampling_epsilon_mab(policy, data, n_samples, delta)[0]
+
+
 STUDY_AUDITORS.update({
     "mab": _mab_epsilon_hat,
+    "mab-pld": _mab_repeated_epsilon,
     "mab-delta": _mab_delta_hat,
     "linear": _linear_epsilon_hat,
     "rlhf": _rlhf_epsilon_hat,

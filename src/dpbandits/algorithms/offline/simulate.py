@@ -87,7 +87,7 @@ def _regret(means: FloatArray, probabilities: FloatArray) -> float:
 
 
 MAB_METRICS = ("regret", "eta", "epsilon0", "epsilon_hat", "audit_ratio", "epsilon_k", "delta_paper",
-               "delta_paper_verbatim", "delta_corrected", "delta_audit")
+               "delta_paper_verbatim", "delta_corrected", "delta_audit", "epsilon_pld")
 
 
 @register_algorithm(
@@ -109,6 +109,8 @@ def simulate_kl_mab(
     reference: str = "uniform",
     k: float | None = None,
     audit: bool = False,
+    pld_samples: int | None = None,
+    pld_delta: float = 1e-6,
 ) -> dict[str, FloatArray]:
     """Fit eq. (8) on ``n_trials`` datasets; report Theorem 1 (and 1′ / Corollary 1 with ``k``).
 
@@ -127,6 +129,10 @@ def simulate_kl_mab(
         corrected δ, and (with ``audit``) the audited δ at that ε.
     audit : bool, default False
         Compute the exact audited ε̂ (and δ̂ with ``k``).
+    pld_samples : int, optional
+        With ``audit``: also ``epsilon_pld``, the ε(``pld_delta``) of that many samples by exact PLD
+        composition over the extreme neighbours (E6).
+    pld_delta : float, default 1e-6
 
     Returns
     -------
@@ -156,6 +162,8 @@ def simulate_kl_mab(
             eps_hat = _audit("mab")(policy, data)
             out.setdefault("epsilon_hat", []).append(eps_hat)
             out.setdefault("audit_ratio", []).append(eps_hat / guarantee.epsilon)
+            if pld_samples is not None:
+                out.setdefault("epsilon_pld", []).append(_audit("mab-pld")(policy, data, pld_samples, pld_delta))
         if k is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PaperVariantWarning)
@@ -237,13 +245,13 @@ _register_baseline("greedy-mab", PessimisticGreedyMAB, "none (non-private)",
     "kl-mab-repeated",
     family="offline",
     privacy="T samples of a per-sample eps1-DP KL policy: basic and advanced composition",
-    metrics=("regret", "epsilon_basic", "epsilon_advanced", "delta_advanced"),
+    metrics=("regret", "epsilon_basic", "epsilon_advanced", "delta_advanced", "epsilon_pld"),
     environments=("offline-bandit",),
     description="Repeated sampling from the KL MAB policy calibrated to a per-sample epsilon (E6)",
 )
 def simulate_kl_mab_repeated(
     env: Any, *, n_trials: int, rng: RNGLike, epsilon: float = 0.1, n_samples: int = 1, beta0: float = 1.0,
-    delta_prime: float = 1e-6,
+    delta_prime: float = 1e-6, audit: bool = False,
 ) -> dict[str, FloatArray]:
     """Per-sample ε1 = ``epsilon`` (η calibrated by Theorem 1), ``n_samples`` = T samples (E6).
 
@@ -251,16 +259,22 @@ def simulate_kl_mab_repeated(
     -------
     dict of str to ndarray of shape (n_trials,)
         ``regret`` (expected, per sample), ``epsilon_basic`` (T·ε1), ``epsilon_advanced`` and
-        ``delta_advanced`` (Dwork–Rothblum–Vadhan with δ').
+        ``delta_advanced`` (Dwork–Rothblum–Vadhan with δ'); with ``audit``: ``epsilon_pld``, the exact
+        PLD composition at δ' over the extreme neighbours (not a guarantee; see
+        :func:`dpbandits.audit.kl.repeated_sampling_epsilon_mab`).
     """
     t = check_int(n_samples, "n_samples", minimum=1)
-    base = simulate_kl_mab(env, n_trials=n_trials, rng=rng, beta0=beta0, epsilon=epsilon)
+    base = simulate_kl_mab(env, n_trials=n_trials, rng=rng, beta0=beta0, epsilon=epsilon, audit=audit,
+                           pld_samples=t if audit else None, pld_delta=delta_prime)
     per_sample = acc.PureDP(epsilon=float(epsilon), unit=acc.UNIT_MAB, neighbouring=acc.Neighbouring.ADD_REMOVE)
     basic = acc.repeated_sampling(per_sample, t)
     advanced = acc.repeated_sampling(per_sample, t, method="advanced", delta_prime=delta_prime)
     ones = np.ones(n_trials)
-    return {"regret": base["regret"], "epsilon_basic": basic.epsilon * ones,
-            "epsilon_advanced": advanced.epsilon * ones, "delta_advanced": advanced.delta * ones}
+    out = {"regret": base["regret"], "epsilon_basic": basic.epsilon * ones,
+           "epsilon_advanced": advanced.epsilon * ones, "delta_advanced": advanced.delta * ones}
+    if audit:
+        out["epsilon_pld"] = base["epsilon_pld"]
+    return out
 
 
 @register_algorithm(
