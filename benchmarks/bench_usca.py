@@ -60,7 +60,7 @@ def slope(xs: list[float], ys: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="feature backend up to T = 20000")
-    parser.add_argument("--precision", default="float64", choices=["float64", "float32"],
+    parser.add_argument("--precision", default="float32", choices=["float32", "float64"],
                         help="arithmetic of the approximating-set accumulation (feature backend)")
     parser.add_argument("--child", nargs=2, metavar=("BACKEND", "T"), help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -122,9 +122,12 @@ class USCA:
         The algorithm stream (see the module docstring for the spawn order).
     chunk_size : int, default 8192
         Streaming chunk of the feature backend (results do not depend on it beyond rounding).
-    precision : {"float64", "float32"}, default "float64"
-        Arithmetic of the approximating-set accumulation (feature backend); see
-        :func:`~dpbandits.algorithms.kernel.surrogate.accumulate_feature_gram`. Privacy is unaffected.
+    precision : {"float32", "float64"}, default "float32"
+        Arithmetic of the approximating-set accumulation (feature backend): float32 chunks summed
+        in float64 (spec §4.2), about 1.5–3× faster than float64; see
+        :func:`~dpbandits.algorithms.kernel.surrogate.accumulate_feature_gram`. Privacy is unaffected
+        (the certified sup uses the computed Z̃ and its smallest eigenvalue); μ̄ and σ̄² are always
+        evaluated in float64.
     max_exact_size : int, default 12000
         Largest M the exact backend accepts (it needs 8·M² bytes).
 
@@ -179,7 +182,7 @@ class USCA:
         clip: bool = False,
         rng: RNGLike = None,
         chunk_size: int = 8192,
-        precision: str = "float64",
+        precision: str = "float32",
         max_exact_size: int = _DEFAULT_MAX_EXACT_SIZE,
     ) -> None:
         self.horizon = check_int(horizon, "horizon", minimum=1)
@@ -494,7 +497,7 @@ def simulate_usca(
     sup_method: str = "certified",
     grid_points_per_dim: int | None = None,
     n_test_contexts: int = 64,
-    precision: str = "float64",
+    precision: str = "float32",
 ) -> Mapping[str, np.ndarray]:
     """USCA (Pavlovic et al. 2025): uniform exploration, covariance approximation, grid exponential mechanism.
 
@@ -537,7 +540,7 @@ def simulate_usca_nonprivate(
     approx_size: int | None = None,
     grid_points_per_dim: int | None = None,
     n_test_contexts: int = 64,
-    precision: str = "float64",
+    precision: str = "float32",
 ) -> Mapping[str, np.ndarray]:
     """Non-private USCA (baseline B2): argmax of the surrogate mean μ̄_T on the grid (ε = ∞)."""
     return _simulate(
@@ -570,7 +573,7 @@ def simulate_usca_trivial(
     gamma: str | float = "random",
     grid_points_per_dim: int | None = None,
     n_test_contexts: int = 64,
-    precision: str = "float64",
+    precision: str = "float32",
 ) -> Mapping[str, np.ndarray]:
     """USCA with the trivial sensitivity Δ = 2·B_y/τ (baseline B6, ablation): private, no decaying Δ."""
     return _simulate(
