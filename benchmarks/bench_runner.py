@@ -6,10 +6,11 @@ Usage::
     python benchmarks/bench_runner.py --quick    # reduced size, to check the script works
     python benchmarks/bench_runner.py --dask     # also time a local dask cluster (process workers)
 
-1. Per-task overhead of the runner: ``run_study`` on the serial backend (building environments,
-   seeding, checking outputs, atomic cell writes, manifest and summary.csv) against calling the
-   simulation entry point directly for the same (cell, chunk) tasks with the same seeds. Printed as
-   milliseconds per task and as the ratio runner / direct, for a light and a heavy task size.
+1. Overhead of the runner: ``run_study`` on the serial backend (building environments, seeding,
+   checking outputs, atomic cell writes, manifest and summary.csv) against calling the simulation
+   entry point directly for the same (cell, chunk) tasks with the same seeds. Printed as the fixed
+   cost of a run, the marginal cost per task (two studies with the same cells and 4x the chunks),
+   and the ratio runner / direct for a light and a heavy task size.
 2. Speed-up of the ``process`` backend on all cores: serial time / process time on one study
    (and the ideal, the number of cores).
 """
@@ -77,18 +78,32 @@ def main() -> None:
     repeats = 1 if args.quick else 3
     cores = os.cpu_count() or 1
 
-    print("# 1. runner overhead per task (serial backend vs direct simulate calls, same tasks and seeds)")
-    light = make_study("light", trials=200 if args.quick else 1000, chunk_size=50, budgets=[64, 128, 256, 512])
-    heavy_budgets = [4096, 8192] if args.quick else [8192, 16384, 32768, 65536]
-    heavy = make_study("heavy", trials=400 if args.quick else 4000, chunk_size=200, budgets=heavy_budgets)
-    runner_time(light)  # warm-up: imports (scipy for the summary, matplotlib is not used)
-    for study in (light, heavy):
-        n_tasks = len(study.cells()) * study.n_chunks()
+    print("# 1. runner overhead (serial backend vs direct simulate calls, same tasks and seeds)")
+    runner_time(make_study("warm-up", trials=10, chunk_size=10, budgets=[64]))  # imports (scipy, ...)
+
+    def overhead(study: Study) -> tuple[float, float, int]:
         direct = best_of(repeats, direct_calls, study)
         ran = best_of(repeats, runner_time, study)
-        per_task_ms = (ran - direct) / n_tasks * 1e3
+        return direct, ran, len(study.cells()) * study.n_chunks()
+
+    tiny = make_study("tiny", trials=50, chunk_size=50, budgets=[64])
+    direct, ran, _ = overhead(tiny)
+    fixed = ran - direct
+    print(f"fixed cost of a run (run dir, manifest, summary; 2 cells): {fixed * 1e3:7.1f} ms")
+    few = make_study("few", trials=250, chunk_size=50, budgets=[64, 128, 256, 512])
+    many = make_study("many", trials=250 if args.quick else 1000, chunk_size=10 if args.quick else 50,
+                      budgets=[64, 128, 256, 512])
+    direct_few, ran_few, n_few = overhead(few)
+    direct_many, ran_many, n_many = overhead(many)
+    per_task = ((ran_many - direct_many) - (ran_few - direct_few)) / (n_many - n_few)
+    print(f"marginal cost per task (seed derivation, env build, output checks): {per_task * 1e3:7.3f} ms "
+          f"({n_few} vs {n_many} tasks, same 8 cells)")
+    heavy_budgets = [4096, 8192] if args.quick else [8192, 16384, 32768, 65536]
+    heavy = make_study("heavy", trials=400 if args.quick else 4000, chunk_size=200, budgets=heavy_budgets)
+    for study in (many, heavy):
+        direct, ran, n_tasks = overhead(study)
         print(f"{study.name:6s} {n_tasks:4d} tasks of {study.chunk_size} trials: direct {direct * 1e3:9.1f} ms | "
-              f"runner {ran * 1e3:9.1f} ms | overhead {per_task_ms:6.2f} ms/task | ratio runner/direct {ran / direct:5.2f}")
+              f"runner {ran * 1e3:9.1f} ms | ratio runner/direct {ran / direct:5.2f}")
 
     print(f"# 2. process backend speed-up on {cores} cores (serial time / process time; ideal {cores})")
     big = make_study("speedup", trials=1000 if args.quick else 8000, chunk_size=500,
