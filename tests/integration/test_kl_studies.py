@@ -68,3 +68,12 @@ def test_real_data_entry_point(seed: int) -> None:
     assert np.all(out["accuracy"] > 0.5)  # chance is 1/3
     assert np.all(out["epsilon0_median"] <= out["epsilon0_max"])
     assert load_bundled_study("kl-real-data").name == "kl-real-data"
+
+
+def test_audit_calibrated_eta_reaches_the_target_epsilon(seed: int) -> None:
+    env = make_environment("offline-bandit", means=[0.2, 0.5, 0.8], n_records=300)
+    out = get_algorithm("kl-mab").simulate(env, n_trials=2, rng=np.random.SeedSequence(seed), epsilon=0.5,
+                                           calibration="audit", audit=True)
+    np.testing.assert_allclose(out["epsilon_hat"], 0.5, rtol=1e-6)
+    theorem = get_algorithm("kl-mab").simulate(env, n_trials=2, rng=np.random.SeedSequence(seed), epsilon=0.5)
+    assert np.all(out["eta"] < theorem["eta"])  # tight accounting allows a smaller temperature
