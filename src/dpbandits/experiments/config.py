@@ -445,32 +445,46 @@ class Study(BaseModel):
     # ---------------------------------------------------------------- semantic validation
     @model_validator(mode="after")
     def _check_semantics(self) -> Self:
+        """Check names against the registries and parameters against signatures and known rules."""
         problems: list[str] = []
         problems += self._check_labels()
         env_accepts = self._check_environment(problems)
         algo_specs: list[AlgorithmSpec | None] = []
-        algo_accepts: list[_Accepts | None] = []
         for index, algorithm in enumerate(self.algorithms):
             try:
-                spec = get_algorithm(algorithm.name)
+                algo_specs.append(get_algorithm(algorithm.name))
             except DPBanditsError as exc:
                 problems.append(f"algorithms[{index}].name: {_strip_name(exc)}")
                 algo_specs.append(None)
-                algo_accepts.append(None)
-                continue
-            algo_specs.append(spec)
-            algo_accepts.append(_signature_of(spec.simulate, _RUNNER_ARGUMENTS))
-        swept = self.grid.keys
+        algo_accepts = [None if spec is None else _signature_of(spec.simulate, _RUNNER_ARGUMENTS)
+                        for spec in algo_specs]
+        problems += self._check_grid(env_accepts, algo_accepts)
+        problems += self._check_environment_params(env_accepts)
+        problems += self._check_algorithm_params(algo_accepts)
+        problems += self._check_metrics(algo_specs)
+        problems += self._check_compatibility(algo_specs)
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    def _check_grid(self, env_accepts: _Accepts | None, algo_accepts: Sequence[_Accepts | None]) -> list[str]:
+        """Known rules on every swept value; every swept key must be taken by someone."""
+        problems = []
         for path, value in self.grid.labelled_values():
             problems += _check_value(path, path.rsplit(".", 1)[-1].split("[", 1)[0], value)
-        for key in swept:
-            takers = [acc for acc in (env_accepts, *algo_accepts) if acc is not None and acc.accepts(key)]
-            known = env_accepts is not None and all(acc is not None for acc in algo_accepts)
-            if known and not takers:
+        if env_accepts is None or any(accepts is None for accepts in algo_accepts):
+            return problems  # an unknown name was already reported; its signature is unknown
+        for key in self.grid.keys:
+            if not any(accepts is not None and accepts.accepts(key) for accepts in (env_accepts, *algo_accepts)):
                 problems.append(
                     f"grid.{key}: must be a parameter of the environment or of an algorithm, "
                     f"got {key!r} which none of them accepts"
                 )
+        return problems
+
+    def _check_environment_params(self, env_accepts: _Accepts | None) -> list[str]:
+        problems = []
+        swept = self.grid.keys
         for key, value in self.environment.params.items():
             problems += _check_value(f"environment.{key}", key, value)
             if key in swept:
@@ -481,9 +495,13 @@ class Study(BaseModel):
                     f"({env_accepts.describe()}), got {key!r}"
                 )
         if env_accepts is not None:
-            missing = env_accepts.required - set(self.environment.params) - set(swept)
-            for key in sorted(missing):
+            for key in sorted(env_accepts.required - set(self.environment.params) - set(swept)):
                 problems.append(f"environment.{key}: is required by {self.environment.name!r} but missing")
+        return problems
+
+    def _check_algorithm_params(self, algo_accepts: Sequence[_Accepts | None]) -> list[str]:
+        problems = []
+        swept = self.grid.keys
         for index, (algorithm, accepts) in enumerate(zip(self.algorithms, algo_accepts, strict=True)):
             for key, value in algorithm.params.items():
                 path = f"algorithms[{index}].{key}"
@@ -502,11 +520,7 @@ class Study(BaseModel):
                         f"algorithms[{index}].{key}: is required by {algorithm.name!r} but missing "
                         "(give it inline or sweep it in [grid])"
                     )
-        problems += self._check_metrics(algo_specs)
-        problems += self._check_compatibility(algo_specs)
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
+        return problems
 
     def _check_labels(self) -> list[str]:
         seen: dict[str, int] = {}
