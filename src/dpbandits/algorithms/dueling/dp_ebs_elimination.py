@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from dpbandits._core.errors import InvalidActionError, InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
@@ -43,6 +43,7 @@ from dpbandits._core.validation import (
     check_int,
     check_one_of,
 )
+from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniforms
@@ -418,12 +419,8 @@ class DPEBSElimination:
         InvalidParameterError
             If ``first_wins`` is not 0/1.
         """
-        if self._asked is None or tuple(int(a) for a in pair) != self._asked:
-            raise InvalidActionError(f"pair must be the last asked pair {self._asked}; got {pair!r}")
-        if first_wins not in (0, 1):
-            raise InvalidParameterError(f"first_wins must be 0 or 1; got {first_wins!r}")
-        outcome = int(first_wins)
-        left, right = self._asked
+        told, outcome = check_told(self._asked, pair, first_wins)
+        left, right = told
         self._asked = None
         self.time += 1
         if self.committed:
@@ -578,10 +575,7 @@ def _simulate(
     conf_scale: float,
     block: int,
 ) -> dict[str, FloatArray]:
-    if not isinstance(env, UtilityDuelingEnvironment):
-        raise InvalidParameterError(
-            f"env must be a UtilityDuelingEnvironment (kind 'dueling'); got {type(env).__name__}"
-        )
+    check_dueling_env(env)
     n = check_int(n_trials, "n_trials", minimum=1)
     constants = ebs_constants(
         env.n_arms, horizon, epsilon, failure_probability,

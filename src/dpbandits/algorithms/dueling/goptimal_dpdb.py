@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from dpbandits._core.errors import InvalidActionError, InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
@@ -49,6 +49,7 @@ from dpbandits._core.validation import (
     check_positive_float,
 )
 from dpbandits.algorithms.bai.designs import g_optimal_design
+from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
@@ -378,16 +379,13 @@ class GOptimalDPDB:
 
     def tell(self, pair: tuple[int, int], first_wins: int | bool) -> None:
         """Record the outcome: ``first_wins`` is 1 iff ``pair[0]`` won."""
-        if self._asked is None or tuple(int(a) for a in pair) != self._asked:
-            raise InvalidActionError(f"pair must be the last asked pair {self._asked}; got {pair!r}")
-        if first_wins not in (0, 1):
-            raise InvalidParameterError(f"first_wins must be 0 or 1; got {first_wins!r}")
+        _, outcome = check_told(self._asked, pair, first_wins)
         self._asked = None
         self.time += 1
         if self._committed_arm is not None:
             return
         plan = self.phases[-1]
-        self._wins[self._slot] += int(first_wins)
+        self._wins[self._slot] += outcome
         self._played_in_slot += 1
         if self._played_in_slot < plan.counts[self._slot]:
             return
@@ -455,10 +453,7 @@ _METRICS = (*REGRET_METRICS, "identified_best", "phases")
 
 def _simulate(env: UtilityDuelingEnvironment, n_trials: int, rng: RNGLike, horizon: int, epsilon: float,
               options: dict[str, Any]) -> dict[str, FloatArray]:
-    if not isinstance(env, UtilityDuelingEnvironment):
-        raise InvalidParameterError(
-            f"env must be a UtilityDuelingEnvironment (kind 'dueling'); got {type(env).__name__}"
-        )
+    check_dueling_env(env)
     feedback = check_one_of(options.pop("feedback"), "feedback", ("binomial", "streams"))
     settings = _settings(env.n_arms, horizon, epsilon, **options)
     n = check_int(n_trials, "n_trials", minimum=1)

@@ -28,10 +28,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from dpbandits._core.errors import InvalidActionError, InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int
+from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniforms
@@ -124,15 +125,12 @@ class InterleavedFilter:
 
     def tell(self, pair: tuple[int, int], first_wins: int | bool) -> None:
         """Record the outcome: ``first_wins`` is 1 iff ``pair[0]`` (the candidate) won."""
-        if self._asked is None or tuple(int(a) for a in pair) != self._asked:
-            raise InvalidActionError(f"pair must be the last asked pair {self._asked}; got {pair!r}")
-        if first_wins not in (0, 1):
-            raise InvalidParameterError(f"first_wins must be 0 or 1; got {first_wins!r}")
+        _, outcome = check_told(self._asked, pair, first_wins)
         self._asked = None
         self.time += 1
         if self.exploiting:
             return
-        self._wins[self._position] += int(first_wins)
+        self._wins[self._position] += outcome
         self._position += 1
         if self._position < self.remaining.size:
             return
@@ -221,10 +219,7 @@ def simulate_interleaved_filter(
     dict of str to ndarray (n_trials,)
         Regret metrics and ``identified_best`` (the final candidate is the best arm).
     """
-    if not isinstance(env, UtilityDuelingEnvironment):
-        raise InvalidParameterError(
-            f"env must be a UtilityDuelingEnvironment (kind 'dueling'); got {type(env).__name__}"
-        )
+    check_dueling_env(env)
     n = check_int(n_trials, "n_trials", minimum=1)
     horizon = check_int(horizon, "horizon", minimum=1)
     size = check_int(block, "block", minimum=1)

@@ -24,10 +24,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from dpbandits._core.errors import InvalidActionError, InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
+from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniforms
@@ -151,13 +152,10 @@ class RUCB:
 
     def tell(self, pair: tuple[int, int], first_wins: int | bool) -> None:
         """Record the outcome: ``first_wins`` is 1 iff ``pair[0]`` won."""
-        if self._asked is None or tuple(int(a) for a in pair) != self._asked:
-            raise InvalidActionError(f"pair must be the last asked pair {self._asked}; got {pair!r}")
-        if first_wins not in (0, 1):
-            raise InvalidParameterError(f"first_wins must be 0 or 1; got {first_wins!r}")
-        c, d = self._asked
-        self.wins[0, c, d] += int(first_wins)
-        self.wins[0, d, c] += 1 - int(first_wins)
+        told, outcome = check_told(self._asked, pair, first_wins)
+        c, d = told
+        self.wins[0, c, d] += outcome
+        self.wins[0, d, c] += 1 - outcome
         self.first_counts[c] += 1
         self.time += 1
         self._asked = None
@@ -196,10 +194,7 @@ def simulate_rucb(
     dict of str to ndarray (n_trials,)
         Regret metrics and ``identified_best`` (the most frequent first arm is the best arm).
     """
-    if not isinstance(env, UtilityDuelingEnvironment):
-        raise InvalidParameterError(
-            f"env must be a UtilityDuelingEnvironment (kind 'dueling'); got {type(env).__name__}"
-        )
+    check_dueling_env(env)
     n = check_int(n_trials, "n_trials", minimum=1)
     horizon = check_int(horizon, "horizon", minimum=1)
     alpha = check_in_interval(alpha, "alpha", 0.5, np.inf, closed="neither")
