@@ -78,6 +78,20 @@ def test_run_writes_the_run_directory(tmp_path: Path, seed: int) -> None:
     assert float(rows[5]["success_mean"]) == values["p0002-a01"]["success"].mean()
 
 
+def test_load_trials_returns_the_raw_values(tmp_path: Path, seed: int) -> None:
+    from dpbandits.experiments.store import load_trials
+
+    run_study(_study(seed), tmp_path / "run", progress="none")
+    loaded = load_trials(tmp_path / "run")
+    assert [(cell.point, cell.label) for cell, _ in loaded][:3] == [
+        ({"budget": 16}, "uniform"), ({"budget": 16}, "SH"), ({"budget": 32}, "uniform")]
+    raw = _values(tmp_path / "run")
+    for cell, values in loaded:
+        np.testing.assert_array_equal(values["simple_regret"], raw[cell.key]["simple_regret"])
+    with pytest.raises(StudyError, match="not a dpbandits run directory"):
+        load_trials(tmp_path)
+
+
 def test_more_trials_append_chunks_and_keep_earlier_numbers(tmp_path: Path, seed: int) -> None:
     short = run_study(_study(seed, trials=50), tmp_path / "a", progress="none")
     longer = run_study(_study(seed, trials=75), tmp_path / "b", progress="none")

@@ -53,6 +53,7 @@ __all__ = [
     "RunStore",
     "atomic_write_bytes",
     "atomic_write_text",
+    "load_trials",
     "read_manifest",
     "read_summary",
 ]
@@ -147,6 +148,38 @@ def read_summary(run_dir: str | Path) -> list[dict[str, str]]:
             return list(csv.DictReader(handle))
     except FileNotFoundError:
         raise StudyError(f"{str(run_dir)!r} has no {SUMMARY_NAME}; run the study first") from None
+
+
+def load_trials(run_dir: str | Path) -> list[tuple[Cell, dict[str, FloatArray]]]:
+    """The raw per-trial values of every finished cell of a run directory, in cell order.
+
+    Parameters
+    ----------
+    run_dir : str or Path
+
+    Returns
+    -------
+    list of (Cell, dict of str to ndarray of shape (n_trials,))
+        Each finished cell (its grid point, algorithm label and parameters) with its metrics.
+
+    Raises
+    ------
+    StudyError
+        If the directory is not a run directory.
+    """
+    path = Path(run_dir)
+    manifest = read_manifest(path)
+    try:
+        data = json.loads((path / STUDY_JSON_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StudyError(f"{str(path / STUDY_JSON_NAME)!r} cannot be read: {exc}") from None
+    store = RunStore(path, Study.from_mapping(data, source=str(path / STUDY_JSON_NAME)), manifest)
+    found = []
+    for cell in store.study.cells():
+        values = store.read_cell(cell)
+        if values is not None:
+            found.append((cell, values))
+    return found
 
 
 def _format_number(value: float) -> str:
