@@ -2,7 +2,8 @@
 
 Modules: :mod:`~.features` (data-independent feature maps), :mod:`~.surrogate` (μ̄_T and σ̄², exact and
 feature backends), :mod:`~.sup_bound` (certified sup σ̄²), :mod:`~.information_gain` (γ̂),
-:mod:`~.usca` (the algorithm), :mod:`~.baselines` (B1, B3, B4), :mod:`~.evaluation` (trial protocol).
+:mod:`~.usca` (the algorithm), :mod:`~.baselines` (B1, B3, B4), :mod:`~.evaluation` (trial protocol),
+:mod:`~.rates` (fit of the error-rate shape).
 """
 
 from dpbandits.algorithms.kernel import baselines, usca
