@@ -61,6 +61,8 @@ def test_theorem2_pure_tight_and_corrected_approx_dominate_audits(rng: np.random
         assert not report.violates(pure)
         assert not report.violates(tight)
         assert not report.violates(corrected)
+        corollary = policy.privacy(actions, kind="approx", c=0.5)  # Corollary 2, corrected form
+        assert not audit_linear(policy, data, actions, epsilon=corollary.epsilon, rng=rng).violates(corollary)
         worst_ratio = max(worst_ratio, report.epsilon_hat / pure.epsilon)
     assert worst_ratio > 0.01  # the adversarial search finds non-trivial losses
 

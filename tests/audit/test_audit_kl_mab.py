@@ -149,3 +149,25 @@ def test_pld_composition_of_repeated_samples_lies_below_basic_composition(rng: n
     ten, _ = repeated_sampling_epsilon_mab(policy, data, 10, 1e-6)
     assert ten <= 10 * eps_hat + 2e-3  # never above basic composition of the exact per-sample loss
     assert ten < 10 * policy.privacy().epsilon
+
+
+class PerturbedUtilityPolicy(KLMABPolicy):
+    """An inexact policy: utilities off by a data-dependent ξ with ‖ξ‖∞ <= error (spec E7)."""
+
+    error = 0.01
+
+    def utilities_from_statistics(self, counts, reward_sums):  # type: ignore[no-untyped-def]
+        u = super().utilities_from_statistics(counts, reward_sums)
+        xi = self.error * np.sign(np.sin(np.asarray(counts, dtype=float) * 1.7 + np.asarray(reward_sums)))
+        return u + xi
+
+
+def test_inexact_policy_extension_dominates_the_audit(rng: np.random.Generator) -> None:
+    from dpbandits.algorithms.offline.accountants import inexact_policy
+
+    for _ in range(10):
+        data = _dataset(rng, rng.integers(3, 60, size=4), continuous=True)
+        exact = KLMABPolicy(4, eta=0.05, beta0=0.5).fit(data)
+        inexact = PerturbedUtilityPolicy(4, eta=0.05, beta0=0.5).fit(data)
+        claim = inexact_policy(exact.privacy(), 2 * PerturbedUtilityPolicy.error / 0.05)
+        assert not audit_mab(inexact, data).violates(claim)

@@ -52,6 +52,7 @@ def test_c5_add_remove_paper_violated_corrected_holds(seed: int) -> None:
 
 def test_corrected_bounds_dominate_audits_on_random_data(rng: np.random.Generator) -> None:
     paper_violations = 0
+    checked_add_remove = 0
     for trial, bound in enumerate((0.05, 0.3, 1.0, 0.05, 0.3, 1.0)):
         d = 1 + trial % 2
         theta = rng.standard_normal(d)
@@ -71,8 +72,15 @@ def test_corrected_bounds_dominate_audits_on_random_data(rng: np.random.Generato
             lam0 = 1.0 / float(np.median(policy.penalties(actions))) ** 2
             approx = policy.privacy(actions, kind="approx", lambda0=lam0)
             assert not audit_rlhf(policy, data, actions, epsilon=approx.epsilon).violates(approx)
+            corollary = policy.privacy(actions, kind="approx", c=0.5)  # Corollary 3, corrected form
+            assert not audit_rlhf(policy, data, actions, epsilon=corollary.epsilon).violates(corollary)
             add_remove = policy.privacy(actions, neighbouring="add_remove")
             if math.isfinite(add_remove.epsilon):
-                ar_report = audit_rlhf(policy, data, actions, neighbouring="add_remove", n_random=5, rng=rng)
+                ar_approx = policy.privacy(actions, kind="approx", neighbouring="add_remove", lambda0=lam0)
+                ar_report = audit_rlhf(policy, data, actions, neighbouring="add_remove", n_random=5, rng=rng,
+                                       epsilon=ar_approx.epsilon)
                 assert not ar_report.violates(add_remove)
+                assert not ar_report.violates(ar_approx)
+                checked_add_remove += 1
     assert paper_violations >= 1  # the paper's Theorem 3 fails on random data too (spec §5.5)
+    assert checked_add_remove >= 1
