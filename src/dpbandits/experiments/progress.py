@@ -92,7 +92,7 @@ class LogProgress:
         elapsed = max(now - self._started, 1e-9)
         rate = (self._trials - self._resumed_trials) / elapsed
         remaining = self._total_trials - self._trials
-        eta = _duration(remaining / rate) if rate > 0 else "?"
+        eta = "0:00" if remaining <= 0 else _duration(remaining / rate) if rate > 0 else "?"
         return (f"{self._cells}/{self._total_cells} cells, {self._trials}/{self._total_trials} trials, "
                 f"{rate:,.0f} trials/s, elapsed {_duration(elapsed)}, ETA {eta}")
 
