@@ -107,6 +107,7 @@ def test_resume_recomputes_only_missing_cells_and_cleans_crash_leftovers(tmp_pat
     before = (run_dir / "summary.csv").read_bytes()
     (run_dir / "cells" / "p0001-a00.npz").unlink()
     (run_dir / "cells" / "p0002-a01.npz").write_bytes(b"PK\x03\x04 truncated")  # corrupt: recomputed
+    (run_dir / "study.json").unlink()  # as if killed before the study copies were written
     leftover = run_dir / "cells" / ".tmp-999-p0000-a00.npz"
     leftover.write_bytes(b"half written")
     with pytest.raises(StudyError, match="already holds results of this study; pass --resume"):
@@ -114,6 +115,7 @@ def test_resume_recomputes_only_missing_cells_and_cleans_crash_leftovers(tmp_pat
     result = run_study(study, run_dir, progress="none", resume=True)
     assert (result.cells_run, result.cells_skipped) == (2, 4)
     assert not leftover.exists()
+    assert Study.from_mapping(json.loads((run_dir / "study.json").read_text())).digest() == study.digest()
     assert (run_dir / "summary.csv").read_bytes() == before
     assert len(read_manifest(run_dir)["sessions"]) == 2  # the refused attempt records nothing
 

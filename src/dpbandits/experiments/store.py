@@ -326,8 +326,12 @@ class RunStore:
             }
             store = cls(path, study, manifest)
             store._remove_temporary_files()
-            if source_text is not None:
-                atomic_write_text(path / STUDY_COPY_NAME, source_text)
+            # the manifest first: a directory with a manifest is recognised as this study's run
+            store.write_manifest(force=True)
+        # (re)write the study copies if a run was killed before writing them
+        if source_text is not None and not (path / STUDY_COPY_NAME).exists():
+            atomic_write_text(path / STUDY_COPY_NAME, source_text)
+        if not (path / STUDY_JSON_NAME).exists():
             atomic_write_text(path / STUDY_JSON_NAME, json.dumps(study.model_dump(), indent=2, allow_nan=True))
         store.cells_dir.mkdir(exist_ok=True)
         return store
