@@ -171,3 +171,19 @@ def test_inexact_policy_extension_dominates_the_audit(rng: np.random.Generator) 
         inexact = PerturbedUtilityPolicy(4, eta=0.05, beta0=0.5).fit(data)
         claim = inexact_policy(exact.privacy(), 2 * PerturbedUtilityPolicy.error / 0.05)
         assert not audit_mab(inexact, data).violates(claim)
+
+
+def test_replace_one_audit_is_within_the_converted_guarantee(rng: np.random.Generator) -> None:
+    from dpbandits.privacy.guarantees import add_remove_to_replace_one
+
+    worst = 0.0
+    for _ in range(10):
+        data = _dataset(rng, rng.integers(2, 40, size=3), continuous=True)
+        policy = KLMABPolicy(3, eta=0.05, beta0=1.0).fit(data)
+        claim = add_remove_to_replace_one(policy.privacy())
+        replace = audit_mab(policy, data, neighbouring="replace_one")
+        assert not replace.violates(claim)
+        # a replacement is a removal then an addition: at most twice the add/remove loss
+        assert replace.epsilon_hat <= 2 * audit_mab(policy, data).epsilon_hat * (1 + 1e-9)
+        worst = max(worst, replace.epsilon_hat / claim.epsilon)
+    assert worst > 0.01

@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import DependencyNotInstalledError, EmptySupportError, InvalidParameterError
 from dpbandits._core.rng import RNGLike, as_generator
-from dpbandits._core.typing import FloatArray
+from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int, check_one_of
 from dpbandits.algorithms.offline.kl_linear import KLLinearPolicy
 from dpbandits.algorithms.offline.kl_mab import KLMABPolicy, log_reference_policy
@@ -139,6 +139,13 @@ def _check_epsilon(epsilon: float | None) -> float | None:
 
 
 # -------------------------------------------------------------------------------------- MAB
+def _check_fitted_on(policy: KLMABPolicy, data: LoggedBanditData) -> tuple[IntArray, FloatArray]:
+    counts, sums = data.counts(), data.reward_sums()
+    if not (np.array_equal(counts, policy.counts_) and np.allclose(sums, policy.reward_sums_)):
+        raise InvalidParameterError("data must be the dataset the policy was fitted on (counts differ)")
+    return counts, sums
+
+
 def _mab_neighbours(policy: KLMABPolicy, data: LoggedBanditData,
                     grid: int) -> Iterator[tuple[str, FloatArray | None]]:
     """Add/remove neighbours of a MAB dataset and their log-policies (None: the policy is undefined).
@@ -147,9 +154,7 @@ def _mab_neighbours(policy: KLMABPolicy, data: LoggedBanditData,
     R added), which attain the pure worst case; otherwise also ``grid`` reward quantiles removed and a
     uniform grid of ``grid`` added rewards.
     """
-    counts, sums = data.counts(), data.reward_sums()
-    if not (np.array_equal(counts, policy.counts_) and np.allclose(sums, policy.reward_sums_)):
-        raise InvalidParameterError("data must be the dataset the policy was fitted on (counts differ)")
+    counts, sums = _check_fitted_on(policy, data)
     order = np.argsort(data.actions, kind="stable")
     bounds = np.searchsorted(data.actions[order], np.arange(policy.n_arms + 1))
     add_rewards = np.linspace(0.0, data.reward_bound, grid)
@@ -167,11 +172,40 @@ def _mab_neighbours(policy: KLMABPolicy, data: LoggedBanditData,
             new_sums = sums.copy()
             new_counts[arm] += sign
             new_sums[arm] += sign * reward
-            u = policy.utilities_from_statistics(new_counts, new_sums)
-            try:
-                yield label, gibbs_log_probabilities(policy.log_reference, u, policy.eta)
-            except EmptySupportError:
-                yield label, None
+            yield label, _mab_log_policy(policy, new_counts, new_sums)
+
+
+def _mab_log_policy(policy: KLMABPolicy, counts: IntArray, sums: FloatArray) -> FloatArray | None:
+    u = policy.utilities_from_statistics(counts, sums)
+    try:
+        return gibbs_log_probabilities(policy.log_reference, u, policy.eta)
+    except EmptySupportError:
+        return None
+
+
+def _mab_replacements(policy: KLMABPolicy, data: LoggedBanditData) -> Iterator[tuple[str, FloatArray | None]]:
+    """Replace-one neighbours: a record (arm a, its min or max reward) replaced by (a', 0) or (a', R).
+
+    Every log-probability is monotone in the removed and in the added reward separately, so these
+    corners attain the pure worst case over all replacements.
+    """
+    counts, sums = _check_fitted_on(policy, data)
+    order = np.argsort(data.actions, kind="stable")
+    bounds = np.searchsorted(data.actions[order], np.arange(policy.n_arms + 1))
+    for arm in range(policy.n_arms):
+        arm_rewards = data.rewards[order[bounds[arm]:bounds[arm + 1]]]
+        if arm_rewards.size == 0:
+            continue
+        for removed in sorted({float(arm_rewards.min()), float(arm_rewards.max())}):
+            for target in range(policy.n_arms):
+                for added in (0.0, data.reward_bound):
+                    new_counts, new_sums = counts.copy(), sums.copy()
+                    new_counts[arm] -= 1
+                    new_sums[arm] -= removed
+                    new_counts[target] += 1
+                    new_sums[target] += added
+                    label = f"replace (arm {arm}, r={removed:.6g}) by (arm {target}, r={added:.6g})"
+                    yield label, _mab_log_policy(policy, new_counts, new_sums)
 
 
 def repeated_sampling_epsilon_mab(
@@ -227,8 +261,9 @@ def audit_mab(
     *,
     epsilon: float | None = None,
     reward_grid: int = 21,
+    neighbouring: str = "add_remove",
 ) -> KLAuditReport:
-    """Audit a fitted :class:`KLMABPolicy` over add/remove neighbours of its dataset.
+    """Audit a fitted :class:`KLMABPolicy` over add/remove (or replace-one) neighbours of its dataset.
 
     Parameters
     ----------
@@ -240,6 +275,9 @@ def audit_mab(
         Also audit δ(ε) at this ε (``inf`` or None: skip).
     reward_grid : int, default 21
         For δ: rewards removed (arm quantiles) and added (uniform grid on [0, R]) besides the extremes.
+    neighbouring : {"add_remove", "replace_one"}, default "add_remove"
+        ``"replace_one"``: a record replaced by (any arm, reward 0 or R), the extreme corners only
+        (exact for pure DP; δ is then a lower bound from the same corners).
 
     Returns
     -------
@@ -249,8 +287,11 @@ def audit_mab(
     policy._check_fitted()
     eps = _check_epsilon(epsilon)
     grid = check_int(reward_grid, "reward_grid", minimum=2) if eps is not None else 2
+    check_one_of(neighbouring, "neighbouring", ("add_remove", "replace_one"))
     tracker = _Tracker(policy.log_probabilities_, eps)
-    for label, log_q in _mab_neighbours(policy, data, grid):
+    neighbours = (_mab_neighbours(policy, data, grid) if neighbouring == "add_remove"
+                  else _mab_replacements(policy, data))
+    for label, log_q in neighbours:
         tracker.add(log_q, label)
     return tracker.report(exact_pure=True)
 
