@@ -542,11 +542,14 @@ def simulate_usca_nonprivate(
     n_test_contexts: int = 64,
     precision: str = "float32",
 ) -> Mapping[str, np.ndarray]:
-    """Non-private USCA (baseline B2): argmax of the surrogate mean μ̄_T on the grid (ε = ∞)."""
+    """Non-private USCA (baseline B2): argmax of the surrogate mean μ̄_T on the grid (ε = ∞).
+
+    The ``sensitivity`` metric is the Δ that private USCA would use with the same coins.
+    """
     return _simulate(
         env, n_trials=n_trials, rng=rng, horizon=horizon, epsilon=math.inf, reward_bound=reward_bound,
         n_test_contexts=n_test_contexts, tau=tau, backend=backend, feature_map=feature_map,
-        n_features=n_features, gamma=gamma, approx_size=approx_size, sup_method="trivial",
+        n_features=n_features, gamma=gamma, approx_size=approx_size, sup_method="certified",
         grid_points_per_dim=grid_points_per_dim, precision=precision,
     )
 
