@@ -206,20 +206,20 @@ def run_study(
     engine = make_backend(backend, workers=workers, scheduler=scheduler) if isinstance(backend, str) else backend
     reporter = make_progress(progress) if isinstance(progress, str) else progress
     store = RunStore.open(out_dir, study, source_text=source_text, resume=resume, session=engine.describe())
-    cells = study.cells()
-    finished = store.finished_cells()
-    pending = [cell for cell in cells if cell.key not in finished]
-    tasks = make_tasks(study, pending)
-    chunks_per_cell = study.n_chunks()
-    partial: dict[str, dict[int, TaskResult]] = {}
     status = "failed"
-    reporter.start(
-        total_cells=len(cells),
-        total_trials=len(cells) * study.trials,
-        done_cells=len(finished),
-        done_trials=len(finished) * study.trials,
-    )
     try:
+        cells = study.cells()
+        finished = store.finished_cells()
+        pending = [cell for cell in cells if cell.key not in finished]
+        tasks = make_tasks(study, pending)
+        chunks_per_cell = study.n_chunks()
+        partial: dict[str, dict[int, TaskResult]] = {}
+        reporter.start(
+            total_cells=len(cells),
+            total_trials=len(cells) * study.trials,
+            done_cells=len(finished),
+            done_trials=len(finished) * study.trials,
+        )
         with engine:
             for index, result in engine.map_unordered(run_task, tasks):
                 task = tasks[index]
