@@ -1,6 +1,6 @@
 """The ``dpbandits`` command line: thin — parse, build a config, call the library.
 
-Commands: ``list``, ``run``, ``reproduce``, ``plot``, ``version``. User errors (any
+Commands: ``list``, ``run``, ``reproduce``, ``plot``, ``status``, ``version``. User errors (any
 :class:`~dpbandits._core.errors.DPBanditsError`: an invalid study, a run directory of another study,
 a bad option value) print one ``Error: ...`` message on stderr and exit with status 1, without a
 traceback.
@@ -232,6 +232,24 @@ def reproduce_command(
     study = parse_study_text(text, source=f"bundled study {name!r}")
     _run(study, text, out=out, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
          trials=trials, seed=seed, progress=progress, plot=plot)
+
+
+@app.command("status")
+def status_command(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
+    """Show a run directory's study, status, sessions and how many cells are done."""
+    from dpbandits.experiments.store import read_manifest
+
+    manifest = read_manifest(run_dir)
+    cells = manifest.get("cells", {})
+    done = sum(entry.get("status") == "done" for entry in cells.values())
+    typer.echo(f"study:    {manifest.get('study')} (digest {str(manifest.get('study_digest'))[:12]}, "
+               f"seed {manifest.get('seed')}, {manifest.get('trials')} trials per cell)")
+    typer.echo(f"status:   {manifest.get('status')} — {done}/{len(cells)} cells done")
+    for number, session in enumerate(manifest.get("sessions", []), start=1):
+        typer.echo(f"session {number}: {session.get('started')} → {session.get('ended') or '(no end recorded)'} "
+                   f"{session.get('status')} ({session.get('backend')})")
+    if done < len(cells):
+        typer.echo("continue with: dpbandits run STUDY.toml --out RUN_DIR --resume (same --trials/--seed)")
 
 
 @app.command("plot")

@@ -75,6 +75,9 @@ def test_run_resume_and_plot(tmp_path: Path, seed: int) -> None:
     assert "0 cells run, 4 already done" in resumed.output
     other = runner.invoke(app, [*args, "--resume", "--seed", str(seed + 1)])
     assert other.exit_code == 1 and "holds another study" in other.output
+    status = runner.invoke(app, ["status", str(out)])
+    assert status.exit_code == 0
+    assert "status:   complete — 4/4 cells done" in status.output and "session 2:" in status.output
     plotted = runner.invoke(app, ["plot", str(out)])
     assert plotted.exit_code == 0 and "success_vs_budget.png" in plotted.output
 
@@ -99,6 +102,7 @@ def test_reproduce_a_bundled_study_with_fewer_trials(tmp_path: Path) -> None:
         (["run", "{good}", "--backend", "cloud"], "--backend must be one of ['serial', 'process', 'dask']; got 'cloud'"),
         (["run", "{good}", "--progress", "loud"], "--progress must be one of"),
         (["plot", "{missing}"], "has no summary.csv"),
+        (["status", "{missing}"], "is not a dpbandits run directory"),
     ],
 )
 def test_user_errors_print_one_message_and_exit_non_zero(
