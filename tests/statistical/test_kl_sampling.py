@@ -38,3 +38,34 @@ def test_linear_samples_follow_the_policy(seed: int) -> None:
     actions = np.eye(3)[[0, 1, 2, 0]] * np.array([[1.0], [1.0], [1.0], [-1.0]])
     stat, threshold = _chi_square(policy.sample(actions, rng=seed, size=N_SAMPLES), policy.probabilities(actions))
     assert stat < threshold
+
+
+@pytest.mark.statistical
+def test_rejection_sampler_is_exact_on_a_finite_candidate_set(seed: int) -> None:
+    data = simulate_logged_contextual(np.array([0.6, -0.5]), 300, rng=seed)
+    policy = KLLinearPolicy(eta=0.5, beta0=0.3).fit(data)
+    candidates = np.array([[1.0, 0.0], [0.0, 1.0], [-0.6, 0.8], [0.6, -0.8]])
+
+    def propose(gen: np.random.Generator, m: int) -> np.ndarray:
+        return candidates[gen.integers(0, 4, size=m)]  # π0 uniform over the candidates
+
+    gen = np.random.default_rng(seed)
+    n = 1500
+    draws = np.empty(n, dtype=int)
+    for i in range(n):
+        chosen = policy.sample_by_rejection(propose, gen, batch=64)
+        draws[i] = int(np.flatnonzero(np.all(candidates == chosen, axis=1))[0])
+    counts = np.bincount(draws, minlength=4)
+    expected = n * policy.probabilities(candidates)
+    stat = float(np.sum((counts - expected) ** 2 / expected))
+    assert stat < chi2.ppf(1 - ALPHA, df=3)  # false-failure rate 1e-6
+
+
+def test_rejection_sampler_refuses_to_return_an_inexact_sample(seed: int) -> None:
+    from dpbandits._core.errors import InvalidParameterError
+
+    data = simulate_logged_contextual(np.array([0.9, 0.0]), 300, rng=seed)
+    policy = KLLinearPolicy(eta=1e-4, beta0=1.0).fit(data)
+    with pytest.raises(InvalidParameterError, match="max_proposals"):
+        policy.sample_by_rejection(lambda gen, m: np.tile([[-1.0, 0.0]], (m, 1)), seed, batch=10,
+                                   max_proposals=100)

@@ -7,13 +7,16 @@ policy π̃(a|x; D) ∝ π0(a|x)·exp(u(a)/η). Σ_D is kept as its Cholesky fac
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import solve_triangular
 
 from dpbandits._core.errors import InvalidParameterError, NotFittedError
-from dpbandits._core.rng import RNGLike
+from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
+from dpbandits._core.validation import check_int
 from dpbandits.algorithms.offline.kl_mab import log_reference_policy
 from dpbandits.envs.offline import check_feature_norms
 from dpbandits.privacy.mechanisms import gibbs_log_probabilities, sample_log_weights
@@ -102,3 +105,57 @@ class EllipticalKLPolicy:
             π0(·|x).
         """
         return sample_log_weights(self.log_probabilities(action_features, reference), rng, size)
+
+    def sample_by_rejection(
+        self,
+        propose: Callable[[np.random.Generator, int], ArrayLike],
+        rng: RNGLike = None,
+        *,
+        batch: int = 1024,
+        max_proposals: int = 10_000_000,
+    ) -> FloatArray:
+        """Draw one action exactly from π̃(·|x; D) when the candidate set is huge or implicit (spec §3.1).
+
+        Proposals a ~ π0(·|x) are accepted with probability exp((u(a) − U)/η), where
+        U = ‖θ̂‖ >= max_a u(a) (‖φ‖ <= 1 and the penalty is >= 0). The accepted action has law exactly
+        π̃, so the privacy guarantees are unchanged. The number of proposals depends on the data and is
+        a side channel: it is never returned; hitting ``max_proposals`` raises instead of returning an
+        inexact sample.
+
+        Parameters
+        ----------
+        propose : callable
+            ``propose(generator, m)`` returns the features of m independent draws from π0(·|x), shape (m, d).
+        rng : int, SeedSequence, Generator or None
+            The privacy-noise stream (proposals and acceptance draws).
+        batch : int, default 1024
+            Proposals drawn per round.
+        max_proposals : int, default 10**7
+
+        Returns
+        -------
+        ndarray of shape (d,)
+            The features φ(x, a) of the sampled action.
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``max_proposals`` proposals were rejected.
+        """
+        self._check_fitted()
+        gen = as_generator(rng)
+        m = check_int(batch, "batch", minimum=1)
+        cap = check_int(max_proposals, "max_proposals", minimum=1)
+        bound = float(np.linalg.norm(self.theta_))  # U >= θ̂ᵀφ − β0Γ for every ‖φ‖ <= 1
+        drawn = 0
+        while drawn < cap:
+            features = self._check_query(propose(gen, m))
+            drawn += features.shape[0]
+            # accept with probability exp((u(a) − U)/η)
+            log_accept = (self.utilities(features) - bound) / self.eta
+            accepted = np.flatnonzero(np.log(gen.random(features.shape[0])) < log_accept)
+            if accepted.size:
+                return np.asarray(features[accepted[0]], dtype=np.float64)
+        raise InvalidParameterError(
+            f"max_proposals must be large enough for the rejection sampler; {cap} proposals were all rejected"
+        )
