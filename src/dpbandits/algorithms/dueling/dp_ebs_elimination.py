@@ -510,6 +510,7 @@ def run_trial(
     pair_wins = np.zeros(k * k, dtype=np.int64)
     elimination_rounds = np.full(k, horizon + 1, dtype=np.int64)
     pointer, t, length = -1, 0, first_block
+    block = min(block, max(first_block, (1 << 21) // k))  # bound the (arms × rounds) arrays to ~2M cells
     widths = ebs_widths(np.arange(horizon + 1), constants, conf_scale)  # table of wid(n), n = 0..T
     while t < horizon:
         m = active.size
