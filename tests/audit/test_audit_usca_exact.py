@@ -124,3 +124,16 @@ def test_feature_backend_is_private_for_its_own_kernel(rng, seed):
     assert audit_exact(log_distribution(agent), pairs, 1.0, log=True).passed
     agent.sensitivity /= 10.0
     assert not audit_exact(log_distribution(agent), pairs, 1.0, log=True).passed
+
+
+def test_refined_sensitivity_is_private_and_not_larger(rng, seed):
+    """The flagged refined sensitivity Δ_ref(c) <= Δ keeps the exact audit passing; Δ_ref/10 fails."""
+    agent = USCA(horizon=HORIZON, epsilon=1.0, reward_bound=REWARD_BOUND, kernel=ENV.kernel,
+                 context_generator=ENV.sample_contexts, n_features=12, grid_points_per_dim=256, rng=seed,
+                 sensitivity_method="refined")
+    pairs = neighbour_pairs(agent, rng, n_random=20)
+    assert agent.context_sensitivity(pairs[0][0].next_context) <= agent.sensitivity
+    assert "refined sensitivity" in agent.deviations[0]
+    assert audit_exact(log_distribution(agent), pairs, 1.0, log=True).passed
+    agent.sensitivity /= 10.0  # caps Δ_ref(c) at Δ/10: deliberately broken
+    assert not audit_exact(log_distribution(agent), pairs, 1.0, log=True).passed

@@ -60,6 +60,7 @@ from dpbandits.privacy.mechanisms import BackendLike, GridExponentialMechanism, 
 __all__ = [
     "BACKENDS",
     "PROTECTED_UNIT",
+    "SENSITIVITY_METHODS",
     "USCA",
     "USCA_REFERENCE",
     "default_grid_points",
@@ -67,6 +68,7 @@ __all__ = [
 ]
 
 BACKENDS = ("features", "kernel")
+SENSITIVITY_METHODS = ("paper", "refined")
 PROTECTED_UNIT = "one round's context and reward"
 USCA_REFERENCE = (
     "Pavlovic, Salgia & Zhao (2025), Differentially Private Kernelized Contextual Bandits, "
@@ -112,6 +114,10 @@ class USCA:
         Override M (the paper's M = T·K otherwise); a flagged deviation with the T/M scaling.
     sup_method : {"certified", "trivial"}, default "certified"
         ``"trivial"`` uses Ŝ = sup k(w, w)/τ (baseline B6).
+    sensitivity_method : {"paper", "refined"}, default "paper"
+        ``"paper"``: Δ = 2·B_y·Ŝ (Lemma 4.2). ``"refined"``: Δ_ref(c) = 2·B_y·√(max_{X_N} σ̄²(·, c))·√Ŝ
+        <= Δ at the prediction context (valid because the score is only evaluated on X_N × {c};
+        spec §2.3, not in the paper; a flagged deviation).
     sup_rtol : float, default 1e-2
     sup_max_evaluations : int, default 200000
     grid_points_per_dim : int, optional
@@ -176,6 +182,7 @@ class USCA:
         gamma: str | float = "random",
         approx_size: int | None = None,
         sup_method: str = "certified",
+        sensitivity_method: str = "paper",
         sup_rtol: float = 1e-2,
         sup_max_evaluations: int = 200_000,
         grid_points_per_dim: int | None = None,
@@ -249,6 +256,9 @@ class USCA:
         )
         # Δ = 2·B_y·Ŝ  (Lemma 4.2 with the certified Ŝ >= sup σ̄²)
         self.sensitivity = 2.0 * self.reward_bound * self.sup.upper
+        self.sensitivity_method = check_one_of(sensitivity_method, "sensitivity_method", SENSITIVITY_METHODS)
+        if self.sensitivity_method == "refined":
+            self.deviations.append("refined sensitivity 2*B*sqrt(max_grid sigma2(., c))*sqrt(S) (spec 2.3, not in the paper)")
         points = default_grid_points(self.action_dim) if grid_points_per_dim is None else grid_points_per_dim
         # X_N: cell centres of a regular grid of [0, 1]^dx, fixed before any data (equal cell volumes)
         self.grid = uniform_grid(0.0, 1.0, [check_int(points, "grid_points_per_dim", minimum=1)] * self.action_dim)
@@ -368,10 +378,25 @@ class USCA:
         if math.isinf(self.epsilon):
             return argmax_log_probabilities(scores)  # ε = ∞: uniform over the argmax set
         # log P(x_j) = ε·μ̄(x_j, c)/(2Δ) − log Z  (uniform base measure on X_N)
-        return self._mechanism().log_probabilities(scores)
+        return np.stack([self._mechanism(row).log_probabilities(score) for row, score in zip(c, scores, strict=True)])
 
-    def _mechanism(self) -> GridExponentialMechanism:
-        return GridExponentialMechanism(self.grid, sensitivity=self.sensitivity, epsilon=self.epsilon)
+    def context_sensitivity(self, context: ArrayLike) -> float:
+        """The sensitivity used at prediction context c: Δ, or Δ_ref(c) when ``sensitivity_method="refined"``.
+
+        Δ_ref(c) = 2·B_y·√(max_{x ∈ X_N} σ̄²(x, c))·√Ŝ <= Δ bounds |μ̄_T − μ̄'_T| on X_N × {c} (spec §2.3):
+        |yₜ·c̄(w, wₜ)| <= B_y·√σ̄²(w)·√σ̄²(wₜ). It depends only on 𝒵 and on c, which joint DP does
+        not protect.
+        """
+        if self.sensitivity_method == "paper":
+            return self.sensitivity
+        c = self._check_contexts(np.reshape(np.asarray(context, dtype=float), (1, -1)))
+        grid_max = float(np.max(self.surrogate.variance(grid_points(self.grid, c))))
+        # Δ_ref(c) = 2·B_y·√(max_{X_N} σ̄²(·, c))·√Ŝ, never above Δ
+        refined = 2.0 * self.reward_bound * math.sqrt(max(grid_max, 0.0) * self.sup.upper) * (1.0 + 1e-9)
+        return min(self.sensitivity, refined)
+
+    def _mechanism(self, context: FloatArray) -> GridExponentialMechanism:
+        return GridExponentialMechanism(self.grid, sensitivity=self.context_sensitivity(context), epsilon=self.epsilon)
 
     def recommend(
         self, context: ArrayLike, rng: RNGLike = None, size: int | None = None, backend: BackendLike = None
@@ -401,7 +426,7 @@ class USCA:
             index = np.flatnonzero(log_p > -np.inf)[0] if size is None else np.full(n, np.argmax(log_p))
             return self.grid[index].copy()
         points = joint_points(self.grid, c)
-        draw = self._mechanism().sample(self._surrogate_mean(points), rng=rng, size=size, backend=backend)
+        draw = self._mechanism(c[0]).sample(self._surrogate_mean(points), rng=rng, size=size, backend=backend)
         self.n_releases += n
         return np.asarray(draw)
 
@@ -495,6 +520,7 @@ def simulate_usca(
     gamma: str | float = "random",
     approx_size: int | None = None,
     sup_method: str = "certified",
+    sensitivity_method: str = "paper",
     grid_points_per_dim: int | None = None,
     n_test_contexts: int = 64,
     precision: str = "float32",
@@ -506,7 +532,8 @@ def simulate_usca(
     Metrics: ``error`` (ER over the evaluation contexts with exact mechanism probabilities — an
     evaluation protocol, see :mod:`~dpbandits.algorithms.kernel.evaluation`), ``sampled_regret`` (one
     private prediction at c_{T+1}), ``sup_error`` (max |μ̄_T − f| on grid × evaluation contexts),
-    ``sensitivity`` (Δ), ``sup_variance`` (Ŝ), ``gamma`` (γ̂), ``approx_size`` (M).
+    ``sensitivity`` (the paper's Δ, also with ``sensitivity_method="refined"``), ``sup_variance`` (Ŝ),
+    ``gamma`` (γ̂), ``approx_size`` (M).
     """
     if isinstance(epsilon, int | float) and math.isinf(epsilon):
         raise InvalidParameterError("epsilon must be finite for 'usca'; use 'usca-nonprivate' for epsilon = inf")
@@ -514,7 +541,7 @@ def simulate_usca(
         env, n_trials=n_trials, rng=rng, horizon=horizon, epsilon=epsilon, reward_bound=reward_bound,
         n_test_contexts=n_test_contexts, tau=tau, backend=backend, feature_map=feature_map,
         n_features=n_features, gamma=gamma, approx_size=approx_size, sup_method=sup_method,
-        grid_points_per_dim=grid_points_per_dim, precision=precision,
+        sensitivity_method=sensitivity_method, grid_points_per_dim=grid_points_per_dim, precision=precision,
     )
 
 
