@@ -112,3 +112,22 @@ def test_formula_information_gain_orders():
     assert formula_information_gain(SE, 1000, 2) == pytest.approx(np.log(1000) ** 3)
     matern = StationaryKernel("matern", 0.2, 1.5)
     assert formula_information_gain(matern, 10, 2) <= 10
+
+
+def test_greedy_information_gain(seed):
+    from dpbandits.algorithms.kernel.information_gain import (
+        greedy_information_gain,
+        random_information_gain,
+        resolve_gamma,
+    )
+
+    qff = quadrature_fourier_features(SE, 2, nodes_per_axis=10)
+    one = greedy_information_gain(1, 0.5, 1, uniform_contexts, seed, qff, n_candidates=64)
+    assert one == pytest.approx(0.5 * np.log1p(qff.max_diag / 0.5), rel=1e-9)  # first pick: σ₀² = k_D(w, w)
+    greedy = greedy_information_gain(100, 1.0, 1, uniform_contexts, seed, qff, n_candidates=512)
+    random = random_information_gain(100, 1.0, 1, uniform_contexts, seed, feature_map=qff)
+    # greedy maximises the gain step by step; on this kernel it beats a random design by > 5 %
+    assert greedy > 1.05 * random
+    exact = resolve_gamma("greedy", horizon=50, tau=1.0, action_dim=1, dim=2, kernel=SE,
+                          context_generator=uniform_contexts, rng=seed)
+    assert 1.0 < exact < 50.0

@@ -108,7 +108,7 @@ class USCA:
         Feature backend only; a string builds one from the feature-map stream.
     n_features : int, optional
         Size parameter of the feature map (see :func:`make_feature_map`).
-    gamma : {"random", "formula"} or float, default "random"
+    gamma : {"random", "greedy", "formula"} or float, default "random"
         γ̂, see :mod:`dpbandits.algorithms.kernel.information_gain`.
     approx_size : int, optional
         Override M (the paper's M = T·K otherwise); a flagged deviation with the T/M scaling.
