@@ -11,6 +11,8 @@ from dpbandits._core.errors import InvalidParameterError
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.dueling.goptimal_dpdb import (
     GOptimalDPDB,
+    _finish_phase,
+    _plan_phase,
     _settings,
     goptimal_dpdb_guarantee,
     phase_play_count,
@@ -99,3 +101,20 @@ def test_guarantee_and_validation() -> None:
         GOptimalDPDB(np.eye(2), 10, 1.0, kappa=0.5)
     with pytest.raises(InvalidParameterError, match="feedback must be one of"):
         simulate_goptimal_dpdb(finite_instance("f1"), n_trials=1, rng=0, horizon=10, epsilon=1.0, feedback="x")
+
+
+@pytest.mark.parametrize("epsilon", [math.inf, 0.5])
+def test_play_counts_make_the_lemma7_width_at_most_the_phase_accuracy(epsilon: float) -> None:
+    env = unit_ball_environment([0.6, 0.8], net="sphere", n_points=16)
+    settings = _settings(env.n_arms, 10**7, epsilon, None, "slope_at_theta", 1.0, 0.01, 2.0, 1.0)
+    active = np.arange(env.n_arms)
+    for phase in (1, 2, 3):
+        plan = _plan_phase(env.features, active, phase, settings)
+        assert plan is not None
+        wins = plan.counts / 2.0
+        active, _ = _finish_phase(plan, wins, np.zeros(wins.size), env.features, active, settings)
+        diagnostics = plan.diagnostics
+        # Corollary 2 by construction: t >= π·N gives ‖z‖²_{V⁻¹} <= g/N, each half of the width <= ε_ℓ/2
+        assert diagnostics["confidence_width"] <= diagnostics["accuracy"] * (1 + 1e-9)
+        assert diagnostics["confidence_width"] >= 0.25 * diagnostics["accuracy"]
+        assert isinstance(diagnostics["lambda_min_ok"], bool)

@@ -228,6 +228,7 @@ class _Phase:
     coordinates: FloatArray  # (m, r)
     basis: FloatArray  # (d, r)
     g_value: float
+    all_coordinates: FloatArray  # (n_pairs, r): every active difference, for the width diagnostic
     diagnostics: dict[str, Any] = field(default_factory=dict)
 
 
@@ -256,7 +257,7 @@ def _plan_phase(
     weights = np.asarray(design.weights)[support]
     total = phase_play_count(settings, phase, design.g_value, support.size)
     counts = np.ceil(weights * total).astype(np.int64)  # t_ℓ = ⌈π·N_ℓ⌉
-    return _Phase(phase, pairs[support], counts, coords[support], basis, float(design.g_value),
+    return _Phase(phase, pairs[support], counts, coords[support], basis, float(design.g_value), coords,
                   {"g": float(design.g_value), "support": int(support.size), "N": float(total)})
 
 
@@ -273,10 +274,35 @@ def _finish_phase(
     scores = features[active] @ theta
     accuracy = 2.0 ** (-plan.index)
     survivors = active[scores.max() - scores <= settings.c_elim * accuracy]  # max_y θ̂ᵀ(y − x) <= c·ε_ℓ
-    gram = (plan.coordinates * counts[:, None]).T @ plan.coordinates  # V_ℓ in span coordinates
-    plan.diagnostics["lambda_min"] = float(np.linalg.eigvalsh(gram)[0])
+    plan.diagnostics.update(_width_diagnostics(plan, settings))
     plan.diagnostics["noisy_wins"] = noisy.tolist()
     return survivors, theta
+
+
+def _width_diagnostics(plan: _Phase, settings: GOptimalSettings) -> dict[str, float | bool]:
+    """Lemma 7's confidence width over the phase's differences, and Li et al.'s λ_min condition.
+
+    width = 3/(2κ)·√ln(1/δ₁)·max_z ‖z‖_{V⁻¹} + u/(κε)·max_z ‖z‖_{V⁻¹}·Σ_{s∈S} ‖z_s‖_{V⁻¹}, with
+    δ₁ = δ/(6K²L_T) and u = ln(2mL_T/δ) (spec §4.8); the play counts make it <= ε_ℓ (Corollary 2).
+    λ_min(V) >= 8/κ⁴·(r² + ln(1/δ₁)) is Li, Lu & Zhou's condition (3), recorded only (spec §9 item 12).
+    Everything here depends on the public schedule only, not on the data.
+    """
+    counts = plan.counts.astype(np.float64)
+    gram = (plan.coordinates * counts[:, None]).T @ plan.coordinates  # V_ℓ in span coordinates
+    inverse = np.linalg.inv(gram)
+    norms_all = np.sqrt(np.einsum("ij,jk,ik->i", plan.all_coordinates, inverse, plan.all_coordinates))
+    norms_support = np.sqrt(np.einsum("ij,jk,ik->i", plan.coordinates, inverse, plan.coordinates))
+    k, lt, delta, kappa = settings.n_arms, settings.phase_union, settings.failure_probability, settings.kappa
+    log_inv_delta1 = math.log(6 * k * k * lt / delta)  # ln(1/δ₁)
+    width = 1.5 / kappa * math.sqrt(log_inv_delta1) * float(norms_all.max())
+    if math.isfinite(settings.epsilon):
+        u = math.log(2 * counts.size * lt / delta)
+        width += u / (kappa * settings.epsilon) * float(norms_all.max()) * float(norms_support.sum())
+    rank = plan.coordinates.shape[1]
+    lambda_min = float(np.linalg.eigvalsh(gram)[0])
+    required = 8.0 / kappa**4 * (rank**2 + log_inv_delta1)
+    return {"confidence_width": width, "accuracy": 2.0 ** (-plan.index), "lambda_min": lambda_min,
+            "lambda_min_required": required, "lambda_min_ok": lambda_min >= required}
 
 
 class GOptimalDPDB:
