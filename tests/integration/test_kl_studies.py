@@ -66,7 +66,8 @@ def test_real_data_entry_point(seed: int) -> None:
     out = get_algorithm("kl-linear-classification").simulate(env, n_trials=2, rng=np.random.SeedSequence(seed),
                                                              eta=0.01)
     assert np.all(out["accuracy"] > 0.5)  # chance is 1/3
-    assert np.all(out["epsilon0_median"] <= out["epsilon0_max"])
+    assert np.all(out["epsilon0_tight_median"] <= out["epsilon0_tight_max"])
+    assert np.all(out["epsilon0_tight_max"] <= out["epsilon0"])
     assert load_bundled_study("kl-real-data").name == "kl-real-data"
 
 

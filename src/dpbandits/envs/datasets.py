@@ -118,11 +118,12 @@ class SupervisedBanditDataset:
         Parameters
         ----------
         probabilities : callable
-            Maps a (K, K·p) candidate-feature matrix to the policy's probabilities over the K actions.
+            Maps the candidate features of all public contexts, shape (m, K, K·p), to the policy's
+            probabilities over the K actions, shape (m, K).
         """
         features = action_features(self.public_contexts, self.n_actions)
-        hits = [float(probabilities(features[i])[self.public_labels[i]]) for i in range(features.shape[0])]
-        return float(np.mean(hits))
+        probs = np.asarray(probabilities(features), dtype=np.float64)
+        return float(np.mean(probs[np.arange(probs.shape[0]), self.public_labels]))
 
 
 def load_supervised_bandit(

@@ -81,6 +81,15 @@ class EllipticalKLPolicy:
         log_pi0 = log_reference_policy(reference, features.shape[0])
         return gibbs_log_probabilities(log_pi0, self.utilities(features), self.eta)
 
+    def batch_probabilities(self, action_features: ArrayLike) -> FloatArray:
+        """π̃(·|x; D) with uniform π0 for many contexts at once: features (m, K, d) → probabilities (m, K)."""
+        features = np.asarray(action_features, dtype=np.float64)
+        if features.ndim != 3:
+            raise InvalidParameterError(f"action_features must have shape (m, K, d); got {features.shape}")
+        m, k, _ = features.shape
+        u = self.utilities(features.reshape(m * k, -1)).reshape(m, k)
+        return np.exp(gibbs_log_probabilities(np.full(k, -np.log(k)), u, self.eta))
+
     def probabilities(self, action_features: ArrayLike, reference: ArrayLike | None = None) -> FloatArray:
         """π̃(a|x; D) for the candidate actions."""
         return np.asarray(np.exp(self.log_probabilities(action_features, reference)), dtype=np.float64)

@@ -37,6 +37,7 @@ from dpbandits.algorithms.offline.kl_linear import KLLinearPolicy
 from dpbandits.algorithms.offline.kl_mab import KLMABPolicy
 from dpbandits.algorithms.offline.kl_rlhf import KLRLHFPolicy
 from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.envs.datasets import action_features
 
 __all__ = ["AUDITORS", "calibrated_eta"]
 
@@ -391,17 +392,18 @@ def simulate_kl_rlhf(
 
 
 def _greedy_probabilities(policy: KLLinearPolicy, features: FloatArray) -> FloatArray:
-    """Non-private reference: uniform over the arg-max actions of the pessimistic utility."""
-    u = policy.utilities(features)
-    best = u == u.max()
-    return np.asarray(best / best.sum(), dtype=np.float64)
+    """Non-private reference: uniform over the arg-max actions of the pessimistic utility, per context."""
+    m, k, _ = features.shape
+    u = policy.utilities(features.reshape(m * k, -1)).reshape(m, k)
+    best = u == u.max(axis=1, keepdims=True)
+    return np.asarray(best / best.sum(axis=1, keepdims=True), dtype=np.float64)
 
 
 @register_algorithm(
     "kl-linear-classification",
     family="offline",
     privacy="per-instance eps0-DP per public context, add/remove of one logged record (Theorem 2)",
-    metrics=("accuracy", "greedy_accuracy", "epsilon0_max", "epsilon0_median"),
+    metrics=("accuracy", "greedy_accuracy", "epsilon0", "epsilon0_tight_max", "epsilon0_tight_median"),
     environments=("sklearn-classification",),
     description="KL linear policy on a scikit-learn classification set turned into logged bandit data",
 )
@@ -414,21 +416,26 @@ def simulate_kl_linear_classification(
     -------
     dict of str to ndarray of shape (n_trials,)
         ``accuracy``: mean over public contexts of π̃(true class | x); ``greedy_accuracy``: the same
-        for the non-private arg-max of the pessimistic utility; ``epsilon0_max`` and
-        ``epsilon0_median``: Theorem 2's per-context ε0 over the public contexts (each context queried
-        is a separate release: T contexts compose to at most T·ε0_max).
+        for the non-private arg-max of the pessimistic utility; ``epsilon0``: Theorem 2's ε0 (the same
+        at every context); ``epsilon0_tight_max`` / ``_median``: the tight C2·γ_max(x)/η over the public
+        contexts. Each context queried is a separate release (T contexts compose to T·ε0 at most).
     """
     n = check_int(n_trials, "n_trials", minimum=1)
     env_streams, _, _ = _streams(rng, n)
-    out: dict[str, list[float]] = {"accuracy": [], "greedy_accuracy": [], "epsilon0_max": [],
-                                   "epsilon0_median": []}
+    out: dict[str, list[float]] = {"accuracy": [], "greedy_accuracy": [], "epsilon0": [],
+                                   "epsilon0_tight_max": [], "epsilon0_tight_median": []}
     for trial in range(n):
         data = env.draw(env_streams[trial])
         policy = KLLinearPolicy(eta=eta, beta0=beta0, ridge=ridge).fit(data.logged)
 
-        out["accuracy"].append(data.expected_accuracy(policy.probabilities))
+        out["accuracy"].append(data.expected_accuracy(policy.batch_probabilities))
         out["greedy_accuracy"].append(data.expected_accuracy(partial(_greedy_probabilities, policy)))
-        eps = [policy.privacy(data.candidate_features(i)).epsilon for i in range(data.public_labels.size)]
-        out["epsilon0_max"].append(float(np.max(eps)))
-        out["epsilon0_median"].append(float(np.median(eps)))
+        # Theorem 2's ε0 = C2/(η√λ_min) is the same at every context; the tight C2·γ_max(x)/η is not
+        c2 = acc.theorem2_bracket(policy.lambda_min_, n_records=policy.n_records_,
+                                  dimension=policy.n_features_in_, reward_bound=1.0, beta0=beta0)
+        features = action_features(data.public_contexts, data.n_actions)
+        gamma_max = policy.penalties(features.reshape(-1, features.shape[-1])).reshape(features.shape[:2]).max(axis=1)
+        out["epsilon0"].append(c2 / (eta * math.sqrt(policy.lambda_min_)))
+        out["epsilon0_tight_max"].append(float(c2 * gamma_max.max() / eta))
+        out["epsilon0_tight_median"].append(float(c2 * np.median(gamma_max) / eta))
     return {key: np.asarray(values, dtype=np.float64) for key, values in out.items()}
