@@ -36,13 +36,12 @@ from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int, check_one_of
 from dpbandits.algorithms.offline.kl_linear import KLLinearPolicy
-from dpbandits.algorithms.offline.kl_mab import KLMABPolicy, log_reference_policy
+from dpbandits.algorithms.offline.kl_mab import KLMABPolicy, kl_log_policy, log_reference_policy
 from dpbandits.algorithms.offline.kl_rlhf import KLRLHFPolicy, bradley_terry_mle
 from dpbandits.algorithms.offline.simulate import AUDITORS as STUDY_AUDITORS
 from dpbandits.audit.exact import delta_for_epsilon, privacy_loss
 from dpbandits.envs.offline import LoggedBanditData, LoggedContextualData, PreferenceData
 from dpbandits.privacy.guarantees import Guarantee
-from dpbandits.privacy.mechanisms import gibbs_log_probabilities
 
 __all__ = ["KLAuditReport", "audit_linear", "audit_mab", "audit_rlhf", "repeated_sampling_epsilon_mab"]
 
@@ -178,7 +177,7 @@ def _mab_neighbours(policy: KLMABPolicy, data: LoggedBanditData,
 def _mab_log_policy(policy: KLMABPolicy, counts: IntArray, sums: FloatArray) -> FloatArray | None:
     u = policy.utilities_from_statistics(counts, sums)
     try:
-        return gibbs_log_probabilities(policy.log_reference, u, policy.eta)
+        return kl_log_policy(policy.log_reference, u, policy.eta)
     except EmptySupportError:
         return None
 
@@ -390,7 +389,7 @@ def audit_linear(
 
     def policy_for(rewards_hat: FloatArray, gamma2: FloatArray) -> FloatArray:
         u = rewards_hat - policy.beta0 * np.sqrt(np.maximum(gamma2, 0.0))
-        return gibbs_log_probabilities(log_pi0, u, policy.eta)
+        return kl_log_policy(log_pi0, u, policy.eta)
 
     # removals: A₋ = A + (Aφ_i)(Aφ_i)ᵀ/(1 − s_i), θ₋ = θ + Aφ_i(φ_iᵀθ − r_i)/(1 − s_i)
     p_mat = a_inv @ phi.T                               # d × n
@@ -417,7 +416,7 @@ def audit_linear(
         resid = rewards_grid[None, :] - (phi0 @ theta)[:, None]          # C × G
         rewards_hat = base_rewards[None, None, :] + (f_a / (1.0 + s0)[:, None])[:, None, :] * resid[:, :, None]
         u = rewards_hat - policy.beta0 * np.sqrt(np.maximum(gamma2, 0.0))[:, None, :]
-        log_q = gibbs_log_probabilities(log_pi0, u, policy.eta)
+        log_q = kl_log_policy(log_pi0, u, policy.eta)
         with np.errstate(invalid="ignore"):
             diff = np.abs(log_q - log_p)
         diff[np.isnan(diff)] = 0.0
@@ -513,7 +512,7 @@ def audit_rlhf(
                                 warm_multiplier=policy.fit_.multiplier or None)
         gamma2 = np.einsum("kd,kd->k", features, np.linalg.solve(covariance, features.T).T)
         u = features @ fit.theta - policy.beta0 * np.sqrt(np.maximum(gamma2, 0.0))
-        return gibbs_log_probabilities(log_pi0, u, policy.eta)
+        return kl_log_policy(log_pi0, u, policy.eta)
 
     for i in _unique_records(z, y):
         if neighbouring == "label":

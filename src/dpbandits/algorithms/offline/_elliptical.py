@@ -17,9 +17,9 @@ from dpbandits._core.errors import InvalidParameterError, NotFittedError
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int
-from dpbandits.algorithms.offline.kl_mab import log_reference_policy
+from dpbandits.algorithms.offline.kl_mab import kl_log_policy, log_reference_policy
 from dpbandits.envs.offline import check_feature_norms
-from dpbandits.privacy.mechanisms import gibbs_log_probabilities, sample_log_weights
+from dpbandits.privacy.mechanisms import sample_log_weights
 
 __all__ = ["EllipticalKLPolicy"]
 
@@ -79,7 +79,7 @@ class EllipticalKLPolicy:
         """
         features = self._check_query(action_features)
         log_pi0 = log_reference_policy(reference, features.shape[0])
-        return gibbs_log_probabilities(log_pi0, self.utilities(features), self.eta)
+        return kl_log_policy(log_pi0, self.utilities(features), self.eta)
 
     def batch_probabilities(self, action_features: ArrayLike) -> FloatArray:
         """π̃(·|x; D) with uniform π0 for many contexts at once: features (m, K, d) → probabilities (m, K)."""
@@ -88,7 +88,7 @@ class EllipticalKLPolicy:
             raise InvalidParameterError(f"action_features must have shape (m, K, d); got {features.shape}")
         m, k, _ = features.shape
         u = self.utilities(features.reshape(m * k, -1)).reshape(m, k)
-        return np.exp(gibbs_log_probabilities(np.full(k, -np.log(k)), u, self.eta))
+        return np.exp(kl_log_policy(np.full(k, -np.log(k)), u, self.eta))
 
     def probabilities(self, action_features: ArrayLike, reference: ArrayLike | None = None) -> FloatArray:
         """π̃(a|x; D) for the candidate actions."""

@@ -27,7 +27,7 @@ from dpbandits.envs.offline import LoggedBanditData
 from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.privacy.mechanisms import gibbs_log_probabilities, sample_log_weights
 
-__all__ = ["KLMABPolicy", "log_reference_policy", "mab_utilities"]
+__all__ = ["KLMABPolicy", "kl_log_policy", "log_reference_policy", "mab_utilities"]
 
 
 def log_reference_policy(reference: ArrayLike | None, n_actions: int, name: str = "reference") -> FloatArray:
@@ -42,6 +42,19 @@ def log_reference_policy(reference: ArrayLike | None, n_actions: int, name: str 
         raise InvalidParameterError(f"{name} must have {n_actions} entries; got {pi0.shape[0]}")
     with np.errstate(divide="ignore"):
         return np.asarray(np.log(pi0), dtype=np.float64)
+
+
+def kl_log_policy(log_reference: ArrayLike, utilities: ArrayLike, eta: float) -> FloatArray:
+    """Log π̃ ∝ log π0 + u/η via :func:`gibbs_log_probabilities`, with u shifted by its largest finite value.
+
+    The shift leaves the distribution unchanged and keeps u/η from overflowing to ∞ (which would give
+    NaN) for tiny η; it is applied per row (last axis = actions).
+    """
+    u = np.asarray(utilities, dtype=np.float64)
+    finite = np.isfinite(u)
+    top = np.max(np.where(finite, u, -np.inf), axis=-1, keepdims=True)
+    shifted = np.where(finite, u - np.where(np.isfinite(top), top, 0.0), u)
+    return gibbs_log_probabilities(log_reference, shifted, eta)
 
 
 def mab_utilities(counts: ArrayLike, reward_sums: ArrayLike, beta0: float) -> FloatArray:
@@ -176,7 +189,7 @@ class KLMABPolicy:
         self.utilities_ = self.utilities_from_statistics(self.counts_, self.reward_sums_)
         self.fallback_used_ = False
         try:
-            self.log_probabilities_ = gibbs_log_probabilities(self.log_reference, self.utilities_, self.eta)
+            self.log_probabilities_ = kl_log_policy(self.log_reference, self.utilities_, self.eta)
         except EmptySupportError:
             if self.empty_fallback == "raise":
                 raise EmptySupportError(
