@@ -198,6 +198,10 @@ class USCA:
         if not isinstance(kernel, StationaryKernel):
             raise InvalidParameterError(f"kernel must be a StationaryKernel; got {type(kernel).__name__}")
         self.kernel = kernel
+        if not callable(context_generator):
+            raise InvalidParameterError(
+                f"context_generator must be callable (size, rng) -> contexts; got {type(context_generator).__name__}"
+            )
         self.action_dim = check_int(action_dim, "action_dim", minimum=1)
         self.context_dim = check_int(context_dim, "context_dim", minimum=1)
         self.tau = check_positive_float(tau, "tau")
