@@ -112,3 +112,13 @@ def test_registered_under_kernel_rkhs():
     assert spec.kind == "kernel"
     env = make_environment("kernel-rkhs", action_dim=1, context_dim=2)
     assert isinstance(env, KernelBanditEnvironment) and env.joint_dim == 3
+
+
+def test_missing_scikit_learn_names_the_ml_extra(monkeypatch):
+    import sys
+
+    from dpbandits._core.errors import DependencyNotInstalledError
+
+    monkeypatch.setitem(sys.modules, "sklearn.gaussian_process", None)  # makes the import fail
+    with pytest.raises(DependencyNotInstalledError, match=r"dpbandits\[ml\]"):
+        StationaryKernel("se", 0.2)(np.zeros((1, 2)))
