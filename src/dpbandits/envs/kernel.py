@@ -52,7 +52,7 @@ CONTEXT_LAWS = ("uniform", "beta", "uniform-half")
 def _sklearn_kernels() -> Any:
     try:
         from sklearn.gaussian_process import kernels
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    except ImportError as exc:
         raise DependencyNotInstalledError(
             "the kernel family needs scikit-learn; install the 'ml' extra: pip install \"dpbandits[ml]\""
         ) from exc
