@@ -89,3 +89,20 @@ def test_removal_updates_match_refitting(rng: np.random.Generator) -> None:
         losses.append(np.max(np.abs(refit.log_probabilities(actions) - policy.log_probabilities(actions))))
     assert report.epsilon_hat == pytest.approx(max(losses), rel=1e-8)
     assert math.isfinite(report.epsilon_hat)
+
+
+def test_addition_updates_match_refitting_on_c3(seed: int) -> None:
+    """The auditor's worst addition on C3 is (φ0 = (−1, 0), r0 = 1); a refit gives the same δ(ε)."""
+    from dpbandits.audit.exact import delta_for_epsilon
+
+    data = _c3()
+    policy = KLLinearPolicy(eta=0.01, beta0=10.0, ridge=2.0).fit(data)
+    epsilon = 0.5108259100424748
+    report = audit_linear(policy, data, C3_ACTIONS, epsilon=epsilon, rng=seed)
+    assert "phi0=[-1." in str(report.worst_delta_neighbour) and "r0=1)" in str(report.worst_delta_neighbour)
+    refit = KLLinearPolicy(eta=0.01, beta0=10.0, ridge=2.0).fit(np.vstack([data.features, [-1.0, 0.0]]),
+                                                                 np.append(data.rewards, 1.0))
+    assert refit.probabilities(C3_ACTIONS)[1] == pytest.approx(0.0819, abs=1e-4)  # spec C3
+    exact = delta_for_epsilon(policy.log_probabilities(C3_ACTIONS), refit.log_probabilities(C3_ACTIONS), epsilon,
+                              log=True)
+    assert report.delta_hat == pytest.approx(exact, rel=1e-9)
