@@ -192,17 +192,21 @@ def ebs_confidence_bounds(
     conf_scale: float = 1.0,
     *,
     widths: FloatArray | None = None,
+    flip_probability: float = 0.0,
 ) -> tuple[FloatArray, FloatArray]:
     """UCB and LCB of the noisy EBS b̃ = w̃/n: b̃ ± conf_scale·(√(λ/(2n)) + B/n); ±∞ where n = 0.
 
     Elementwise on arrays of any (equal) shape, so the ask/tell and vectorised forms compute the
     same floating-point numbers. ``widths`` may pass precomputed :func:`ebs_widths` of ``counts``
     (for example looked up in a table computed by the same function: the numbers are the same).
+    ``flip_probability`` q > 0 debiases counts of randomised-response reports: b̂ = (w̃/n − q)/(1 − 2q).
     """
     n = np.asarray(counts, dtype=np.float64)
     width = ebs_widths(n, constants, conf_scale) if widths is None else widths
     with np.errstate(divide="ignore", invalid="ignore"):
         estimate = released / n  # b̃_i = w̃_i / n_i
+        if flip_probability:
+            estimate = (estimate - flip_probability) / (1.0 - 2.0 * flip_probability)
         if np.all(n > 0):
             return estimate + width, estimate - width
         upper = np.where(n > 0, estimate + width, np.inf)
@@ -359,6 +363,7 @@ class DPEBSElimination:
         self._asked: tuple[int, int] | None = None
         self.record_transcript = bool(record_transcript)
         self.transcript: list[dict[str, Any]] = []
+        self._flip_probability = 0.0  # > 0 only in the local-DP baseline (reports are randomised)
 
     def _counter_epsilon(self) -> float:
         """ε_c given to every counter (a test's broken variant overrides this, never the library)."""
@@ -448,7 +453,8 @@ class DPEBSElimination:
         """Eliminate every arm whose UCB is below the largest LCB; remove their statistics."""
         active = self._active
         upper, lower = ebs_confidence_bounds(
-            self._released[active], self._left_counts[active], self.constants, self.conf_scale
+            self._released[active], self._left_counts[active], self.constants, self.conf_scale,
+            flip_probability=self._flip_probability,
         )
         eliminated = active[upper < lower.max()]
         if eliminated.size == 0:
@@ -480,6 +486,8 @@ def run_trial(
     conf_scale: float = 1.0,
     block: int = 16384,
     first_block: int = 256,
+    flip_key: np.uint64 | None = None,
+    flip_probability: float = 0.0,
 ) -> _TrialResult:
     """Simulate one trial by blocks of rounds; identical to :class:`DPEBSElimination` on the same seeds.
 
@@ -500,6 +508,9 @@ def run_trial(
     first_block : int, default 256
         Block length right after an elimination (doubling up to ``block``), so that frequent early
         eliminations do not waste long look-aheads.
+    flip_key, flip_probability
+        Local-DP baseline only: user t reports the opposite outcome iff
+        ``counter_uniforms(flip_key, t) < flip_probability``, and the estimates are debiased.
     """
     k, horizon = constants.n_arms, constants.horizon
     active = np.arange(k, dtype=np.int64)
@@ -526,6 +537,8 @@ def run_trial(
         left = active[left_index]
         right = _opponents(counter_uniforms(algorithm_key, times), active, left_index, opponent)
         outcome = streams.peek(left, right, trial)
+        if flip_key is not None and flip_probability:  # randomised response by the users (local model)
+            outcome = outcome ^ (counter_uniforms(flip_key, times) < flip_probability)
         is_left = left[None, :] == active[:, None]  # (m, size)
         elements = is_left * outcome.astype(np.float64)
         elements[:, 0] -= pending[active]
@@ -533,7 +546,8 @@ def run_trial(
         errors = noise.errors(t + 1, t + size + 1)
         released = sums + (errors if m == k else errors[active])
         counts = left_counts[active][:, None] + np.cumsum(is_left, axis=1)
-        upper, lower = ebs_confidence_bounds(released, counts, constants, conf_scale, widths=widths[counts])
+        upper, lower = ebs_confidence_bounds(released, counts, constants, conf_scale, widths=widths[counts],
+                                             flip_probability=flip_probability)
         eliminate = upper < lower.max(axis=0)[None, :]
         hits = np.flatnonzero(eliminate.any(axis=0))
         played = int(hits[0]) + 1 if hits.size else size
