@@ -262,8 +262,26 @@ def test_corollary_c_gives_c_times_epsilon0(rng: np.random.Generator) -> None:
         policy.privacy(actions, kind="approx", c=0.5, lambda0=10.0)
     prefs = simulate_preferences(np.array([0.05, 0.0]), 300, rng=rng)
     rlhf = KLRLHFPolicy(eta=1.0, norm_bound=0.1).fit(prefs)
-    label = rlhf.privacy(actions, kind="approx", c=0.5)
-    assert label.epsilon == pytest.approx(0.5 * rlhf.privacy(actions).epsilon, rel=1e-12)
+    label = rlhf.privacy(actions, kind="approx", c=0.5, include_solver_error=False)
+    assert label.epsilon == pytest.approx(0.5 * rlhf.privacy(actions, include_solver_error=False).epsilon,
+                                          rel=1e-12)
+
+
+def test_rlhf_guarantee_covers_the_solver_error(rng: np.random.Generator) -> None:
+    prefs = simulate_preferences(np.array([0.05, 0.02]), 400, rng=rng)
+    policy = KLRLHFPolicy(eta=1.0, norm_bound=0.1).fit(prefs)
+    actions = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    exact = policy.privacy(actions, include_solver_error=False)
+    covered = policy.privacy(actions)
+    divergence = policy.solver_divergence(actions)
+    assert 0.0 <= divergence < 1e-6  # the solver is accurate
+    assert covered.epsilon == pytest.approx(exact.epsilon + 2 * divergence, rel=1e-12)
+    # a perturbed (inexact) estimate has a larger KKT residual, hence a larger divergence
+    policy.theta_ = policy.theta_ * (1 - 1e-2)  # still inside the ball
+    policy.fit_ = type(policy.fit_)(policy.theta_, policy.fit_.on_boundary, policy.fit_.multiplier,
+                                    policy.fit_.kkt_residual, policy.fit_.n_iterations)
+    policy.solver_error_ = policy._solver_error_bound(prefs.feature_differences, prefs.labels)
+    assert policy.solver_divergence(actions) > 100 * divergence
 
 
 @pytest.mark.parametrize("eta", [1e-250, 1e250])

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -679,6 +680,7 @@ def account_rlhf(
     lambda0: float | None = None,
     c: float | None = None,
     strict: bool = False,
+    include_solver_error: bool = True,
 ) -> Guarantee:
     """Per-instance guarantee of one action sampled from a fitted :class:`KLRLHFPolicy` at a context.
 
@@ -700,6 +702,9 @@ def account_rlhf(
     c : float, optional
         Corollary 3 (corrected form): λ0 = λ_min/c², c ∈ (0, 1); exclusive with ``lambda0``.
     strict : bool, default False
+    include_solver_error : bool, default True
+        Add the divergence between the computed and the exact MLE policy (inexact-policy extension,
+        :meth:`KLRLHFPolicy.solver_divergence`) to the corrected and tight guarantees.
 
     Returns
     -------
@@ -708,6 +713,22 @@ def account_rlhf(
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
     check_one_of(neighbouring, "neighbouring", ("label", "add_remove"))
+    guarantee = _account_rlhf_exact(policy, action_features, reference, kind=kind, variant=variant,
+                                    neighbouring=neighbouring, lambda0=lambda0, c=c, strict=strict)
+    if not include_solver_error or variant == "paper" or not math.isfinite(guarantee.epsilon):
+        return guarantee
+    divergence = policy.solver_divergence(action_features)
+    if divergence == 0.0:
+        return guarantee
+    adjusted = inexact_policy(guarantee, divergence)
+    return replace(adjusted, reference=f"{guarantee.reference} + solver error (inexact-policy extension)")
+
+
+def _account_rlhf_exact(
+    policy: KLRLHFPolicy, action_features: ArrayLike, reference: ArrayLike | None, *, kind: str, variant: str,
+    neighbouring: str, lambda0: float | None, c: float | None, strict: bool,
+) -> Guarantee:
+    """:func:`account_rlhf` for the exact maximiser (the theorems' setting)."""
     features = policy._check_query(action_features)
     gamma = policy.penalties(features)
     logp = policy.log_probabilities(features, reference)
