@@ -107,7 +107,7 @@ def register(app: typer.Typer) -> None:
     @app.command("account")
     def account_command(
         setting: Annotated[Setting, typer.Argument(help="Offline setting: mab, linear or rlhf.")],
-        data: Annotated[Path, typer.Option("--data", help="Logged data CSV (format in the module docs).")],
+        data: Annotated[Path, typer.Option("--data", help="Logged data CSV (formats above).")],
         actions: Annotated[Path | None, typer.Option("--actions", help="Candidate features CSV (linear, rlhf).")] = None,
         eta: Annotated[float, typer.Option("--eta", help="KL strength eta > 0.")] = 1.0,
         beta0: Annotated[float, typer.Option("--beta0", help="Pessimism beta0 >= 0.")] = 1.0,
@@ -121,7 +121,12 @@ def register(app: typer.Typer) -> None:
         neighbouring: Annotated[str, typer.Option("--neighbouring", help="rlhf: label or add_remove.")] = "label",
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> None:
-        """Fit a KL-regularised offline policy to logged data and print its per-instance guarantees."""
+        """Fit a KL-regularised offline policy to logged data and print its per-instance guarantees.
+
+        CSV formats (a header line, then one record per line): mab: action,reward; linear:
+        x0,...,x{d-1},reward with --actions x0,...,x{d-1} (the candidates at one context); rlhf:
+        z0,...,z{d-1},label (z = phi(x, a1) - phi(x, a2), label 1 if a1 is preferred) with --actions.
+        """
         from dpbandits._core.validation import check_one_of
 
         check_one_of(variant, "variant", ("corrected", "paper", "tight"))
