@@ -8,8 +8,8 @@ backend (measured in this run), the log-log growth slopes, and the exact/feature
 Target (issue 7): the feature backend at T = 20 000 in under 2 minutes on 2 cores with peak memory
 under 4 GiB; the exact backend needs 8·M² bytes, M ≈ T²/γ_T, so it stops near T ≈ 500.
 
-    python benchmarks/bench_usca.py            # reduced sizes (about a minute)
-    python benchmarks/bench_usca.py --full     # feature backend up to T = 20 000 (the target)
+    python benchmarks/bench_usca.py            # full: feature backend up to T = 20 000 (the target)
+    python benchmarks/bench_usca.py --quick    # reduced sizes, to check that it runs (a few seconds)
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import time
 
 REDUCED = {"features": [250, 500, 1000, 2000], "kernel": [100, 250]}
 FULL = {"features": [250, 500, 1000, 2000, 5000, 10000, 20000], "kernel": [100, 250, 500]}
+TARGET_HORIZON = 20_000  # issue 7: the feature backend at T = 20 000 in < 2 min and < 4 GiB
 
 
 def run_child(backend: str, horizon: int, precision: str) -> dict:
@@ -59,7 +60,7 @@ def slope(xs: list[float], ys: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--full", action="store_true", help="feature backend up to T = 20000")
+    parser.add_argument("--quick", action="store_true", help="reduced sizes (the target T is not reached)")
     parser.add_argument("--precision", default="float32", choices=["float32", "float64"],
                         help="arithmetic of the approximating-set accumulation (feature backend)")
     parser.add_argument("--child", nargs=2, metavar=("BACKEND", "T"), help=argparse.SUPPRESS)
@@ -68,7 +69,7 @@ def main() -> None:
         print(json.dumps(run_child(args.child[0], int(args.child[1]), args.precision)))
         return
 
-    sizes = FULL if args.full else REDUCED
+    sizes = REDUCED if args.quick else FULL
     results: dict[str, list[dict]] = {"features": [], "kernel": []}
     for backend in ("kernel", "features"):
         for horizon in sizes[backend]:
@@ -98,9 +99,14 @@ def main() -> None:
         print(f"T={horizon}: exact/feature time ratio {k['seconds'] / f['seconds']:.2f}, "
               f"memory ratio {k['peak_mib'] / f['peak_mib']:.2f}")
     largest = results["features"][-1]
-    verdict = "meets" if largest["seconds"] < 120 and largest["peak_mib"] < 4096 else "misses"
-    print(f"feature backend at T={largest['horizon']}: {largest['seconds']:.1f} s, {largest['peak_mib']:.0f} MiB "
-          f"-> {verdict} the target (< 120 s, < 4096 MiB) at this T")
+    if largest["horizon"] < TARGET_HORIZON:
+        print(f"# reduced run: largest feature-backend T = {largest['horizon']}; the target T = {TARGET_HORIZON} "
+              "is measured by the full run")
+        return
+    verdict = "meets" if largest["seconds"] < 120 and largest["peak_mib"] < 4096 else "MISSES"
+    print(f"feature backend at T={largest['horizon']}: {largest['seconds']:.1f} s, {largest['peak_mib']:.0f} MiB; "
+          f"time ratio to the 120 s target {largest['seconds'] / 120:.3f}, memory ratio to 4096 MiB "
+          f"{largest['peak_mib'] / 4096:.3f} -> {verdict} the target")
 
 
 if __name__ == "__main__":
