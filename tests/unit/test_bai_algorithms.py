@@ -21,7 +21,7 @@ from dpbandits.algorithms.bai.dp_od import DPOD
 from dpbandits.algorithms.bai.od_linbai import ODLinBAI
 from dpbandits.algorithms.bai.schedule import InsufficientBudgetError
 from dpbandits.algorithms.registry import get_algorithm
-from dpbandits.envs.linear import LinearBandit, dp_bai_instance
+from dpbandits.envs.linear import LinearBandit, dp_bai_instance, dp_bai_two_arm_instance
 from dpbandits.privacy.guarantees import ApproxDP, Neighbouring, PureDP
 
 
@@ -195,8 +195,6 @@ def test_gauss_noise_scale(section5):
 
 def test_out_of_range_rewards_refused_unless_asked():
     with pytest.warns(PaperVariantWarning):
-        from dpbandits.envs.linear import dp_bai_two_arm_instance
-
         env = dp_bai_two_arm_instance(2.0, variant="paper")
     with pytest.raises(InvalidParameterError, match="reward_bounds"):
         DPBAI(env.features, 100, 1.0).simulate(env, 3, 0)
@@ -205,6 +203,22 @@ def test_out_of_range_rewards_refused_unless_asked():
     assert math.isinf(loose.privacy.epsilon)
     clipped = DPBAI(env.features, 100, 1.0, clip_rewards=True).simulate(env, 3, 0)
     assert clipped.pulls_used.max() <= 100
+
+
+@pytest.mark.parametrize("cls", [DPBAI, DPOD])
+def test_allow_out_of_range_is_honoured_by_ask_tell_as_by_simulate(seed, cls):
+    # Appendix E.2 as printed: arm 1's rewards reach 1.1; both forms must run it and agree
+    with pytest.warns(PaperVariantWarning):
+        env = dp_bai_two_arm_instance(5.0, variant="paper")
+    algorithm = cls(env.features, 200, 0.5, allow_out_of_range=True)
+    for child in range(3):
+        vectorised = algorithm.simulate(env, 1, _child(seed, child), pull_consistent=True)
+        agent = _ask_tell(algorithm, env, seed, child)
+        assert agent.recommendation == int(vectorised.recommended[0])
+        np.testing.assert_array_equal(agent.pulls, vectorised.pulls[0])
+    strict = cls(env.features, 200, 0.5).agent(0)
+    with pytest.raises(InvalidParameterError, match="reward"):
+        strict.tell(strict.ask(), 1.05)
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [

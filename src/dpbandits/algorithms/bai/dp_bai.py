@@ -359,7 +359,19 @@ def simulate_dp_bai(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budg
                     schedule: str = "canonical", budget_mode: str = "paper", maxdet: str = "auto",
                     use_effective_dimension: bool = False, tie_break: str = "random", clip_rewards: bool = False,
                     allow_out_of_range: bool = False, pull_consistent: bool = False) -> Mapping[str, np.ndarray]:
-    """DP-BAI (Chen et al. 2024, Algorithm 1): Max-Det collections + Laplace-privatised phase means."""
+    """DP-BAI (Chen et al. 2024, Algorithm 1): Max-Det collections + Laplace-privatised phase means.
+
+    Runs :class:`DPBAI` vectorised over ``n_trials``; returns per-trial ``success`` and ``pulls_used``.
+
+    Privacy
+    -------
+    ε-DP for one entry of the reward table (replacement, rewards in [0, 1]); void with
+    ``allow_out_of_range=True`` or ``epsilon=inf`` (see :attr:`DPBAI.privacy`).
+
+    References
+    ----------
+    Chen et al., ICLR 2024 (arXiv:2401.09073), Algorithm 1, Proposition 4.1.
+    """
     algorithm = DPBAI(environment_features(env), budget, epsilon, schedule=schedule, budget_mode=budget_mode,
                       maxdet=maxdet, use_effective_dimension=use_effective_dimension, tie_break=tie_break,
                       clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
@@ -374,7 +386,17 @@ def simulate_dp_bai_gauss(env: BanditEnvironment, *, n_trials: int, rng: RNGLike
                           tie_break: str = "random",
                           clip_rewards: bool = False, allow_out_of_range: bool = False,
                           pull_consistent: bool = False) -> Mapping[str, np.ndarray]:
-    """DP-BAI-Gauss (Chen et al. 2024, Algorithm 2): Gaussian-privatised phase means, (ε, δ)-DP."""
+    """DP-BAI-Gauss (Chen et al. 2024, Algorithm 2): Gaussian-privatised phase means, (ε, δ)-DP.
+
+    Privacy
+    -------
+    (ε, δ)-DP for one entry of the reward table (ε < 1 with the classical calibration; every ε
+    with ``calibration="analytic"``); see :attr:`DPBAIGauss.privacy`.
+
+    References
+    ----------
+    Chen et al., ICLR 2024 (arXiv:2401.09073), Algorithm 2, Proposition D.2.
+    """
     algorithm = DPBAIGauss(environment_features(env), budget, epsilon, delta, calibration=calibration,
                            schedule=schedule, budget_mode=budget_mode, maxdet=maxdet,
                            use_effective_dimension=use_effective_dimension, tie_break=tie_break,
@@ -388,7 +410,16 @@ def simulate_baseline(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, bu
                       schedule: str = "canonical", budget_mode: str = "paper", use_effective_dimension: bool = False,
                       tie_break: str = "random", clip_rewards: bool = False, allow_out_of_range: bool = False,
                       pull_consistent: bool = False) -> Mapping[str, np.ndarray]:
-    """Baseline (Chen et al. 2024, §5): DP-BAI without Max-Det; every active arm pulled each phase."""
+    """Baseline (Chen et al. 2024, §5): DP-BAI without Max-Det; every active arm pulled each phase.
+
+    Privacy
+    -------
+    ε-DP for one entry of the reward table, as DP-BAI (Proposition 4.1).
+
+    References
+    ----------
+    Chen et al., ICLR 2024 (arXiv:2401.09073), Section 5.
+    """
     algorithm = Baseline(environment_features(env), budget, epsilon, schedule=schedule, budget_mode=budget_mode,
                          use_effective_dimension=use_effective_dimension, tie_break=tie_break,
                          clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)

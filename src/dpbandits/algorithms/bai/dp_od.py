@@ -101,7 +101,17 @@ class DPOD(PhasedAlgorithm):
 def simulate_dp_od(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
                    l_mode: str = "l1", tie_break: str = "random", clip_rewards: bool = False,
                    allow_out_of_range: bool = False, pull_consistent: bool = False) -> Mapping[str, np.ndarray]:
-    """DP-OD (Chen et al. 2024, App. E.1): OD-LinBAI with Laplace noise on the least-squares target."""
+    """DP-OD (Chen et al. 2024, App. E.1): OD-LinBAI with Laplace noise on the least-squares target.
+
+    Privacy
+    -------
+    ε-DP for one entry of the reward table with ``l_mode="l1"`` (ε·√d with ``"paper"``); see
+    :attr:`DPOD.privacy`.
+
+    References
+    ----------
+    Chen et al., ICLR 2024 (arXiv:2401.09073), Appendix E.1.
+    """
     algorithm = DPOD(environment_features(env), budget, epsilon, l_mode=l_mode, tie_break=tie_break,
                      clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
     result = algorithm.simulate(env, n_trials, rng, pull_consistent=pull_consistent)

@@ -196,7 +196,16 @@ class ODLinBAI(PhasedAlgorithm):
                     proportion_metrics=("success",), environments=("linear",))
 def simulate_od_linbai(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int,
                        tie_break: str = "random", pull_consistent: bool = False) -> Mapping[str, np.ndarray]:
-    """OD-LinBAI (Yang & Tan 2022): G-optimal designs and OLS, halving the dimension each phase."""
+    """OD-LinBAI (Yang & Tan 2022): G-optimal designs and OLS, halving the dimension each phase.
+
+    Privacy
+    -------
+    None: the non-private comparator.
+
+    References
+    ----------
+    Yang & Tan, NeurIPS 2022, Algorithm 1.
+    """
     result = ODLinBAI(environment_features(env), budget, tie_break=tie_break).simulate(
         env, n_trials, rng, pull_consistent=pull_consistent)
     return {"success": (result.recommended == env.best_arm).astype(np.float64),

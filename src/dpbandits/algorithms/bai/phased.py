@@ -498,9 +498,17 @@ class PhasedAlgorithm(ABC):
         noise : NoiseBackend, optional
             Privacy-noise source; default seeded NumPy noise from the privacy-noise stream (for
             simulation only — pass the secure backend in deployment).
+
+        Notes
+        -----
+        Rewards outside [0, 1] are refused unless ``clip_rewards`` (clipped) or
+        ``allow_out_of_range`` (accepted as they are, as :meth:`simulate` does; the guarantee then
+        does not hold).
         """
         _, algorithm_rng, noise_rng = spawn_generators(rng, 3)
         if noise is None and self.planner.noise_kind:
             noise = NumpyNoise(noise_rng)
-        return PhasedAgent(self.planner, noise, algorithm_rng, clip_rewards=self.clip_rewards,
-                           tie_break=self.tie_break)
+        # allow_out_of_range: accept any finite reward, as simulate() does on such environments
+        bounds = (-np.inf, np.inf) if self.allow_out_of_range and not self.clip_rewards else (0.0, 1.0)
+        return PhasedAgent(self.planner, noise, algorithm_rng, reward_bounds=bounds,
+                           clip_rewards=self.clip_rewards, tie_break=self.tie_break)
