@@ -165,21 +165,21 @@ def _print_summary(run_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from dpbandits.experiments.store import read_summary
+    from dpbandits.experiments.store import read_summary, summary_metrics
 
     rows = read_summary(run_dir)
     if not rows or len(rows) > _MAX_TABLE_ROWS:
         return
     header = list(rows[0])
     swept = header[: header.index("algorithm")]
-    metrics = [name.removesuffix("_mean") for name in header if name.endswith("_mean")]
-    table = Table(title="mean [95% CI]", title_justify="left")
+    metrics = summary_metrics(header)
+    table = Table(title="mean or rate [95% CI]", title_justify="left")
     for column in (*swept, "algorithm", "n_trials", *metrics):
         table.add_column(column, justify="left" if column == "algorithm" else "right")
     for row in rows:
         cells = [
-            f"{float(row[m + '_mean']):.4g} [{float(row[m + '_ci_low']):.4g}, {float(row[m + '_ci_high']):.4g}]"
-            if row[m + "_mean"] else "" for m in metrics
+            f"{float(row[estimate]):.4g} [{float(row[m + '_ci_low']):.4g}, {float(row[m + '_ci_high']):.4g}]"
+            if row[estimate] else "" for m, estimate in metrics.items()
         ]
         table.add_row(*(row[name] for name in swept), row["algorithm"], row["n_trials"], *cells)
     Console(width=max(100, Console().width)).print(table)

@@ -21,13 +21,13 @@ def test_figure1_study_runs_and_summarises_both_panels(tmp_path, seed):
     result = run_study(study, tmp_path / "fig1", progress="none")
     rows = _summary(result.summary_path)
     assert len(rows) == 6 * 10 * 4  # product grid: budget x epsilon x algorithm
-    assert {"algorithm", "budget", "epsilon", "success_mean", "success_stderr", "success_ci_low",
+    assert {"algorithm", "budget", "epsilon", "success_rate", "success_stderr", "success_ci_low",
             "success_ci_high"} <= set(rows[0])
     assert {row["algorithm"] for row in rows} == {"DP-BAI", "Baseline", "DP-OD", "OD-LinBAI (non-private)"}
     panel_a = {row["budget"] for row in rows if row["epsilon"] == "0.1"}
     panel_b = {row["epsilon"] for row in rows if row["budget"] == "1000"}
     assert len(panel_a) == 6 and len(panel_b) == 10
-    assert all(0.0 <= float(row["success_mean"]) <= 1.0 for row in rows)
+    assert all(0.0 <= float(row["success_rate"]) <= 1.0 for row in rows)
 
 
 def test_figure2_study_runs_as_printed_and_corrected(tmp_path, seed):

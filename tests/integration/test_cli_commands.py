@@ -59,7 +59,7 @@ def test_run_resume_and_plot(tmp_path: Path, seed: int) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "complete: 4 cells run, 0 already done" in result.output
-    assert "mean [95% CI]" in result.output and "sequential-halving" in result.output
+    assert "mean or rate [95% CI]" in result.output and "sequential-halving" in result.output
     for name in ("study.toml", "study.json", "manifest.json", "summary.csv"):
         assert (out / name).is_file()
     assert (out / "study.toml").read_text() == study.read_text()

@@ -12,7 +12,7 @@ from dpbandits._core.errors import StudyError
 from dpbandits.experiments.plots import plot_run
 from dpbandits.experiments.progress import LogProgress, NullProgress, RichProgress, make_progress
 
-HEADER = "budget,variant,algorithm,n_trials,success_mean,success_stderr,success_ci_low,success_ci_high,regret_mean,regret_stderr,regret_ci_low,regret_ci_high\n"
+HEADER = "budget,variant,algorithm,n_trials,success_rate,success_stderr,success_ci_low,success_ci_high,regret_mean,regret_stderr,regret_ci_low,regret_ci_high\n"
 
 
 def _summary(tmp_path: Path, header: str, rows: list[str]) -> Path:
@@ -86,8 +86,9 @@ def test_case_grids_draw_only_panels_with_a_line(tmp_path: Path, monkeypatch: py
     drawn: dict[str, int] = {}
     original = plots._lines
 
-    def counting(rows_: list[dict[str, str]], metric: str, parameter: str, others: list[str]) -> object:
-        figure = original(rows_, metric, parameter, others)
+    def counting(rows_: list[dict[str, str]], metric: str, estimate: str, parameter: str,
+                 others: list[str]) -> object:
+        figure = original(rows_, metric, estimate, parameter, others)
         drawn[f"{metric}_vs_{parameter}"] = sum(axis.get_visible() for axis in figure.axes)
         return figure
 
@@ -95,3 +96,11 @@ def test_case_grids_draw_only_panels_with_a_line(tmp_path: Path, monkeypatch: py
     plot_run(run_dir, formats=("png",))
     assert drawn["success_vs_budget"] == 1  # the variant="b" panel (a single budget) is left out
     assert drawn["success_vs_variant"] == 1  # only budget=10 has two variants
+
+
+def test_summary_metrics_find_rate_and_mean_estimates() -> None:
+    from dpbandits.experiments.store import estimate_column, summary_metrics
+
+    assert summary_metrics(HEADER.strip().split(",")) == {"success": "success_rate", "regret": "regret_mean"}
+    assert estimate_column("success", proportion=True) == "success_rate"
+    assert estimate_column("regret", proportion=False) == "regret_mean"

@@ -69,13 +69,13 @@ def test_run_writes_the_run_directory(tmp_path: Path, seed: int) -> None:
     rows = list(csv.DictReader(io.StringIO((run_dir / "summary.csv").read_text())))
     assert list(rows[0]) == [
         "budget", "algorithm", "n_trials",
-        "success_mean", "success_stderr", "success_ci_low", "success_ci_high",
+        "success_rate", "success_stderr", "success_ci_low", "success_ci_high",
         "simple_regret_mean", "simple_regret_stderr", "simple_regret_ci_low", "simple_regret_ci_high",
     ]
     assert [(r["budget"], r["algorithm"], r["n_trials"]) for r in rows][:2] == [("16", "uniform", "60"), ("16", "SH", "60")]
     values = _values(run_dir)
     assert values["p0002-a01"]["success"].shape == (60,)
-    assert float(rows[5]["success_mean"]) == values["p0002-a01"]["success"].mean()
+    assert float(rows[5]["success_rate"]) == values["p0002-a01"]["success"].mean()
 
 
 def test_load_trials_returns_the_raw_values(tmp_path: Path, seed: int) -> None:

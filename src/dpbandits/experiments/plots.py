@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dpbandits._core.errors import StudyError
-from dpbandits.experiments.store import read_summary
+from dpbandits.experiments.store import read_summary, summary_metrics
 
 __all__ = ["MAX_PANELS", "plot_run"]
 
@@ -40,12 +40,11 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _swept_and_metrics(header: Sequence[str]) -> tuple[list[str], list[str]]:
+def _swept_and_metrics(header: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     if "algorithm" not in header:
         raise StudyError("summary.csv has no 'algorithm' column; it was not written by dpbandits")
     swept = list(header[: list(header).index("algorithm")])
-    metrics = [name.removesuffix("_mean") for name in header if name.endswith("_mean")]
-    return swept, metrics
+    return swept, summary_metrics(header)
 
 
 def _unique(values: Sequence[Any]) -> list[Any]:
@@ -80,12 +79,12 @@ def plot_run(run_dir: str | Path, *, formats: Sequence[str] = _FORMATS) -> list[
     out_dir = directory / "plots"
     out_dir.mkdir(exist_ok=True)
     written: list[Path] = []
-    for metric in metrics:
+    for metric, estimate in metrics.items():
         if not swept:
-            written += _save(_bars(rows, metric), out_dir / metric, formats)
+            written += _save(_bars(rows, metric, estimate), out_dir / metric, formats)
             continue
         for parameter in swept:
-            figure = _lines(rows, metric, parameter, [p for p in swept if p != parameter])
+            figure = _lines(rows, metric, estimate, parameter, [p for p in swept if p != parameter])
             written += _save(figure, out_dir / f"{metric}_vs_{parameter}", formats)
     return written
 
@@ -111,7 +110,12 @@ def _new_figure(n_panels: int) -> tuple[Any, list[Any]]:
     return figure, axes[:n_panels]
 
 
-def _lines(rows: list[dict[str, str]], metric: str, parameter: str, others: list[str]) -> Any:
+def _axis_label(metric: str, estimate: str) -> str:
+    """``success (rate, 95% CI)`` or ``regret (mean, 95% CI)``, after the estimate's column."""
+    return f"{metric} ({estimate.removeprefix(metric + '_')}, 95% CI)"
+
+
+def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: str, others: list[str]) -> Any:
     groups = _unique([tuple(row[name] for name in others) for row in rows])
     # A panel where ``parameter`` takes a single value draws no line (grids of explicit cases
     # often sweep one parameter at a time): leave such panels out when others have lines.
@@ -130,13 +134,13 @@ def _lines(rows: list[dict[str, str]], metric: str, parameter: str, others: list
             selected = [
                 row for row in rows
                 if row["algorithm"] == algorithm and tuple(row[name] for name in others) == group
-                and row[f"{metric}_mean"] != ""
+                and row[estimate] != ""
             ]
             if not selected:
                 continue
             selected.sort(key=lambda row: positions[row[parameter]])
             xs = [positions[row[parameter]] for row in selected]
-            means = [float(row[f"{metric}_mean"]) for row in selected]
+            means = [float(row[estimate]) for row in selected]
             lows = [float(row[f"{metric}_ci_low"]) for row in selected]
             highs = [float(row[f"{metric}_ci_high"]) for row in selected]
             (line,) = axis.plot(xs, means, marker="o", markersize=3, label=algorithm)
@@ -153,7 +157,7 @@ def _lines(rows: list[dict[str, str]], metric: str, parameter: str, others: list
         else:
             axis.set_xticks([positions[value] for value in x_values], x_values, rotation=30)
         axis.set_xlabel(parameter)
-        axis.set_ylabel(f"{metric} (mean, 95% CI)")
+        axis.set_ylabel(_axis_label(metric, estimate))
         if others:
             axis.set_title(", ".join(f"{name}={value}" for name, value in zip(others, group, strict=True)),
                            fontsize=9)
@@ -164,16 +168,16 @@ def _lines(rows: list[dict[str, str]], metric: str, parameter: str, others: list
     return figure
 
 
-def _bars(rows: list[dict[str, str]], metric: str) -> Any:
+def _bars(rows: list[dict[str, str]], metric: str, estimate: str) -> Any:
     figure, (axis,) = _new_figure(1)
-    selected = [row for row in rows if row[f"{metric}_mean"] != ""]
+    selected = [row for row in rows if row[estimate] != ""]
     for index, row in enumerate(selected):
-        mean = float(row[f"{metric}_mean"])
+        mean = float(row[estimate])
         low, high = float(row[f"{metric}_ci_low"]), float(row[f"{metric}_ci_high"])
         errors = [[mean - low if math.isfinite(low) else 0.0], [high - mean if math.isfinite(high) else 0.0]]
         axis.errorbar([index], [mean], yerr=errors, marker="o", capsize=4, label=row["algorithm"])
     axis.set_xticks(range(len(selected)), [row["algorithm"] for row in selected], rotation=30)
-    axis.set_ylabel(f"{metric} (mean, 95% CI)")
+    axis.set_ylabel(_axis_label(metric, estimate))
     axis.grid(alpha=0.3)
     figure.suptitle(metric)
     return figure

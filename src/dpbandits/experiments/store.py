@@ -8,7 +8,9 @@ Layout of a run directory::
       manifest.json     versions, root seed, study digest, sessions (start/end), status of every cell
       cells/p0000-a00.npz   raw per-trial values of one (grid point, algorithm) cell, one array per metric
       summary.csv       one row per (algorithm, grid point): swept parameters, algorithm, n_trials,
-                        and per metric <metric>_mean, _stderr, _ci_low, _ci_high
+                        and per metric its estimate, <metric>_stderr, _ci_low, _ci_high; the
+                        estimate is <metric>_rate for a 0/1 metric (Wilson interval), else
+                        <metric>_mean (see :func:`estimate_column`)
       plots/            written by :mod:`dpbandits.experiments.plots`
 
 Crash safety. Every file is written to a temporary file in the same directory, flushed and
@@ -34,7 +36,7 @@ import platform
 import sys
 import time
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -132,6 +134,33 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise StudyError(f"{str(path)!r} cannot be read: {exc}") from None
     return manifest
+
+
+def estimate_column(metric: str, proportion: bool) -> str:
+    """The ``summary.csv`` column of a metric's estimate: ``<metric>_rate`` for a 0/1 metric, else ``_mean``.
+
+    Examples
+    --------
+    >>> estimate_column("success", proportion=True), estimate_column("regret", proportion=False)
+    ('success_rate', 'regret_mean')
+    """
+    return f"{metric}_rate" if proportion else f"{metric}_mean"
+
+
+def summary_metrics(header: Sequence[str]) -> dict[str, str]:
+    """Map each metric of a ``summary.csv`` header to the column of its estimate, in header order.
+
+    A metric is recognised by its ``<metric>_stderr`` column; its estimate is ``<metric>_rate`` or
+    ``<metric>_mean``, whichever the header has (see :func:`estimate_column`).
+    """
+    columns = set(header)
+    metrics = {}
+    for name in header:
+        if name.endswith("_stderr"):
+            metric = name.removesuffix("_stderr")
+            rate = estimate_column(metric, proportion=True)
+            metrics[metric] = rate if rate in columns else estimate_column(metric, proportion=False)
+    return metrics
 
 
 def read_summary(run_dir: str | Path) -> list[dict[str, str]]:
@@ -426,8 +455,9 @@ class RunStore:
         metrics = list(self.study.all_metrics())
         proportions = self.study.proportion_metrics()
         header = [*swept, "algorithm", "n_trials"]
+        estimates = {metric: estimate_column(metric, metric in proportions) for metric in metrics}
         for metric in metrics:
-            header += [f"{metric}_mean", f"{metric}_stderr", f"{metric}_ci_low", f"{metric}_ci_high"]
+            header += [estimates[metric], f"{metric}_stderr", f"{metric}_ci_low", f"{metric}_ci_high"]
         rows = []
         for cell in self._cells.values():
             values = self.read_cell(cell)
@@ -438,11 +468,11 @@ class RunStore:
             row["n_trials"] = str(self.study.trials)
             for metric in metrics:
                 if metric not in values:
-                    for suffix in ("mean", "stderr", "ci_low", "ci_high"):
-                        row[f"{metric}_{suffix}"] = ""
+                    for column in (estimates[metric], f"{metric}_stderr", f"{metric}_ci_low", f"{metric}_ci_high"):
+                        row[column] = ""
                     continue
                 stats = summarize_metric(values[metric], proportion=metric in proportions, name=metric)
-                row[f"{metric}_mean"] = _format_number(stats.mean)
+                row[estimates[metric]] = _format_number(stats.mean)
                 row[f"{metric}_stderr"] = _format_number(stats.stderr)
                 row[f"{metric}_ci_low"] = _format_number(stats.ci_low)
                 row[f"{metric}_ci_high"] = _format_number(stats.ci_high)
