@@ -2,7 +2,8 @@
 
 CSV formats (header line first; see :mod:`dpbandits.envs.offline`):
 
-* ``mab``: ``action,reward``;
+* ``mab``: ``action,reward`` (``--n-arms K`` states the public number of arms; by default
+  ``max(action) + 1``, which lets the data decide K);
 * ``linear``: ``x0,...,x{d-1},reward``, plus ``--actions`` with ``x0,...,x{d-1}`` (candidates at one context);
 * ``rlhf``: ``z0,...,z{d-1},label`` (z = φ(x, a¹) − φ(x, a²)), plus ``--actions``.
 
@@ -39,7 +40,7 @@ class Setting(StrEnum):
 def _account(
     setting: Setting, data: Path, actions: Path | None, eta: float, beta0: float, reward_bound: float,
     ridge: float, norm_bound: float, variant: str, n0: float | None, k: float | None,
-    lambda0: float | None, neighbouring: str,
+    lambda0: float | None, neighbouring: str, n_arms: int | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     from dpbandits.algorithms.offline import KLLinearPolicy, KLMABPolicy, KLRLHFPolicy
     from dpbandits.envs.offline import (
@@ -53,7 +54,7 @@ def _account(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PaperVariantWarning)
         if setting is Setting.mab:
-            logged = read_logged_bandit_csv(data, reward_bound=reward_bound)
+            logged = read_logged_bandit_csv(data, reward_bound=reward_bound, n_arms=n_arms)
             mab = KLMABPolicy(logged.n_arms, eta=eta, beta0=beta0, reward_bound=reward_bound).fit(logged)
             probabilities = mab.probabilities()
             pure = mab.privacy(kind="pure", variant=variant)
@@ -119,11 +120,13 @@ def register(app: typer.Typer) -> None:
         k: Annotated[float | None, typer.Option("--k", help="MAB approximate DP: N0 = floor(N_max/k).")] = None,
         lambda0: Annotated[float | None, typer.Option("--lambda0", help="Linear/RLHF approximate DP threshold.")] = None,
         neighbouring: Annotated[str, typer.Option("--neighbouring", help="rlhf: label or add_remove.")] = "label",
+        n_arms: Annotated[int | None, typer.Option("--n-arms", help="mab: public number of arms K (default: max action + 1).")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> None:
         """Fit a KL-regularised offline policy to logged data and print its per-instance guarantees.
 
-        CSV formats (a header line, then one record per line): mab: action,reward; linear:
+        CSV formats (a header line, then one record per line; trailing blank lines are ignored): mab: action,reward
+        (--n-arms K: the public number of arms, default max(action) + 1); linear:
         x0,...,x{d-1},reward with --actions x0,...,x{d-1} (the candidates at one context); rlhf:
         z0,...,z{d-1},label (z = phi(x, a1) - phi(x, a2), label 1 if a1 is preferred) with --actions.
         """
@@ -132,7 +135,7 @@ def register(app: typer.Typer) -> None:
         check_one_of(variant, "variant", ("corrected", "paper", "tight"))
         check_one_of(neighbouring, "neighbouring", ("label", "add_remove"))
         result, notes = _account(setting, data, actions, eta, beta0, reward_bound, ridge, norm_bound, variant,
-                                 n0, k, lambda0, neighbouring)
+                                 n0, k, lambda0, neighbouring, n_arms)
         if as_json:
             typer.echo(json.dumps({key: _json_number(v) for key, v in result.items()}))
             return

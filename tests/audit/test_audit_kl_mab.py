@@ -187,3 +187,17 @@ def test_replace_one_audit_is_within_the_converted_guarantee(rng: np.random.Gene
         assert replace.epsilon_hat <= 2 * audit_mab(policy, data).epsilon_hat * (1 + 1e-9)
         worst = max(worst, replace.epsilon_hat / claim.epsilon)
     assert worst > 0.01
+
+
+def test_corrected_delta_never_underflows_to_a_false_pure_claim() -> None:
+    """An uncovered arm (N = 0) in Ī has mass e^{−3000} on a neighbour: δ is tiny but not 0.
+
+    δ = 0 would read as pure ε-DP, which the exact audit refutes (the loss is infinite).
+    """
+    data = LoggedBanditData(np.ones(100, int), np.ones(100), 2)
+    policy = KLMABPolicy(2, eta=0.003, beta0=10.0).fit(data)
+    corrected = policy.privacy(kind="approx", n0=4)
+    assert math.isfinite(corrected.epsilon) and 0.0 < corrected.delta < 1e-300
+    report = audit_mab(policy, data, epsilon=corrected.epsilon)
+    assert report.epsilon_hat == math.inf  # not pure DP at any ε
+    assert not report.violates(corrected)

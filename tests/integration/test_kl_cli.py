@@ -83,3 +83,21 @@ def test_malformed_files_name_the_line_and_column(tmp_path: Path, content: str, 
     result = runner.invoke(app, ["account", "mab", "--data", str(path)])
     assert result.exit_code == 1
     assert message in result.output
+
+
+def test_public_number_of_arms_and_trailing_blank_lines(tmp_path: Path) -> None:
+    path = tmp_path / "mab.csv"
+    path.write_text("action,reward\n0,1\n0,0\n1,1\n1,0.5\n\n\n")  # trailing blank lines are not records
+    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.output)["probabilities"]) == 2
+    # K is public: a third arm without data is never sampled and makes the pure guarantee infinite
+    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["probabilities"][2] == 0.0 and out["epsilon0"] == "inf" and "<= 1" in out["reason"]
+    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "1"])
+    assert result.exit_code == 1 and "line 4, column 'action': must be an integer arm in [0, 1)" in result.output
+    path.write_text("action,reward\n0,1\n\n1,0\n")  # a blank line inside the data is still malformed
+    result = runner.invoke(app, ["account", "mab", "--data", str(path)])
+    assert result.exit_code == 1 and "line 3: expected 2 columns; got 0" in result.output

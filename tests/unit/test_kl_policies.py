@@ -71,6 +71,13 @@ def test_mab_policy_stable_for_extreme_eta(eta: float) -> None:
         np.testing.assert_allclose(probs, np.full(3, 1 / 3), rtol=1e-9)
 
 
+def test_mab_policy_tiny_eta_with_the_best_arm_outside_the_reference_support() -> None:
+    """u/η overflows for a subnormal η: the shift must use the support of π0, not the excluded best arm."""
+    policy = KLMABPolicy(3, eta=1e-320, beta0=0.0, reference=[0.0, 0.5, 0.5])
+    policy.fit([0, 0, 1, 1, 2], [1.0, 1.0, 0.5, 0.5, 0.0])
+    np.testing.assert_array_equal(policy.probabilities(), [0.0, 1.0, 0.0])
+
+
 def test_mab_sample_is_seeded_and_respects_support(seed: int) -> None:
     policy = KLMABPolicy(4, eta=0.3).fit([0, 1, 1, 2], [1.0, 0.5, 0.5, 0.0])
     a = policy.sample(rng=seed, size=50)
@@ -169,8 +176,9 @@ def test_appendix_a_reference_values() -> None:
         0.6940569, abs=1e-7)
     assert acc.theorem2_pure_epsilon(102, n_records=200, dimension=2, reward_bound=1, beta0=10,
                                      eta=0.01) == pytest.approx(6.872188, abs=1e-6)
-    eps, delta = acc.corollary2_paper(4, 0.9, lambda_min=1e9, n_records=1000, dimension=5, n_actions=10,
-                                      reward_bound=1, beta0=50, eta=0.1)
+    with pytest.warns(PaperVariantWarning, match="Corollary 2"):  # the approximate part is invalid (§7 item 14)
+        eps, delta = acc.corollary2_paper(4, 0.9, lambda_min=1e9, n_records=1000, dimension=5, n_actions=10,
+                                          reward_bound=1, beta0=50, eta=0.1)
     assert eps == pytest.approx(5.232792, abs=1e-6) and delta == pytest.approx(3.117755e-11, rel=1e-6)
     assert acc.corollary2_paper(4, lambda_min=1e9, n_records=1000, dimension=5, n_actions=10, reward_bound=1,
                                 beta0=50, eta=0.1)[0] == pytest.approx(5.814214, abs=1e-6)
@@ -184,7 +192,8 @@ def test_appendix_a_reference_values() -> None:
                                            eta=1) == pytest.approx(2.237224e-3, rel=1e-6)
     common = {"lambda_min": 1e9, "ridge": 1, "n_records": 1000, "dimension": 5, "n_actions": 2,
               "norm_bound": 0.5, "beta0": 1, "eta": 0.1}
-    assert acc.corollary3_paper(2, **common)[0] == pytest.approx(0.7436564, abs=1e-7)
+    with pytest.warns(PaperVariantWarning, match="Corollary 3"):  # inherits Theorem 3's error (C4)
+        assert acc.corollary3_paper(2, **common)[0] == pytest.approx(0.7436564, abs=1e-7)
     assert acc.corollary3_paper(2, variant="corrected", **common)[0] == pytest.approx(2.034465, abs=1e-6)
     g = PureDP(epsilon=0.1, unit="one record", neighbouring=Neighbouring.ADD_REMOVE)
     assert acc.repeated_sampling(g, 100, method="advanced", delta_prime=1e-6).epsilon == pytest.approx(

@@ -419,6 +419,8 @@ def _read_numeric_csv(path: str | Path, expected: list[str] | None, prefix: str 
         if n_lead < 1 or header != lead + tail:
             want = ",".join([f"{prefix}0", "...", f"{prefix}{{d-1}}", *tail])
             raise DataFormatError(f"{file}: line 1: header must be {want}; got {','.join(header)}")
+    while len(rows) > 1 and not any(cell.strip() for cell in rows[-1]):
+        rows.pop()  # trailing blank lines are not records (a blank line inside the data still is an error)
     values = np.empty((len(rows) - 1, len(header)))
     for line, row in enumerate(rows[1:], start=2):
         if len(row) != len(header):
@@ -476,7 +478,10 @@ def read_logged_bandit_csv(path: str | Path, *, reward_bound: float = 1.0,
     bound = check_positive_float(reward_bound, "reward_bound")
     header, values = _read_numeric_csv(path, ["action", "reward"], None, [])
     actions = values[:, 0]
-    k = int(actions.max()) + 1 if n_arms is None and actions.size else check_int(n_arms or 1, "n_arms", minimum=1)
+    if n_arms is not None:
+        k = check_int(n_arms, "n_arms", minimum=1)
+    else:
+        k = int(actions.max()) + 1 if actions.size else 1
     _check_column(path, header, values, "action", (actions == np.round(actions)) & (actions >= 0) & (actions < k),
                   f"must be an integer arm in [0, {k})")
     _check_column(path, header, values, "reward", (values[:, 1] >= 0) & (values[:, 1] <= bound),

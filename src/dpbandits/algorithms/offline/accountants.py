@@ -78,13 +78,21 @@ UNIT_RLHF_LABEL = "one preference label (features public)"
 UNIT_RLHF_RECORD = "one preference record (feature pair, label)"
 
 VARIANTS = ("corrected", "paper", "tight")
+_SMALLEST_DELTA = math.ulp(0.0)  # 5e-324, an upper bound on any positive δ that underflows
 KINDS = ("pure", "approx")
 
 
 # ---------------------------------------------------------------------------------------- helpers
 def _cap_log_delta(log_delta: float) -> float:
-    """δ = exp(min(0, log δ)): the formulas can exceed 1 (spec §7 item 37)."""
-    return float(math.exp(min(0.0, log_delta))) if log_delta > -math.inf else 0.0
+    """δ = exp(min(0, log δ)): the formulas can exceed 1 (spec §7 item 37).
+
+    A finite log δ below the float64 range is rounded *up* to the smallest positive float, never to
+    0: δ = 0 would claim pure ε-DP, which is false when some mass escapes the bound (e.g. an arm with
+    N(a) = 0 whose probability is e^{−3000} on a neighbour).
+    """
+    if log_delta == -math.inf:
+        return 0.0
+    return max(float(math.exp(min(0.0, log_delta))), _SMALLEST_DELTA)
 
 
 def _paper_warning(claim: str) -> None:
@@ -307,6 +315,16 @@ def account_mab(
     -------
     PureDP or ApproxDP
         Add/remove of one logged record, per instance.
+
+    Privacy
+    -------
+    Per-instance (ε, δ) of **one** action sampled from π̃(·; D), add/remove of one (arm, reward)
+    record; further samples compose (:func:`repeated_sampling`). Publishing the value leaks N(·; D).
+
+    References
+    ----------
+    Zhang et al. (2025), Theorem 1 (eq. 9) and Corollary 1; ``specs/spec_kl_regularization.md`` §4.3
+    (Theorem 1′, Lemma 1′) and §7 items 7–12.
     """
     policy._check_fitted()
     check_one_of(kind, "kind", KINDS)
@@ -478,6 +496,9 @@ def corollary2_paper(
 ) -> tuple[float, float]:
     """Corollary 2 as printed. Pure part valid; approximate part (with ``c``) **invalid** (§7 item 14).
 
+    The approximate part issues a :class:`PaperVariantWarning`; its valid counterpart is
+    ``account_linear(..., kind="approx", c=c)`` (λ0 = λ_min/c² and the corrected δ recipe).
+
     Requires λ_min >= 1 + n/(k1·d), else (∞, ·).
     ε0 = (k1·d/(nη))·(2R(1 + √k1·d) + β0·√(k1·d/n)); with c ∈ (0, 1): ε = c·ε0 and
     δ = |A|·e^ε·exp((β0/η)·√(d/n)·(1 − √(c·k1))).
@@ -504,6 +525,8 @@ def corollary2_paper(
     eps0 = kk * d / (n * eta) * (2.0 * r * (1.0 + math.sqrt(kk) * d) + beta0 * math.sqrt(kk * d / n))
     if c is None:
         return eps0, 0.0
+    check_in_interval(c, "c", 0.0, 1.0, closed="neither")
+    _paper_warning("Corollary 2 (approximate DP)")
     return _corollary_approx_paper(eps0, c, k1=kk, n_actions=n_actions, beta0=beta0, eta=eta, dimension=d,
                                    n_records=n)
 
@@ -544,6 +567,16 @@ def account_linear(
     -------
     PureDP or ApproxDP
         Add/remove of one logged record, for this context only.
+
+    Privacy
+    -------
+    Per-instance guarantee of one action sampled at the fixed public context x; other contexts and
+    further samples compose.
+
+    References
+    ----------
+    Zhang et al. (2025), Theorem 2 and Corollary 2; ``specs/spec_kl_regularization.md`` §4.4 and §7
+    item 14 (C3: the paper's approximate form fails).
     """
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
@@ -645,7 +678,8 @@ def corollary3_paper(k1: float, c: float | None = None, *, lambda_min: float, ri
 
     ``"paper"``: ε0 = (2 + 2e^{2B})·k1·d/(nη) (invalid, inherits Theorem 3's error); with c ∈ (0, 1),
     ε = c·ε0 and δ = |A|·e^ε·exp((β0/η)√(d/n)(1 − √(c·k1))) (invalid). ``"corrected"``: the pure
-    analogue 4κ_B·k1·d/(nη) (no approximate form; use :func:`account_rlhf`).
+    analogue 4κ_B·k1·d/(nη) (no approximate form; use :func:`account_rlhf`). ``"paper"`` issues a
+    :class:`PaperVariantWarning`.
 
     Examples
     --------
@@ -661,6 +695,10 @@ def corollary3_paper(k1: float, c: float | None = None, *, lambda_min: float, ri
     b = check_positive_float(norm_bound, "norm_bound")
     if check_positive_float(lambda_min, "lambda_min") < check_positive_float(ridge, "ridge") + n / (kk * d):
         return math.inf, (0.0 if c is None else 1.0)
+    if c is not None:
+        check_in_interval(c, "c", 0.0, 1.0, closed="neither")
+    if variant == "paper":
+        _paper_warning("Corollary 3 (label DP, inherits Theorem 3)")
     numerator = 2.0 + 2.0 * math.exp(2.0 * b) if variant == "paper" else 4.0 * kappa_b(b)
     eps0 = numerator * kk * d / (n * eta)
     if c is None or variant == "corrected":
@@ -709,6 +747,16 @@ def account_rlhf(
     Returns
     -------
     PureDP or ApproxDP
+
+    Privacy
+    -------
+    Per-instance guarantee of one response sampled at the fixed public prompt x: one preference
+    label (``"label"``, features public) or one whole comparison (``"add_remove"``).
+
+    References
+    ----------
+    Zhang et al. (2025), Theorem 3, Corollary 3 and Appendix D (Theorem 4);
+    ``specs/spec_kl_regularization.md`` §4.5, §5.1.3 (Theorems 3′/4′; C4, C5).
     """
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)

@@ -187,7 +187,16 @@ class LaplaceStatisticsGreedyMAB(_MABBaseline):
 
 
 class PessimisticGreedyMAB(_MABBaseline):
-    """Non-private reference: argmax_a (r̄(a) − β0/√N(a)), ties broken uniformly at random."""
+    """Non-private reference: argmax_a (r̄(a) − β0/√N(a)), ties broken uniformly at random.
+
+    Privacy
+    -------
+    None: the arg-max is deterministic in the data (ε = ∞); a utility reference for study E5.
+
+    References
+    ----------
+    ``specs/spec_kl_regularization.md`` §3.5 (non-private references).
+    """
 
     name = "greedy"
 

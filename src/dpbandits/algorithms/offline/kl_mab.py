@@ -45,16 +45,23 @@ def log_reference_policy(reference: ArrayLike | None, n_actions: int, name: str 
 
 
 def kl_log_policy(log_reference: ArrayLike, utilities: ArrayLike, eta: float) -> FloatArray:
-    """Log π̃ ∝ log π0 + u/η via :func:`gibbs_log_probabilities`, with u shifted by its largest finite value.
+    """Log π̃ ∝ log π0 + u/η via :func:`gibbs_log_probabilities`, with u shifted by its largest value on the support.
 
-    The shift leaves the distribution unchanged and keeps u/η from overflowing to ∞ (which would give
-    NaN) for tiny η; it is applied per row (last axis = actions).
+    Actions with π0(a) = 0 are excluded first (u = −∞; they are never chosen), then u is shifted by its
+    largest finite value. The shift leaves the distribution unchanged and keeps u/η from overflowing
+    to ∞ (which would give NaN) for tiny η; it is applied per row (last axis = actions). For finite η
+    the scaled utilities u/η are formed here, so a value that overflows is exactly −∞ (weight 0).
     """
-    u = np.asarray(utilities, dtype=np.float64)
+    log_pi0 = np.asarray(log_reference, dtype=np.float64)
+    u = np.where(np.isneginf(log_pi0), -np.inf, np.asarray(utilities, dtype=np.float64))
     finite = np.isfinite(u)
     top = np.max(np.where(finite, u, -np.inf), axis=-1, keepdims=True)
     shifted = np.where(finite, u - np.where(np.isfinite(top), top, 0.0), u)
-    return gibbs_log_probabilities(log_reference, shifted, eta)
+    if not math.isfinite(eta):
+        return gibbs_log_probabilities(log_pi0, shifted, eta)
+    with np.errstate(over="ignore"):  # shifted <= 0 on the support: overflow can only give −∞
+        scaled = shifted / check_positive_float(eta, "eta")
+    return gibbs_log_probabilities(log_pi0, scaled, 1.0)
 
 
 def mab_utilities(counts: ArrayLike, reward_sums: ArrayLike, beta0: float) -> FloatArray:
