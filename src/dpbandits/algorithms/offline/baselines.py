@@ -1,8 +1,15 @@
 """Baselines for utility comparisons with the KL-regularised MAB policy (spec §3.5 and study E5).
 
-All private baselines use the same **per-instance** sensitivity as Theorem 1: for arms with
-N(a) >= N_min >= 2, one added or removed record moves u(a) = r̄(a) − β0/√N(a) by at most
+By default the private baselines use the same **per-instance** sensitivity as Theorem 1: for arms
+with N(a) >= N_min >= 2, one added or removed record moves u(a) = r̄(a) − β0/√N(a) by at most
 Δ = 2R/(N_min − 1) + β0/(2(N_min − 1)^{3/2}) (App. B), and only the arm of that record changes.
+The guarantee then holds for D and its neighbours only, and Δ itself depends on D.
+
+With ``min_count=m`` (a public lower bound on every arm's count, fixed before seeing the data) they
+are the standard mechanisms with the **global** sensitivity Δ(m) over the domain
+{D : N(a; D) >= m for every arm} (spec §4.1, ``scope="domain"``): the noise no longer depends on D,
+the guarantee is an ordinary (not per-instance) ε-DP statement for neighbouring datasets in the
+domain, and data outside the domain is refused.
 
 * :class:`ExponentialMechanismMAB` — the standard exponential mechanism on u (β0 = 0: "EM-mean";
   β0 > 0: "EM-pessimistic") with temperature 2Δ/ε and a uniform base measure;
@@ -21,7 +28,7 @@ import math
 
 import numpy as np
 
-from dpbandits._core.errors import EmptySupportError, NotFittedError
+from dpbandits._core.errors import EmptySupportError, InvalidParameterError, NotFittedError
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
@@ -53,11 +60,14 @@ class _MABBaseline:
 
     name = "baseline"
 
-    def __init__(self, n_arms: int, epsilon: float, beta0: float = 0.0, reward_bound: float = 1.0) -> None:
+    def __init__(self, n_arms: int, epsilon: float, beta0: float = 0.0, reward_bound: float = 1.0,
+                 min_count: int | None = None) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=1)
         self.epsilon = check_positive_float(epsilon, "epsilon", allow_inf=True)
         self.beta0 = check_in_interval(beta0, "beta0", 0.0, math.inf, closed="left")
         self.reward_bound = check_positive_float(reward_bound, "reward_bound")
+        # m: public lower bound on every N(a) (domain scope); None: per-instance sensitivity from D
+        self.min_count = None if min_count is None else check_int(min_count, "min_count", minimum=2)
 
     def fit(self, data: LoggedBanditData, rng: RNGLike = None) -> _MABBaseline:
         """Compute u(a) and Δ from logged data (``rng`` is used only by policy-level releases)."""
@@ -67,8 +77,16 @@ class _MABBaseline:
         self.covered_ = np.flatnonzero(counts > 0)
         if self.covered_.size == 0:
             raise EmptySupportError("no arm has data; the baseline has no action to choose")
-        self.sensitivity_ = mab_utility_sensitivity(int(counts.min()), reward_bound=self.reward_bound,
-                                                    beta0=self.beta0)
+        n_min = int(counts.min())
+        if self.min_count is not None and n_min < self.min_count:
+            arm = int(np.argmin(counts))
+            raise InvalidParameterError(
+                f"data must lie in the declared domain N(a) >= min_count = {self.min_count} for every arm; "
+                f"got N({arm}) = {n_min}"
+            )
+        # Δ over the domain (global, data-independent) or at D (per instance)
+        self.sensitivity_ = mab_utility_sensitivity(n_min if self.min_count is None else self.min_count,
+                                                    reward_bound=self.reward_bound, beta0=self.beta0)
         return self
 
     def _check_fitted(self) -> None:
@@ -76,15 +94,17 @@ class _MABBaseline:
             raise NotFittedError(f"{type(self).__name__} is not fitted; call fit(data) first")
 
     def privacy(self) -> Guarantee:
-        """Per-instance pure guarantee of one sample (add/remove of one logged record)."""
+        """Pure guarantee of one sample (add/remove of one logged record): per instance, or over the domain."""
         self._check_fitted()
         if not math.isfinite(self.sensitivity_) or not math.isfinite(self.epsilon):
             return PureDP.infinite(unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
                                    reason="min_a N(a;D) <= 1 (unbounded sensitivity) or epsilon = inf",
                                    reference=type(self).__name__)
+        scope = ("per-instance sensitivity" if self.min_count is None
+                 else f"global sensitivity over the domain N(a) >= {self.min_count}")
         return PureDP(epsilon=self.epsilon, unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
-                      reference=f"{type(self).__name__} (spec §3.5), per-instance sensitivity",
-                      per_instance=True)
+                      reference=f"{type(self).__name__} (spec §3.5), {scope}",
+                      per_instance=self.min_count is None)
 
     def _sensitivity_for_noise(self) -> float:
         # with unbounded sensitivity no finite noise helps; use the N = 2 value so sampling still works
@@ -103,10 +123,14 @@ class ExponentialMechanismMAB(_MABBaseline):
     beta0 : float, default 0
         0 gives "EM-mean"; > 0 gives "EM-pessimistic".
     reward_bound : float, default 1
+    min_count : int, optional
+        m >= 2, a public lower bound on every arm's count: Δ = Δ(m) is the global sensitivity over
+        that domain (see the module docstring); default: per-instance Δ(N_min(D)).
 
     Privacy
     -------
-    ε-DP per instance (Δ depends on N_min of D), add/remove of one logged record.
+    ε-DP for add/remove of one logged record: per instance (Δ depends on N_min of D), or, with
+    ``min_count``, for every pair of neighbouring datasets in the domain N(a) >= m.
 
     References
     ----------
