@@ -45,3 +45,20 @@ def test_baselines_run_reproducibly_and_learn(name, params, seed):
     if name != "private-feature-ridge":
         # non-private learners at T = 150 beat a random guess by far (range of f is about 1)
         assert np.all(out["error"] < 0.1)
+
+
+def test_private_feature_ridge_refuses_out_of_range_data_unless_clipping_was_asked(rng):
+    """Δ₂ = √2·(sup‖φ‖² + B_y²) assumes |y| <= B_y: an unbounded reward must not be used silently."""
+    from dpbandits._core.errors import InvalidParameterError
+    from dpbandits.algorithms.kernel.baselines import PrivateFeatureRidge
+
+    qff = quadrature_fourier_features(StationaryKernel("se", 0.2), 2, nodes_per_axis=6)
+    points, rewards = rng.random((5, 2)), np.array([0.0, 0.5, -0.5, 1.0, 40.0])
+    model = PrivateFeatureRidge(qff, epsilon=1.0, delta=1e-6, reward_bound=1.5)
+    with pytest.raises(InvalidParameterError, match=r"rewards must lie in \[-1.5, 1.5\]"):
+        model.release(points, rewards, rng)
+    with pytest.raises(InvalidParameterError, match=r"points must lie in \[0.0, 1.0\]"):
+        model.second_moment(points + 1.0, np.zeros(5))
+    clipped = PrivateFeatureRidge(qff, epsilon=1.0, delta=1e-6, reward_bound=1.5, clip=True)
+    np.testing.assert_array_equal(clipped.second_moment(points, rewards),
+                                  model.second_moment(points, np.clip(rewards, -1.5, 1.5)))

@@ -23,9 +23,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import linalg
 
+from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
+    check_bounded_array,
     check_delta,
     check_epsilon,
     check_int,
@@ -82,10 +84,13 @@ class PrivateFeatureRidge:
     delta : float
         δ in (0, 1).
     reward_bound : float
-        B_y (rewards must lie in [−B_y, B_y]; the learning contexts in [0, 1]^dc).
+        B_y: rewards must lie in [−B_y, B_y] and joint points in [0, 1]^D, else an error is raised.
     tau : float, default 1.0
     alpha : float, default 0.01
         Failure probability of the positive-definiteness shift s.
+    clip : bool, default False
+        Clip rewards to [−B_y, B_y] and joint points to [0, 1]^D instead of raising (fixed
+        per-record maps, so neighbours stay neighbours).
 
     Privacy
     -------
@@ -108,8 +113,10 @@ class PrivateFeatureRidge:
         reward_bound: float,
         tau: float = 1.0,
         alpha: float = 0.01,
+        clip: bool = False,
     ) -> None:
         self.feature_map = feature_map
+        self.clip = bool(clip)
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
         self.reward_bound = check_positive_float(reward_bound, "reward_bound")
@@ -130,8 +137,15 @@ class PrivateFeatureRidge:
         )
 
     def second_moment(self, points: ArrayLike, rewards: ArrayLike) -> FloatArray:
-        """M = Σₜ aₜaₜᵀ with aₜ = [φ(wₜ); yₜ] (the non-private statistic)."""
-        a = np.concatenate([self.feature_map.transform(points), np.asarray(rewards, dtype=float)[:, None]], axis=1)
+        """M = Σₜ aₜaₜᵀ with aₜ = [φ(wₜ); yₜ] (the non-private statistic).
+
+        Δ₂ assumes |yₜ| <= B_y: out-of-range data is an error unless ``clip=True``.
+        """
+        w = check_bounded_array(points, "points", 0.0, 1.0, clip=self.clip, ndim=2)
+        y = check_bounded_array(rewards, "rewards", -self.reward_bound, self.reward_bound, clip=self.clip, ndim=1)
+        if w.shape[0] != y.shape[0]:
+            raise InvalidParameterError(f"points and rewards must have the same length; got {w.shape[0]} and {y.shape[0]}")
+        a = np.concatenate([self.feature_map.transform(w), y[:, None]], axis=1)
         return np.asarray(a.T @ a)
 
     def release(self, points: ArrayLike, rewards: ArrayLike, rng: RNGLike = None) -> FloatArray:
@@ -302,7 +316,17 @@ def simulate_private_feature_ridge(
     grid_points_per_dim: int | None = None,
     n_test_contexts: int = 64,
 ) -> Mapping[str, np.ndarray]:
-    """Uniform sampling + one-shot private feature ridge (B4, (ε, δ)-JDP; predictions are free)."""
+    """Uniform sampling + one-shot private feature ridge (B4, (ε, δ)-JDP; predictions are free).
+
+    Privacy
+    -------
+    (ε, δ)-joint-DP for one round's context and reward (rewards clipped to ±B_y): the analytic
+    Gaussian mechanism on the augmented second-moment matrix, see :class:`PrivateFeatureRidge`.
+
+    References
+    ----------
+    ``specs/spec_usca_kernel.md`` §5 B4; Balle & Wang (2018), analytic Gaussian mechanism, Theorem 8.
+    """
     def fit(fmap: FeatureMap, points: FloatArray, rewards: FloatArray, noise_seed: RNGLike) -> FloatArray:
         model = PrivateFeatureRidge(fmap, epsilon=epsilon, delta=delta, reward_bound=reward_bound, tau=tau)
         return model.release(points, rewards, noise_seed)

@@ -128,6 +128,17 @@ def certified_sup(
     Returns
     -------
     SupBound
+
+    Privacy
+    -------
+    Uses only the data-independent surrogate σ̄² (a function of the approximating set), so it costs
+    no privacy; the returned ``upper`` is an upper bound on sup σ̄² whatever the budget, which is
+    what makes Δ = 2·B_y·upper a valid sensitivity (Lemma 4.2).
+
+    References
+    ----------
+    ``specs/spec_usca_kernel.md`` §2.5 (certified branch and bound); Pavlovic, Salgia & Zhao (2025),
+    Lemma 4.2 (= 7.1).
     """
     d = check_int(dim, "dim", minimum=1)
     tau = check_positive_float(tau, "tau")

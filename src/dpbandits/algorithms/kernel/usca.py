@@ -538,6 +538,16 @@ def simulate_usca(
     private prediction at c_{T+1}), ``sup_error`` (max |μ̄_T − f| on grid × evaluation contexts),
     ``sensitivity`` (the paper's Δ, also with ``sensitivity_method="refined"``), ``sup_variance`` (Ŝ),
     ``gamma`` (γ̂), ``approx_size`` (M).
+
+    Privacy
+    -------
+    The one sampled prediction per trial is ε-joint-DP (pure) for one round's context and reward
+    (exponential mechanism with Δ = 2·B_y·Ŝ on a data-independent grid; rewards clipped, contexts
+    projected). ``error`` and ``sup_error`` read μ̄_T directly: evaluation metrics, not releases.
+
+    References
+    ----------
+    Pavlovic, Salgia & Zhao (2025), Algorithm 1, Lemma 4.2 (= 7.1), Theorem 4.1 (= 7.3).
     """
     if isinstance(epsilon, int | float) and math.isinf(epsilon):
         raise InvalidParameterError("epsilon must be finite for 'usca'; use 'usca-nonprivate' for epsilon = inf")
@@ -609,7 +619,17 @@ def simulate_usca_trivial(
     n_test_contexts: int = 64,
     precision: str = "float32",
 ) -> Mapping[str, np.ndarray]:
-    """USCA with the trivial sensitivity Δ = 2·B_y/τ (baseline B6, ablation): private, no decaying Δ."""
+    """USCA with the trivial sensitivity Δ = 2·B_y/τ (baseline B6, ablation): private, no decaying Δ.
+
+    Privacy
+    -------
+    ε-joint-DP (pure) per prediction for one round's context and reward: Ŝ = sup k(w, w)/τ >= sup σ̄²
+    because Z̃ ≽ τ·Id, so Lemma 4.2's sensitivity bound holds with this Δ.
+
+    References
+    ----------
+    Pavlovic, Salgia & Zhao (2025), Lemma 4.2 (= 7.1), Theorem 4.1; ``specs/spec_usca_kernel.md`` §5 B6.
+    """
     return _simulate(
         env, n_trials=n_trials, rng=rng, horizon=horizon, epsilon=epsilon, reward_bound=reward_bound,
         n_test_contexts=n_test_contexts, tau=tau, backend=backend, feature_map=feature_map,
