@@ -223,6 +223,16 @@ def dp_ebs_guarantee(epsilon: float, counter_epsilon: str = "quarter") -> PureDP
     With ε_c = ε/4 the paper's accounting gives ε (our tight accounting ε/2); with ε_c = ε/2 the
     tight accounting gives ε. Everything else the algorithm outputs is post-processing of the counter
     releases and of data-independent coins.
+
+    Privacy
+    -------
+    Returns the pure ε-DP guarantee (central model) for one preference label; ``inf`` gives the
+    vacuous guarantee of the non-private twin.
+
+    References
+    ----------
+    Saha & Asi (2024), Lemma 2 (privacy of Algorithm 1); Chan, Shi & Song (2011), Theorem 3.5
+    (binary mechanism); ``specs/spec_dp_dueling.md`` §3.7 (accounting).
     """
     eps = check_epsilon(epsilon, allow_inf=True)
     check_one_of(counter_epsilon, "counter_epsilon", tuple(_BUDGET_SPLIT))
@@ -709,6 +719,14 @@ def simulate_ebs_elimination(
 
     Same code path and the same seeds as :func:`simulate_dp_ebs_elimination` with
     ``epsilon=inf``; see that function for the parameters and metrics.
+
+    Privacy
+    -------
+    None: the counters are exact (ε = ∞). A reference point for the private algorithm.
+
+    References
+    ----------
+    Saha & Asi (2024), Algorithm 1 with ε = ∞ (regret O(Σ_i log(KT)/Δ_i), Theorem 1).
     """
     return _simulate(env, n_trials, rng, horizon, math.inf, failure_probability, opponent,
                      "quarter", "css", union_bound, conf_scale, block)

@@ -180,6 +180,15 @@ def private_logistic_mle(
     -------
     ndarray (r,)
         φ̂.
+
+    Privacy
+    -------
+    Post-processing only: private when ``wins`` are already privatised (W̄ = clip(W + Lap(1/ε))).
+
+    References
+    ----------
+    Saha & Asi (2024), Algorithm 2 (private MLE); ``specs/spec_dp_dueling.md`` §4.7 (Newton with
+    Armijo backtracking, the clipping that makes the root exist).
     """
     y = check_array(coordinates, "coordinates", ndim=2)
     t = check_array(counts, "counts", ndim=1)
@@ -210,7 +219,16 @@ def private_logistic_mle(
 
 
 def goptimal_dpdb_guarantee(epsilon: float) -> PureDP:
-    """ε-DP for one preference label: each label enters one Laplace(1/ε) aggregate, once (disjoint)."""
+    """ε-DP for one preference label: each label enters one Laplace(1/ε) aggregate, once (disjoint).
+
+    Privacy
+    -------
+    Returns the pure ε-DP guarantee (central model); ``inf`` gives the non-private twin's.
+
+    References
+    ----------
+    Saha & Asi (2024), Theorem 3 (privacy part); ``specs/spec_dp_dueling.md`` §4.6 and §4.11.
+    """
     eps = check_epsilon(epsilon, allow_inf=True)
     if math.isinf(eps):
         return PureDP.infinite(unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
@@ -568,7 +586,17 @@ def simulate_goptimal_nonprivate(
     play_count_scale: float = 1.0,
     feedback: str = "binomial",
 ) -> Mapping[str, FloatArray]:
-    """The ε = ∞ twin of GOptimal-DPDB (exact counts, N^priv = 0); see :func:`simulate_goptimal_dpdb`."""
+    """The ε = ∞ twin of GOptimal-DPDB (exact counts, N^priv = 0); see :func:`simulate_goptimal_dpdb`.
+
+    Privacy
+    -------
+    None (ε = ∞): a reference point for the private algorithm.
+
+    References
+    ----------
+    Saha & Asi (2024), Algorithm 2 with ε = ∞; Lattimore & Szepesvári (2020), Algorithm 12
+    (phased elimination with G-optimal exploration).
+    """
     options = {"failure_probability": failure_probability, "kappa": kappa, "theta_bound": theta_bound,
                "fw_tol": fw_tol, "c_elim": c_elim, "play_count_scale": play_count_scale, "feedback": feedback}
     return _simulate(env, n_trials, rng, horizon, math.inf, options)

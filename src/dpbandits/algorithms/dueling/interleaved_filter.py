@@ -85,6 +85,10 @@ class InterleavedFilter:
     rng : int, SeedSequence, Generator or None
         The trial's seed (its algorithm stream draws the first candidate).
 
+    Privacy
+    -------
+    None: a non-private baseline.
+
     References
     ----------
     Yue et al. (2012), Algorithm 1 with the IF2 pruning.
@@ -218,6 +222,14 @@ def simulate_interleaved_filter(
     -------
     dict of str to ndarray (n_trials,)
         Regret metrics and ``identified_best`` (the final candidate is the best arm).
+
+    Privacy
+    -------
+    None: a non-private baseline.
+
+    References
+    ----------
+    Yue et al. (2012), Algorithm 1 and §5 (IF2), expected regret O(K·log T/Δ).
     """
     check_dueling_env(env)
     n = check_int(n_trials, "n_trials", minimum=1)

@@ -112,6 +112,10 @@ class RUCB:
     rng : int, SeedSequence, Generator or None
         The trial's seed (its algorithm stream gives the coins).
 
+    Privacy
+    -------
+    None: a non-private baseline (it stores every raw outcome).
+
     References
     ----------
     Zoghi et al. (2014), Algorithm 1.
@@ -193,6 +197,14 @@ def simulate_rucb(
     -------
     dict of str to ndarray (n_trials,)
         Regret metrics and ``identified_best`` (the most frequent first arm is the best arm).
+
+    Privacy
+    -------
+    None: a non-private baseline.
+
+    References
+    ----------
+    Zoghi et al. (2014), Algorithm 1 (regret O(K² + K·log T)).
     """
     check_dueling_env(env)
     n = check_int(n_trials, "n_trials", minimum=1)

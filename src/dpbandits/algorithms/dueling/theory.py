@@ -93,6 +93,10 @@ def alg1_heuristic(env: UtilityDuelingEnvironment, horizon: int, epsilon: float,
 
     With s = 1/√n, 2·(√(λ/2)·s + B·s²) = Δ gives s = (√(λ/2 + 2BΔ) − √(λ/2))/(2B) (s = Δ/(2√(λ/2))
     when B = 0). ``options`` go to :func:`~dpbandits.algorithms.dueling.dp_ebs_elimination.ebs_constants`.
+
+    References
+    ----------
+    Saha & Asi (2024), Theorem 1 and Lemma 6 (proof); ``specs/spec_dp_dueling.md`` §3.3 and §6.1.
     """
     gaps, reward_gaps, lam, bound = _plays(env, horizon, epsilon, **options)
     half_lam = lam / 2.0
@@ -108,6 +112,10 @@ def alg1_upper(env: UtilityDuelingEnvironment, horizon: int, epsilon: float, **o
     """Loose upper curve Σ_i 2·g_i·n̄_i + 4Tδ, n̄_i = ⌈max{32λ/Δ_i², 8B/Δ_i}⌉ (Lemma 6, spec §3.8).
 
     The empirical mean regret should lie below it (n̄_i is capped at T).
+
+    References
+    ----------
+    Saha & Asi (2024), Lemma 6 and Theorem 1 (proof); ``specs/spec_dp_dueling.md`` §3.8 and §6.1.
     """
     gaps, reward_gaps, lam, bound = _plays(env, horizon, epsilon, **options)
     delta = ebs_constants(env.n_arms, horizon, epsilon, **options).failure_probability
@@ -163,6 +171,10 @@ def thm3_schedule_bound(
     of phase ℓ − 1 have gap <= 3ε_{ℓ−1}), plus discretisation 2ηT and failure 4Tδ (S_θ = 1):
 
         R̄(T) = min(4(N_1 + m_1), 4T) + Σ_{ℓ>=2} 12·ε_ℓ·(N_ℓ + m_ℓ)|_truncated + 2ηT + 4Tδ.
+
+    References
+    ----------
+    Saha & Asi (2024), Theorem 3 and Lemmas 8–10 (proof); ``specs/spec_dp_dueling.md`` §4.5 and §6.3.
     """
     settings = _settings(n_arms, horizon, epsilon, failure_probability, kappa, 1.0, 0.01, 2.0, play_count_scale)
     d = check_int(dim, "dim", minimum=1)
@@ -224,7 +236,16 @@ def _curve(value: float, n_trials: int) -> dict[str, FloatArray]:
 def curve_alg1_heuristic(
     env: UtilityDuelingEnvironment, *, n_trials: int, rng: RNGLike, horizon: int, epsilon: float = math.inf
 ) -> dict[str, FloatArray]:
-    """Draw :func:`alg1_heuristic` as a line in study plots (``rng`` is unused: the curve is deterministic)."""
+    """Draw :func:`alg1_heuristic` as a line in study plots (``rng`` is unused: the curve is deterministic).
+
+    Privacy
+    -------
+    Not applicable: a deterministic theory curve that reads no feedback.
+
+    References
+    ----------
+    Saha & Asi (2024), Theorem 1; ``specs/spec_dp_dueling.md`` §6.1 (``alg1_heuristic``).
+    """
     return _curve(alg1_heuristic(env, horizon, epsilon), n_trials)
 
 
@@ -239,7 +260,16 @@ def curve_alg1_heuristic(
 def curve_alg1_upper(
     env: UtilityDuelingEnvironment, *, n_trials: int, rng: RNGLike, horizon: int, epsilon: float = math.inf
 ) -> dict[str, FloatArray]:
-    """Draw :func:`alg1_upper` as a line in study plots (``rng`` is unused: the curve is deterministic)."""
+    """Draw :func:`alg1_upper` as a line in study plots (``rng`` is unused: the curve is deterministic).
+
+    Privacy
+    -------
+    Not applicable: a deterministic theory curve that reads no feedback.
+
+    References
+    ----------
+    Saha & Asi (2024), Lemma 6 and Theorem 1; ``specs/spec_dp_dueling.md`` §6.1 (``alg1_upper``).
+    """
     return _curve(alg1_upper(env, horizon, epsilon), n_trials)
 
 
@@ -260,7 +290,16 @@ def curve_thm3_schedule(
     epsilon: float = math.inf,
     play_count_scale: float = 1.0,
 ) -> dict[str, FloatArray]:
-    """Draw :func:`thm3_schedule_bound` for ``env`` (d, K, and its discretisation gap) as a study line."""
+    """Draw :func:`thm3_schedule_bound` for ``env`` (d, K, and its discretisation gap) as a study line.
+
+    Privacy
+    -------
+    Not applicable: a deterministic theory curve that reads no feedback.
+
+    References
+    ----------
+    Saha & Asi (2024), Theorem 3; ``specs/spec_dp_dueling.md`` §6.3 (``thm3_schedule_bound``).
+    """
     if not isinstance(env, UtilityDuelingEnvironment):
         raise InvalidParameterError(f"env must be a UtilityDuelingEnvironment; got {type(env).__name__}")
     gap = float(env.reward_gaps.min())  # r(x*) − best net arm: the discretisation actually present
