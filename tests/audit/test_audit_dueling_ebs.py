@@ -67,7 +67,7 @@ def _max_abs_privacy_loss(
                             rng=seq, record_transcript=True)
         while not agent.committed and agent.time < HORIZON:
             pair = agent.ask()
-            agent.tell(pair, _outcome(pair, flipped=False))
+            agent.tell(pair, first_wins=_outcome(pair, flipped=False))
         records = agent.transcript
         pairs = [r["pair"] for r in records]
         outcomes = [_outcome(p, False) for p in pairs]

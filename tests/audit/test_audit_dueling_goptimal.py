@@ -43,7 +43,7 @@ def _losses(agent_class: type[GOptimalDPDB], seed: int, runs: int) -> tuple[floa
         pairs = []
         while agent.time < HORIZON and not agent.committed:
             pair = agent.ask()
-            agent.tell(pair, _outcome(pair, False))
+            agent.tell(pair, first_wins=_outcome(pair, False))
             pairs.append(pair)
         start, loss, sup = 0, 0.0, 0.0
         finished = [p for p in agent.phases if "noisy_wins" in p.diagnostics]

@@ -27,7 +27,7 @@ def _play_agent(env, agent, feedback, horizon):  # type: ignore[no-untyped-def]
     counts = np.zeros((env.n_arms, env.n_arms), dtype=np.int64)
     for _ in range(horizon):
         pair = agent.ask()
-        agent.tell(pair, feedback.duel(*pair))
+        agent.tell(pair, first_wins=feedback.duel(*pair))
         counts[pair] += 1
     return counts
 
@@ -70,7 +70,7 @@ def test_bookkeeping_invariants_round_robin_and_commit(seed: int) -> None:
         pair = agent.ask()
         committed = agent.committed
         active_before = agent.active_arms
-        agent.tell(pair, feedback.duel(*pair))
+        agent.tell(pair, first_wins=feedback.duel(*pair))
         if committed:
             assert pair[0] == pair[1] == active_before[0]
             continue
@@ -141,11 +141,18 @@ def test_validation_errors() -> None:
     pair = agent.ask()
     assert agent.ask() == pair
     with pytest.raises(InvalidActionError, match="pair must be the last asked pair"):
-        agent.tell((pair[0], (pair[1] + 1) % 3) if pair[0] == pair[1] else pair[::-1], 1)
+        agent.tell((pair[0], (pair[1] + 1) % 3) if pair[0] == pair[1] else pair[::-1], first_wins=1)
     with pytest.raises(InvalidParameterError, match="first_wins must be 0 or 1"):
-        agent.tell(pair, 2)
-    agent.tell(pair, 0)
-    agent.tell(agent.ask(), 1)
+        agent.tell(pair, first_wins=2)
+    with pytest.raises(InvalidParameterError, match="exactly one of winner"):
+        agent.tell(pair)
+    with pytest.raises(InvalidParameterError, match="exactly one of winner"):
+        agent.tell(pair, pair[0], first_wins=True)
+    outsider = next(arm for arm in range(3) if arm not in pair)
+    with pytest.raises(InvalidParameterError, match="winner must be one of the asked arms"):
+        agent.tell(pair, outsider)
+    agent.tell(pair, first_wins=0)
+    agent.tell(agent.ask(), first_wins=1)
     with pytest.raises(PrivacyBudgetExceededError, match="beyond the horizon"):
         agent.ask()
     with pytest.raises(InvalidParameterError, match="n_arms must be an int >= 2"):
@@ -169,11 +176,38 @@ def test_agents_run_on_the_secure_noise_backend(seed: int) -> None:
     agent = DPEBSElimination(env.n_arms, 50, 1.0, noise_backend=OpenDPNoise())
     for _ in range(50):
         pair = agent.ask()
-        agent.tell(pair, feedback.duel(*pair))
+        agent.tell(pair, first_wins=feedback.duel(*pair))
     assert agent.time == 50 and agent.privacy.epsilon == 1.0
     features = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
     g_agent = GOptimalDPDB(features, 200, 1.0, play_count_scale=0.0004, noise_backend=OpenDPNoise())
     while g_agent.time < 200:
         pair = g_agent.ask()
-        g_agent.tell(pair, 1 if pair[0] <= pair[1] else 0)
+        g_agent.tell(pair, first_wins=1 if pair[0] <= pair[1] else 0)
     assert any("noisy_wins" in p.diagnostics for p in g_agent.phases)
+
+
+def test_tell_by_winning_arm_records_the_same_outcome_as_first_wins(seed: int) -> None:
+    # the form tell(pair, winner): the winning arm's index, never read as a 0/1 flag
+    by_winner = DPEBSElimination(3, 300, 1.0, rng=seed, opponent="without_self")
+    by_flag = DPEBSElimination(3, 300, 1.0, rng=seed, opponent="without_self")
+    outcomes = np.random.default_rng(seed)
+    for _ in range(300):
+        pair = by_winner.ask()
+        assert by_flag.ask() == pair
+        first_wins = bool(outcomes.random() < 0.7)
+        by_winner.tell(pair, pair[0] if first_wins else pair[1])
+        by_flag.tell(pair, first_wins=first_wins)
+    np.testing.assert_array_equal(by_winner._pair_wins, by_flag._pair_wins)
+    assert by_winner.active_arms == by_flag.active_arms
+
+
+def test_a_self_duel_must_be_told_with_first_wins() -> None:
+    agent = DPEBSElimination(2, 100, 1.0, rng=0, opponent="with_self")
+    while True:
+        pair = agent.ask()
+        if pair[0] == pair[1]:
+            break
+        agent.tell(pair, pair[0])
+    with pytest.raises(InvalidParameterError, match="self-duel"):
+        agent.tell(pair, pair[0])
+    agent.tell(pair, first_wins=True)

@@ -35,7 +35,7 @@ def test_ask_tell_and_phase_simulation_agree_exactly(epsilon: float, seed: int) 
     counts = np.zeros((env.n_arms, env.n_arms))
     for _ in range(horizon):
         pair = agent.ask()
-        agent.tell(pair, feedback.duel(*pair))
+        agent.tell(pair, first_wins=feedback.duel(*pair))
         counts[pair] += 1
     assert len(agent.phases) >= 3  # several phases, eliminations and noise draws were compared
     expected = env.regret_from_pair_counts(counts)["reward_regret"]

@@ -21,7 +21,7 @@ def test_ask_tell_and_block_simulation_agree_exactly(instance: str, horizon: int
         counts = np.zeros((env.n_arms, env.n_arms))
         for _ in range(horizon):
             pair = agent.ask()
-            agent.tell(pair, feedback.duel(*pair))
+            agent.tell(pair, first_wins=feedback.duel(*pair))
             counts[pair] += 1
         assert counts.sum() == horizon
         expected = env.regret_from_pair_counts(counts)["reward_regret"]
@@ -41,4 +41,4 @@ def test_protocol_errors() -> None:
     agent = InterleavedFilter(3, 5, rng=0)
     pair = agent.ask()
     with pytest.raises(InvalidActionError):
-        agent.tell((pair[1], pair[0]), 1)
+        agent.tell((pair[1], pair[0]), first_wins=1)

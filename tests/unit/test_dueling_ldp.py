@@ -33,7 +33,7 @@ def test_ask_tell_and_simulation_agree_exactly(seed: int) -> None:
     for t in range(1, horizon + 1):
         pair = agent.ask()
         report = feedback.duel(*pair) ^ int(counter_uniforms(np.array([key]), np.array([t]))[0] < q)
-        agent.tell(pair, report)
+        agent.tell(pair, first_wins=report)
         counts[pair] += 1
     assert agent.elimination_rounds  # eliminations happened on both sides
     assert metrics["reward_regret"][1] == pytest.approx(env.regret_from_pair_counts(counts)["reward_regret"])

@@ -20,7 +20,7 @@ def test_ask_tell_and_batched_simulation_agree_exactly(seed: int) -> None:
         counts = np.zeros((env.n_arms, env.n_arms))
         for _ in range(horizon):
             pair = agent.ask()
-            agent.tell(pair, feedback.duel(*pair))
+            agent.tell(pair, first_wins=feedback.duel(*pair))
             counts[pair] += 1
         expected = env.regret_from_pair_counts(counts)["reward_regret"]
         assert metrics["reward_regret"][trial] == pytest.approx(expected, rel=1e-12)
@@ -60,6 +60,6 @@ def test_validation() -> None:
     agent = RUCB(3, 10, rng=0)
     pair = agent.ask()
     with pytest.raises(InvalidActionError, match="pair must be the last asked pair"):
-        agent.tell((pair[1], pair[0]) if pair[0] != pair[1] else (0, 1), 1)
+        agent.tell((pair[1], pair[0]) if pair[0] != pair[1] else (0, 1), first_wins=1)
     with pytest.raises(InvalidParameterError, match="env must be"):
         simulate_rucb(object(), n_trials=1, rng=0, horizon=5)  # type: ignore[arg-type]

@@ -325,7 +325,7 @@ class DPEBSElimination:
     >>> from dpbandits.algorithms.dueling.dp_ebs_elimination import DPEBSElimination
     >>> agent = DPEBSElimination(3, horizon=100, epsilon=1.0, rng=0)
     >>> pair = agent.ask()
-    >>> agent.tell(pair, 1)
+    >>> agent.tell(pair, first_wins=True)
     >>> agent.time
     1
     """
@@ -424,17 +424,28 @@ class DPEBSElimination:
         self._asked = (int(self._active[left_index]), int(right[0]))
         return self._asked
 
-    def tell(self, pair: tuple[int, int], first_wins: int | bool) -> None:
-        """Record the outcome of the asked pair: ``first_wins`` is 1 iff ``pair[0]`` won.
+    def tell(self, pair: tuple[int, int], winner: int | None = None, *, first_wins: int | bool | None = None) -> None:
+        """Record the outcome of the asked pair.
+
+        Parameters
+        ----------
+        pair : (int, int)
+            The pair returned by the last :meth:`ask`.
+        winner : int, optional
+            The arm that won (one of ``pair``).
+        first_wins : bool, optional
+            Instead of ``winner``: True iff ``pair[0]`` won; needed for a self-duel (i, i), whose
+            winning arm does not say which side won.
 
         Raises
         ------
         InvalidActionError
             If ``pair`` is not the pair returned by the last :meth:`ask`.
         InvalidParameterError
-            If ``first_wins`` is not 0/1.
+            If not exactly one of ``winner`` and ``first_wins`` is given, or it is not valid
+            (see :func:`dpbandits.algorithms.dueling._common.check_told`).
         """
-        told, outcome = check_told(self._asked, pair, first_wins)
+        told, outcome = check_told(self._asked, pair, winner, first_wins)
         left, right = told
         self._asked = None
         self.time += 1

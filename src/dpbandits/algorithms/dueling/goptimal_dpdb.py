@@ -421,9 +421,12 @@ class GOptimalDPDB:
             self._asked = (int(first), int(second))
         return self._asked
 
-    def tell(self, pair: tuple[int, int], first_wins: int | bool) -> None:
-        """Record the outcome: ``first_wins`` is 1 iff ``pair[0]`` won."""
-        _, outcome = check_told(self._asked, pair, first_wins)
+    def tell(self, pair: tuple[int, int], winner: int | None = None, *, first_wins: int | bool | None = None) -> None:
+        """Record the outcome: ``winner`` is the arm that won, or ``first_wins`` is True iff ``pair[0]`` won.
+
+        See :meth:`DPEBSElimination.tell <dpbandits.algorithms.dueling.dp_ebs_elimination.DPEBSElimination.tell>`.
+        """
+        _, outcome = check_told(self._asked, pair, winner, first_wins)
         self._asked = None
         self.time += 1
         if self._committed_arm is not None:

@@ -97,7 +97,7 @@ class InterleavedFilter:
     --------
     >>> from dpbandits.algorithms.dueling.interleaved_filter import InterleavedFilter
     >>> agent = InterleavedFilter(4, horizon=100, rng=0)
-    >>> agent.tell(agent.ask(), 1)
+    >>> agent.tell(agent.ask(), first_wins=True)
     """
 
     def __init__(self, n_arms: int, horizon: int, *, rng: RNGLike = None) -> None:
@@ -127,9 +127,12 @@ class InterleavedFilter:
         self._asked = (self.candidate, opponent)
         return self._asked
 
-    def tell(self, pair: tuple[int, int], first_wins: int | bool) -> None:
-        """Record the outcome: ``first_wins`` is 1 iff ``pair[0]`` (the candidate) won."""
-        _, outcome = check_told(self._asked, pair, first_wins)
+    def tell(self, pair: tuple[int, int], winner: int | None = None, *, first_wins: int | bool | None = None) -> None:
+        """Record the outcome: ``winner`` is the arm that won, or ``first_wins`` is True iff ``pair[0]`` won.
+
+        See :meth:`DPEBSElimination.tell <dpbandits.algorithms.dueling.dp_ebs_elimination.DPEBSElimination.tell>`.
+        """
+        _, outcome = check_told(self._asked, pair, winner, first_wins)
         self._asked = None
         self.time += 1
         if self.exploiting:

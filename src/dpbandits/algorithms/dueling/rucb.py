@@ -125,7 +125,7 @@ class RUCB:
     >>> from dpbandits.algorithms.dueling.rucb import RUCB
     >>> agent = RUCB(3, horizon=10, rng=0)
     >>> pair = agent.ask()
-    >>> agent.tell(pair, 0)
+    >>> agent.tell(pair, first_wins=False)
     """
 
     def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:
@@ -154,9 +154,12 @@ class RUCB:
         self._asked = (int(first[0]), int(second[0]))
         return self._asked
 
-    def tell(self, pair: tuple[int, int], first_wins: int | bool) -> None:
-        """Record the outcome: ``first_wins`` is 1 iff ``pair[0]`` won."""
-        told, outcome = check_told(self._asked, pair, first_wins)
+    def tell(self, pair: tuple[int, int], winner: int | None = None, *, first_wins: int | bool | None = None) -> None:
+        """Record the outcome: ``winner`` is the arm that won, or ``first_wins`` is True iff ``pair[0]`` won.
+
+        See :meth:`DPEBSElimination.tell <dpbandits.algorithms.dueling.dp_ebs_elimination.DPEBSElimination.tell>`.
+        """
+        told, outcome = check_told(self._asked, pair, winner, first_wins)
         c, d = told
         self.wins[0, c, d] += outcome
         self.wins[0, d, c] += 1 - outcome
