@@ -36,3 +36,20 @@ def test_reduced_smoke_study_runs(tmp_path: Path) -> None:
     assert len(rows) == 4
     for row in rows:
         assert 0.0 <= float(row["error_mean"]) <= 2.0  # |f| <= 1, so regret <= 2
+
+
+def test_rate_shape_analysis_runs_at_the_end_of_a_usca_study(tmp_path: Path) -> None:
+    import json
+
+    study = Study.from_mapping({
+        "name": "usca-rate", "seed": 5, "trials": 2, "chunk_size": 2,
+        "environment": {"name": "kernel-rkhs", "function_seed": 1},
+        "algorithms": [{"name": "usca", "grid_points_per_dim": 64, "n_test_contexts": 8, "n_features": 10}],
+        "grid": {"horizon": [40, 80], "epsilon": [0.5, 5.0]},
+        "analyses": ["usca-rate-shape"],
+    })
+    run_study(study, tmp_path / "run", progress="none")
+    report = json.loads((tmp_path / "run" / "analyses" / "usca-rate-shape.json").read_text())
+    fit = report["fits"]["usca"]
+    assert fit["n_points"] == 4 and fit["supported_shape"] in {"usca", "prior-art"}
+    assert fit["usca_shape"]["statistical"] >= 0 and fit["usca_shape"]["privacy"] >= 0

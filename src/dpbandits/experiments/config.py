@@ -24,6 +24,9 @@ with many independent trials per (grid point, algorithm) *cell*. It is written i
     [grid]                                  # swept parameters: the study is their product
     budget = [200, 400, 800]
 
+An optional ``analyses = ["usca-rate-shape"]`` names post-run analyses of the summary
+(:mod:`dpbandits.experiments.analyses`), written to ``RUN_DIR/analyses/`` when the run completes.
+
 Grid modes
 ----------
 * ``mode = "product"`` (default): every combination of the swept lists; the grid points are
@@ -415,6 +418,7 @@ class Study(BaseModel):
     environment: EnvironmentConfig
     algorithms: list[AlgorithmConfig] = Field(min_length=1)
     grid: GridConfig = Field(default_factory=GridConfig)
+    analyses: list[str] = Field(default_factory=list)
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -448,6 +452,13 @@ class Study(BaseModel):
         """Check names against the registries and parameters against signatures and known rules."""
         problems: list[str] = []
         problems += self._check_labels()
+        from dpbandits.experiments.analyses import get_analysis  # analyses -> store -> config: import late
+
+        for index, name in enumerate(self.analyses):
+            try:
+                get_analysis(name)
+            except StudyError as exc:
+                problems.append(f"analyses[{index}]: {exc}")
         env_accepts = self._check_environment(problems)
         algo_specs: list[AlgorithmSpec | None] = []
         for index, algorithm in enumerate(self.algorithms):
@@ -652,8 +663,12 @@ class Study(BaseModel):
 
     # ---------------------------------------------------------------- identity
     def canonical_json(self) -> str:
-        """The study as canonical JSON (sorted keys); what :meth:`digest` hashes."""
-        return json.dumps(self.model_dump(), sort_keys=True, separators=(",", ":"), allow_nan=True)
+        """The study as canonical JSON (sorted keys); what :meth:`digest` hashes.
+
+        ``analyses`` is left out: analyses read results and never change them.
+        """
+        return json.dumps(self.model_dump(exclude={"analyses"}), sort_keys=True, separators=(",", ":"),
+                          allow_nan=True)
 
     def digest(self) -> str:
         """SHA-256 of :meth:`canonical_json`: two studies with equal digests give equal results."""

@@ -52,6 +52,7 @@ from dpbandits._core.errors import DPBanditsError, StudyError
 from dpbandits._core.rng import as_seed_sequence
 from dpbandits._core.typing import FloatArray
 from dpbandits.envs.registry import get_environment
+from dpbandits.experiments.analyses import run_analyses
 from dpbandits.experiments.backends import Backend, make_backend
 from dpbandits.experiments.config import Cell, Study
 from dpbandits.experiments.progress import ProgressReporter, make_progress
@@ -238,6 +239,8 @@ def run_study(
         try:
             store.finish(status)
             summary_path = store.write_summary()
+            if store.manifest["status"] == "complete":
+                run_analyses(out_dir, study.analyses)
         finally:
             store.close()
     return RunResult(
