@@ -104,3 +104,29 @@ def test_summary_metrics_find_rate_and_mean_estimates() -> None:
     assert summary_metrics(HEADER.strip().split(",")) == {"success": "success_rate", "regret": "regret_mean"}
     assert estimate_column("success", proportion=True) == "success_rate"
     assert estimate_column("regret", proportion=False) == "regret_mean"
+
+
+def test_theory_rows_are_dashed_without_a_band_and_wide_ranges_get_a_log_axis(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpbandits.experiments import plots
+
+    header = "horizon,algorithm,n_trials,regret_mean,regret_stderr,regret_ci_low,regret_ci_high\n"
+    rows = []
+    for horizon in (10**3, 10**4, 10**5, 10**6, 10**7):
+        rows.append(f"{horizon},DP-EBS,20,{horizon**0.5:g},1,{horizon**0.5 - 1:g},{horizon**0.5 + 1:g}")
+        rows.append(f"{horizon},Theory: upper curve,1,{3 * horizon**0.5:g},0,{3 * horizon**0.5:g},{3 * horizon**0.5:g}")
+    run_dir = _summary(tmp_path, header, rows)
+    figures = []
+    original = plots._lines
+
+    def keep(*args: object) -> object:
+        figures.append(original(*args))
+        return figures[-1]
+
+    monkeypatch.setattr(plots, "_lines", keep)
+    plot_run(run_dir, formats=("png",))
+    (axis,) = [axis for axis in figures[0].axes if axis.get_visible()]
+    styles = {line.get_label(): line.get_linestyle() for line in axis.get_lines()}
+    assert styles == {"DP-EBS": "-", "Theory: upper curve": "--"}
+    assert len(axis.collections) == 1  # one confidence band: the estimate's, none for the theory curve
+    assert axis.get_yscale() == "log"  # 31.6 .. 9487 spans more than two decades

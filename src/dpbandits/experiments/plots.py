@@ -6,8 +6,10 @@ parameter ``x`` it draws ``plots/m_vs_x.png`` and ``.pdf``: one line per algorit
 its 95% confidence band, and one panel per combination of the *other* swept parameters (leaving out
 combinations at which ``x`` takes a single value, unless all are like that). Numeric
 parameters are drawn on a numeric axis (logarithmic when they span a factor of 10 or more and are
-positive); other values as categories. With nothing swept, ``plots/m.png`` shows each algorithm's
-mean with its interval.
+positive); other values as categories. The y-axis is logarithmic when every value of a panel is
+positive and they span a factor of 100 or more. Rows whose algorithm label starts with ``Theory``
+are theory curves (computed from the instance, not estimated): dashed and grey, without a band.
+With nothing swept, ``plots/m.png`` shows each algorithm's mean with its interval.
 
 Figures are built with :class:`matplotlib.figure.Figure` directly (no ``pyplot``, no GUI): headless
 whatever the configured backend.
@@ -110,6 +112,11 @@ def _new_figure(n_panels: int) -> tuple[Any, list[Any]]:
     return figure, axes[:n_panels]
 
 
+def _is_theory(label: str) -> bool:
+    """Rows labelled ``Theory...`` are theory curves (drawn dashed, grey, without a confidence band)."""
+    return label.lower().startswith("theory")
+
+
 def _axis_label(metric: str, estimate: str) -> str:
     """``success (rate, 95% CI)`` or ``regret (mean, 95% CI)``, after the estimate's column."""
     return f"{metric} ({estimate.removeprefix(metric + '_')}, 95% CI)"
@@ -130,6 +137,7 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
                  for index, value in enumerate(x_values)}
     algorithms = _unique([row["algorithm"] for row in rows])
     for axis, group in zip(axes, shown, strict=True):
+        drawn: list[float] = []
         for algorithm in algorithms:
             selected = [
                 row for row in rows
@@ -143,8 +151,15 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
             means = [float(row[estimate]) for row in selected]
             lows = [float(row[f"{metric}_ci_low"]) for row in selected]
             highs = [float(row[f"{metric}_ci_high"]) for row in selected]
+            drawn += means
+            if _is_theory(algorithm):  # a curve computed from the instance, not an estimate: no band
+                axis.plot(xs, means, linestyle="--", linewidth=1.2, color="0.35", label=algorithm)
+                continue
             (line,) = axis.plot(xs, means, marker="o", markersize=3, label=algorithm)
             axis.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.2, linewidth=0)
+        positive = [value for value in drawn if value > 0]
+        if positive and len(positive) == len(drawn) and max(positive) / min(positive) >= 100:
+            axis.set_yscale("log")  # values over two decades or more: shapes such as sqrt(T) or log T show
         if numeric:
             finite = [positions[value] for value in x_values]
             if min(finite) > 0 and max(finite) / min(finite) >= 10:
