@@ -151,8 +151,9 @@ def _run(
     _print_summary(result.run_dir)
     typer.echo(f"run directory: {result.run_dir}")
     typer.echo(f"summary:       {result.summary_path}")
-    for path in sorted((result.run_dir / "analyses").glob("*.json")) if study.analyses else []:
-        typer.echo(f"analysis:      {path}")
+    if study.analyses:
+        for path in sorted((result.run_dir / "analyses").glob("*.json")):
+            typer.echo(f"analysis:      {path}")
     if plot:
         written = plot_run(result.run_dir)
         if written:
