@@ -175,6 +175,21 @@ class NoiseBackend(ABC):
         b = _check_scale(scale)
         return np.asarray(x + self.gaussian(b, size=np.broadcast_shapes(x.shape, b.shape)), dtype=np.float64)
 
+    @abstractmethod
+    def randomized_response(self, bits: ArrayLike, keep_probability: float) -> NDArray[np.int64]:
+        """Report each bit truthfully with probability ``keep_probability``, flipped otherwise.
+
+        Parameters
+        ----------
+        bits : array_like of {0, 1}
+        keep_probability : float
+            p in [1/2, 1]; the report is ln(p/(1 − p))-DP for its bit (Warner 1965).
+
+        Returns
+        -------
+        ndarray of int64 of {0, 1}, the shape of ``bits``
+        """
+
     def gumbel_max(self, log_weights: ArrayLike, size: int | None = None) -> NDArray[np.int64]:
         """Sample indices ∝ exp(log_weights) over the last axis by the Gumbel-max trick.
 
@@ -222,6 +237,16 @@ def _check_integers(values: ArrayLike) -> NDArray[np.int64]:
     if out.size and int(np.max(np.abs(out))) >= _MAX_EXACT_INTEGER:
         raise InvalidParameterError(f"values must be integers of magnitude < 2**53; got max |value| {np.max(np.abs(out))}")
     return out
+
+
+def _check_bits(bits: ArrayLike, keep_probability: float) -> tuple[NDArray[np.int64], float]:
+    arr = np.asarray(bits)
+    if arr.dtype.kind not in "iub" or np.any((arr != 0) & (arr != 1)):
+        raise InvalidParameterError(f"bits must be 0 or 1; got {arr.tolist()!r}")
+    p = float(keep_probability)
+    if not 0.5 <= p <= 1.0:
+        raise InvalidParameterError(f"keep_probability must lie in [0.5, 1]; got {keep_probability!r}")
+    return arr.astype(np.int64), p
 
 
 def _check_log_weights(log_weights: ArrayLike) -> NDArray[np.float64]:
@@ -276,6 +301,11 @@ class NumpyNoise(NoiseBackend):
         b = _check_scale(scale)
         shape = _output_shape(b, size)
         return discrete_laplace_from_uniforms(self.rng.random((*shape, 2)), b)
+
+    def randomized_response(self, bits: ArrayLike, keep_probability: float) -> NDArray[np.int64]:
+        """Flip each bit with probability 1 − ``keep_probability`` (one uniform per bit)."""
+        b, p = _check_bits(bits, keep_probability)
+        return np.asarray(b ^ (self.rng.random(b.shape) >= p), dtype=np.int64)
 
     def __repr__(self) -> str:
         return f"NumpyNoise(rng={self.rng!r})"
@@ -414,6 +444,19 @@ class SecureNoise(NoiseBackend):
     def add_discrete_laplace(self, values: ArrayLike, scale: ArrayLike) -> NDArray[np.int64]:
         """Return integer ``values`` + exact discrete Laplace(``scale``) noise, added by OpenDP."""
         return np.asarray(self._add("discrete_laplace", _check_integers(values), _check_scale(scale)))
+
+    def randomized_response(self, bits: ArrayLike, keep_probability: float) -> NDArray[np.int64]:
+        """Randomised response with OpenDP's ``make_randomized_response_bool`` (exact Bernoulli)."""
+        b, p = _check_bits(bits, keep_probability)
+        if p == 1.0:
+            return b.copy()
+        key = ("randomized_response", p)
+        measurement = self._measurements.get(key)
+        if measurement is None:
+            measurement = self._dp.m.make_randomized_response_bool(prob=p)
+            self._measurements[key] = measurement
+        flat = [int(measurement(bool(bit))) for bit in b.reshape(-1)]
+        return np.asarray(flat, dtype=np.int64).reshape(b.shape)
 
     def gumbel_max(self, log_weights: ArrayLike, size: int | None = None) -> NDArray[np.int64]:
         """Sample indices ∝ exp(log_weights) with OpenDP's exact Gumbel report-noisy-max.
