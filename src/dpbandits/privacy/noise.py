@@ -311,6 +311,46 @@ class NumpyNoise(NoiseBackend):
         return f"NumpyNoise(rng={self.rng!r})"
 
 
+_MEASUREMENTS: dict[tuple[str, float], Any] = {}
+
+
+def _opendp_measurements() -> dict[tuple[str, float], Any]:
+    """The process-wide cache of OpenDP measurements (immutable; safe to share between backends).
+
+    Imports only the OpenDP modules needed (``opendp.prelude`` would also import its scikit-learn
+    extras, seconds of start-up) and enables the ``"contrib"`` feature flag.
+    """
+    if not _MEASUREMENTS:
+        try:
+            import opendp.mod
+        except ImportError as exc:  # pragma: no cover - opendp is a core dependency
+            raise DependencyNotInstalledError("the secure noise backend needs OpenDP: pip install opendp") from exc
+        opendp.mod.enable_features("contrib")
+    return _MEASUREMENTS
+
+
+def _build_measurement(kind: str, scale: float) -> Any:
+    import opendp.domains as domains
+    import opendp.measurements as measurements
+    import opendp.measures as measures
+    import opendp.metrics as metrics
+
+    floats = domains.vector_domain(domains.atom_domain(T=float, nan=False))
+    if kind == "laplace":
+        return measurements.make_laplace(floats, metrics.l1_distance(T=float), scale=scale)
+    if kind == "gaussian":
+        return measurements.make_gaussian(floats, metrics.l2_distance(T=float), scale=scale)
+    if kind == "discrete_laplace":
+        integers = domains.vector_domain(domains.atom_domain(T="i64"))
+        return measurements.make_laplace(integers, metrics.l1_distance(T="i64"), scale=scale)
+    if kind == "randomized_response":  # ``scale`` is the probability of a truthful report
+        return measurements.make_randomized_response_bool(prob=scale)
+    # "gumbel_max": report-noisy-max with Gumbel noise (zCDP output measure)
+    return measurements.make_noisy_max(
+        floats, metrics.linf_distance(T=float), measures.zero_concentrated_divergence(), scale=scale
+    )
+
+
 class SecureNoise(NoiseBackend):
     """Secure, unseedable noise from OpenDP (the default on every release path).
 
@@ -358,34 +398,13 @@ class SecureNoise(NoiseBackend):
                 f"rng must be None for the secure OpenDP backend (it cannot be seeded); got {rng!r}. "
                 "Use NumpyNoise(rng) for reproducible simulation."
             )
-        try:
-            import opendp.prelude as dp
-        except ImportError as exc:  # pragma: no cover - opendp is a core dependency
-            raise DependencyNotInstalledError(
-                "the secure noise backend needs OpenDP: pip install opendp"
-            ) from exc
-        dp.enable_features("contrib")
-        self._dp: Any = dp
-        self._measurements: dict[tuple[str, float], Any] = {}
+        self._measurements = _opendp_measurements()
 
     def _measurement(self, kind: str, scale: float) -> Any:
-        key = (kind, scale)
-        measurement = self._measurements.get(key)
+        measurement = self._measurements.get((kind, scale))
         if measurement is None:
-            dp = self._dp
-            floats = dp.vector_domain(dp.atom_domain(T=float, nan=False))
-            if kind == "laplace":
-                measurement = dp.m.make_laplace(floats, dp.l1_distance(T=float), scale=scale)
-            elif kind == "gaussian":
-                measurement = dp.m.make_gaussian(floats, dp.l2_distance(T=float), scale=scale)
-            elif kind == "discrete_laplace":
-                integers = dp.vector_domain(dp.atom_domain(T="i64"))
-                measurement = dp.m.make_laplace(integers, dp.l1_distance(T="i64"), scale=scale)
-            else:  # "gumbel_max": report-noisy-max with Gumbel noise (zCDP output measure)
-                measurement = dp.m.make_noisy_max(
-                    floats, dp.linf_distance(T=float), dp.zero_concentrated_divergence(), scale=scale
-                )
-            self._measurements[key] = measurement
+            measurement = _build_measurement(kind, scale)
+            self._measurements[(kind, scale)] = measurement
         return measurement
 
     def _add(self, kind: str, values: NDArray[Any], scale: NDArray[np.float64]) -> NDArray[Any]:
@@ -450,11 +469,7 @@ class SecureNoise(NoiseBackend):
         b, p = _check_bits(bits, keep_probability)
         if p == 1.0:
             return b.copy()
-        key = ("randomized_response", p)
-        measurement = self._measurements.get(key)
-        if measurement is None:
-            measurement = self._dp.m.make_randomized_response_bool(prob=p)
-            self._measurements[key] = measurement
+        measurement = self._measurement("randomized_response", p)
         flat = [int(measurement(bool(bit))) for bit in b.reshape(-1)]
         return np.asarray(flat, dtype=np.int64).reshape(b.shape)
 

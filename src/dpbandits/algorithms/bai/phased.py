@@ -316,8 +316,8 @@ class PhasedAgent:
 
     def __init__(self, planner: Planner, noise: NoiseBackend | None, algorithm_rng: np.random.Generator,
                  *, reward_bounds: tuple[float, float] = (0.0, 1.0), clip_rewards: bool = False,
-                 tie_break: str = "random") -> None:
-        self._cache = _PlanCache(planner)
+                 tie_break: str = "random", plan_cache: _PlanCache | None = None) -> None:
+        self._cache = _PlanCache(planner) if plan_cache is None else plan_cache
         self._planner = planner
         self._noise = noise
         self._rng = algorithm_rng
@@ -435,6 +435,7 @@ class PhasedAlgorithm(ABC):
     """
 
     planner: Planner
+    _plan_cache: _PlanCache | None = None
     tie_break: str = "random"
     clip_rewards: bool = False
     allow_out_of_range: bool = False
@@ -536,5 +537,7 @@ class PhasedAlgorithm(ABC):
                                   insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         # allow_out_of_range: accept any finite reward, as simulate() does on such environments
         bounds = (-np.inf, np.inf) if self.allow_out_of_range and not self.clip_rewards else (0.0, 1.0)
+        if getattr(self, "_plan_cache", None) is None:  # plans are pure functions of public state: share them
+            self._plan_cache = _PlanCache(self.planner)
         return PhasedAgent(self.planner, noise, algorithm_rng, reward_bounds=bounds,
-                           clip_rewards=self.clip_rewards, tie_break=self.tie_break)
+                           clip_rewards=self.clip_rewards, tie_break=self.tie_break, plan_cache=self._plan_cache)
