@@ -50,6 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.validation import (
     check_array,
@@ -242,7 +243,7 @@ def _counter_noise(
     return backends
 
 
-class BinaryTreeCounterBank:
+class BinaryTreeCounterBank(Persistable):
     """Several binary-tree counters that receive their stream elements at the same times.
 
     ``update(values)`` feeds one element to every live counter and returns every counter's noisy
@@ -298,6 +299,8 @@ class BinaryTreeCounterBank:
     >>> bank.update([1, 0]).tolist(), bank.update([1, 1]).tolist()
     ([1, 0], [2, 1])
     """
+
+    _state_fields = ("time", "_live", "_live_index", "_nodes", "_released", "_noise")
 
     def __init__(
         self,
@@ -416,14 +419,9 @@ class BinaryTreeCounterBank:
         self._released[live] = noisy_prefix[live]
         return self._released.copy()
 
-    def __repr__(self) -> str:
-        return (
-            f"BinaryTreeCounterBank(n_counters={self.n_counters}, horizon={self.horizon}, "
-            f"epsilon={self.epsilon}, sensitivity={self.sensitivity}, integer={self.integer}, time={self.time})"
-        )
 
 
-class BinaryTreeCounter:
+class BinaryTreeCounter(Persistable):
     """Streaming binary-tree counter: ``update(v)`` feeds one element and returns the noisy prefix sum.
 
     A :class:`BinaryTreeCounterBank` of one counter: secure OpenDP noise by default, exact discrete
@@ -471,6 +469,8 @@ class BinaryTreeCounter:
     >>> [counter.update(v) for v in (1, 0, 1)]
     [1.0, 1.0, 2.0]
     """
+
+    _state_fields = ("_bank",)
 
     def __init__(
         self,
@@ -520,11 +520,6 @@ class BinaryTreeCounter:
         v = check_finite_float(value, "value")
         return float(self._bank.update(np.array([v]))[0])
 
-    def __repr__(self) -> str:
-        return (
-            f"BinaryTreeCounter(horizon={self.horizon}, epsilon={self.epsilon}, "
-            f"sensitivity={self.sensitivity}, integer={self.integer}, time={self.time})"
-        )
 
 
 @lru_cache(maxsize=32)

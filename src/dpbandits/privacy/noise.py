@@ -48,6 +48,7 @@ from dpbandits._core.errors import (
     InsecureNoiseWarning,
     InvalidParameterError,
 )
+from dpbandits._core.persistence import register_codec
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.validation import check_array, check_one_of
 
@@ -634,3 +635,22 @@ def resolve_backend(backend: NoiseBackend | str | None, rng: RNGLike) -> NoiseBa
             f"pass either rng or a backend instance, not both (the backend owns its stream); got rng={rng!r}"
         )
     return backend
+
+
+def _encode_backend(backend: NoiseBackend, encode_value: Any) -> dict[str, Any]:
+    """A secure backend saves nothing (its source is the OS CSPRNG); seeded NumPy noise its generator."""
+    if isinstance(backend, NumpyNoise):
+        return {"kind": "numpy", "generator": encode_value(backend.rng)}
+    if backend.seeded:
+        raise InvalidParameterError(f"cannot save the seeded noise backend {backend!r}")
+    return {"kind": "secure"}
+
+
+def _decode_backend(payload: dict[str, Any], decode_value: Any) -> NoiseBackend:
+    if payload.get("kind") == "numpy":
+        warnings.warn(INSECURE_NOISE_MESSAGE, InsecureNoiseWarning, stacklevel=4)
+        return NumpyNoise(decode_value(payload["generator"]))
+    return SecureNoise()
+
+
+register_codec("__noise__", NoiseBackend, _encode_backend, _decode_backend)

@@ -32,11 +32,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, spawn_generators
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_one_of
@@ -156,6 +157,10 @@ class _PlanCache:
 
     def next_id(self, phase: int, state_id: int, survivors: tuple[int, ...]) -> int:
         state = self.planner.next_state(phase, self.states[state_id], self.plan(phase, state_id), survivors)
+        return self.register(state)
+
+    def register(self, state: Hashable) -> int:
+        """The id of ``state``, registering it if it is new."""
         if state not in self._ids:
             self._ids[state] = len(self.states)
             self.states.append(state)
@@ -295,7 +300,7 @@ def run_vectorised(planner: Planner, n_trials: int, sample_sums: SumSampler, noi
     return PhasedResult(survivors_all[:, 0].copy(), pulls, clipped)
 
 
-class PhasedAgent:
+class PhasedAgent(Persistable):
     """Ask/tell driver of a phased algorithm, for use against real feedback.
 
     ``arm = agent.ask()`` returns the next arm to pull; ``agent.tell(arm, reward)`` reports its
@@ -319,6 +324,8 @@ class PhasedAgent:
                  *, reward_bounds: tuple[float, float] = (0.0, 1.0), clip_rewards: bool = False,
                  tie_break: str = "random", plan_cache: _PlanCache | None = None) -> None:
         self._cache = _PlanCache(planner) if plan_cache is None else plan_cache
+        self._algorithm: PhasedAlgorithm | None = None  # set by PhasedAlgorithm.agent (for save/load)
+        self._insecure_seeded_noise = False
         self._planner = planner
         self._noise = noise
         self._rng = algorithm_rng
@@ -398,6 +405,36 @@ class PhasedAgent:
         if self._position == self._queue.shape[0]:
             self._finish_phase()
 
+    def get_params(self) -> dict[str, object]:
+        """The algorithm the agent runs and how its noise was chosen (for save/load)."""
+        if self._algorithm is None:
+            raise InvalidParameterError("only an agent made by PhasedAlgorithm.agent() can be saved")
+        return {"algorithm": self._algorithm, "insecure_seeded_noise": self._insecure_seeded_noise}
+
+    @classmethod
+    def _rebuild(cls, params: dict[str, Any], state: dict[str, Any], overrides: dict[str, Any]) -> PhasedAgent:
+        algorithm = params["algorithm"]
+        agent = algorithm.agent(insecure_seeded_noise=params["insecure_seeded_noise"])
+        agent._set_state(state)
+        return agent
+
+    def _get_state(self) -> dict[str, Any]:
+        return {
+            "phase": self._phase, "planner_state": self._cache.states[self._state_id],
+            "position": self._position if not self.done else 0, "sums": self._sums if not self.done else None,
+            "pulls": self.pulls, "phase_log": self.phase_log, "recommendation": self._recommendation,
+            "rng": self._rng, "noise": self._noise,
+        }
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        self._phase, self._recommendation = state["phase"], state["recommendation"]
+        self._state_id = self._cache.register(state["planner_state"])
+        self.pulls, self.phase_log = state["pulls"], state["phase_log"]
+        self._rng, self._noise = state["rng"], state["noise"]
+        if not self.done:
+            self._start_phase()
+            self._position, self._sums = state["position"], state["sums"]
+
     def _finish_phase(self) -> None:
         plan = self._plan
         if plan.noise_scales.shape[0]:
@@ -424,7 +461,7 @@ class PhasedAgent:
 TIE_BREAKS = ("random", "index")
 
 
-class PhasedAlgorithm(ABC):
+class PhasedAlgorithm(Persistable, ABC):
     """Common front end of the phased BAI algorithms: validation, streams, the two drivers.
 
     Subclasses build their :class:`Planner` in ``__init__`` (attribute ``planner``) and define
@@ -544,5 +581,7 @@ class PhasedAlgorithm(ABC):
         bounds = (-np.inf, np.inf) if self.allow_out_of_range and not self.clip_rewards else (0.0, 1.0)
         if getattr(self, "_plan_cache", None) is None:  # plans are pure functions of public state: share them
             self._plan_cache = _PlanCache(self.planner)
-        return PhasedAgent(self.planner, noise, algorithm_rng, reward_bounds=bounds,
-                           clip_rewards=self.clip_rewards, tie_break=self.tie_break, plan_cache=self._plan_cache)
+        agent = PhasedAgent(self.planner, noise, algorithm_rng, reward_bounds=bounds,
+                            clip_rewards=self.clip_rewards, tie_break=self.tie_break, plan_cache=self._plan_cache)
+        agent._algorithm, agent._insecure_seeded_noise = self, insecure_seeded_noise
+        return agent

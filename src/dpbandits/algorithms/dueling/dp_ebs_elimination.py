@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
@@ -267,7 +268,7 @@ def _opponents(uniforms: FloatArray, active: IntArray, left_index: IntArray, opp
     return active[j]
 
 
-class DPEBSElimination:
+class DPEBSElimination(Persistable):
     """Ask/tell DP-EBS-Elimination agent.
 
     Parameters
@@ -337,6 +338,9 @@ class DPEBSElimination:
     >>> agent.time
     1
     """
+
+    _state_fields = ("_key", "_counters", "_active", "_pointer", "_left_counts", "_pending", "_released",
+                     "_pair_counts", "_pair_wins", "elimination_rounds", "time", "_asked", "transcript")
 
     def __init__(
         self,

@@ -38,6 +38,7 @@ import numpy as np
 from scipy import special
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
@@ -329,7 +330,7 @@ def _width_diagnostics(plan: _Phase, settings: GOptimalSettings) -> dict[str, fl
             "lambda_min_required": required, "lambda_min_ok": lambda_min >= required}
 
 
-class GOptimalDPDB:
+class GOptimalDPDB(Persistable):
     """Ask/tell GOptimal-DPDB agent on a finite arm set (a net for infinite spaces).
 
     Parameters
@@ -374,6 +375,9 @@ class GOptimalDPDB:
     Saha & Asi (2024), Algorithm 2, Lemma 7–10, Theorem 3 (regret Õ(d⁶/(κε) + d√T/κ)); Li, Lu & Zhou
     (2017), Theorem 1; Lattimore & Szepesvári (2020), Theorem 21.1 (Kiefer–Wolfowitz).
     """
+
+    _state_fields = ("active", "time", "phases", "theta_estimates", "_asked", "_committed_arm", "_slot",
+                     "_played_in_slot", "_wins", "_noise")
 
     def __init__(
         self,

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
@@ -98,7 +99,7 @@ def rucb_step(
     return first, second, hypothesis
 
 
-class RUCB:
+class RUCB(Persistable):
     """Ask/tell RUCB agent (non-private).
 
     Parameters
@@ -127,6 +128,8 @@ class RUCB:
     >>> pair = agent.ask()
     >>> agent.tell(pair, first_wins=False)
     """
+
+    _state_fields = ("_keys", "wins", "_hypothesis", "first_counts", "time", "_asked")
 
     def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=2)

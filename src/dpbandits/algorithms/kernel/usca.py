@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import InvalidParameterError, NotFittedError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
@@ -85,7 +86,7 @@ def default_grid_points(action_dim: int) -> int:
     return {1: 1024, 2: 64, 3: 24}.get(action_dim, max(2, round(4096 ** (1.0 / action_dim))))
 
 
-class USCA:
+class USCA(Persistable):
     """ε-jointly-DP USCA with an exact kernel backend (small T) or a feature backend (large T).
 
     Parameters
@@ -166,6 +167,10 @@ class USCA:
     >>> agent.recommend([0.3]).shape
     (1,)
     """
+
+    _state_fields = ("learning_actions", "_rounds", "_reward_vector", "_data_points", "_data_rewards", "n_releases")
+    _unsaved_params = ("context_generator",)
+    _replay_rng = True  # rng draws the public coins (feature map, γ̂, approximating set, learning actions)
 
     def __init__(
         self,
@@ -452,6 +457,11 @@ class USCA:
         index = noise.gumbel_max(mechanism.log_probabilities(self._surrogate_mean(points)), size=size)
         self.n_releases += n
         return np.asarray(mechanism.grid[index], dtype=np.float64)
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        super()._set_state(state)
+        self._coefficients = None  # derived caches are recomputed from the restored statistics
+        self._exact_mean = None
 
     def reset_data(self) -> None:
         """Forget the learning data, keeping the public (data-independent) precomputation.
