@@ -168,3 +168,4 @@ def test_a_phased_agent_made_by_hand_cannot_be_saved(tmp_path: Path) -> None:
     agent = PhasedAgent(algorithm.planner, SecureNoise(), np.random.default_rng(0))
     with pytest.raises(InvalidParameterError, match=r"PhasedAlgorithm\.agent"):
         agent.save(tmp_path / "x.dpb")
+

@@ -13,3 +13,11 @@ from dpbandits.algorithms.dueling import (
 )
 
 __all__ = ["dp_ebs_elimination", "goptimal_dpdb", "interleaved_filter", "ldp_ebs_elimination", "rucb", "theory"]
+
+from dpbandits.algorithms.dueling.dp_ebs_elimination import DPEBSElimination
+from dpbandits.algorithms.dueling.goptimal_dpdb import GOptimalDPDB
+from dpbandits.algorithms.dueling.interleaved_filter import InterleavedFilter
+from dpbandits.algorithms.dueling.ldp_ebs_elimination import LDPEBSElimination
+from dpbandits.algorithms.dueling.rucb import RUCB
+
+__all__ += ["RUCB", "DPEBSElimination", "GOptimalDPDB", "InterleavedFilter", "LDPEBSElimination"]
