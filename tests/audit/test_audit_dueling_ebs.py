@@ -89,7 +89,7 @@ def _max_abs_privacy_loss(
             prefix_neighbour = np.concatenate([[0.0], np.cumsum(neighbour[i])])
             psums = prefix[times] - prefix[parents]
             psums_neighbour = prefix_neighbour[times] - prefix_neighbour[parents]
-            scale = agent._counters[i].scale
+            scale = agent._counters.scale
             loss += float(np.sum(np.abs(noisy_psums - psums_neighbour) - np.abs(noisy_psums - psums)) / scale)
             sup_loss += float(np.sum(np.abs(psums_neighbour - psums)) / scale)  # sup over the node noise
         assert differing <= 2  # a user changes at most two elements, of one counter

@@ -44,10 +44,11 @@ def test_ask_tell_and_vectorised_simulation_agree_exactly(
     seq = trial_seed_sequences(seed, 3)[1]
     parts = trial_streams(seq)
     generators = [np.random.default_rng(s) for s in parts.noise.spawn(env.n_arms)]
-    table = TreeNoiseTable(horizon, constants.counter_epsilon, generators, chunk=64)
+    table = TreeNoiseTable(horizon, constants.counter_epsilon, generators, chunk=64, integer=True)
     result = run_trial(env.streams(parts.environment, 1), 0, constants, parts.algorithm_key, table,
                        opponent=opponent, conf_scale=conf_scale, block=128, first_block=4)
-    agent = DPEBSElimination(env.n_arms, horizon, epsilon, opponent=opponent, conf_scale=conf_scale, rng=seq)
+    agent = DPEBSElimination(env.n_arms, horizon, epsilon, opponent=opponent, conf_scale=conf_scale, rng=seq,
+                             insecure_seeded_noise=True)
     counts = _play_agent(env, agent, env.streams(trial_streams(seq).environment, 1), horizon)
     np.testing.assert_array_equal(counts, result.pair_counts)
     assert agent.active_arms == result.active.tolist()

@@ -107,14 +107,16 @@ def test_backends_share_the_interface() -> None:
     assert repr(SecureNoise()) == "SecureNoise()"
 
 
-def test_missing_opendp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_opendp_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
     from dpbandits._core.errors import DependencyNotInstalledError
+    from dpbandits.privacy import noise
 
-    monkeypatch.setitem(sys.modules, "opendp.prelude", None)
+    monkeypatch.setattr(noise, "_MEASUREMENTS", {})
+    monkeypatch.setitem(sys.modules, "opendp.mod", None)
     with pytest.raises(DependencyNotInstalledError, match="pip install opendp"):
-        OpenDPNoise()
+        SecureNoise()
 
 
 def test_privacy_noise_is_secure_by_default_and_refuses_a_silent_seed(seed: int) -> None:

@@ -175,6 +175,21 @@ class NoiseBackend(ABC):
         b = _check_scale(scale)
         return np.asarray(x + self.gaussian(b, size=np.broadcast_shapes(x.shape, b.shape)), dtype=np.float64)
 
+    @abstractmethod
+    def randomized_response(self, bits: ArrayLike, keep_probability: float) -> NDArray[np.int64]:
+        """Report each bit truthfully with probability ``keep_probability``, flipped otherwise.
+
+        Parameters
+        ----------
+        bits : array_like of {0, 1}
+        keep_probability : float
+            p in [1/2, 1]; the report is ln(p/(1 − p))-DP for its bit (Warner 1965).
+
+        Returns
+        -------
+        ndarray of int64 of {0, 1}, the shape of ``bits``
+        """
+
     def gumbel_max(self, log_weights: ArrayLike, size: int | None = None) -> NDArray[np.int64]:
         """Sample indices ∝ exp(log_weights) over the last axis by the Gumbel-max trick.
 
@@ -222,6 +237,16 @@ def _check_integers(values: ArrayLike) -> NDArray[np.int64]:
     if out.size and int(np.max(np.abs(out))) >= _MAX_EXACT_INTEGER:
         raise InvalidParameterError(f"values must be integers of magnitude < 2**53; got max |value| {np.max(np.abs(out))}")
     return out
+
+
+def _check_bits(bits: ArrayLike, keep_probability: float) -> tuple[NDArray[np.int64], float]:
+    arr = np.asarray(bits)
+    if arr.dtype.kind not in "iub" or np.any((arr != 0) & (arr != 1)):
+        raise InvalidParameterError(f"bits must be 0 or 1; got {arr.tolist()!r}")
+    p = float(keep_probability)
+    if not 0.5 <= p <= 1.0:
+        raise InvalidParameterError(f"keep_probability must lie in [0.5, 1]; got {keep_probability!r}")
+    return arr.astype(np.int64), p
 
 
 def _check_log_weights(log_weights: ArrayLike) -> NDArray[np.float64]:
@@ -277,8 +302,53 @@ class NumpyNoise(NoiseBackend):
         shape = _output_shape(b, size)
         return discrete_laplace_from_uniforms(self.rng.random((*shape, 2)), b)
 
+    def randomized_response(self, bits: ArrayLike, keep_probability: float) -> NDArray[np.int64]:
+        """Flip each bit with probability 1 − ``keep_probability`` (one uniform per bit)."""
+        b, p = _check_bits(bits, keep_probability)
+        return np.asarray(b ^ (self.rng.random(b.shape) >= p), dtype=np.int64)
+
     def __repr__(self) -> str:
         return f"NumpyNoise(rng={self.rng!r})"
+
+
+_MEASUREMENTS: dict[tuple[str, float], Any] = {}
+
+
+def _opendp_measurements() -> dict[tuple[str, float], Any]:
+    """The process-wide cache of OpenDP measurements (immutable; safe to share between backends).
+
+    Imports only the OpenDP modules needed (``opendp.prelude`` would also import its scikit-learn
+    extras, seconds of start-up) and enables the ``"contrib"`` feature flag.
+    """
+    if not _MEASUREMENTS:
+        try:
+            import opendp.mod
+        except ImportError as exc:  # pragma: no cover - opendp is a core dependency
+            raise DependencyNotInstalledError("the secure noise backend needs OpenDP: pip install opendp") from exc
+        opendp.mod.enable_features("contrib")
+    return _MEASUREMENTS
+
+
+def _build_measurement(kind: str, scale: float) -> Any:
+    import opendp.domains as domains
+    import opendp.measurements as measurements
+    import opendp.measures as measures
+    import opendp.metrics as metrics
+
+    floats = domains.vector_domain(domains.atom_domain(T=float, nan=False))
+    if kind == "laplace":
+        return measurements.make_laplace(floats, metrics.l1_distance(T=float), scale=scale)
+    if kind == "gaussian":
+        return measurements.make_gaussian(floats, metrics.l2_distance(T=float), scale=scale)
+    if kind == "discrete_laplace":
+        integers = domains.vector_domain(domains.atom_domain(T="i64"))
+        return measurements.make_laplace(integers, metrics.l1_distance(T="i64"), scale=scale)
+    if kind == "randomized_response":  # ``scale`` is the probability of a truthful report
+        return measurements.make_randomized_response_bool(prob=scale)
+    # "gumbel_max": report-noisy-max with Gumbel noise (zCDP output measure)
+    return measurements.make_noisy_max(
+        floats, metrics.linf_distance(T=float), measures.zero_concentrated_divergence(), scale=scale
+    )
 
 
 class SecureNoise(NoiseBackend):
@@ -328,34 +398,13 @@ class SecureNoise(NoiseBackend):
                 f"rng must be None for the secure OpenDP backend (it cannot be seeded); got {rng!r}. "
                 "Use NumpyNoise(rng) for reproducible simulation."
             )
-        try:
-            import opendp.prelude as dp
-        except ImportError as exc:  # pragma: no cover - opendp is a core dependency
-            raise DependencyNotInstalledError(
-                "the secure noise backend needs OpenDP: pip install opendp"
-            ) from exc
-        dp.enable_features("contrib")
-        self._dp: Any = dp
-        self._measurements: dict[tuple[str, float], Any] = {}
+        self._measurements = _opendp_measurements()
 
     def _measurement(self, kind: str, scale: float) -> Any:
-        key = (kind, scale)
-        measurement = self._measurements.get(key)
+        measurement = self._measurements.get((kind, scale))
         if measurement is None:
-            dp = self._dp
-            floats = dp.vector_domain(dp.atom_domain(T=float, nan=False))
-            if kind == "laplace":
-                measurement = dp.m.make_laplace(floats, dp.l1_distance(T=float), scale=scale)
-            elif kind == "gaussian":
-                measurement = dp.m.make_gaussian(floats, dp.l2_distance(T=float), scale=scale)
-            elif kind == "discrete_laplace":
-                integers = dp.vector_domain(dp.atom_domain(T="i64"))
-                measurement = dp.m.make_laplace(integers, dp.l1_distance(T="i64"), scale=scale)
-            else:  # "gumbel_max": report-noisy-max with Gumbel noise (zCDP output measure)
-                measurement = dp.m.make_noisy_max(
-                    floats, dp.linf_distance(T=float), dp.zero_concentrated_divergence(), scale=scale
-                )
-            self._measurements[key] = measurement
+            measurement = _build_measurement(kind, scale)
+            self._measurements[(kind, scale)] = measurement
         return measurement
 
     def _add(self, kind: str, values: NDArray[Any], scale: NDArray[np.float64]) -> NDArray[Any]:
@@ -414,6 +463,15 @@ class SecureNoise(NoiseBackend):
     def add_discrete_laplace(self, values: ArrayLike, scale: ArrayLike) -> NDArray[np.int64]:
         """Return integer ``values`` + exact discrete Laplace(``scale``) noise, added by OpenDP."""
         return np.asarray(self._add("discrete_laplace", _check_integers(values), _check_scale(scale)))
+
+    def randomized_response(self, bits: ArrayLike, keep_probability: float) -> NDArray[np.int64]:
+        """Randomised response with OpenDP's ``make_randomized_response_bool`` (exact Bernoulli)."""
+        b, p = _check_bits(bits, keep_probability)
+        if p == 1.0:
+            return b.copy()
+        measurement = self._measurement("randomized_response", p)
+        flat = [int(measurement(bool(bit))) for bit in b.reshape(-1)]
+        return np.asarray(flat, dtype=np.int64).reshape(b.shape)
 
     def gumbel_max(self, log_weights: ArrayLike, size: int | None = None) -> NDArray[np.int64]:
         """Sample indices ∝ exp(log_weights) with OpenDP's exact Gumbel report-noisy-max.

@@ -49,14 +49,14 @@ from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 from dpbandits.privacy.counters import (
-    BinaryTreeCounter,
+    BinaryTreeCounterBank,
     TreeNoiseTable,
     binary_tree_error_bound,
     binary_tree_node_scale,
     tree_levels,
 )
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
-from dpbandits.privacy.noise import NoiseBackend
+from dpbandits.privacy.noise import NoiseBackend, NumpyNoise
 
 __all__ = [
     "DPEBSElimination",
@@ -186,7 +186,7 @@ def ebs_widths(counts: FloatArray | IntArray, constants: EBSConstants, conf_scal
 
 
 def ebs_confidence_bounds(
-    released: FloatArray,
+    released: FloatArray | IntArray,
     counts: FloatArray | IntArray,
     constants: EBSConstants,
     conf_scale: float = 1.0,
@@ -290,10 +290,14 @@ class DPEBSElimination:
         depend on the widths; regret guarantees do).
     rng : int, SeedSequence, Generator or None
         The trial's seed; split as in :mod:`dpbandits.algorithms.dueling._streams` (the environment
-        child is not used by the agent).
+        child is not used by the agent). It seeds the opponents' coins; the counters' privacy noise
+        only with ``insecure_seeded_noise=True``.
     noise_backend : NoiseBackend, optional
-        Shared source of Laplace noise for the counters (for example the secure OpenDP backend);
-        default: seeded NumPy noise, one stream per counter (simulation only).
+        Source of the counters' noise; default the secure OpenDP backend (exact discrete Laplace,
+        one call per round for all live counters).
+    insecure_seeded_noise : bool, default False
+        Seed the counters' noise from ``rng`` (one NumPy stream per counter, so the agent reproduces
+        the vectorised simulation exactly). Simulation only: not private in deployment; warns.
     record_transcript : bool, default False
         Keep, per round, the counters' released values and (for audits only, it is raw data) their
         stream elements.
@@ -344,6 +348,7 @@ class DPEBSElimination:
         conf_scale: float = 1.0,
         rng: RNGLike = None,
         noise_backend: NoiseBackend | None = None,
+        insecure_seeded_noise: bool = False,
         record_transcript: bool = False,
     ) -> None:
         self.constants = ebs_constants(
@@ -355,17 +360,19 @@ class DPEBSElimination:
         k = self.constants.n_arms
         streams = trial_streams(rng)
         self._key = streams.algorithm_key
-        noise_children = streams.noise.spawn(k)
-        eps_c = self._counter_epsilon()
-        self._counters = [
-            BinaryTreeCounter(self.constants.horizon, eps_c, rng=noise_children[i], backend=noise_backend)
-            for i in range(k)
-        ]
+        backend: NoiseBackend | list[NoiseBackend] | None = noise_backend
+        if insecure_seeded_noise and noise_backend is None:  # one stream per counter, as TreeNoiseTable
+            backend = [NumpyNoise(child) for child in streams.noise.spawn(k)]
+        # each counter's stream: win indicators minus removed wins, integers with Δ = 1
+        self._counters = BinaryTreeCounterBank(
+            k, self.constants.horizon, self._counter_epsilon(), integer=True, backend=backend,
+            insecure_seeded_noise=insecure_seeded_noise,
+        )
         self._active = np.arange(k, dtype=np.int64)
         self._pointer = -1
         self._left_counts = np.zeros(k, dtype=np.int64)  # n_i
-        self._pending = np.zeros(k)  # subtraction entering counter i at the next round
-        self._released = np.zeros(k)  # w̃_i
+        self._pending = np.zeros(k, dtype=np.int64)  # subtraction entering counter i at the next round
+        self._released = np.zeros(k, dtype=np.int64)  # w̃_i (exact integer releases)
         self._pair_counts = np.zeros((k, k), dtype=np.int64)  # N_ik
         self._pair_wins = np.zeros((k, k), dtype=np.int64)  # W_ik
         self.elimination_rounds: dict[int, int] = {}
@@ -455,18 +462,17 @@ class DPEBSElimination:
         self._pair_counts[left, right] += 1
         self._pair_wins[left, right] += outcome
         self._left_counts[left] += 1
-        elements = {}
-        for i in self._active:
-            element = float(outcome * (i == left)) - self._pending[i]  # v_i = o_t·1[i = x_t] − pending_i
-            self._pending[i] = 0.0
-            self._released[i] = self._counters[i].update(element)
-            elements[int(i)] = element
+        # v_i = o_t·1[i = x_t] − pending_i for every live counter (retired ones ignore theirs)
+        elements = -self._pending
+        elements[left] += int(outcome)
+        self._pending[:] = 0
+        self._released = self._counters.update(elements)
         if self.record_transcript:
             self.transcript.append({
                 "round": self.time,
                 "pair": (left, right),
-                "released": {int(i): float(self._released[i]) for i in self._active},
-                "stream_elements": elements,
+                "released": {int(i): int(self._released[i]) for i in self._active},
+                "stream_elements": {int(i): int(elements[i]) for i in self._active},
             })
         self._screen()
 
@@ -481,6 +487,7 @@ class DPEBSElimination:
         if eliminated.size == 0:
             return
         self._active = active[~np.isin(active, eliminated)]
+        self._counters.retire(eliminated)
         for j in self._active:
             self._pending[j] += self._pair_wins[j, eliminated].sum()
             self._left_counts[j] -= self._pair_counts[j, eliminated].sum()
@@ -627,7 +634,7 @@ def _simulate(
         parts = trial_streams(seq)
         feedback = env.streams(parts.environment, 1)
         generators = [np.random.default_rng(s) for s in parts.noise.spawn(env.n_arms)]
-        table = TreeNoiseTable(constants.horizon, constants.counter_epsilon, generators, chunk=size)
+        table = TreeNoiseTable(constants.horizon, constants.counter_epsilon, generators, chunk=size, integer=True)
         result = run_trial(feedback, 0, constants, parts.algorithm_key, table, opponent=opponent,
                            conf_scale=conf_scale, block=size, first_block=min(256, size))
         pair_counts[trial] = result.pair_counts

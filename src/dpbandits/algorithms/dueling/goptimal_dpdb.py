@@ -54,7 +54,7 @@ from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_st
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
-from dpbandits.privacy.noise import NoiseBackend, NumpyNoise
+from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
 __all__ = [
     "GOptimalDPDB",
@@ -279,13 +279,18 @@ def _plan_phase(
                   {"g": float(design.g_value), "support": int(support.size), "N": float(total)})
 
 
+def _release_wins(noise: NoiseBackend, wins: IntArray, scale: float) -> FloatArray:
+    """W̃ = W + discrete Lap(1/ε) on the integer per-pair win counts (exact integers; W itself if ε = ∞)."""
+    if scale == 0.0:
+        return wins.astype(np.float64)
+    return noise.add_discrete_laplace(wins, scale).astype(np.float64)
+
+
 def _finish_phase(
-    plan: _Phase, wins: FloatArray, noise: FloatArray, features: FloatArray, active: IntArray,
-    settings: GOptimalSettings,
+    plan: _Phase, noisy: FloatArray, features: FloatArray, active: IntArray, settings: GOptimalSettings,
 ) -> tuple[IntArray, FloatArray]:
-    """Privatise, clip, estimate θ̂ and eliminate; returns (new active set, θ̂)."""
+    """Clip the released sums W̃, estimate θ̂ and eliminate; returns (new active set, θ̂)."""
     counts = plan.counts.astype(np.float64)
-    noisy = wins + noise  # W̃ = W + Lap(1/ε)
     clipped = np.clip(noisy, 0.5, counts - 0.5)  # W̄ = clip(W̃, ½, t − ½)
     phi = private_logistic_mle(plan.coordinates, counts, clipped)
     theta = plan.basis @ phi
@@ -346,9 +351,13 @@ class GOptimalDPDB:
     play_count_scale : float, default 1.0
         Multiplies N_ℓ; values != 1 are not the paper's schedule (label such runs).
     rng : int, SeedSequence, Generator or None
-        The trial's seed (its privacy-noise child draws the Laplace noise).
+        The trial's seed (its privacy-noise child seeds the noise only with ``insecure_seeded_noise``).
     noise_backend : NoiseBackend, optional
-        Source of Laplace noise (default: seeded NumPy noise; simulation only).
+        Source of the noise; default the secure OpenDP backend (exact discrete Laplace on the
+        integer per-pair win counts).
+    insecure_seeded_noise : bool, default False
+        Seed the noise from ``rng`` (reproduces the vectorised simulation; not private in
+        deployment; warns).
 
     Privacy
     -------
@@ -376,11 +385,13 @@ class GOptimalDPDB:
         play_count_scale: float = 1.0,
         rng: RNGLike = None,
         noise_backend: NoiseBackend | None = None,
+        insecure_seeded_noise: bool = False,
     ) -> None:
         self.features = check_array(features, "features", ndim=2)
         self.settings = _settings(self.features.shape[0], horizon, epsilon, failure_probability, kappa,
                                   theta_bound, fw_tol, c_elim, play_count_scale)
-        self._noise = noise_backend if noise_backend is not None else NumpyNoise(trial_streams(rng).noise)
+        noise_seed = trial_streams(rng).noise if insecure_seeded_noise and noise_backend is None else None
+        self._noise = privacy_noise(noise_seed, insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         self.active = np.arange(self.settings.n_arms, dtype=np.int64)
         self.time = 0
         self.phases: list[_Phase] = []
@@ -406,7 +417,7 @@ class GOptimalDPDB:
             return
         self.phases.append(plan)
         self._slot, self._played_in_slot = 0, 0
-        self._wins = np.zeros(plan.counts.size)
+        self._wins = np.zeros(plan.counts.size, dtype=np.int64)
 
     def ask(self) -> tuple[int, int]:
         """Return the next pair (x, y) of the current phase's schedule."""
@@ -432,26 +443,21 @@ class GOptimalDPDB:
         if self._committed_arm is not None:
             return
         plan = self.phases[-1]
-        self._wins[self._slot] += outcome
+        self._wins[self._slot] += int(outcome)
         self._played_in_slot += 1
         if self._played_in_slot < plan.counts[self._slot]:
             return
         self._slot, self._played_in_slot = self._slot + 1, 0
         if self._slot < plan.counts.size:
             return
-        noise = self._phase_noise(plan.counts.size)
-        self.active, theta = _finish_phase(plan, self._wins, noise, self.features, self.active, self.settings)
+        noisy = _release_wins(self._noise, self._wins, self._noise_scale())
+        self.active, theta = _finish_phase(plan, noisy, self.features, self.active, self.settings)
         self.theta_estimates.append(theta)
         self._start_phase(plan.index + 1)
 
     def _noise_scale(self) -> float:
-        """Laplace scale of the per-pair sums, 1/ε (a test's broken variant overrides this)."""
+        """Laplace scale of the per-pair sums, 1/ε (0 when ε = ∞; a test's broken variant overrides this)."""
         return 1.0 / self.settings.epsilon
-
-    def _phase_noise(self, size: int) -> FloatArray:
-        if math.isinf(self.settings.epsilon):
-            return np.zeros(size)
-        return np.asarray(self._noise.laplace(self._noise_scale(), size=size), dtype=np.float64)
 
 
 def _run_trial(
@@ -475,21 +481,20 @@ def _run_trial(
             break
         played = np.minimum(plan.counts, np.maximum(horizon - t - np.r_[0, np.cumsum(plan.counts)[:-1]], 0))
         if duels is None:  # one Binomial per pair: no adaptivity inside a phase
-            wins = draws.binomial(played, env.preference_matrix[plan.pairs[:, 0], plan.pairs[:, 1]]).astype(np.float64)
+            wins = draws.binomial(played, env.preference_matrix[plan.pairs[:, 0], plan.pairs[:, 1]])
         else:
             firsts = np.repeat(plan.pairs[:, 0], played)
             seconds = np.repeat(plan.pairs[:, 1], played)
             outcome = duels.peek(firsts, seconds)
             duels.advance(firsts, seconds)
             wins = np.bincount(np.repeat(np.arange(played.size), played), weights=outcome,
-                               minlength=played.size).astype(np.float64)
+                               minlength=played.size).astype(np.int64)
         np.add.at(pair_counts, (plan.pairs[:, 0], plan.pairs[:, 1]), played)
         t += int(played.sum())
         if t >= horizon and not np.array_equal(played, plan.counts):
             break  # the horizon ended inside the phase: no estimation
-        phase_noise = np.zeros(played.size) if math.isinf(settings.epsilon) else noise.laplace(
-            1.0 / settings.epsilon, size=played.size)
-        active, _ = _finish_phase(plan, wins, phase_noise, features, active, settings)
+        noisy = _release_wins(noise, wins, 1.0 / settings.epsilon)  # simulation: seeded NumPy noise
+        active, _ = _finish_phase(plan, noisy, features, active, settings)
     identified = active.size == 1 and int(active[0]) == env.best_arm
     return pair_counts, identified, phase
 

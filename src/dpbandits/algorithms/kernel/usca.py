@@ -56,6 +56,7 @@ from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.kernel import KernelBanditEnvironment, StationaryKernel, joint_points
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
 from dpbandits.privacy.mechanisms import BackendLike, GridExponentialMechanism, uniform_grid
+from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
 __all__ = [
     "BACKENDS",
@@ -161,7 +162,7 @@ class USCA:
     ...              context_generator=env.sample_contexts, clip=True, rng=0)
     >>> contexts = env.sample_contexts(50, rng=1)
     >>> agent.observe(contexts, env.sample_rewards(agent.learning_actions, contexts, rng=2))
-    >>> agent.recommend([0.3], rng=3).shape
+    >>> agent.recommend([0.3]).shape
     (1,)
     """
 
@@ -403,7 +404,8 @@ class USCA:
         return GridExponentialMechanism(self.grid, sensitivity=self.context_sensitivity(context), epsilon=self.epsilon)
 
     def recommend(
-        self, context: ArrayLike, rng: RNGLike = None, size: int | None = None, backend: BackendLike = None
+        self, context: ArrayLike, rng: RNGLike = None, size: int | None = None, backend: BackendLike = None,
+        *, insecure_seeded_noise: bool = False,
     ) -> FloatArray:
         """Sample x̂(c_{T+1}) from the exponential mechanism on the grid (one ε-JDP release per draw).
 
@@ -412,17 +414,28 @@ class USCA:
         context : array_like of shape (dc,)
             c_{T+1} (public under JDP; projected only if ``clip=True``).
         rng : int, SeedSequence, Generator or None
-            The privacy-noise stream.
+            Seed of the draw; only with ``insecure_seeded_noise=True``.
         size : int, optional
             Number of independent draws; each one is a release (``size`` draws cost size·ε).
-        backend : {"numpy", "opendp"} or NoiseBackend, optional
-            Noise backend of the Gumbel draws: the seeded NumPy default is for simulation,
-            ``"opendp"`` (unseedable) for deployment.
+        backend : {"opendp", "secure"} or NoiseBackend, optional
+            Source of the draw; default the secure OpenDP sampler (exact Gumbel noisy-max over the
+            OS CSPRNG, no cutoff).
+        insecure_seeded_noise : bool, default False
+            Seeded NumPy Gumbel-max instead: reproducible, for simulation only (warns).
 
         Returns
         -------
         ndarray of shape (dx,), or (size, dx) when ``size`` is given
+
+        Privacy
+        -------
+        Each draw is ε-joint-DP for one round's context and reward (Lemma 4.2, Theorem 4.1).
         """
+        noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
+        return self._draw(context, noise, size)
+
+    def _draw(self, context: ArrayLike, noise: NoiseBackend, size: int | None = None) -> FloatArray:
+        """Draw from the grid mechanism with an explicit noise source (simulations pass NumpyNoise)."""
         n = 1 if size is None else check_int(size, "size", minimum=1)
         c = self._check_contexts(np.reshape(np.asarray(context, dtype=float), (1, -1)))
         if math.isinf(self.epsilon):
@@ -430,9 +443,10 @@ class USCA:
             index = np.flatnonzero(log_p > -np.inf)[0] if size is None else np.full(n, np.argmax(log_p))
             return self.grid[index].copy()
         points = joint_points(self.grid, c)
-        draw = self._mechanism(c[0]).sample(self._surrogate_mean(points), rng=rng, size=size, backend=backend)
+        mechanism = self._mechanism(c[0])
+        index = noise.gumbel_max(mechanism.log_probabilities(self._surrogate_mean(points)), size=size)
         self.n_releases += n
-        return np.asarray(draw)
+        return np.asarray(mechanism.grid[index], dtype=np.float64)
 
     def reset_data(self) -> None:
         """Forget the learning data, keeping the public (data-independent) precomputation.
@@ -491,7 +505,7 @@ def _simulate(
         )
         agent.observe(data.contexts, data.rewards(env, agent.learning_actions))
         log_p = agent.mechanism_log_probabilities(data.test_contexts)
-        x_hat = agent.recommend(data.next_context, noise_seed)
+        x_hat = agent._draw(data.next_context, NumpyNoise(noise_seed))  # simulation: seeded NumPy noise
         out["error"][i], out["sampled_regret"][i] = score_policy(env, agent.grid, data, log_p, x_hat)
         truth = grid_reward_table(env, agent.grid, data.test_contexts).ravel()
         out["sup_error"][i] = float(np.max(np.abs(agent._surrogate_mean(grid_points(agent.grid, data.test_contexts)) - truth)))

@@ -1,0 +1,1 @@
+"""Privacy cases of the offline family (being written: see the privacy contract, issue 12)."""
