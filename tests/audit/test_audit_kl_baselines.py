@@ -2,7 +2,7 @@
 
 Each baseline is calibrated from the public floor ``min_count`` only. Each audit is paired with a
 deliberately broken variant that sizes its noise from the private data (the old default: Δ from
-N_min(D)), which the same audit must catch.
+N_min(D); :mod:`dpbandits.audit.cases.offline`), which the same audit must catch.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from dpbandits.algorithms.offline.baselines import (
     ReportNoisyMaxMAB,
 )
 from dpbandits.audit import audit_exact
+from dpbandits.audit.cases.offline import DataScaledEM as _DataScaledEM
+from dpbandits.audit.cases.offline import DataScaledLaplace as _DataScaledLaplace
+from dpbandits.audit.cases.offline import DataScaledRNM as _DataScaledRNM
 from dpbandits.audit.exact import privacy_loss
 from dpbandits.audit.kl import mab_neighbour_datasets
 from dpbandits.envs.offline import LoggedBanditData
@@ -25,32 +28,6 @@ from dpbandits.envs.offline import LoggedBanditData
 # The issue's instance: ε = 2, β0 = 50, arm 0 with 3 records of reward 0, arm 1 with 1000 of reward 1.
 EPSILON, BETA0 = 2.0, 50.0
 ISSUE_DATA = LoggedBanditData(np.repeat([0, 1], [3, 1000]), np.repeat([0.0, 1.0], [3, 1000]), n_arms=2)
-
-
-class _DataScaled:
-    """Broken control: Δ from the data's N_min, App. B's 2R/(N_min − 1) + β0/(2(N_min − 1)^{3/2}) (the old default)."""
-
-    counts_: np.ndarray
-    reward_bound: float
-    beta0: float
-    sensitivity: float
-
-    def _fit_utilities(self, data: LoggedBanditData) -> None:
-        super()._fit_utilities(data)  # type: ignore[misc]
-        m = int(self.counts_.min()) - 1
-        self.sensitivity = 2 * self.reward_bound / m + self.beta0 / (2 * m**1.5) if m >= 1 else math.inf
-
-
-class _DataScaledRNM(_DataScaled, ReportNoisyMaxMAB):
-    pass
-
-
-class _DataScaledLaplace(_DataScaled, LaplaceStatisticsGreedyMAB):
-    pass
-
-
-class _DataScaledEM(_DataScaled, ExponentialMechanismMAB):
-    pass
 
 
 def _pairs(data: LoggedBanditData, min_count: int) -> list[tuple[LoggedBanditData, LoggedBanditData]]:

@@ -348,12 +348,13 @@ _register_baseline("greedy-mab", PessimisticGreedyMAB, "none (non-private)",
 )
 def simulate_kl_mab_repeated(
     env: Any, *, n_trials: int, rng: RNGLike, epsilon: float = 0.1, n_samples: int = 1, beta0: float = 1.0,
-    delta_prime: float = 1e-6, audit: bool = False, min_count: int | None = None,
+    delta_prime: float = 1e-6, audit: bool = False, min_count: int | None = None, calibration: str = "theorem",
 ) -> dict[str, FloatArray]:
     """Per-sample ε1 = ``epsilon``, ``n_samples`` = T samples (E6).
 
-    η is calibrated by Theorem 1 at the public floor ``min_count`` (default: the logging design's;
-    see :func:`simulate_kl_mab`).
+    η is calibrated at the public floor ``min_count`` (default: the logging design's) by Theorem 1
+    (``calibration="theorem"``) or by the exact domain sensitivity (``"domain"``); see
+    :func:`simulate_kl_mab`.
 
     Returns
     -------
@@ -365,7 +366,8 @@ def simulate_kl_mab_repeated(
     """
     t = check_int(n_samples, "n_samples", minimum=1)
     base = simulate_kl_mab(env, n_trials=n_trials, rng=rng, beta0=beta0, epsilon=epsilon, audit=audit,
-                           pld_samples=t if audit else None, pld_delta=delta_prime, min_count=min_count)
+                           pld_samples=t if audit else None, pld_delta=delta_prime, min_count=min_count,
+                           calibration=check_one_of(calibration, "calibration", ("theorem", "domain")))
     per_sample = acc.PureDP(epsilon=float(epsilon), unit=acc.UNIT_MAB, neighbouring=acc.Neighbouring.ADD_REMOVE)
     basic = acc.repeated_sampling(per_sample, t)
     advanced = acc.repeated_sampling(per_sample, t, method="advanced", delta_prime=delta_prime)
