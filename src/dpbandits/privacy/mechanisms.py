@@ -45,12 +45,14 @@ from dpbandits._core.validation import (
     check_sensitivity,
 )
 from dpbandits.privacy.accounting import (
+    Accountant,
     GaussianEvent,
     LaplaceEvent,
     PrivacyEvent,
     PureEvent,
     _gaussian_delta,
     gaussian_delta,
+    spend,
 )
 from dpbandits.privacy.guarantees import ApproxDP, Guarantee, Neighbouring, PureDP
 from dpbandits.privacy.noise import NoiseBackend, privacy_noise
@@ -204,13 +206,24 @@ class Mechanism(ABC):
 
     @abstractmethod
     def release(
-        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False
+        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> NDArray[Any]:
         """Run the mechanism once on ``data`` (once per batch row for selection mechanisms)."""
 
     @abstractmethod
     def example_input(self) -> NDArray[np.float64]:
         """Return a valid input for :meth:`release` (used by contract tests and docs)."""
+
+    def _noise(self, rng: RNGLike, backend: BackendLike, insecure_seeded_noise: bool,
+               accountant: Accountant | None, count: int = 1) -> NoiseBackend:
+        """The release's noise source, after the accountant (if any) has recorded ``count`` events.
+
+        The event is spent *before* any noise is drawn, so an over-budget release draws nothing.
+        """
+        noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend, stacklevel=4)
+        spend(accountant, self.event, count)
+        return noise
 
     def guarantee(self, unit: str, neighbouring: Neighbouring | str, reference: str | None = None) -> Guarantee:
         """Return the guarantee of one release.
@@ -297,11 +310,12 @@ class LaplaceMechanism(Mechanism):
         return LaplaceEvent(self.scale, self.sensitivity)
 
     def release(
-        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False
+        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> NDArray[np.float64]:
         """Return ``data`` + i.i.d. Laplace(b) noise (same shape as ``data``; 0-d for a scalar)."""
         values = _check_values(data, "value")
-        return privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend).add_laplace(values, self.scale)
+        return self._noise(rng, backend, insecure_seeded_noise, accountant).add_laplace(values, self.scale)
 
     def example_input(self) -> NDArray[np.float64]:
         """Return a small vector of values."""
@@ -453,11 +467,12 @@ class GaussianMechanism(Mechanism):
         return GaussianEvent(self.sigma, self.l2_sensitivity)
 
     def release(
-        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False
+        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> NDArray[np.float64]:
         """Return ``data`` + i.i.d. N(0, σ²) noise (same shape as ``data``)."""
         values = _check_values(data, "value")
-        return privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend).add_gaussian(values, self.sigma)
+        return self._noise(rng, backend, insecure_seeded_noise, accountant).add_gaussian(values, self.sigma)
 
     def example_input(self) -> NDArray[np.float64]:
         """Return a small vector of values."""
@@ -588,7 +603,7 @@ class GibbsMechanism(Mechanism):
 
     def sample(
         self, utilities: ArrayLike, rng: RNGLike = None, size: int | None = None, backend: BackendLike = None,
-        *, insecure_seeded_noise: bool = False,
+        *, insecure_seeded_noise: bool = False, accountant: Accountant | None = None,
     ) -> NDArray[np.int64]:
         """Draw action indices from π (Gumbel-max on log π).
 
@@ -611,13 +626,16 @@ class GibbsMechanism(Mechanism):
         """
         if size is not None:
             size = check_int(size, "size", minimum=1)
-        return privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend).gumbel_max(self.log_probabilities(utilities), size=size)
+        log_p = self.log_probabilities(utilities)
+        noise = self._noise(rng, backend, insecure_seeded_noise, accountant, count=1 if size is None else size)
+        return noise.gumbel_max(log_p, size=size)
 
     def release(
-        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False
+        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> NDArray[np.int64]:
         """Draw one action per batch row (``sample`` with ``size=None``)."""
-        return self.sample(data, rng=rng, backend=backend, insecure_seeded_noise=insecure_seeded_noise)
+        return self.sample(data, rng=rng, backend=backend, insecure_seeded_noise=insecure_seeded_noise, accountant=accountant)
 
     def example_input(self) -> NDArray[np.float64]:
         """Return utilities for every action."""
@@ -827,28 +845,31 @@ class GridExponentialMechanism(Mechanism):
 
     def sample_index(
         self, utility_values_on_grid: ArrayLike, rng: RNGLike = None, size: int | None = None,
-        backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        backend: BackendLike = None, *, insecure_seeded_noise: bool = False, accountant: Accountant | None = None,
     ) -> NDArray[np.int64]:
         """Draw grid indices (see :meth:`GibbsMechanism.sample`)."""
         return self.selector.sample(
-            utility_values_on_grid, rng=rng, size=size, backend=backend, insecure_seeded_noise=insecure_seeded_noise
+            utility_values_on_grid, rng=rng, size=size, backend=backend, insecure_seeded_noise=insecure_seeded_noise,
+            accountant=accountant,
         )
 
     def sample(
         self, utility_values_on_grid: ArrayLike, rng: RNGLike = None, size: int | None = None,
-        backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        backend: BackendLike = None, *, insecure_seeded_noise: bool = False, accountant: Accountant | None = None,
     ) -> NDArray[np.float64]:
         """Draw grid points: shape (size, ..., dim) or (..., dim)."""
         index = self.sample_index(
-            utility_values_on_grid, rng=rng, size=size, backend=backend, insecure_seeded_noise=insecure_seeded_noise
+            utility_values_on_grid, rng=rng, size=size, backend=backend, insecure_seeded_noise=insecure_seeded_noise,
+            accountant=accountant,
         )
         return np.asarray(self.grid[index], dtype=np.float64)
 
     def release(
-        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False
+        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> NDArray[np.float64]:
         """Draw one grid point per batch row."""
-        return self.sample(data, rng=rng, backend=backend, insecure_seeded_noise=insecure_seeded_noise)
+        return self.sample(data, rng=rng, backend=backend, insecure_seeded_noise=insecure_seeded_noise, accountant=accountant)
 
     def example_input(self) -> NDArray[np.float64]:
         """Return utilities on the grid (a smooth bump)."""
@@ -916,13 +937,14 @@ class ReportNoisyMaxMechanism(Mechanism):
         return PureEvent(self._epsilon)
 
     def release(
-        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False
+        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> NDArray[np.int64]:
         """Return argmax_a (u(a) + Lap(b)) per batch row (last axis = actions)."""
         u = np.asarray(check_array(data, "utilities"), dtype=np.float64)
         if u.ndim == 0:
             raise InvalidParameterError(f"utilities must have at least one axis (actions); got shape {u.shape}")
-        noisy = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend).add_laplace(u, self.scale)
+        noisy = self._noise(rng, backend, insecure_seeded_noise, accountant).add_laplace(u, self.scale)
         return np.asarray(np.argmax(noisy, axis=-1), dtype=np.int64)
 
     def probabilities(self, utilities: ArrayLike) -> NDArray[np.float64]:
@@ -972,6 +994,7 @@ def report_noisy_max(
     one_utility_changes: bool = False,
     backend: BackendLike = None,
     insecure_seeded_noise: bool = False,
+    accountant: Accountant | None = None,
 ) -> NDArray[np.int64]:
     """Return argmax_a (u(a) + Lap(b)) per batch row; see :class:`ReportNoisyMaxMechanism`.
 
@@ -982,7 +1005,8 @@ def report_noisy_max(
     1
     """
     mech = ReportNoisyMaxMechanism(sensitivity, epsilon, monotone=monotone, one_utility_changes=one_utility_changes)
-    return mech.release(utilities, rng=rng, backend=backend, insecure_seeded_noise=insecure_seeded_noise)
+    return mech.release(utilities, rng=rng, backend=backend, insecure_seeded_noise=insecure_seeded_noise,
+                        accountant=accountant)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from dpbandits._core.rng import RNGLike, spawn_generators
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_one_of
 from dpbandits.envs.base import BanditEnvironment, segment_sums
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
@@ -508,7 +509,7 @@ class PhasedAlgorithm(ABC):
         return run_vectorised(self.planner, n, sampler, noise, algorithm_rng, tie_break=self.tie_break)
 
     def agent(self, rng: RNGLike = None, *, noise_backend: NoiseBackend | None = None,
-              insecure_seeded_noise: bool = False) -> PhasedAgent:
+              insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> PhasedAgent:
         """Return an ask/tell agent.
 
         Parameters
@@ -523,6 +524,9 @@ class PhasedAlgorithm(ABC):
         insecure_seeded_noise : bool, default False
             Seed the privacy noise from ``rng`` (the agent then reproduces :meth:`simulate`).
             Simulation only: not private in deployment; warns.
+        accountant : Accountant, optional
+            Records the run's guarantee (:attr:`privacy`) before the agent exists: a run that would
+            exceed the accountant's budget raises :class:`PrivacyBudgetExceededError` and draws nothing.
 
         Notes
         -----
@@ -533,6 +537,7 @@ class PhasedAlgorithm(ABC):
         _, algorithm_rng, noise_rng = spawn_generators(rng, 3)
         noise = None
         if self.planner.noise_kind:
+            spend(accountant, self.privacy)  # the whole run is one release of the reward table
             noise = privacy_noise(noise_rng if insecure_seeded_noise and noise_backend is None else None,
                                   insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         # allow_out_of_range: accept any finite reward, as simulate() does on such environments

@@ -48,6 +48,7 @@ from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_st
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.counters import (
     BinaryTreeCounterBank,
     TreeNoiseTable,
@@ -298,6 +299,9 @@ class DPEBSElimination:
     insecure_seeded_noise : bool, default False
         Seed the counters' noise from ``rng`` (one NumPy stream per counter, so the agent reproduces
         the vectorised simulation exactly). Simulation only: not private in deployment; warns.
+    accountant : Accountant, optional
+        Records the run's guarantee before any noise is drawn (an over-budget run raises
+        :class:`PrivacyBudgetExceededError` at construction).
     record_transcript : bool, default False
         Keep, per round, the counters' released values and (for audits only, it is raw data) their
         stream elements.
@@ -350,6 +354,7 @@ class DPEBSElimination:
         noise_backend: NoiseBackend | None = None,
         insecure_seeded_noise: bool = False,
         record_transcript: bool = False,
+        accountant: Accountant | None = None,
     ) -> None:
         self.constants = ebs_constants(
             n_arms, horizon, epsilon, failure_probability,
@@ -357,6 +362,8 @@ class DPEBSElimination:
         )
         self.opponent, self.conf_scale = _check_options(opponent, conf_scale)
         self.counter_epsilon_rule = counter_epsilon
+        if math.isfinite(self.privacy.epsilon):
+            spend(accountant, self.privacy)  # the whole run is one ε-DP release, spent before any noise
         k = self.constants.n_arms
         streams = trial_streams(rng)
         self._key = streams.algorithm_key

@@ -53,6 +53,7 @@ from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
@@ -358,6 +359,9 @@ class GOptimalDPDB:
     insecure_seeded_noise : bool, default False
         Seed the noise from ``rng`` (reproduces the vectorised simulation; not private in
         deployment; warns).
+    accountant : Accountant, optional
+        Records the run's guarantee before any noise is drawn (an over-budget run raises
+        :class:`PrivacyBudgetExceededError` at construction).
 
     Privacy
     -------
@@ -386,10 +390,13 @@ class GOptimalDPDB:
         rng: RNGLike = None,
         noise_backend: NoiseBackend | None = None,
         insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> None:
         self.features = check_array(features, "features", ndim=2)
         self.settings = _settings(self.features.shape[0], horizon, epsilon, failure_probability, kappa,
                                   theta_bound, fw_tol, c_elim, play_count_scale)
+        if math.isfinite(self.settings.epsilon):
+            spend(accountant, self.privacy)  # the whole run is one ε-DP release, spent before any noise
         noise_seed = trial_streams(rng).noise if insecure_seeded_noise and noise_backend is None else None
         self._noise = privacy_noise(noise_seed, insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         self.active = np.arange(self.settings.n_arms, dtype=np.int64)

@@ -45,6 +45,7 @@ from dpbandits.algorithms.kernel.features import FeatureMap, make_feature_map
 from dpbandits.algorithms.kernel.usca import PROTECTED_UNIT, default_grid_points
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.kernel import KernelBanditEnvironment, joint_points
+from dpbandits.privacy.accounting import Accountant, GaussianEvent, spend
 from dpbandits.privacy.guarantees import ApproxDP, Neighbouring
 from dpbandits.privacy.mechanisms import analytic_gaussian_sigma, uniform_grid
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
@@ -152,6 +153,7 @@ class PrivateFeatureRidge:
     def release(
         self, points: ArrayLike, rewards: ArrayLike, rng: RNGLike = None, *,
         backend: NoiseBackend | str | None = None, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> FloatArray:
         """Return θ̃ from the noisy second-moment matrix (the private release).
 
@@ -165,8 +167,11 @@ class PrivateFeatureRidge:
             Default the secure OpenDP backend (the Gaussian noise is added inside OpenDP).
         insecure_seeded_noise : bool, default False
             Seeded NumPy noise instead (simulation only; warns).
+        accountant : Accountant, optional
+            Records the Gaussian release (σ, Δ₂) before any noise is drawn.
         """
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
+        spend(accountant, GaussianEvent(self.sigma, self.l2_sensitivity))
         return self._release(points, rewards, noise)
 
     def _release(self, points: ArrayLike, rewards: ArrayLike, noise: NoiseBackend) -> FloatArray:

@@ -54,6 +54,7 @@ from dpbandits.algorithms.kernel.surrogate import (
 )
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.kernel import KernelBanditEnvironment, StationaryKernel, joint_points
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
 from dpbandits.privacy.mechanisms import BackendLike, GridExponentialMechanism, uniform_grid
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
@@ -405,7 +406,7 @@ class USCA:
 
     def recommend(
         self, context: ArrayLike, rng: RNGLike = None, size: int | None = None, backend: BackendLike = None,
-        *, insecure_seeded_noise: bool = False,
+        *, insecure_seeded_noise: bool = False, accountant: Accountant | None = None,
     ) -> FloatArray:
         """Sample x̂(c_{T+1}) from the exponential mechanism on the grid (one ε-JDP release per draw).
 
@@ -422,6 +423,8 @@ class USCA:
             OS CSPRNG, no cutoff).
         insecure_seeded_noise : bool, default False
             Seeded NumPy Gumbel-max instead: reproducible, for simulation only (warns).
+        accountant : Accountant, optional
+            Records ``size`` (or one) ε-JDP releases before drawing; over budget, nothing is drawn.
 
         Returns
         -------
@@ -432,6 +435,8 @@ class USCA:
         Each draw is ε-joint-DP for one round's context and reward (Lemma 4.2, Theorem 4.1).
         """
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
+        if math.isfinite(self.epsilon):
+            spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1))
         return self._draw(context, noise, size)
 
     def _draw(self, context: ArrayLike, noise: NoiseBackend, size: int | None = None) -> FloatArray:
