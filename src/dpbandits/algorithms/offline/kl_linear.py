@@ -125,9 +125,10 @@ class KLLinearPolicy(EllipticalKLPolicy):
         check_declared_domain(self.lambda_min_, self.min_eigenvalue, self.n_records_, self.max_records)
         return self
 
-    def privacy(self, action_features: ArrayLike, reference: ArrayLike | None = None, *,
-                kind: str = "pure", variant: str = "corrected", scope: str = "instance", **kwargs: Any) -> Guarantee:
-        """Guarantee at one context; see :func:`accountants.account_linear`."""
+    def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None, *,
+                  kind: str = "pure", variant: str = "corrected", scope: str = "instance",
+                  **kwargs: Any) -> Guarantee:
+        """Guarantee at one context (or every context); see :func:`accountants.account_linear`."""
         from dpbandits.algorithms.offline.accountants import account_linear
 
         return account_linear(self, action_features, reference, kind=kind, variant=variant, scope=scope, **kwargs)
