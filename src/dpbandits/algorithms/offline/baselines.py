@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from dpbandits._core.errors import InvalidParameterError, NotFittedError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_epsilon, check_in_interval, check_int, check_positive_float
@@ -62,10 +63,12 @@ def _statistics(data: LoggedBanditData, n_arms: int, reward_bound: float) -> tup
     return data.counts(), data.reward_sums()
 
 
-class _MABBaseline:
+class _MABBaseline(Persistable):
     """Shared fitting: statistics, pessimistic utilities, the domain check and the public Δ(m)."""
 
     name = "baseline"
+
+    _fitted_state = True
 
     def __init__(self, n_arms: int, epsilon: float, beta0: float = 0.0, reward_bound: float = 1.0, *,
                  min_count: int) -> None:
@@ -249,7 +252,7 @@ class LaplaceStatisticsGreedyMAB(_MABBaseline):
         return np.asarray(best if size is None else np.full(check_int(size, "size", minimum=1), best))
 
 
-class PessimisticGreedyMAB:
+class PessimisticGreedyMAB(Persistable):
     """Non-private reference: argmax_a (r̄(a) − β0/√N(a)), ties broken uniformly at random.
 
     Parameters
@@ -268,6 +271,8 @@ class PessimisticGreedyMAB:
     """
 
     name = "greedy"
+
+    _fitted_state = True
 
     def __init__(self, n_arms: int, beta0: float = 0.0, reward_bound: float = 1.0) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=1)

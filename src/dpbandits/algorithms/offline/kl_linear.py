@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import cho_solve, cholesky, eigvalsh
 
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
 from dpbandits.envs.offline import LoggedContextualData
@@ -21,7 +22,7 @@ from dpbandits.privacy.guarantees import Guarantee
 __all__ = ["KLLinearPolicy"]
 
 
-class KLLinearPolicy(EllipticalKLPolicy):
+class KLLinearPolicy(EllipticalKLPolicy, Persistable):
     """KL-regularised pessimistic policy for logged linear contextual bandit data (eq. 10).
 
     Parameters
@@ -78,6 +79,8 @@ class KLLinearPolicy(EllipticalKLPolicy):
     >>> policy.probabilities([[1.0, 0.0], [0.0, 1.0]]).round(4).tolist()
     [0.9999, 0.0001]
     """
+
+    _fitted_state = True
 
     def __init__(self, eta: float, beta0: float = 1.0, ridge: float = 2.0, reward_bound: float = 1.0, *,
                  min_eigenvalue: float | None = None, max_records: int | None = None) -> None:

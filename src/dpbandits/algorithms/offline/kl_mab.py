@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import EmptySupportError, InvalidParameterError, NotFittedError, PrivacyWarning
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
@@ -150,7 +151,7 @@ def check_mab_statistics(counts: ArrayLike, reward_sums: ArrayLike, *, n_arms: i
     return n, s
 
 
-class KLMABPolicy:
+class KLMABPolicy(Persistable):
     """KL-regularised pessimistic policy for logged multi-armed bandit data (eq. 8).
 
     Parameters
@@ -213,6 +214,8 @@ class KLMABPolicy:
     >>> policy.probabilities().round(3).tolist()
     [0.787, 0.213]
     """
+
+    _fitted_state = True
 
     def __init__(
         self,

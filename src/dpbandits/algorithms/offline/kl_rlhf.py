@@ -20,6 +20,7 @@ from scipy.optimize import brentq, minimize
 from scipy.special import expit, log_expit
 
 from dpbandits._core.errors import InvalidParameterError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_in_interval, check_positive_float
 from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
@@ -287,7 +288,7 @@ def bradley_terry_mle(
     return BradleyTerryFit(theta, True, nu_star, residual, iterations)
 
 
-class KLRLHFPolicy(EllipticalKLPolicy):
+class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
     """KL-regularised pessimistic RLHF policy on Bradley–Terry preference data (eq. 11).
 
     Parameters
@@ -342,6 +343,9 @@ class KLRLHFPolicy(EllipticalKLPolicy):
     Zhang et al. (2025), eq. (11), Theorem 3, Corollary 3, Appendix D (Theorem 4);
     ``specs/spec_kl_regularization.md`` §3.4, §4.5, §5.1.3.
     """
+
+    _fitted_state = True
+    _state_fields = ("_feature_differences", "_gram")
 
     def __init__(self, eta: float, beta0: float = 1.0, ridge: float = 1.0, norm_bound: float = 1.0, *,
                  solver_tolerance: float = 1e-6, min_eigenvalue: float | None = None) -> None:
