@@ -299,16 +299,21 @@ def _float_cases() -> list[PrivacyCase]:
 
 
 def _goptimal_cases() -> list[PrivacyCase]:
-    table = lower_index_wins(GOPTIMAL_HORIZON, len(GOPTIMAL_FEATURES))
+    n_arms = len(GOPTIMAL_FEATURES)
+    table = lower_index_wins(GOPTIMAL_HORIZON, n_arms)
+    # users alternate "first wins" / "second wins" whatever the pair: no arm is eliminated after phase 1
+    alternating = np.broadcast_to((np.arange(GOPTIMAL_HORIZON) % 2)[:, None, None],
+                                  (GOPTIMAL_HORIZON, n_arms, n_arms)).astype(np.int8)
+    phase_two = int(goptimal_factory()(rng=0).phases[0].counts.sum()) + 1  # phase 1's schedule is data-free
     pairs = [
         NeighbourPair("user 5 (phase 1) flips its answers", table, flip_user(table, 5)),
-        NeighbourPair("the last user flips its answers (its phase may end with the horizon)", table,
-                      flip_user(table, GOPTIMAL_HORIZON)),
+        NeighbourPair(f"user {phase_two} (first of phase 2, its pair chosen from phase 1's release) flips its "
+                      "answers", alternating, flip_user(alternating, phase_two)),
     ]
     return [
         _transcript_case("goptimal-dpdb", "d=2, three arms, secure per-pair sums", goptimal_factory(), pairs, 20),
         _transcript_case("goptimal-dpdb", "noise scale 1/(2ε) while claiming ε", goptimal_factory(HalvedNoise),
-                         pairs[:1], 5, control="noise too small"),
+                         pairs, 5, control="noise too small"),
     ]
 
 
