@@ -204,7 +204,7 @@ def ebs_factory(agent_class: type[DPEBSElimination] = DPEBSElimination, *, horiz
     return factory
 
 
-def goptimal_factory(agent_class: type[GOptimalDPDB] = GOptimalDPDB) -> AgentFactory:
+def goptimal_factory(agent_class: type[GOptimalDPDB] = GOptimalDPDB) -> Callable[..., GOptimalDPDB]:
     """``(rng=, noise_backend=, insecure_seeded_noise=) -> agent``: GOptimal-DPDB, d = 2, three arms."""
 
     def factory(**streams: Any) -> GOptimalDPDB:
