@@ -1,9 +1,11 @@
-"""``dpbandits account mab|linear|rlhf``: fit a KL policy to a logged CSV and print its guarantees.
+"""``dpbandits account mab|linear|rlhf``: fit a KL policy to logged data and print its guarantees.
 
-CSV formats (header line first; see :mod:`dpbandits.envs.offline`):
+Logged data is a CSV or Parquet file (see :mod:`dpbandits.envs.readers`); columns are named with
+``--action-col``/``--reward-col`` (mab), ``--feature-cols``/``--reward-col`` (linear) and
+``--feature-cols``/``--label-col`` (rlhf); other columns are ignored:
 
-* ``mab``: ``action,reward`` (``--n-arms K`` states the public number of arms; by default
-  ``max(action) + 1``, which lets the data decide K);
+* ``mab``: ``action,reward``; ``--n-arms K`` states the public number of arms (required: K is never
+  read off the data);
 * ``linear``: ``x0,...,x{d-1},reward``, plus ``--actions`` with ``x0,...,x{d-1}`` (candidates at one context);
 * ``rlhf``: ``z0,...,z{d-1},label`` (z = φ(x, a¹) − φ(x, a²)), plus ``--actions``.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -37,40 +40,100 @@ class Setting(StrEnum):
     rlhf = "rlhf"
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How ``account`` reads its files: the column mapping and the file format."""
+
+    action_col: str = "action"
+    reward_col: str = "reward"
+    label_col: str = "label"
+    feature_cols: str | None = None  # "x*" (linear) or "z*" (rlhf) when not given
+    candidate_cols: str = "x*"
+    file_format: str | None = None  # from each file's suffix when not given
+
+    @staticmethod
+    def columns(option: str) -> str | list[str]:
+        """``"a,b,c"`` -> a list of names; ``"x*"`` (a pattern) or one name stays as it is."""
+        return [name.strip() for name in option.split(",")] if "," in option else option.strip()
+
+
+def _check_options(setting: Setting, *, eta: float, beta0: float, reward_bound: float, ridge: float,
+                   norm_bound: float, n0: float | None, k: float | None, lambda0: float | None,
+                   n_arms: int | None, actions: Path | None, file_format: str | None) -> None:
+    """Validate the options up front, each error naming the option as typed (never an internal name)."""
+    from dpbandits._core.validation import check_in_interval, check_one_of, check_positive_float
+    from dpbandits.envs.logged import check_n_arms
+
+    check_positive_float(eta, "--eta")
+    check_in_interval(beta0, "--beta0", 0.0, math.inf, closed="left")
+    check_positive_float(reward_bound, "--reward-bound")
+    check_positive_float(ridge, "--lambda")
+    check_positive_float(norm_bound, "--norm-bound")
+    for value, option in ((n0, "--n0"), (k, "--k"), (lambda0, "--lambda0")):
+        if value is not None:
+            check_positive_float(value, option)
+    if n0 is not None and k is not None:
+        raise InvalidParameterError(f"give one of --n0 and --k, not both; got --n0 {n0!r} and --k {k!r}")
+    if n_arms is not None:
+        check_n_arms(n_arms, "--n-arms")
+    if file_format is not None:
+        check_one_of(file_format, "--format", ("csv", "parquet"))
+    contextual = (Setting.linear, Setting.rlhf)
+    setting_options: tuple[tuple[str, object, tuple[Setting, ...]], ...] = (
+        ("--n0", n0, (Setting.mab,)), ("--k", k, (Setting.mab,)), ("--n-arms", n_arms, (Setting.mab,)),
+        ("--lambda0", lambda0, contextual), ("--actions", actions, contextual),
+    )
+    for option, given, settings in setting_options:
+        if given is not None and setting not in settings:  # an option silently ignored would mislead
+            raise InvalidParameterError(f"{option} does not apply to {setting.value}; got {option} {given}")
+
+
 def _account(
     setting: Setting, data: Path, actions: Path | None, eta: float, beta0: float, reward_bound: float,
     ridge: float, norm_bound: float, variant: str, n0: float | None, k: float | None,
-    lambda0: float | None, neighbouring: str, n_arms: int | None = None,
+    lambda0: float | None, neighbouring: str, n_arms: int | None = None, reading: Reading | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     from dpbandits.algorithms.offline import KLLinearPolicy, KLMABPolicy, KLRLHFPolicy
-    from dpbandits.envs.offline import (
-        read_action_features_csv,
-        read_logged_bandit_csv,
-        read_logged_contextual_csv,
-        read_preferences_csv,
+    from dpbandits.envs.readers import (
+        read_action_features,
+        read_bandit_statistics,
+        read_logged_contextual,
+        read_preferences,
     )
+
+    reading = reading or Reading()
 
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PaperVariantWarning)
         if setting is Setting.mab:
-            logged = read_logged_bandit_csv(data, reward_bound=reward_bound, n_arms=n_arms)
-            mab = KLMABPolicy(logged.n_arms, eta=eta, beta0=beta0, reward_bound=reward_bound).fit(logged)
+            if n_arms is None:
+                raise InvalidParameterError("--n-arms K is required for mab: the number of arms is public input, "
+                                            "never read off the data; got none")
+            stats = read_bandit_statistics(data, n_arms=n_arms, reward_bound=reward_bound,
+                                           action_column=reading.action_col, reward_column=reading.reward_col,
+                                           file_format=reading.file_format)
+            mab = KLMABPolicy(stats.n_arms, eta=eta, beta0=beta0, reward_bound=reward_bound)
+            mab.fit_statistics(stats.counts, stats.reward_sums)
             probabilities = mab.probabilities()
             pure = mab.privacy(kind="pure", variant=variant)
             approx = (mab.privacy(kind="approx", variant=variant, n0=n0, k=k)
                       if (n0 is not None or k is not None) else None)
         else:
             if actions is None:
-                raise InvalidParameterError(f"--actions FILE.csv is required for {setting.value}; got none")
-            features = read_action_features_csv(actions)
+                raise InvalidParameterError(f"--actions FILE is required for {setting.value}; got none")
+            features = read_action_features(actions, feature_columns=reading.columns(reading.candidate_cols),
+                                            file_format=reading.file_format)
             if setting is Setting.linear:
                 policy: Any = KLLinearPolicy(eta=eta, beta0=beta0, ridge=ridge, reward_bound=reward_bound)
-                policy.fit(read_logged_contextual_csv(data, reward_bound=reward_bound))
+                policy.fit(read_logged_contextual(data, reward_bound=reward_bound,
+                                                  feature_columns=reading.columns(reading.feature_cols or "x*"),
+                                                  reward_column=reading.reward_col, file_format=reading.file_format))
                 extra: dict[str, Any] = {}
             else:
                 policy = KLRLHFPolicy(eta=eta, beta0=beta0, ridge=ridge, norm_bound=norm_bound)
-                policy.fit(read_preferences_csv(data))
+                policy.fit(read_preferences(data, feature_columns=reading.columns(reading.feature_cols or "z*"),
+                                            label_column=reading.label_col, file_format=reading.file_format))
                 extra = {"neighbouring": neighbouring}
             probabilities = policy.probabilities(features)
             pure = policy.privacy(features, kind="pure", variant=variant, **extra)
@@ -120,22 +183,32 @@ def register(app: typer.Typer) -> None:
         k: Annotated[float | None, typer.Option("--k", help="MAB approximate DP: N0 = floor(N_max/k).")] = None,
         lambda0: Annotated[float | None, typer.Option("--lambda0", help="Linear/RLHF approximate DP threshold.")] = None,
         neighbouring: Annotated[str, typer.Option("--neighbouring", help="rlhf: label or add_remove.")] = "label",
-        n_arms: Annotated[int | None, typer.Option("--n-arms", help="mab: public number of arms K (default: max action + 1).")] = None,
+        n_arms: Annotated[int | None, typer.Option("--n-arms", help="mab: public number of arms K (required).")] = None,
+        action_col: Annotated[str, typer.Option("--action-col", help="mab: column of the arm ids.")] = "action",
+        reward_col: Annotated[str, typer.Option("--reward-col", help="mab, linear: column of the rewards.")] = "reward",
+        label_col: Annotated[str, typer.Option("--label-col", help="rlhf: column of the 0/1 labels.")] = "label",
+        feature_cols: Annotated[str | None, typer.Option("--feature-cols", help="linear, rlhf: feature columns of --data, 'x*' (x0..x{d-1}) or a,b,c (default x* / z*).")] = None,
+        candidate_cols: Annotated[str, typer.Option("--candidate-cols", help="linear, rlhf: feature columns of --actions.")] = "x*",
+        file_format: Annotated[str | None, typer.Option("--format", help="csv or parquet (default: from each file's suffix).")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> None:
         """Fit a KL-regularised offline policy to logged data and print its per-instance guarantees.
 
-        CSV formats (a header line, then one record per line; trailing blank lines are ignored): mab: action,reward
-        (--n-arms K: the public number of arms, default max(action) + 1); linear:
-        x0,...,x{d-1},reward with --actions x0,...,x{d-1} (the candidates at one context); rlhf:
-        z0,...,z{d-1},label (z = phi(x, a1) - phi(x, a2), label 1 if a1 is preferred) with --actions.
+        Data: a CSV (UTF-8, header line first) or Parquet file; columns other than those named are
+        ignored. mab: action,reward (--action-col, --reward-col) with --n-arms K, the public number of
+        arms (required); linear: x0,...,x{d-1},reward (--feature-cols, --reward-col) with --actions
+        x0,...,x{d-1} (the candidates at one context; --candidate-cols); rlhf: z0,...,z{d-1},label
+        (z = phi(x, a1) - phi(x, a2), label 1 if a1 is preferred; --feature-cols, --label-col) with --actions.
         """
         from dpbandits._core.validation import check_one_of
 
-        check_one_of(variant, "variant", ("corrected", "paper", "tight"))
-        check_one_of(neighbouring, "neighbouring", ("label", "add_remove"))
+        check_one_of(variant, "--variant", ("corrected", "paper", "tight"))
+        check_one_of(neighbouring, "--neighbouring", ("label", "add_remove"))
+        _check_options(setting, eta=eta, beta0=beta0, reward_bound=reward_bound, ridge=ridge, norm_bound=norm_bound,
+                       n0=n0, k=k, lambda0=lambda0, n_arms=n_arms, actions=actions, file_format=file_format)
+        reading = Reading(action_col, reward_col, label_col, feature_cols, candidate_cols, file_format)
         result, notes = _account(setting, data, actions, eta, beta0, reward_bound, ridge, norm_bound, variant,
-                                 n0, k, lambda0, neighbouring, n_arms)
+                                 n0, k, lambda0, neighbouring, n_arms, reading)
         if as_json:
             typer.echo(json.dumps({key: _json_number(v) for key, v in result.items()}))
             return

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dpbandits.algorithms.offline import KLMABPolicy
 from dpbandits.cli import app
-from dpbandits.envs.offline import read_logged_bandit_csv
+from dpbandits.envs.readers import read_logged_bandit
 
 runner = CliRunner()
 
@@ -30,12 +30,12 @@ def mab_csv(tmp_path: Path, rng: np.random.Generator) -> Path:
 
 
 def test_account_mab_json_matches_the_library(mab_csv: Path) -> None:
-    result = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), "--eta", "0.2", "--beta0", "0.5",
-                                 "--k", "2", "--json"])
+    result = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), "--n-arms", "3", "--eta", "0.2",
+                                 "--beta0", "0.5", "--k", "2", "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert {"epsilon0", "epsilon", "delta", "variant", "unit", "probabilities"} <= set(out)
-    policy = KLMABPolicy(3, eta=0.2, beta0=0.5).fit(read_logged_bandit_csv(mab_csv))
+    policy = KLMABPolicy(3, eta=0.2, beta0=0.5).fit(read_logged_bandit(mab_csv, n_arms=3))
     assert out["epsilon0"] == pytest.approx(policy.privacy().epsilon)
     approx = policy.privacy(kind="approx", k=2)
     assert out["epsilon"] == pytest.approx(approx.epsilon) and out["delta"] == pytest.approx(approx.delta)
@@ -44,8 +44,8 @@ def test_account_mab_json_matches_the_library(mab_csv: Path) -> None:
 
 
 def test_account_paper_variant_reports_the_warning(mab_csv: Path) -> None:
-    result = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), "--eta", "0.2", "--k", "2",
-                                 "--variant", "paper", "--json"])
+    result = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), "--n-arms", "3", "--eta", "0.2",
+                                 "--k", "2", "--variant", "paper", "--json"])
     assert result.exit_code == 0, result.output
     assert "known to be invalid" in json.loads(result.output)["warnings"][0]
 
@@ -70,34 +70,38 @@ def test_account_linear_and_rlhf(tmp_path: Path, rng: np.random.Generator) -> No
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("action,reward\n0,1\n1,abc\n", "line 3, column 'reward': cannot parse 'abc'"),
-        ("action,reward\n0,1\n1,1.5\n", "line 3, column 'reward': must lie in [0, 1.0]"),
-        ("action,reward\n0.5,1\n", "line 2, column 'action': must be an integer arm"),
-        ("arm,reward\n0,1\n", "line 1: header must be action,reward"),
-        ("action,reward\n0,1,2\n", "line 2: expected 2 columns; got 3"),
+        ("action,reward\n0,1\n1,abc\n", "line 3, column 'reward': cannot read 'abc' as a number"),
+        ("action,reward\n0,1\n1,1.5\n", "line 3, column 'reward': must lie in [0, 1.0]; got '1.5'"),
+        ("action,reward\n0.5,1\n", "line 2, column 'action': must be an integer arm id in [0, 3); got '0.5'"),
+        ("arm,reward\n0,1\n", "action column 'action' is missing; the columns are ['arm', 'reward']"),
+        ("action,reward\n0,1,2\n", "line 2: expected 2 columns as in the header; got 3"),
+        ("action,reward\n0,\n", "line 2, column 'reward': a number is needed (the cell is empty); got ''"),
+        ("action,reward\n0,nan\n", "line 2, column 'reward': must be a finite number; got 'nan'"),
+        # an empty line is skipped, and still counted in the line numbers
+        ("action,reward\n0,1\n\n7,0\n", "line 4, column 'action': must be an integer arm id in [0, 3); got '7'"),
     ],
 )
 def test_malformed_files_name_the_line_and_column(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "bad.csv"
     path.write_text(content)
-    result = runner.invoke(app, ["account", "mab", "--data", str(path)])
+    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "3"])
     assert result.exit_code == 1
     assert message in result.output
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
 
 
-def test_public_number_of_arms_and_trailing_blank_lines(tmp_path: Path) -> None:
+def test_number_of_arms_is_public_input(tmp_path: Path) -> None:
     path = tmp_path / "mab.csv"
-    path.write_text("action,reward\n0,1\n0,0\n1,1\n1,0.5\n\n\n")  # trailing blank lines are not records
-    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--json"])
+    path.write_text("action,reward\n0,1\n0,0\n\n1,1\n1,0.5\n\n\n")  # empty lines are not records
+    result = runner.invoke(app, ["account", "mab", "--data", str(path)])
+    assert result.exit_code == 1 and "--n-arms K is required for mab" in result.output
+    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "2", "--json"])
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.output)["probabilities"]) == 2
-    # K is public: a third arm without data is never sampled and makes the pure guarantee infinite
+    # a third arm without data is never sampled and makes the pure guarantee infinite
     result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "3", "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["probabilities"][2] == 0.0 and out["epsilon0"] == "inf" and "<= 1" in out["reason"]
     result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "1"])
-    assert result.exit_code == 1 and "line 4, column 'action': must be an integer arm in [0, 1)" in result.output
-    path.write_text("action,reward\n0,1\n\n1,0\n")  # a blank line inside the data is still malformed
-    result = runner.invoke(app, ["account", "mab", "--data", str(path)])
-    assert result.exit_code == 1 and "line 3: expected 2 columns; got 0" in result.output
+    assert result.exit_code == 1 and "line 5, column 'action': must be an integer arm id in [0, 1); got '1'" in result.output
