@@ -105,3 +105,78 @@ def test_number_of_arms_is_public_input(tmp_path: Path) -> None:
     assert out["probabilities"][2] == 0.0 and out["epsilon0"] == "inf" and "<= 1" in out["reason"]
     result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "1"])
     assert result.exit_code == 1 and "line 5, column 'action': must be an integer arm id in [0, 1); got '1'" in result.output
+
+
+def test_account_reads_parquet_and_a_csv_with_extra_columns(tmp_path: Path, rng: np.random.Generator) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"user": np.arange(90), "arm": np.repeat([2, 0, 1], 30), "clicked": rng.integers(0, 2, 90),
+                          "comment": "a, quoted text"})
+    frame.to_parquet(tmp_path / "logged.parquet")
+    frame.to_csv(tmp_path / "logged.csv", index=False)
+    outputs = []
+    for name in ("logged.parquet", "logged.csv"):
+        result = runner.invoke(app, ["account", "mab", "--data", str(tmp_path / name), "--n-arms", "3",
+                                     "--action-col", "arm", "--reward-col", "clicked", "--json"])
+        assert result.exit_code == 0, result.output
+        outputs.append(json.loads(result.output))
+    assert outputs[0] == outputs[1]
+    expected = KLMABPolicy(3, eta=1.0, beta0=1.0).fit(frame["arm"].to_numpy(), frame["clicked"].to_numpy())
+    np.testing.assert_allclose(outputs[0]["probabilities"], expected.probabilities())
+    result = runner.invoke(app, ["account", "mab", "--data", str(tmp_path / "logged.csv"), "--n-arms", "3"])
+    assert result.exit_code == 1 and "action column 'action' is missing" in result.output
+
+
+def test_account_linear_with_named_feature_columns(tmp_path: Path, rng: np.random.Generator) -> None:
+    phi = rng.standard_normal((40, 2))
+    phi /= np.linalg.norm(phi, axis=1, keepdims=True)
+    data = _write(tmp_path / "lin.csv", "id,f1,f2,gain", np.column_stack([np.arange(40), phi, rng.random(40)]))
+    actions = _write(tmp_path / "act.csv", "x0,x1", np.array([[1.0, 0.0], [0.0, 1.0]]))
+    result = runner.invoke(app, ["account", "linear", "--data", str(data), "--actions", str(actions),
+                                 "--feature-cols", "f1,f2", "--reward-col", "gain", "--json"])
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.output)["probabilities"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--n-arms", "1000000000000"], "--n-arms must be an int <= 10000000; got 1000000000000"),
+        (["--n-arms", "0"], "--n-arms must be an int >= 1; got 0"),
+        (["--n-arms", "3", "--n0", "nan"], "--n0 must be a finite float > 0; got nan"),
+        (["--n-arms", "3", "--n0", "-1"], "--n0 must be a finite float > 0; got -1.0"),
+        (["--n-arms", "3", "--k", "0"], "--k must be a finite float > 0; got 0.0"),
+        (["--n-arms", "3", "--n0", "2", "--k", "2"], "give one of --n0 and --k, not both"),
+        (["--n-arms", "3", "--eta", "nan"], "--eta must be a finite float > 0; got nan"),
+        (["--n-arms", "3", "--beta0", "-1"], "--beta0 must lie in [0.0, inf); got -1.0"),
+        (["--n-arms", "3", "--reward-bound", "inf"], "--reward-bound must be a finite float > 0; got inf"),
+        (["--n-arms", "3", "--lambda0", "2"], "--lambda0 does not apply to mab"),
+        (["--n-arms", "3", "--format", "xlsx"], "--format must be one of ['csv', 'parquet']; got 'xlsx'"),
+    ],
+)
+def test_options_are_validated_up_front_under_their_own_names(mab_csv: Path, options: list[str],
+                                                              message: str) -> None:
+    result = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), *options])
+    assert result.exit_code == 1 and message in result.output, result.output
+    assert result.output.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\xef\xbb\xbfaction,reward\n0,1\n", None),  # Excel's UTF-8 byte-order mark is accepted
+        ("action,reward\n0,1\n".encode("utf-16"), "line 1: the file is UTF-16 text; save it as UTF-8"),
+        (b"action,reward\n0,1\n1,\xff\n", "line 3: not UTF-8 text (byte 0xff); save the file as UTF-8"),
+        (b"action,reward\n9223372036854775808,1\n",
+         "line 2, column 'action': must be an integer arm id in [0, 3); got '9223372036854775808'"),
+    ],
+)
+def test_encodings_and_huge_action_ids(tmp_path: Path, content: bytes, message: str | None) -> None:
+    path = tmp_path / "logged.csv"
+    path.write_bytes(content)
+    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "3", "--json"])
+    if message is None:
+        assert result.exit_code == 0, result.output
+        assert len(json.loads(result.output)["probabilities"]) == 3
+    else:
+        assert result.exit_code == 1 and message in result.output and result.output.count("\n") == 1
