@@ -91,11 +91,8 @@ def _norms(table: Table, first_row: int, names: list[str], block: FloatArray, bo
     bad = ~(norms <= bound * (1.0 + FEATURE_NORM_TOLERANCE))
     if np.any(bad):
         row = int(np.flatnonzero(bad)[0])
-        place, _ = table.where(first_row + row, names[0])
-        place = place.rsplit(", column", 1)[0]
-        raise DataFormatError(
-            f"{place}, columns {names[0]}..{names[-1]}: Euclidean norm must be <= {bound}; got {float(norms[row])!r}"
-        )
+        raise DataFormatError(f"{table.place(first_row + row)}, columns {names[0]}..{names[-1]}: "
+                              f"Euclidean norm must be <= {bound}; got {float(norms[row])!r}")
     return block
 
 

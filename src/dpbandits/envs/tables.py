@@ -30,6 +30,7 @@ import csv
 import io
 import os
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,24 +61,27 @@ def _show(text: str) -> str:
     return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
-class Table:
+class Table(ABC):
     """A source of numeric columns; subclasses read CSV, Parquet and DataFrames."""
 
     label: str
     names: list[str]
 
+    @abstractmethod
     def batches(self, columns: Sequence[str]) -> Iterator[tuple[int, list[FloatArray]]]:
         """Yield ``(first_row, [one float64 array per column])`` in row order."""
-        raise NotImplementedError
 
-    def where(self, row: int, column: str) -> tuple[str, str]:
-        """Return (``"<label>: line 7, column 'x'"``, the cell as written) for error messages."""
-        raise NotImplementedError
+    @abstractmethod
+    def place(self, row: int) -> str:
+        """Where data row ``row`` (from 0) sits, for messages: ``"data.csv: line 7"``, ``"DataFrame: row 5"``."""
+
+    @abstractmethod
+    def cell(self, row: int, column: str) -> str:
+        """The value of a cell as the message shows it (for CSV, the text as written, quoted)."""
 
     def error(self, row: int, column: str, constraint: str) -> DataFormatError:
-        """A :class:`DataFormatError` naming the place, the constraint and the value found."""
-        place, shown = self.where(row, column)
-        return DataFormatError(f"{place}: {constraint}; got {shown}")
+        """A :class:`DataFormatError` naming the place, the column, the constraint and the value found."""
+        return DataFormatError(f"{self.place(row)}, column {column!r}: {constraint}; got {self.cell(row, column)}")
 
 
 def resolve_columns(table: Table, spec: str | Sequence[str], role: str) -> list[str]:
@@ -315,11 +319,15 @@ class _CsvTable(Table):
             except csv.Error as exc:
                 raise self._cannot(f"line {reader.line_num}: {exc}") from None
 
-    def where(self, row: int, column: str) -> tuple[str, str]:
-        j = self.names.index(column)
-        for line, fields in self._records(row):
-            return f"{self.label}: line {line}, column {column!r}", _show(fields[j].strip())
-        return f"{self.label}: record {row}, column {column!r}", "?"  # pragma: no cover - defensive
+    def place(self, row: int) -> str:
+        for line, _ in self._records(row):
+            return f"{self.label}: line {line}"
+        return f"{self.label}: record {row}"  # pragma: no cover - defensive
+
+    def cell(self, row: int, column: str) -> str:
+        for _, fields in self._records(row):
+            return _show(fields[self.names.index(column)].strip())
+        return "?"  # pragma: no cover - defensive
 
 
 def _ends_a_line(text: bytes) -> int:
@@ -393,13 +401,16 @@ class _ParquetTable(Table):
         except pa.ArrowException as exc:
             raise DataFormatError(f"{self.label}: cannot read row {row} on ({exc})") from None
 
-    def where(self, row: int, column: str) -> tuple[str, str]:
+    def place(self, row: int) -> str:
+        return f"{self.label}: row {row}"
+
+    def cell(self, row: int, column: str) -> str:
         start = 0
         for batch in self._file.iter_batches(batch_size=BLOCK_BYTES // 16, columns=[column]):
             if start + batch.num_rows > row:
-                return f"{self.label}: row {row}, column {column!r}", repr(batch.column(0)[row - start].as_py())
+                return repr(batch.column(0)[row - start].as_py())
             start += batch.num_rows
-        return f"{self.label}: row {row}, column {column!r}", "?"  # pragma: no cover - defensive
+        return "?"  # pragma: no cover - defensive
 
 
 def _exact_float64(table: Table, first_row: int, column: str, values: np.ndarray) -> FloatArray:
@@ -439,8 +450,10 @@ class _FrameTable(Table):
             arrays.append(_exact_float64(self, 0, name, raw))
         yield 0, arrays
 
-    def where(self, row: int, column: str) -> tuple[str, str]:
+    def place(self, row: int) -> str:
         index = self.frame.index[row]
+        return f"DataFrame: row {row}" if index == row else f"DataFrame: row {row} (index {index!r})"
+
+    def cell(self, row: int, column: str) -> str:
         value = self.frame.iloc[row, self.names.index(column)]
-        at = f"row {row}" if index == row else f"row {row} (index {index!r})"
-        return f"DataFrame: {at}, column {column!r}", repr(value.item() if hasattr(value, "item") else value)
+        return repr(value.item() if hasattr(value, "item") else value)
