@@ -113,6 +113,8 @@ def _account(
             stats = read_bandit_statistics(data, n_arms=n_arms, reward_bound=reward_bound,
                                            action_column=reading.action_col, reward_column=reading.reward_col,
                                            file_format=reading.file_format)
+            if stats.n_records == 0:
+                raise InvalidParameterError(f"--data {data} holds no records (a header only): no arm has data")
             mab = KLMABPolicy(stats.n_arms, eta=eta, beta0=beta0, reward_bound=reward_bound)
             mab.fit_statistics(stats.counts, stats.reward_sums)
             probabilities = mab.probabilities()

@@ -105,6 +105,9 @@ def test_number_of_arms_is_public_input(tmp_path: Path) -> None:
     assert out["probabilities"][2] == 0.0 and out["epsilon0"] == "inf" and "<= 1" in out["reason"]
     result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "1"])
     assert result.exit_code == 1 and "line 5, column 'action': must be an integer arm id in [0, 1); got '1'" in result.output
+    path.write_text("action,reward\n")
+    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "2"])
+    assert result.exit_code == 1 and "holds no records (a header only)" in result.output
 
 
 def test_account_reads_parquet_and_a_csv_with_extra_columns(tmp_path: Path, rng: np.random.Generator) -> None:
