@@ -43,7 +43,10 @@ def check_told(
         If both or neither of ``winner`` and ``first_wins`` are given, ``winner`` is not an arm of
         the pair (or the pair is a self-duel), or ``first_wins`` is not 0/1 (or a bool).
     """
-    if asked is None or tuple(int(a) for a in pair) != asked:
+    if (not isinstance(pair, tuple | list) or len(pair) != 2
+            or any(isinstance(a, bool | np.bool_) or not isinstance(a, int | np.integer) for a in pair)):
+        raise InvalidActionError(f"pair must be the last asked pair, two int arm indices; got {pair!r}")
+    if asked is None or (int(pair[0]), int(pair[1])) != asked:
         raise InvalidActionError(f"pair must be the last asked pair {asked}; got {pair!r}")
     if (winner is None) == (first_wins is None):
         raise InvalidParameterError(
@@ -51,10 +54,10 @@ def check_told(
             f"got winner={winner!r}, first_wins={first_wins!r}"
         )
     if first_wins is not None:
-        if first_wins not in (0, 1):
+        if not isinstance(first_wins, bool | np.bool_ | int | np.integer) or first_wins not in (0, 1):
             raise InvalidParameterError(f"first_wins must be 0 or 1 (or a bool); got {first_wins!r}")
         return asked, int(first_wins)
-    if isinstance(winner, bool | np.bool_) or winner not in asked:
+    if isinstance(winner, bool | np.bool_) or not isinstance(winner, int | np.integer) or winner not in asked:
         raise InvalidParameterError(f"winner must be one of the asked arms {asked}; got {winner!r}")
     if asked[0] == asked[1]:
         raise InvalidParameterError(

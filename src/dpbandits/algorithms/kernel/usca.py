@@ -29,11 +29,13 @@ from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
+    check_array,
     check_bounded_array,
     check_epsilon,
     check_int,
     check_one_of,
     check_positive_float,
+    check_real,
 )
 from dpbandits.algorithms.kernel.evaluation import (
     argmax_log_probabilities,
@@ -323,7 +325,8 @@ class USCA(Persistable):
 
     def tell(self, context: ArrayLike, reward: float) -> None:
         """Record the current round's context cₜ and reward yₜ (for the action of :meth:`ask`)."""
-        self.observe(np.reshape(np.asarray(context, dtype=np.float64), (1, -1)), np.array([reward], dtype=float))
+        c = check_array(context, "context", ndim=(0, 1))
+        self.observe(np.reshape(c, (1, -1)), np.array([check_real(reward, "reward")]))
 
     def observe(self, contexts: ArrayLike, rewards: ArrayLike) -> None:
         """Record a batch of consecutive rounds (the actions are the next ``learning_actions``).
@@ -371,6 +374,15 @@ class USCA(Persistable):
             self._exact_mean = self.surrogate.fit(np.concatenate(self._data_points), np.concatenate(self._data_rewards))
         return np.asarray(self._exact_mean(points))
 
+    def _check_context(self, context: ArrayLike) -> FloatArray:
+        """One context c (a scalar when dc = 1, or dc coordinates), as an array of shape (1, dc)."""
+        c = check_bounded_array(context, "context", 0.0, 1.0, clip=self.clip, ndim=(0, 1)).reshape(1, -1)
+        if c.shape[1] != self.context_dim:
+            raise InvalidParameterError(
+                f"context must be one context of {self.context_dim} coordinate(s); got {c.shape[1]} values"
+            )
+        return c
+
     def _check_contexts(self, contexts: ArrayLike) -> FloatArray:
         c = check_bounded_array(contexts, "context", 0.0, 1.0, clip=self.clip, ndim=(1, 2))
         c = c.reshape(-1, self.context_dim) if c.ndim == 2 else c.reshape(1, -1)
@@ -400,7 +412,7 @@ class USCA(Persistable):
         """
         if self.sensitivity_method == "paper":
             return self.sensitivity
-        c = self._check_contexts(np.reshape(np.asarray(context, dtype=float), (1, -1)))
+        c = self._check_context(context)
         grid_max = float(np.max(self.surrogate.variance(grid_points(self.grid, c))))
         # Δ_ref(c) = 2·B_y·√(max_{X_N} σ̄²(·, c))·√Ŝ, never above Δ
         refined = 2.0 * self.reward_bound * math.sqrt(max(grid_max, 0.0) * self.sup.upper) * (1.0 + 1e-9)
@@ -447,7 +459,7 @@ class USCA(Persistable):
     def _draw(self, context: ArrayLike, noise: NoiseBackend, size: int | None = None) -> FloatArray:
         """Draw from the grid mechanism with an explicit noise source (simulations pass NumpyNoise)."""
         n = 1 if size is None else check_int(size, "size", minimum=1)
-        c = self._check_contexts(np.reshape(np.asarray(context, dtype=float), (1, -1)))
+        c = self._check_context(context)
         if math.isinf(self.epsilon):
             log_p = self.mechanism_log_probabilities(c)[0]
             index = np.flatnonzero(log_p > -np.inf)[0] if size is None else np.full(n, np.argmax(log_p))
