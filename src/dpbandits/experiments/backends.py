@@ -25,6 +25,7 @@ from typing import Any, Protocol, Self
 
 from dpbandits._core.errors import DependencyNotInstalledError, InvalidParameterError
 from dpbandits._core.validation import check_int, check_one_of
+from dpbandits.algorithms.registry import BUILTIN_MODULES
 
 __all__ = [
     "BACKENDS",
@@ -37,9 +38,10 @@ __all__ = [
 
 BACKENDS: tuple[str, ...] = ("serial", "process", "dask")
 
-FORKSERVER_PRELOAD: tuple[str, ...] = ("__main__", "dpbandits.experiments.runner")
-"""Modules the ``forkserver`` process imports once, so that each worker starts with them loaded
-(``__main__`` is multiprocessing's default: without it every worker re-imports the main script)."""
+FORKSERVER_PRELOAD: tuple[str, ...] = ("__main__", "dpbandits.experiments.runner", *BUILTIN_MODULES)
+"""Modules the ``forkserver`` process imports once, so that each worker starts with them loaded: the
+runner and every built-in algorithm family (``__main__`` is multiprocessing's default: without it
+every worker re-imports the main script)."""
 
 
 class Backend(Protocol):
@@ -99,6 +101,12 @@ class ProcessBackend:
     max_pending : int, optional
         Tasks submitted ahead of completion (default ``4 × workers``), which bounds memory and
         lets a cell's results be written while later cells are still queued.
+
+    Notes
+    -----
+    The runner enters the backend for each study; to run several studies on one pool of warm
+    workers, enter it yourself around them (``with backend: run_study(a, ..., backend=backend)``):
+    a nested ``with`` reuses the outer pool.
     """
 
     name = "process"
@@ -109,20 +117,25 @@ class ProcessBackend:
             check_int(max_pending, "max_pending", minimum=1) if max_pending is not None else 4 * self.workers
         )
         self._pool: ProcessPoolExecutor | None = None
+        self._depth = 0
 
     def __enter__(self) -> Self:
-        context = multiprocessing.get_context(_start_method())
-        if isinstance(context, multiprocessing.context.ForkServerContext):
-            # The fork server imports the runner once; workers forked from it start with it loaded
-            # (effective when the fork server starts, i.e. on the first pool of this process).
-            context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        """Start the pool; a nested ``with`` reuses the pool of the outer one (warm workers)."""
+        if self._depth == 0:
+            context = multiprocessing.get_context(_start_method())
+            if isinstance(context, multiprocessing.context.ForkServerContext):
+                # The fork server imports the runner once; workers forked from it start with it loaded
+                # (effective when the fork server starts, i.e. on the first pool of this process).
+                context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        self._depth += 1
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._pool is not None:
+        self._depth -= 1
+        if self._depth == 0 and self._pool is not None:
             self._pool.shutdown(wait=exc_type is None, cancel_futures=True)
             self._pool = None
 
@@ -132,14 +145,18 @@ class ProcessBackend:
             raise InvalidParameterError("ProcessBackend must be used inside a `with` block")
         pending: dict[Future[Any], int] = {}
         next_index = 0
-        while next_index < len(tasks) or pending:
-            while next_index < len(tasks) and len(pending) < self.max_pending:
-                pending[self._pool.submit(fn, tasks[next_index])] = next_index
-                next_index += 1
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                index = pending.pop(future)
-                yield index, future.result()
+        try:
+            while next_index < len(tasks) or pending:
+                while next_index < len(tasks) and len(pending) < self.max_pending:
+                    pending[self._pool.submit(fn, tasks[next_index])] = next_index
+                    next_index += 1
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index = pending.pop(future)
+                    yield index, future.result()
+        finally:  # stopped early (an error, an interrupt): queued tasks must not run on
+            for future in pending:
+                future.cancel()
 
     def describe(self) -> dict[str, Any]:
         """Backend name, worker count and start method."""

@@ -446,6 +446,45 @@ class Study(BaseModel):
             data["seed"] = seed
         return Study.from_mapping(data, source=f"{self.name!r} with overrides")
 
+    def scaled_down(self, *, trials: int, max_points: int, parameters: Mapping[str, Any] | None = None) -> Study:
+        """A small copy of this study, to check quickly that it runs (smoke tests, backend checks).
+
+        Parameters
+        ----------
+        trials : int
+            Trials per cell; the chunk size becomes ⌈trials/2⌉, so a cell has two chunks.
+        max_points : int
+            Keep the first ``max_points`` grid points (as explicit ``[[grid.cases]]``).
+        parameters : mapping, optional
+            Values that replace a parameter of that name wherever the study gives it (environment,
+            algorithms, kept grid points) and are given to every other environment or algorithm
+            that accepts it (``horizon = 200``, ``grid_points_per_dim = 64``).
+
+        Returns
+        -------
+        Study
+            Validated again; without ``analyses`` (they need the full grid).
+        """
+        parameters = dict(parameters or {})
+        points = self.grid_points()[:max_points]
+        swept = {key for point in points for key in point}
+        env_accepts = self._check_environment([])
+        data = self.model_dump()
+        data.update(trials=trials, chunk_size=max(1, -(-trials // 2)), analyses=[])
+        for key, value in parameters.items():
+            if key in swept:
+                for point in points:
+                    point[key] = value
+                continue
+            if key in data["environment"]["params"] or (env_accepts is not None and env_accepts.accepts(key)):
+                data["environment"]["params"][key] = value
+            for index, algorithm in enumerate(data["algorithms"]):
+                accepts = _signature_of(self.algorithm_spec(index).simulate, _RUNNER_ARGUMENTS)
+                if key in algorithm["params"] or key in accepts.names:
+                    algorithm["params"][key] = value
+        data["grid"] = {"mode": "cases", "cases": points} if swept else {}
+        return Study.from_mapping(data, source=f"{self.name!r} scaled down")
+
     # ---------------------------------------------------------------- semantic validation
     @model_validator(mode="after")
     def _check_semantics(self) -> Self:

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+import dpbandits.audit.kl  # noqa: F401  (registers the auditors of studies with audit = true, in every worker)
 from dpbandits._core.errors import DPBanditsError, StudyError
 from dpbandits._core.rng import as_seed_sequence
 from dpbandits._core.typing import FloatArray
