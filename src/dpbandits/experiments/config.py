@@ -247,7 +247,7 @@ class EnvironmentConfig(BaseModel):
     as ``params={...}``.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1)
     params: dict[str, Any] = Field(default_factory=dict)
@@ -261,7 +261,7 @@ class EnvironmentConfig(BaseModel):
 class AlgorithmConfig(BaseModel):
     """One algorithm entry of a study: a registered name, a unique label and fixed parameters."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1)
     label: str | None = Field(default=None, min_length=1)
@@ -281,7 +281,7 @@ class AlgorithmConfig(BaseModel):
 class GridConfig(BaseModel):
     """The swept parameters of a study (see the module docstring for the three modes)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     mode: Literal["product", "zip", "cases"] = "product"
     parameters: dict[str, list[Any]] = Field(default_factory=dict)
@@ -407,7 +407,7 @@ class Study(BaseModel):
     with keyword arguments (raises pydantic's ``ValidationError``, a ``ValueError``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
@@ -419,6 +419,29 @@ class Study(BaseModel):
     algorithms: list[AlgorithmConfig] = Field(min_length=1)
     grid: GridConfig = Field(default_factory=GridConfig)
     analyses: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _given_once(cls, data: Any) -> Any:
+        """A parameter given both inline and in ``params`` (or ``grid.parameters``) is an error."""
+        if not isinstance(data, Mapping):
+            return data
+        tables: list[tuple[str, Any, frozenset[str], str]] = [
+            ("environment", data.get("environment"), _ENVIRONMENT_KEYS, "params"),
+            ("grid", data.get("grid"), _GRID_KEYS, "parameters"),
+        ]
+        if isinstance(data.get("algorithms"), list):
+            tables += [(f"algorithms[{index}]", algorithm, _ALGORITHM_KEYS, "params")
+                       for index, algorithm in enumerate(data["algorithms"])]
+        problems = [
+            f"{path}.{key}: must be given once, inline or in {explicit}, got both"
+            for path, table, reserved, explicit in tables
+            if isinstance(table, Mapping) and isinstance(table.get(explicit), Mapping)
+            for key in sorted(set(table[explicit]) & (set(table) - reserved), key=str)
+        ]
+        if problems:
+            raise ValueError("\n".join(problems))
+        return data
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -790,9 +813,10 @@ def _describe_error(error: ErrorDetails) -> str:
     context = error.get("ctx") or {}
     found = error.get("input")
     if kind == "value_error":
-        # Our own validators already wrote full "path: constraint, got value" lines.
-        message = str(context.get("error", error["msg"]))
-        return message if not path else f"{path}: {message}"
+        # Our own validators write "path: constraint, got value" lines (full paths, or paths
+        # inside the location of the validator's model).
+        lines = str(context.get("error", error["msg"])).splitlines()
+        return "\n".join(line if not path or line.startswith(path) else f"{path}: {line}" for line in lines)
     if kind == "missing":
         return f"{path}: is required but missing"
     if kind == "extra_forbidden":
