@@ -97,6 +97,7 @@ from dpbandits.envs.registry import get_environment
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "PRESENTATION_FIELDS",
     "AlgorithmConfig",
     "Cell",
     "EnvironmentConfig",
@@ -108,6 +109,9 @@ __all__ = [
 
 DEFAULT_CHUNK_SIZE = 100
 """Trials per task when a study does not say: small enough to balance, large enough to vectorise."""
+
+PRESENTATION_FIELDS: tuple[str, ...] = ("description", "analyses")
+"""Study fields that do not change results: left out of the digest (editing them keeps --resume)."""
 
 # Keys of an [environment] / [[algorithms]] table that are not parameters.
 _ENVIRONMENT_KEYS = frozenset({"name", "params"})
@@ -453,11 +457,13 @@ class Study(BaseModel):
         StudyError
             Listing every problem as ``key: constraint, got value``.
         """
+        where = f" {source}" if source else ""
+        if not isinstance(data, Mapping):
+            raise StudyError(f"invalid study{where}: must be a table of keys and values, got {type(data).__name__}")
         try:
             return cls.model_validate(dict(data))
         except ValidationError as exc:
             lines = [line for error in exc.errors() for line in _describe_error(error).splitlines()]
-            where = f" {source}" if source else ""
             raise StudyError(f"invalid study{where}:\n  " + "\n  ".join(lines)) from None
 
     def with_overrides(self, *, trials: int | None = None, seed: int | None = None) -> Study:
@@ -727,10 +733,11 @@ class Study(BaseModel):
     def canonical_json(self) -> str:
         """The study as canonical JSON (sorted keys); what :meth:`digest` hashes.
 
-        ``analyses`` is left out: analyses read results and never change them.
+        Only what changes results is in it: ``description`` (words) and ``analyses`` (they read
+        results and never change them) are left out, so editing them does not block ``--resume``.
         """
-        return json.dumps(self.model_dump(exclude={"analyses"}), sort_keys=True, separators=(",", ":"),
-                          allow_nan=True)
+        return json.dumps(self.model_dump(exclude=set(PRESENTATION_FIELDS)), sort_keys=True,
+                          separators=(",", ":"), allow_nan=True)
 
     def digest(self) -> str:
         """SHA-256 of :meth:`canonical_json`: two studies with equal digests give equal results."""

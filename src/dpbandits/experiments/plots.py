@@ -1,7 +1,8 @@
 """Plots of a run directory: each metric against each swept parameter, one line per algorithm.
 
 :func:`plot_run` reads only ``summary.csv`` (the swept parameters are its columns before
-``algorithm``), so it works on any run directory, finished or not. For a metric ``m`` and a swept
+``algorithm``), so it works on any run directory, finished or not, even on a read-only medium
+(with ``out_dir`` elsewhere). For a metric ``m`` and a swept
 parameter ``x`` it draws ``plots/m_vs_x.png`` and ``.pdf``: one line per algorithm (the mean) with
 its 95% confidence band, and one panel per combination of the *other* swept parameters (leaving out
 combinations at which ``x`` takes a single value, unless all are like that). Numeric
@@ -17,13 +18,20 @@ whatever the configured backend.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from dpbandits._core.errors import StudyError
-from dpbandits.experiments.store import read_summary, summary_metrics
+from dpbandits.experiments.store import (
+    SUMMARY_NAME,
+    atomic_write_bytes,
+    describe_os_error,
+    read_summary,
+    summary_metrics,
+)
 
 __all__ = ["MAX_PANELS", "plot_run"]
 
@@ -53,41 +61,57 @@ def _unique(values: Sequence[Any]) -> list[Any]:
     return list(dict.fromkeys(values))
 
 
-def plot_run(run_dir: str | Path, *, formats: Sequence[str] = _FORMATS) -> list[Path]:
+def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
+             formats: Sequence[str] = _FORMATS) -> list[Path]:
     """Draw every metric of a run directory against every swept parameter.
 
     Parameters
     ----------
     run_dir : str or Path
-        A run directory with a ``summary.csv``.
+        A run directory with a ``summary.csv``; only read.
+    out_dir : str or Path, optional
+        Where the plots go (created if needed); default ``run_dir / "plots"``. Give another
+        directory to plot a run on a read-only medium.
     formats : sequence of str, default ("png", "pdf")
         File formats written.
 
     Returns
     -------
     list of Path
-        The files written, in ``run_dir / "plots"``.
+        The files written.
 
     Raises
     ------
     StudyError
-        If the directory has no summary.
+        If the directory has no summary, the summary has no rows (no cell has finished: nothing
+        to draw), or the plots cannot be written (each file is written atomically: none is left
+        half-written).
     """
     directory = Path(run_dir)
     rows = read_summary(directory)
     if not rows:
-        return []
+        raise StudyError(f"{str(directory / SUMMARY_NAME)!r} has no rows: no cell of the run has finished, so "
+                         "there is nothing to plot; run or resume the study first")
     swept, metrics = _swept_and_metrics(list(rows[0]))
-    out_dir = directory / "plots"
-    out_dir.mkdir(exist_ok=True)
+    target = directory / "plots" if out_dir is None else Path(out_dir)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        hint = "; pass --out DIR to write them elsewhere" if out_dir is None else ""
+        raise StudyError(f"cannot write plots to {str(target)!r}: {describe_os_error(exc)}{hint}") from None
     written: list[Path] = []
-    for metric, estimate in metrics.items():
-        if not swept:
-            written += _save(_bars(rows, metric, estimate), out_dir / metric, formats)
-            continue
-        for parameter in swept:
-            figure = _lines(rows, metric, estimate, parameter, [p for p in swept if p != parameter])
-            written += _save(figure, out_dir / f"{metric}_vs_{parameter}", formats)
+    try:
+        for metric, estimate in metrics.items():
+            if not swept:
+                written += _save(_bars(rows, metric, estimate), target / metric, formats)
+                continue
+            for parameter in swept:
+                figure = _lines(rows, metric, estimate, parameter, [p for p in swept if p != parameter])
+                written += _save(figure, target / f"{metric}_vs_{parameter}", formats)
+    except StudyError as exc:
+        if out_dir is not None:
+            raise
+        raise StudyError(f"{exc}; pass --out DIR to write the plots elsewhere") from None
     return written
 
 
@@ -95,7 +119,9 @@ def _save(figure: Any, stem: Path, formats: Sequence[str]) -> list[Path]:
     paths = []
     for fmt in formats:
         path = stem.with_suffix(f".{fmt}")
-        figure.savefig(path, format=fmt, bbox_inches="tight")
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format=fmt, bbox_inches="tight")
+        atomic_write_bytes(path, buffer.getvalue())
         paths.append(path)
     return paths
 
