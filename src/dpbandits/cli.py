@@ -267,13 +267,9 @@ def run_command(
     plot: bool = _PLOT,
 ) -> None:
     """Run a study file: results, summary.csv and plots go to the run directory."""
-    from dpbandits._core.errors import StudyError
-    from dpbandits.experiments.config import parse_study_text
+    from dpbandits.experiments.config import parse_study_text, read_study_text
 
-    try:
-        text = study_file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise StudyError(f"study file {str(study_file)!r} cannot be read: {exc.strerror or exc}") from None
+    text = read_study_text(study_file)
     study = parse_study_text(text, source=str(study_file))
     _run(study, text, out=out, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
          trials=trials, seed=seed, progress=progress, plot=plot)

@@ -81,3 +81,9 @@ def test_tiny_chunks_and_huge_grids_are_refused() -> None:
 def test_every_bundled_study_passes_the_cost_check(name: str) -> None:
     assert memory_limit() > 0
     check_study_cost(load_bundled_study(name), workers=2)
+
+
+def test_too_many_local_worker_processes_are_refused() -> None:
+    with pytest.raises(StudyError, match=r"^workers: 100000 worker processes need at least 1 TB, more than"):
+        check_study_cost(_bai({"name": "uniform"}, 100), workers=100_000, local_processes=100_000,
+                         limit_bytes=16 * GB)

@@ -253,7 +253,7 @@ class DaskBackend:
         if self.scheduler is not None:
             try:
                 self._client = Client(self.scheduler, timeout="10s")
-            except OSError as exc:
+            except (OSError, ValueError, TypeError) as exc:  # unreachable, or not an address at all
                 raise InvalidParameterError(
                     f"scheduler must be the address of a running dask scheduler; got {self.scheduler!r} ({exc})"
                 ) from None

@@ -83,6 +83,7 @@ import itertools
 import json
 import math
 import tomllib
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,10 +106,14 @@ __all__ = [
     "Study",
     "load_study",
     "parse_study_text",
+    "read_study_text",
 ]
 
 DEFAULT_CHUNK_SIZE = 100
 """Trials per task when a study does not say: small enough to balance, large enough to vectorise."""
+
+MAX_ENVIRONMENTS_CHECKED = 256
+"""Distinct environments (grid points of the environment's parameters) built when a study is validated."""
 
 PRESENTATION_FIELDS: tuple[str, ...] = ("description", "analyses")
 """Study fields that do not change results: left out of the digest (editing them keeps --resume)."""
@@ -542,9 +547,42 @@ class Study(BaseModel):
         problems += self._check_algorithm_params(algo_accepts)
         problems += self._check_metrics(algo_specs)
         problems += self._check_compatibility(algo_specs)
+        if not problems and env_accepts is not None:
+            problems += self._check_environments_build(env_accepts)
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _check_environments_build(self, env_accepts: _Accepts) -> list[str]:
+        """Build the environment of each grid point (its parameters, reward bounds...) now, not mid-run.
+
+        At most :data:`MAX_ENVIRONMENTS_CHECKED` distinct environments are built (the others are
+        checked when their cells run); their warnings are left to the run.
+        """
+        factory = get_environment(self.environment.name).factory
+        swept = [key for key in self.grid.keys if env_accepts.accepts(key)]
+        if self.grid.mode == "product":  # only the environment's keys: not the whole grid
+            variants = [dict(zip(swept, values, strict=True))
+                        for values in itertools.islice(itertools.product(*(self.grid.parameters[k] for k in swept)),
+                                                       MAX_ENVIRONMENTS_CHECKED)]
+        else:
+            variants = [{key: point[key] for key in swept} for point in self.grid.points()]
+        problems: list[str] = []
+        seen: list[dict[str, Any]] = []
+        for variant in variants:
+            if variant in seen:
+                continue
+            if len(seen) == MAX_ENVIRONMENTS_CHECKED:
+                break
+            seen.append(variant)
+            where = f" at grid point {variant}" if variant else ""
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    factory(**{**self.environment.params, **variant})
+            except Exception as exc:  # any failure to build it is a problem of the study
+                problems.append(f"environment: {self.environment.name!r}{where} cannot be built: {exc}")
+        return problems
 
     def _check_grid(self, env_accepts: _Accepts | None, algo_accepts: Sequence[_Accepts | None]) -> list[str]:
         """Known rules on every swept value; every swept key must be taken by someone."""
@@ -782,12 +820,25 @@ def load_study(path: str | Path) -> Study:
     StudyError
         If the file cannot be read, is not TOML, or is not a valid study.
     """
+    return parse_study_text(read_study_text(path), source=str(path))
+
+
+def read_study_text(path: str | Path) -> str:
+    """The text of a study file (UTF-8; a byte-order mark is allowed).
+
+    Raises
+    ------
+    StudyError
+        If the file cannot be read or is not UTF-8 text.
+    """
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        return file.read_bytes().decode("utf-8-sig")
     except OSError as exc:
         raise StudyError(f"study file {str(file)!r} cannot be read: {exc.strerror or exc}") from None
-    return parse_study_text(text, source=str(file))
+    except UnicodeDecodeError as exc:
+        raise StudyError(f"study file {str(file)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                         "save it as UTF-8") from None
 
 
 def _format_location(location: Sequence[int | str]) -> str:

@@ -49,6 +49,10 @@ BYTES_PER_TASK = 100
 BYTES_PER_CELL = 200
 """An expanded cell (grid point, parameters, manifest entry) takes at least this much memory."""
 
+BYTES_PER_WORKER_PROCESS = 10e6
+"""A local worker process (an interpreter with NumPy, beyond what it shares with its parent) takes at
+least this much memory."""
+
 _COPIES_OF_A_CELL = 2  # a finished cell's chunks, then their concatenation, are held while it is written
 
 
@@ -193,7 +197,8 @@ def _count_cells(study: Study) -> int:
     return points * len(study.algorithms)
 
 
-def check_study_cost(study: Study, *, workers: int = 1, limit_bytes: float | None = None) -> None:
+def check_study_cost(study: Study, *, workers: int = 1, local_processes: int = 0,
+                     limit_bytes: float | None = None) -> None:
     """Refuse a study that cannot run here: too much memory, or more than 100 CPU-years.
 
     Parameters
@@ -201,6 +206,8 @@ def check_study_cost(study: Study, *, workers: int = 1, limit_bytes: float | Non
     study : Study
     workers : int, default 1
         Tasks that run at once (their memory adds up).
+    local_processes : int, default 0
+        Worker processes started on this machine (process backend, local dask cluster).
     limit_bytes : float, optional
         Memory available (default: :func:`memory_limit`).
 
@@ -211,6 +218,9 @@ def check_study_cost(study: Study, *, workers: int = 1, limit_bytes: float | Non
     """
     limit = memory_limit() if limit_bytes is None else float(limit_bytes)
     where = f"more than the {_bytes(limit)} of memory available here"
+    if local_processes * BYTES_PER_WORKER_PROCESS > limit:
+        raise StudyError(f"workers: {local_processes} worker processes need at least "
+                         f"{_bytes(local_processes * BYTES_PER_WORKER_PROCESS)}, {where}; lower --workers")
     n_cells = _count_cells(study)
     if n_cells * BYTES_PER_CELL > limit:
         raise StudyError(f"grid: {n_cells:,} cells (grid points × algorithms) need at least "

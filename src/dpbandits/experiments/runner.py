@@ -229,7 +229,9 @@ def _run_study(
 ) -> RunResult:
     started = time.monotonic()
     engine = make_backend(backend, workers=workers, scheduler=scheduler) if isinstance(backend, str) else backend
-    check_study_cost(study, workers=int(engine.describe().get("workers", 1)))
+    facts = engine.describe()
+    local = facts.get("backend") == "process" or facts.get("scheduler") == "local"
+    check_study_cost(study, workers=int(facts.get("workers", 1)), local_processes=int(facts["workers"]) if local else 0)
     reporter = make_progress(progress) if isinstance(progress, str) else progress
     # A run is either not started or recorded as started, never half-opened: an interrupt that
     # arrives while the run directory is opened is delivered once the run can record it.
