@@ -87,7 +87,9 @@ class _UserErrorGroup(TyperGroup):
         try:
             code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
         except typer.TyperException as exc:  # usage errors: a bad option value, a missing argument
-            typer.echo(f"Error: {_one_line(exc.format_message())}", err=True)
+            message = _one_line(exc.format_message())
+            if message:  # (no arguments at all: the help was printed, nothing to add)
+                typer.echo(f"Error: {message}", err=True)
             sys.exit(exc.exit_code)
         except typer.Abort:
             typer.echo("Error: aborted", err=True)

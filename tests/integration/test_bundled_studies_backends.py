@@ -26,7 +26,7 @@ NAMES = [study.name for study in list_bundled_studies()]
 SMALL_PARAMETERS: dict[str, dict[str, Any]] = {
     "dueling": {"horizon": 600},
     "kernel": {"horizon": 10, "grid_points_per_dim": 16, "n_test_contexts": 2, "n_features": 6},
-    "offline": {"n_records": 60, "mc_samples": 100, "n_prompts": 20, "n_samples": 2},
+    "offline": {"n_records": 60, "min_pulls": 5, "mc_samples": 100, "n_prompts": 20, "n_samples": 2},
 }
 
 
@@ -76,8 +76,8 @@ def test_bundled_study_gives_identical_summaries_on_every_backend(
 
 def test_scaled_down_study_keeps_the_first_points_and_sets_small_sizes() -> None:
     study = load_bundled_study("dueling-smoke")
-    small = study.scaled_down(trials=3, max_points=2, parameters={"horizon": 500, "link": "linear"})
+    small = study.scaled_down(trials=3, max_points=2, parameters={"horizon": 500, "link": "probit"})
     assert small.trials == 3 and small.chunk_size == 2 and small.analyses == []
     assert [point["horizon"] for point in small.grid_points()] == [500, 500]
     assert [point["epsilon"] for point in small.grid_points()] == [p["epsilon"] for p in study.grid_points()[:2]]
-    assert small.environment.params["link"] == "linear"  # accepted by the environment, not given before
+    assert small.environment.params["link"] == "probit"  # accepted by the environment, not given before
