@@ -543,7 +543,6 @@ def run_trial(
     elimination_rounds = np.full(k, horizon + 1, dtype=np.int64)
     pointer, t, length = -1, 0, first_block
     block = min(block, max(first_block, (1 << 21) // k))  # bound the (arms × rounds) arrays to ~2M cells
-    widths = ebs_widths(np.arange(horizon + 1), constants, conf_scale)  # table of wid(n), n = 0..T
     while t < horizon:
         m = active.size
         if m == 1:
@@ -567,7 +566,8 @@ def run_trial(
         errors = noise.errors(t + 1, t + size + 1)
         released = sums + (errors if m == k else errors[active])
         counts = left_counts[active][:, None] + np.cumsum(is_left, axis=1)
-        upper, lower = ebs_confidence_bounds(released, counts, constants, conf_scale, widths=widths[counts],
+        # widths computed per block (a table of wid(n) for n = 0..T would hold memory linear in T)
+        upper, lower = ebs_confidence_bounds(released, counts, constants, conf_scale,
                                              flip_probability=flip_probability)
         eliminate = upper < lower.max(axis=0)[None, :]
         hits = np.flatnonzero(eliminate.any(axis=0))
