@@ -1,15 +1,37 @@
-"""Dueling bandits: DP-EBS-Elimination and its non-private twin, classic baselines, theory curves.
+"""Dueling bandits: DP-EBS-Elimination, GOptimal-DPDB, their twins, baselines and theory curves.
+
+Non-private baselines: RUCB, Interleaved Filter, Beat-the-Mean, Copeland Confidence Bound, RMED1,
+Double Thompson Sampling, and the linear MaxInP and CoLSTIM; the local-DP baseline.
 
 Importing this package registers its algorithms in :mod:`dpbandits.algorithms.registry`.
 """
 
 from dpbandits.algorithms.dueling import (
+    beat_the_mean,
+    colstim,
+    copeland_confidence_bound,
+    double_thompson,
     dp_ebs_elimination,
     goptimal_dpdb,
     interleaved_filter,
     ldp_ebs_elimination,
+    maxinp,
+    rmed,
     rucb,
     theory,
 )
 
-__all__ = ["dp_ebs_elimination", "goptimal_dpdb", "interleaved_filter", "ldp_ebs_elimination", "rucb", "theory"]
+__all__ = [
+    "beat_the_mean",
+    "colstim",
+    "copeland_confidence_bound",
+    "double_thompson",
+    "dp_ebs_elimination",
+    "goptimal_dpdb",
+    "interleaved_filter",
+    "ldp_ebs_elimination",
+    "maxinp",
+    "rmed",
+    "rucb",
+    "theory",
+]
