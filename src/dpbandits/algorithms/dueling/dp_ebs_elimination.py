@@ -43,7 +43,7 @@ from dpbandits._core.validation import (
     check_int,
     check_one_of,
 )
-from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
+from dpbandits.algorithms.dueling._common import check_dueling_env, check_elimination_horizon, check_told
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniforms
@@ -612,6 +612,8 @@ def _simulate(
     block: int,
 ) -> dict[str, FloatArray]:
     check_dueling_env(env)
+    eps = check_epsilon(epsilon, allow_inf=True)
+    check_elimination_horizon(horizon, env.n_arms, "ebs-elimination" if math.isinf(eps) else "dp-ebs-elimination")
     n = check_int(n_trials, "n_trials", minimum=1)
     constants = ebs_constants(
         env.n_arms, horizon, epsilon, failure_probability,

@@ -52,7 +52,7 @@ from dpbandits.algorithms.bai.designs import g_optimal_design
 from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
-from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
+from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise
 
@@ -454,6 +454,26 @@ class GOptimalDPDB:
         return np.asarray(self._noise.laplace(self._noise_scale(), size=size), dtype=np.float64)
 
 
+_STREAM_CHUNK = 1 << 16  # duels read from a pair's feedback stream at once (memory constant in T)
+
+
+def _stream_wins(duels: DuelStreams, pairs: IntArray, played: IntArray) -> FloatArray:
+    """Wins of ``pairs[s, 0]`` in its next ``played[s]`` duels against ``pairs[s, 1]`` (pull-consistent streams).
+
+    The support pairs are distinct, so each pair's duels are read from its own stream in order, by
+    chunks of at most 2¹⁶ duels: the same outcomes as reading them all at once, in memory constant
+    in the phase length.
+    """
+    wins = np.zeros(played.size)
+    for slot, ((first, second), count) in enumerate(zip(pairs.tolist(), played.tolist(), strict=True)):
+        for start in range(0, count, _STREAM_CHUNK):
+            size = min(_STREAM_CHUNK, count - start)
+            firsts, seconds = np.full(size, first), np.full(size, second)
+            wins[slot] += float(duels.peek(firsts, seconds).sum())
+            duels.advance(firsts, seconds)
+    return wins
+
+
 def _run_trial(
     env: UtilityDuelingEnvironment, settings: GOptimalSettings, streams: Any, feedback: str
 ) -> tuple[FloatArray, bool, int]:
@@ -477,12 +497,7 @@ def _run_trial(
         if duels is None:  # one Binomial per pair: no adaptivity inside a phase
             wins = draws.binomial(played, env.preference_matrix[plan.pairs[:, 0], plan.pairs[:, 1]]).astype(np.float64)
         else:
-            firsts = np.repeat(plan.pairs[:, 0], played)
-            seconds = np.repeat(plan.pairs[:, 1], played)
-            outcome = duels.peek(firsts, seconds)
-            duels.advance(firsts, seconds)
-            wins = np.bincount(np.repeat(np.arange(played.size), played), weights=outcome,
-                               minlength=played.size).astype(np.float64)
+            wins = _stream_wins(duels, plan.pairs, played)
         np.add.at(pair_counts, (plan.pairs[:, 0], plan.pairs[:, 1]), played)
         t += int(played.sum())
         if t >= horizon and not np.array_equal(played, plan.counts):
