@@ -20,6 +20,8 @@ rare, so the supremum is what gives the negative control its power.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -114,4 +116,68 @@ def test_broken_budget_split_is_caught(seed: int) -> None:
     _, worst_sup, with_subtraction = _max_abs_privacy_loss(BudgetNotSplit, "half", seed, runs=120)
     assert with_subtraction >= 1
     assert BudgetNotSplit(N_ARMS, HORIZON, EPSILON, counter_epsilon="half").privacy.epsilon == EPSILON
+    assert worst_sup > EPSILON + 1e-9
+
+
+# ---------------------------------------------------------------- stats_removal = "restart" (spec §3.9)
+class RestartBudgetDoubled(DPEBSElimination):
+    """Deliberately broken restart: every fresh counter gets 2ε while the guarantee still claims ε."""
+
+    def _counter_epsilon(self) -> float:
+        return 2.0 * self.constants.epsilon
+
+
+def _restart_supremum(agent_class: type[DPEBSElimination], seed: int, runs: int) -> tuple[float, float, int]:
+    """Worst realised and supremum privacy loss of the restart variant's transcript, and restarts seen.
+
+    With restarts a counter's stream element at round t is o_t·1[i = x_t] (no subtraction), and the
+    counters' times start again after every elimination: each (arm, phase) is its own binary tree.
+    """
+    worst, worst_sup, restarts = 0.0, 0.0, 0
+    for seq in trial_seed_sequences(seed, runs):
+        agent = agent_class(N_ARMS, HORIZON, EPSILON, stats_removal="restart", counter_epsilon="whole",
+                            conf_scale=CONF_SCALE, rng=seq, record_transcript=True)
+        while not agent.committed and agent.time < HORIZON:
+            pair = agent.ask()
+            agent.tell(pair, first_wins=_outcome(pair, flipped=False))
+        records = agent.transcript
+        boundaries = [0, *sorted(set(agent.elimination_rounds.values())), HORIZON]
+        restarts += len(boundaries) - 2
+        loss, sup_loss, differing = 0.0, 0.0, 0
+        for start, stop in itertools.pairwise(boundaries):
+            phase = [r for r in records if start < r["round"] <= stop]
+            for i in range(N_ARMS):
+                mine = [r for r in phase if i in r["released"]]
+                if not mine:
+                    continue
+                base = [_outcome(r["pair"], False) * (r["pair"][0] == i) for r in mine]
+                neighbour = [_outcome(r["pair"], r["round"] == FLIPPED_USER) * (r["pair"][0] == i) for r in mine]
+                assert [r["stream_elements"][i] for r in mine] == base  # no subtraction element
+                differing += sum(a != b for a, b in zip(base, neighbour, strict=True))
+                released = np.array([0.0] + [r["released"][i] for r in mine])
+                times = np.arange(1, released.size)
+                parents = times & (times - 1)
+                noisy = released[times] - released[parents]
+                prefix, prefix_n = (np.concatenate([[0.0], np.cumsum(x)]) for x in (base, neighbour))
+                psums, psums_n = prefix[times] - prefix[parents], prefix_n[times] - prefix_n[parents]
+                scale = agent._counters[i].scale
+                loss += float(np.sum(np.abs(noisy - psums_n) - np.abs(noisy - psums)) / scale)
+                sup_loss += float(np.sum(np.abs(psums_n - psums)) / scale)
+        assert differing <= 1  # a label enters one counter of one phase, once
+        worst, worst_sup = max(worst, abs(loss)), max(worst_sup, sup_loss)
+    return worst, worst_sup, restarts
+
+
+def test_restart_transcript_privacy_loss_is_within_epsilon(seed: int) -> None:
+    worst, worst_sup, restarts = _restart_supremum(DPEBSElimination, seed, runs=120)
+    assert restarts >= 12  # the restart path was exercised
+    assert worst <= worst_sup + 1e-12
+    assert worst_sup <= EPSILON + 1e-9  # one element of one tree changes by <= 1: ε_c = ε
+    assert worst >= 0.3 * EPSILON  # the audit has power
+
+
+def test_broken_restart_budget_is_caught(seed: int) -> None:
+    _, worst_sup, _ = _restart_supremum(RestartBudgetDoubled, seed, runs=60)
+    assert RestartBudgetDoubled(N_ARMS, HORIZON, EPSILON, stats_removal="restart",
+                                counter_epsilon="whole").privacy.epsilon == EPSILON
     assert worst_sup > EPSILON + 1e-9

@@ -21,7 +21,8 @@ With one arm left (or no distinct pair) it commits to (a, a).
 
 Where this implementation settles what the spec leaves open: κ defaults to σ'(2·S_θ) = σ'(2) (the
 slope at θ*; ``kappa="li_et_al"`` gives σ'(4)); Li et al.'s λ_min condition is only recorded as a
-diagnostic (the spec's default "warn"; "enforce" is not implemented); inside a phase nothing depends
+diagnostic by default (the spec's "warn"; ``lambda_min_check="enforce"`` raises N_ℓ until it holds,
+capped at T; "off" skips it); inside a phase nothing depends
 on that phase's data, so the vectorised simulation draws each pair's wins as one Binomial
 (``feedback="binomial"``, spec §1.6) or, for exact agreement with the ask/tell agent, reads the
 pull-consistent per-pair streams (``feedback="streams"``).
@@ -92,6 +93,9 @@ class GOptimalSettings:
     phase_union : int
         L_T = ⌈log₂T⌉ (at least 1).
     fw_tol, c_elim, play_count_scale : float
+    lambda_min_check : {"warn", "enforce", "off"}
+        Li, Lu & Zhou's λ_min condition (spec §4.8): recorded in the phase diagnostics ("warn",
+        default), enforced by raising N_ℓ ("enforce"), or not computed ("off").
     """
 
     n_arms: int
@@ -103,6 +107,7 @@ class GOptimalSettings:
     fw_tol: float
     c_elim: float
     play_count_scale: float
+    lambda_min_check: str = "warn"
 
 
 def _settings(
@@ -115,6 +120,7 @@ def _settings(
     fw_tol: float,
     c_elim: float,
     play_count_scale: float,
+    lambda_min_check: str = "warn",
 ) -> GOptimalSettings:
     k = check_int(n_arms, "n_arms", minimum=2)
     t = check_int(horizon, "horizon", minimum=1)
@@ -140,6 +146,7 @@ def _settings(
         fw_tol=check_positive_float(fw_tol, "fw_tol"),
         c_elim=check_positive_float(c_elim, "c_elim"),
         play_count_scale=check_positive_float(play_count_scale, "play_count_scale"),
+        lambda_min_check=check_one_of(lambda_min_check, "lambda_min_check", ("warn", "enforce", "off")),
     )
 
 
@@ -275,8 +282,27 @@ def _plan_phase(
     weights = np.asarray(design.weights)[support]
     total = phase_play_count(settings, phase, design.g_value, support.size)
     counts = np.ceil(weights * total).astype(np.int64)  # t_ℓ = ⌈π·N_ℓ⌉
-    return _Phase(phase, pairs[support], counts, coords[support], basis, float(design.g_value), coords,
-                  {"g": float(design.g_value), "support": int(support.size), "N": float(total)})
+    diagnostics: dict[str, Any] = {"g": float(design.g_value), "support": int(support.size), "N": float(total)}
+    if settings.lambda_min_check == "enforce":
+        # raise N_ℓ until λ_min(V_ℓ) >= the requirement (V_ℓ grows linearly in N_ℓ), capped at T: a
+        # function of the public schedule only, so privacy is unaffected
+        base = total
+        for _ in range(8):
+            lambda_min, required = _lambda_min_condition(coords[support], counts, settings)
+            if lambda_min >= required or total >= settings.horizon:
+                break
+            total = min(float(settings.horizon), total * required / lambda_min * (1.0 + 1e-9))
+            counts = np.ceil(weights * total).astype(np.int64)
+        diagnostics.update({"N": float(total), "N_enforcement_factor": float(total / base)})
+    return _Phase(phase, pairs[support], counts, coords[support], basis, float(design.g_value), coords, diagnostics)
+
+
+def _lambda_min_condition(coordinates: FloatArray, counts: IntArray, settings: GOptimalSettings) -> tuple[float, float]:
+    """(λ_min(V_ℓ), 8/κ⁴·(r² + ln(1/δ₁))) with V_ℓ = Σ_s t_s·y_s y_sᵀ in span coordinates, δ₁ = δ/(6K²L_T)."""
+    gram = (coordinates * counts.astype(np.float64)[:, None]).T @ coordinates
+    log_inv_delta1 = math.log(6 * settings.n_arms**2 * settings.phase_union / settings.failure_probability)
+    required = 8.0 / settings.kappa**4 * (coordinates.shape[1] ** 2 + log_inv_delta1)
+    return float(np.linalg.eigvalsh(gram)[0]), required
 
 
 def _finish_phase(
@@ -302,7 +328,8 @@ def _width_diagnostics(plan: _Phase, settings: GOptimalSettings) -> dict[str, fl
 
     width = 3/(2κ)·√ln(1/δ₁)·max_z ‖z‖_{V⁻¹} + u/(κε)·max_z ‖z‖_{V⁻¹}·Σ_{s∈S} ‖z_s‖_{V⁻¹}, with
     δ₁ = δ/(6K²L_T) and u = ln(2mL_T/δ) (spec §4.8); the play counts make it <= ε_ℓ (Corollary 2).
-    λ_min(V) >= 8/κ⁴·(r² + ln(1/δ₁)) is Li, Lu & Zhou's condition (3), recorded only (spec §9 item 12).
+    λ_min(V) >= 8/κ⁴·(r² + ln(1/δ₁)) is Li, Lu & Zhou's condition (3), recorded unless
+    ``lambda_min_check="off"`` (spec §9 item 12; "enforce" has already raised N_ℓ to meet it).
     Everything here depends on the public schedule only, not on the data.
     """
     counts = plan.counts.astype(np.float64)
@@ -316,11 +343,11 @@ def _width_diagnostics(plan: _Phase, settings: GOptimalSettings) -> dict[str, fl
     if math.isfinite(settings.epsilon):
         u = math.log(2 * counts.size * lt / delta)
         width += u / (kappa * settings.epsilon) * float(norms_all.max()) * float(norms_support.sum())
-    rank = plan.coordinates.shape[1]
-    lambda_min = float(np.linalg.eigvalsh(gram)[0])
-    required = 8.0 / kappa**4 * (rank**2 + log_inv_delta1)
-    return {"confidence_width": width, "accuracy": 2.0 ** (-plan.index), "lambda_min": lambda_min,
-            "lambda_min_required": required, "lambda_min_ok": lambda_min >= required}
+    out: dict[str, float | bool] = {"confidence_width": width, "accuracy": 2.0 ** (-plan.index)}
+    if settings.lambda_min_check != "off":
+        lambda_min, required = _lambda_min_condition(plan.coordinates, plan.counts, settings)
+        out.update({"lambda_min": lambda_min, "lambda_min_required": required, "lambda_min_ok": lambda_min >= required})
+    return out
 
 
 class GOptimalDPDB:
@@ -345,6 +372,9 @@ class GOptimalDPDB:
     c_elim : float, default 2.0
     play_count_scale : float, default 1.0
         Multiplies N_ℓ; values != 1 are not the paper's schedule (label such runs).
+    lambda_min_check : {"warn", "enforce", "off"}, default "warn"
+        Li, Lu & Zhou's λ_min(V_ℓ) condition (spec §4.8): recorded in ``phases[ℓ].diagnostics``
+        ("warn"), met by raising N_ℓ (capped at T; "enforce", an ablation), or not computed ("off").
     rng : int, SeedSequence, Generator or None
         The trial's seed (its privacy-noise child draws the Laplace noise).
     noise_backend : NoiseBackend, optional
@@ -374,12 +404,13 @@ class GOptimalDPDB:
         fw_tol: float = 0.01,
         c_elim: float = 2.0,
         play_count_scale: float = 1.0,
+        lambda_min_check: str = "warn",
         rng: RNGLike = None,
         noise_backend: NoiseBackend | None = None,
     ) -> None:
         self.features = check_array(features, "features", ndim=2)
         self.settings = _settings(self.features.shape[0], horizon, epsilon, failure_probability, kappa,
-                                  theta_bound, fw_tol, c_elim, play_count_scale)
+                                  theta_bound, fw_tol, c_elim, play_count_scale, lambda_min_check)
         self._noise = noise_backend if noise_backend is not None else NumpyNoise(trial_streams(rng).noise)
         self.active = np.arange(self.settings.n_arms, dtype=np.int64)
         self.time = 0
@@ -548,6 +579,7 @@ def simulate_goptimal_dpdb(
     fw_tol: float = 0.01,
     c_elim: float = 2.0,
     play_count_scale: float = 1.0,
+    lambda_min_check: str = "warn",
     feedback: str = "binomial",
 ) -> Mapping[str, FloatArray]:
     """GOptimal-DPDB (Saha & Asi 2024, Algorithm 2), simulated phase by phase.
@@ -558,7 +590,7 @@ def simulate_goptimal_dpdb(
         Finite arms, or a net of the unit ball (``dueling-unit-ball``; regret against ‖θ*‖).
     n_trials, rng, horizon, epsilon
         As for the other dueling algorithms (trial k: ``trial_seed_sequences(rng, n)[k]``).
-    failure_probability, kappa, theta_bound, fw_tol, c_elim, play_count_scale
+    failure_probability, kappa, theta_bound, fw_tol, c_elim, play_count_scale, lambda_min_check
         As in :class:`GOptimalDPDB`.
     feedback : {"binomial", "streams"}, default "binomial"
         One Binomial per (phase, pair) from the environment stream (fast; no adaptivity inside a
@@ -578,7 +610,8 @@ def simulate_goptimal_dpdb(
     Saha & Asi (2024), Algorithm 2 and Theorem 3; reconstruction in ``specs/spec_dp_dueling.md`` §4.
     """
     options = {"failure_probability": failure_probability, "kappa": kappa, "theta_bound": theta_bound,
-               "fw_tol": fw_tol, "c_elim": c_elim, "play_count_scale": play_count_scale, "feedback": feedback}
+               "fw_tol": fw_tol, "c_elim": c_elim, "play_count_scale": play_count_scale,
+               "lambda_min_check": lambda_min_check, "feedback": feedback}
     return _simulate(env, n_trials, rng, horizon, epsilon, options)
 
 
@@ -602,6 +635,7 @@ def simulate_goptimal_nonprivate(
     fw_tol: float = 0.01,
     c_elim: float = 2.0,
     play_count_scale: float = 1.0,
+    lambda_min_check: str = "warn",
     feedback: str = "binomial",
 ) -> Mapping[str, FloatArray]:
     """The ε = ∞ twin of GOptimal-DPDB (exact counts, N^priv = 0); see :func:`simulate_goptimal_dpdb`.
@@ -616,5 +650,6 @@ def simulate_goptimal_nonprivate(
     (phased elimination with G-optimal exploration).
     """
     options = {"failure_probability": failure_probability, "kappa": kappa, "theta_bound": theta_bound,
-               "fw_tol": fw_tol, "c_elim": c_elim, "play_count_scale": play_count_scale, "feedback": feedback}
+               "fw_tol": fw_tol, "c_elim": c_elim, "play_count_scale": play_count_scale,
+               "lambda_min_check": lambda_min_check, "feedback": feedback}
     return _simulate(env, n_trials, rng, horizon, math.inf, options)

@@ -154,7 +154,7 @@ def simulate_ldp_ebs(
     eps = check_epsilon(epsilon)
     n = check_int(n_trials, "n_trials", minimum=1)
     constants = ebs_constants(env.n_arms, horizon, math.inf, failure_probability, union_bound=union_bound)
-    opponent, conf_scale = _check_options(opponent, conf_scale)
+    opponent, conf_scale, _ = _check_options(opponent, conf_scale)
     size = check_int(block, "block", minimum=1)
     q = flip_probability(eps)
     pair_counts = np.zeros((n, env.n_arms, env.n_arms))
