@@ -66,7 +66,7 @@ def _max_abs_privacy_loss(
     worst, worst_sup, runs_with_subtraction = 0.0, 0.0, 0
     for seq in trial_seed_sequences(seed, runs):
         agent = agent_class(N_ARMS, HORIZON, EPSILON, counter_epsilon=counter_epsilon, conf_scale=CONF_SCALE,
-                            rng=seq, record_transcript=True)
+                            rng=seq, record_transcript=True, insecure_seeded_noise=True)
         while not agent.committed and agent.time < HORIZON:
             pair = agent.ask()
             agent.tell(pair, first_wins=_outcome(pair, flipped=False))
@@ -91,7 +91,7 @@ def _max_abs_privacy_loss(
             prefix_neighbour = np.concatenate([[0.0], np.cumsum(neighbour[i])])
             psums = prefix[times] - prefix[parents]
             psums_neighbour = prefix_neighbour[times] - prefix_neighbour[parents]
-            scale = agent._counters[i].scale
+            scale = agent._counters.scale
             loss += float(np.sum(np.abs(noisy_psums - psums_neighbour) - np.abs(noisy_psums - psums)) / scale)
             sup_loss += float(np.sum(np.abs(psums_neighbour - psums)) / scale)  # sup over the node noise
         assert differing <= 2  # a user changes at most two elements, of one counter
@@ -136,7 +136,7 @@ def _restart_supremum(agent_class: type[DPEBSElimination], seed: int, runs: int)
     worst, worst_sup, restarts = 0.0, 0.0, 0
     for seq in trial_seed_sequences(seed, runs):
         agent = agent_class(N_ARMS, HORIZON, EPSILON, stats_removal="restart", counter_epsilon="whole",
-                            conf_scale=CONF_SCALE, rng=seq, record_transcript=True)
+                            conf_scale=CONF_SCALE, rng=seq, record_transcript=True, insecure_seeded_noise=True)
         while not agent.committed and agent.time < HORIZON:
             pair = agent.ask()
             agent.tell(pair, first_wins=_outcome(pair, flipped=False))
@@ -160,7 +160,7 @@ def _restart_supremum(agent_class: type[DPEBSElimination], seed: int, runs: int)
                 noisy = released[times] - released[parents]
                 prefix, prefix_n = (np.concatenate([[0.0], np.cumsum(x)]) for x in (base, neighbour))
                 psums, psums_n = prefix[times] - prefix[parents], prefix_n[times] - prefix_n[parents]
-                scale = agent._counters[i].scale
+                scale = agent._counters.scale
                 loss += float(np.sum(np.abs(noisy - psums_n) - np.abs(noisy - psums)) / scale)
                 sup_loss += float(np.sum(np.abs(psums_n - psums)) / scale)
         assert differing <= 1  # a label enters one counter of one phase, once

@@ -201,3 +201,97 @@ def test_corrected_delta_never_underflows_to_a_false_pure_claim() -> None:
     report = audit_mab(policy, data, epsilon=corrected.epsilon)
     assert report.epsilon_hat == math.inf  # not pure DP at any ε
     assert not report.violates(corrected)
+
+
+# ------------------------------------------------------------ tight per-instance and domain scopes
+def _random_instance(gen: np.random.Generator, trial: int) -> tuple[KLMABPolicy, LoggedBanditData]:
+    """Random and adversarial instances: a least-covered arm, extreme rewards, an unseen arm, π0 zeros."""
+    k = int(gen.integers(1, 7))
+    counts = gen.integers(2, 80, size=k)
+    kind = trial % 5
+    if kind == 1:
+        counts[gen.integers(0, k)] = 2  # least-covered arm
+    if kind == 2 and k > 1:
+        counts[gen.integers(0, k)] = int(gen.integers(0, 2))  # an unseen arm, or a single record
+    data = _dataset(gen, counts, continuous=kind in (0, 3))
+    if kind == 3:  # extreme rewards only
+        data = LoggedBanditData(data.actions, np.round(data.rewards), k)
+    reference = None
+    if kind == 4 and k > 1:
+        reference = gen.dirichlet(np.ones(k))
+        reference[gen.integers(0, k)] = 0.0
+        reference /= reference.sum()
+    eta = float(10 ** gen.uniform(-2.5, 0.5))
+    beta0 = float(gen.choice([0.0, gen.uniform(0, 3), gen.uniform(5, 50)]))
+    return KLMABPolicy(k, eta=eta, beta0=beta0, reference=reference).fit(data), data
+
+
+def test_tight_variant_equals_the_exact_audit(rng: np.random.Generator) -> None:
+    """The closed form of mab_exact_loss against recomputing every extreme neighbour (deterministic)."""
+    finite = infinite = 0
+    for trial in range(300):
+        policy, data = _random_instance(rng, trial)
+        tight = policy.privacy(variant="tight")
+        audited = audit_mab(policy, data).epsilon_hat
+        if math.isinf(audited):
+            assert math.isinf(tight.epsilon) and tight.reason
+            infinite += 1
+            continue
+        assert tight.epsilon == pytest.approx(audited, rel=1e-7, abs=1e-12), trial
+        assert tight.per_instance and not audit_mab(policy, data).violates(tight)
+        theorem = policy.privacy().epsilon
+        assert tight.epsilon <= theorem / 2 * (1 + 1e-9) + 1e-12  # spec §5.1.1
+        finite += 1
+    assert finite > 200 and infinite > 10
+
+
+def test_tight_variant_from_statistics_is_the_worst_dataset_with_those_statistics(rng: np.random.Generator) -> None:
+    """From (N, S) alone the tight value is the loss of the dataset holding both the smallest and the largest
+    reward compatible with the statistics (one such dataset always exists)."""
+    for _ in range(30):
+        counts = rng.integers(2, 30, size=3)
+        sums = rng.uniform(0, 1, size=3) * counts
+        stats = KLMABPolicy(3, eta=0.05, beta0=1.0).fit_statistics(counts, sums)
+        actions, rewards = [], []
+        for arm, (n, s) in enumerate(zip(counts, sums, strict=True)):
+            low, high = max(0.0, s - (n - 1)), min(1.0, s)
+            rest = (s - low - high) / (n - 2) if n > 2 else 0.0
+            actions += [arm] * int(n)
+            rewards += [low, high] + [rest] * int(n - 2)
+        worst = LoggedBanditData(actions, rewards, 3)
+        policy = KLMABPolicy(3, eta=0.05, beta0=1.0).fit(worst)
+        assert stats.privacy(variant="tight").epsilon == pytest.approx(audit_mab(policy, worst).epsilon_hat,
+                                                                       rel=1e-7)
+
+
+def _in_domain_loss(policy_factory, data: LoggedBanditData, min_count: int) -> float:  # type: ignore[no-untyped-def]
+    from dpbandits.audit.exact import privacy_loss
+    from dpbandits.audit.kl import mab_neighbour_datasets
+
+    base = policy_factory().fit(data).log_probabilities_
+    return max(privacy_loss(base, policy_factory().fit(other).log_probabilities_, log=True)
+               for _, other in mab_neighbour_datasets(data, min_count=min_count))
+
+
+@pytest.mark.parametrize("beta0", [0.0, 2.0, 20.0])
+def test_domain_guarantee_holds_over_adversarial_in_domain_neighbours(beta0: float, rng: np.random.Generator) -> None:
+    """Δ(m)/η is the sup over in-domain pairs: never exceeded, and approached when the moving arm is rare
+    under π̃ (the adversarial base: arm 0 at the floor with rewards 0, a tiny π0(0), an R added)."""
+    m, eta = 5, 0.2
+
+    def policy(reference: np.ndarray | None = None) -> KLMABPolicy:
+        return KLMABPolicy(3, eta=eta, beta0=beta0, reference=reference, min_count=m)
+
+    claim = policy().fit(LoggedBanditData(np.repeat([0, 1, 2], m), np.zeros(3 * m), 3)).privacy(
+        scope="domain", variant="tight")
+    for _ in range(15):  # random in-domain datasets
+        data = _dataset(rng, rng.integers(m, m + 6, size=3), continuous=bool(rng.integers(2)))
+        assert _in_domain_loss(policy, data, m) <= claim.epsilon * (1 + 1e-9)
+    reference = np.array([1e-9, 0.5, 0.5 - 1e-9])
+    adversarial = LoggedBanditData(np.repeat([0, 1, 2], m), np.r_[np.zeros(m), np.ones(2 * m)], 3)
+    loss = _in_domain_loss(lambda: policy(reference), adversarial, m)
+    assert 0.99 * claim.epsilon <= loss <= claim.epsilon * (1 + 1e-9)
+    # negative control: the floor off by one (Δ(m + 1)/η) is refuted by the same audit
+    understated = KLMABPolicy(3, eta=eta, beta0=beta0, min_count=m + 1).fit(
+        LoggedBanditData(np.repeat([0, 1, 2], m + 1), np.zeros(3 * (m + 1)), 3)).privacy(scope="domain", variant="tight")
+    assert loss > understated.epsilon

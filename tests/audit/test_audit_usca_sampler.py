@@ -43,7 +43,7 @@ def worst_pair_samples(agent: USCA, seed: int) -> tuple[np.ndarray, np.ndarray, 
         agent.reset_data()
         agent.observe(contexts, rewards)
         log_ps.append(agent.mechanism_log_probabilities(corner[1:])[0])
-        draws.append(agent.recommend(corner[1:], rng=seed + 2 + index, size=N_SAMPLES))
+        draws.append(agent.recommend(corner[1:], rng=seed + 2 + index, size=N_SAMPLES, insecure_seeded_noise=True))
     # events from the exact laws only (never from the samples): the cells most favouring each side
     order = np.argsort(log_ps[0] - log_ps[1])
     events = [CellSet(order[-k:], agent.grid) for k in (4, 32)] + [CellSet(order[:k], agent.grid) for k in (4, 32)]

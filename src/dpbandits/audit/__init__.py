@@ -6,6 +6,8 @@
 * :mod:`dpbandits.audit.statistical` — from samples of a mechanism on two neighbouring inputs, a
   lower confidence bound on ε from Clopper–Pearson intervals on output events
   (:func:`epsilon_lower_bound`).
+* :mod:`dpbandits.audit.floating_point` — the floating-point (low-order bits) attack on released
+  values of two neighbours (:func:`float_attack`).
 
 A violation found by either auditor is evidence against the claim (exact: a counterexample;
 statistical: at the stated confidence). Passing is evidence, not proof, unless the neighbouring
@@ -25,6 +27,7 @@ from dpbandits.audit.exact import (
     privacy_loss,
     privacy_loss_batch,
 )
+from dpbandits.audit.floating_point import FloatAttackReport, float_attack
 from dpbandits.audit.statistical import (
     OutcomeEvent,
     StatisticalAuditReport,
@@ -37,6 +40,7 @@ from dpbandits.audit.statistical import (
 
 __all__ = [
     "ExactAuditReport",
+    "FloatAttackReport",
     "LaplaceDistribution",
     "OutcomeEvent",
     "StatisticalAuditReport",
@@ -46,6 +50,7 @@ __all__ = [
     "delta_for_epsilon",
     "delta_for_epsilon_batch",
     "epsilon_lower_bound",
+    "float_attack",
     "hockey_stick_divergence",
     "interval_log_probabilities",
     "privacy_loss",

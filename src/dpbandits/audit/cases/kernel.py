@@ -1,0 +1,1 @@
+"""Privacy cases of the kernel family (being written: see the privacy contract, issue 12)."""
