@@ -113,8 +113,8 @@ def _account(
             mab = KLMABPolicy(logged.n_arms, eta=eta, beta0=beta0, reward_bound=reward_bound,
                               min_count=min_count).fit(logged)
             probabilities = mab.probabilities()
-            pure = mab.privacy(kind="pure", variant=variant, scope=scope)
-            approx = (mab.privacy(kind="approx", variant="corrected" if variant == "tight" else variant, n0=n0, k=k)
+            pure = mab.guarantee(kind="pure", variant=variant, scope=scope)
+            approx = (mab.guarantee(kind="approx", variant="corrected" if variant == "tight" else variant, n0=n0, k=k)
                       if (n0 is not None or k is not None) else None)
         else:
             if actions is None:
@@ -131,8 +131,8 @@ def _account(
                 policy.fit(read_preferences_csv(data))
                 extra = {"neighbouring": neighbouring}
             probabilities = policy.probabilities(features)
-            pure = policy.privacy(features, kind="pure", variant=variant, scope=scope, **extra)
-            approx = (policy.privacy(features, kind="approx", variant="corrected" if variant == "tight" else variant,
+            pure = policy.guarantee(features, kind="pure", variant=variant, scope=scope, **extra)
+            approx = (policy.guarantee(features, kind="approx", variant="corrected" if variant == "tight" else variant,
                                      lambda0=lambda0, **extra) if lambda0 is not None else None)
     notes.extend(str(w.message) for w in caught if issubclass(w.category, PaperVariantWarning))
     chosen = approx if approx is not None else pure

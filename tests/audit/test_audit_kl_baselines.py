@@ -47,7 +47,7 @@ def test_report_noisy_max_on_the_issue_instance_is_within_its_claim() -> None:
     in-domain neighbour; the exact loss stays <= ε. The data-scaled variant reproduces the issue's 2.65."""
     assert _rnm_loss(ReportNoisyMaxMAB, 2) <= EPSILON * (1 + 1e-6)
     assert _rnm_loss(_DataScaledRNM, 2) > EPSILON + 0.5
-    assert ReportNoisyMaxMAB(2, epsilon=EPSILON, beta0=BETA0, min_count=2).fit(ISSUE_DATA).privacy().epsilon == EPSILON
+    assert ReportNoisyMaxMAB(2, epsilon=EPSILON, beta0=BETA0, min_count=2).fit(ISSUE_DATA).guarantee().epsilon == EPSILON
 
 
 def _laplace_release_loss(first: LaplaceStatisticsGreedyMAB, second: LaplaceStatisticsGreedyMAB) -> float:

@@ -28,14 +28,14 @@ def test_c3_paper_approx_violated_corrected_and_pure_hold(seed: int) -> None:
     np.testing.assert_allclose(policy.probabilities(C3_ACTIONS)[:2], [0.7262, 0.2738], atol=1e-4)
     lambda0 = 1.0 / 0.00736**2
     with pytest.warns(PaperVariantWarning, match="Theorem 2"):
-        paper = policy.privacy(C3_ACTIONS, kind="approx", variant="paper", lambda0=lambda0)
+        paper = policy.guarantee(C3_ACTIONS, kind="approx", variant="paper", lambda0=lambda0)
     assert paper.epsilon == pytest.approx(0.5108259, abs=1e-6) and paper.delta == pytest.approx(4.2413e-3, rel=1e-4)
     report = audit_linear(policy, data, C3_ACTIONS, epsilon=paper.epsilon, rng=seed)
     assert report.delta_hat >= 0.137  # spec C3: true δ(0.5108) >= 0.1372
     assert report.violates(paper)
-    corrected = policy.privacy(C3_ACTIONS, kind="approx", lambda0=lambda0)
+    corrected = policy.guarantee(C3_ACTIONS, kind="approx", lambda0=lambda0)
     assert corrected.delta == 1.0 and not report.violates(corrected)
-    pure = policy.privacy(C3_ACTIONS)
+    pure = policy.guarantee(C3_ACTIONS)
     assert pure.epsilon == pytest.approx(6.872188, abs=1e-6)
     assert 1.7 < report.epsilon_hat <= pure.epsilon  # spec: largest loss found 1.754
 
@@ -51,17 +51,17 @@ def test_theorem2_pure_tight_and_corrected_approx_dominate_audits(rng: np.random
         policy = KLLinearPolicy(eta=eta, beta0=beta0, ridge=2.0).fit(data)
         actions = rng.standard_normal((4, d))
         actions /= np.linalg.norm(actions, axis=1, keepdims=True)
-        pure = policy.privacy(actions)
-        tight = policy.privacy(actions, variant="tight")
+        pure = policy.guarantee(actions)
+        tight = policy.guarantee(actions, variant="tight")
         assert tight.epsilon <= pure.epsilon
         gamma = policy.penalties(actions)
         lambda0 = 1.0 / float(np.median(gamma)) ** 2
-        corrected = policy.privacy(actions, kind="approx", lambda0=lambda0)
+        corrected = policy.guarantee(actions, kind="approx", lambda0=lambda0)
         report = audit_linear(policy, data, actions, epsilon=corrected.epsilon, rng=rng)
         assert not report.violates(pure)
         assert not report.violates(tight)
         assert not report.violates(corrected)
-        corollary = policy.privacy(actions, kind="approx", c=0.5)  # Corollary 2, corrected form
+        corollary = policy.guarantee(actions, kind="approx", c=0.5)  # Corollary 2, corrected form
         assert not audit_linear(policy, data, actions, epsilon=corollary.epsilon, rng=rng).violates(corollary)
         worst_ratio = max(worst_ratio, report.epsilon_hat / pure.epsilon)
     assert worst_ratio > 0.01  # the adversarial search finds non-trivial losses
@@ -71,7 +71,7 @@ def test_audit_catches_an_understated_linear_epsilon(seed: int) -> None:
     data = _c3()
     policy = KLLinearPolicy(eta=0.01, beta0=10.0, ridge=2.0).fit(data)
     report = audit_linear(policy, data, C3_ACTIONS, rng=seed)
-    claim = policy.privacy(C3_ACTIONS)
+    claim = policy.guarantee(C3_ACTIONS)
     broken = PureDP(epsilon=claim.epsilon / 8, unit=claim.unit, neighbouring=claim.neighbouring)
     assert report.violates(broken) and not report.violates(claim)
 
@@ -153,7 +153,7 @@ def test_domain_guarantee_holds_over_its_domain(rng: np.random.Generator) -> Non
             continue  # outside the declared domain: refused
         actions = rng.standard_normal((4, 2))
         actions /= np.linalg.norm(actions, axis=1, keepdims=True)
-        claim = policy.privacy(actions, scope="domain")
+        claim = policy.guarantee(actions, scope="domain")
         assert not claim.per_instance
         assert not audit_linear(policy, data, actions, rng=rng, n_random=50).violates(claim)
         checked += 1

@@ -27,12 +27,12 @@ def test_c4_label_paper_violated_corrected_holds() -> None:
     assert report.exact_pure
     assert report.epsilon_hat == pytest.approx(0.0020020, abs=1e-7)  # spec C4
     with pytest.warns(PaperVariantWarning, match="Theorem 3"):
-        paper = policy.privacy(C4_ACTIONS, variant="paper")
+        paper = policy.guarantee(C4_ACTIONS, variant="paper")
     assert paper.epsilon == pytest.approx(0.0011107, abs=1e-7)
     assert report.violates(paper)
-    corrected = policy.privacy(C4_ACTIONS)
+    corrected = policy.guarantee(C4_ACTIONS)
     assert corrected.epsilon == pytest.approx(0.0040401, abs=1e-7) and not report.violates(corrected)
-    tight = policy.privacy(C4_ACTIONS, variant="tight")
+    tight = policy.guarantee(C4_ACTIONS, variant="tight")
     assert not report.violates(tight)
 
 
@@ -44,9 +44,9 @@ def test_c5_add_remove_paper_violated_corrected_holds(seed: int) -> None:
     # (the spec prints 0.0010020 at its stated ±1-in-the-last-digit precision)
     assert report.epsilon_hat == pytest.approx(math.log(999 / 998), rel=1e-6)
     with pytest.warns(PaperVariantWarning, match="Theorem 4"):
-        paper = policy.privacy(C4_ACTIONS, variant="paper", neighbouring="add_remove")
+        paper = policy.guarantee(C4_ACTIONS, variant="paper", neighbouring="add_remove")
     assert paper.epsilon == pytest.approx(5.6326e-4, rel=1e-4) and report.violates(paper)
-    corrected = policy.privacy(C4_ACTIONS, neighbouring="add_remove")
+    corrected = policy.guarantee(C4_ACTIONS, neighbouring="add_remove")
     assert corrected.epsilon == pytest.approx(2.2372e-3, rel=1e-4) and not report.violates(corrected)
 
 
@@ -63,20 +63,20 @@ def test_corrected_bounds_dominate_audits_on_random_data(rng: np.random.Generato
         actions = rng.standard_normal((3, d))
         actions /= np.linalg.norm(actions, axis=1, keepdims=True)
         report = audit_rlhf(policy, data, actions)
-        corrected = policy.privacy(actions)
+        corrected = policy.guarantee(actions)
         assert not report.violates(corrected), (trial, report, corrected)
-        assert not report.violates(policy.privacy(actions, variant="tight"))
+        assert not report.violates(policy.guarantee(actions, variant="tight"))
         with pytest.warns(PaperVariantWarning):
-            paper_violations += report.violates(policy.privacy(actions, variant="paper"))
+            paper_violations += report.violates(policy.guarantee(actions, variant="paper"))
         if trial < 3:
             lam0 = 1.0 / float(np.median(policy.penalties(actions))) ** 2
-            approx = policy.privacy(actions, kind="approx", lambda0=lam0)
+            approx = policy.guarantee(actions, kind="approx", lambda0=lam0)
             assert not audit_rlhf(policy, data, actions, epsilon=approx.epsilon).violates(approx)
-            corollary = policy.privacy(actions, kind="approx", c=0.5)  # Corollary 3, corrected form
+            corollary = policy.guarantee(actions, kind="approx", c=0.5)  # Corollary 3, corrected form
             assert not audit_rlhf(policy, data, actions, epsilon=corollary.epsilon).violates(corollary)
-            add_remove = policy.privacy(actions, neighbouring="add_remove")
+            add_remove = policy.guarantee(actions, neighbouring="add_remove")
             if math.isfinite(add_remove.epsilon):
-                ar_approx = policy.privacy(actions, kind="approx", neighbouring="add_remove", lambda0=lam0)
+                ar_approx = policy.guarantee(actions, kind="approx", neighbouring="add_remove", lambda0=lam0)
                 ar_report = audit_rlhf(policy, data, actions, neighbouring="add_remove", n_random=5, rng=rng,
                                        epsilon=ar_approx.epsilon)
                 assert not ar_report.violates(add_remove)
@@ -99,13 +99,13 @@ def test_domain_guarantees_hold_over_their_domains(rng: np.random.Generator) -> 
         relabelled = PreferenceData(data.feature_differences, rng.integers(0, 2, data.n_records))
         for labels in (data, relabelled):  # another labelling of the same public comparisons
             fitted = KLRLHFPolicy(eta=1.0, beta0=1.0, norm_bound=0.2).fit(labels)
-            domain = fitted.privacy(actions, variant="tight", scope="domain")
-            assert domain.epsilon == policy.privacy(actions, variant="tight", scope="domain").epsilon
+            domain = fitted.guarantee(actions, variant="tight", scope="domain")
+            assert domain.epsilon == policy.guarantee(actions, variant="tight", scope="domain").epsilon
             assert not audit_rlhf(fitted, labels, actions).violates(domain)
         floor = 0.8 * policy.lambda_min_
         if floor > 5.0:
             bounded = KLRLHFPolicy(eta=1.0, beta0=1.0, norm_bound=0.2, min_eigenvalue=floor).fit(data)
-            claim = bounded.privacy(actions, neighbouring="add_remove", scope="domain")
+            claim = bounded.guarantee(actions, neighbouring="add_remove", scope="domain")
             report = audit_rlhf(bounded, data, actions, neighbouring="add_remove", n_random=5, rng=rng)
             assert not report.violates(claim)
 

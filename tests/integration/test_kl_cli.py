@@ -36,8 +36,8 @@ def test_account_mab_json_matches_the_library(mab_csv: Path) -> None:
     out = json.loads(result.output)
     assert {"epsilon0", "epsilon", "delta", "variant", "unit", "probabilities"} <= set(out)
     policy = KLMABPolicy(3, eta=0.2, beta0=0.5).fit(read_logged_bandit_csv(mab_csv, n_arms=3))
-    assert out["epsilon0"] == pytest.approx(policy.privacy().epsilon)
-    approx = policy.privacy(kind="approx", k=2)
+    assert out["epsilon0"] == pytest.approx(policy.guarantee().epsilon)
+    approx = policy.guarantee(kind="approx", k=2)
     assert out["epsilon"] == pytest.approx(approx.epsilon) and out["delta"] == pytest.approx(approx.delta)
     np.testing.assert_allclose(out["probabilities"], policy.probabilities())
     assert out["variant"] == "corrected" and out["unit"] == "one logged record (arm, reward)"
@@ -134,14 +134,14 @@ def test_account_scope_and_tight_variant(mab_csv: Path, tmp_path: Path, rng: np.
     base = ["account", "mab", "--data", str(mab_csv), "--n-arms", "3", "--eta", "0.2", "--beta0", "0.5"]
     tight = json.loads(runner.invoke(app, [*base, "--variant", "tight", "--json"]).output)
     policy = KLMABPolicy(3, eta=0.2, beta0=0.5).fit(read_logged_bandit_csv(mab_csv, n_arms=3))
-    assert tight["epsilon0"] == pytest.approx(policy.privacy(variant="tight").epsilon)
+    assert tight["epsilon0"] == pytest.approx(policy.guarantee(variant="tight").epsilon)
     assert tight["per_instance"] and "NOT a worst-case" in tight["guarantee"]
     domain = runner.invoke(app, [*base, "--scope", "domain", "--min-count", "30", "--variant", "tight", "--json"])
     assert domain.exit_code == 0, domain.output
     out = json.loads(domain.output)
     assert not out["per_instance"] and out["scope"] == "domain"
     assert out["epsilon0"] == pytest.approx(KLMABPolicy(3, eta=0.2, beta0=0.5, min_count=30).fit(
-        read_logged_bandit_csv(mab_csv, n_arms=3)).privacy(scope="domain", variant="tight").epsilon)
+        read_logged_bandit_csv(mab_csv, n_arms=3)).guarantee(scope="domain", variant="tight").epsilon)
     table = runner.invoke(app, [*base, "--scope", "domain", "--min-count", "30"])
     assert table.exit_code == 0 and "declared domain" in table.output
     outside = runner.invoke(app, [*base, "--scope", "domain", "--min-count", "41"])

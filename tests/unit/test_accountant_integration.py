@@ -114,3 +114,27 @@ def test_an_accountant_composes_releases_of_one_unit() -> None:
     with pytest.raises(PrivacyBudgetExceededError):
         mechanism.release([0.0], accountant=acc)
     assert acc.can_spend(PureEvent(0.0))
+
+
+def test_kl_policies_and_baselines() -> None:
+    from dpbandits.algorithms.offline import KLLinearPolicy, KLMABPolicy
+    from dpbandits.algorithms.offline.baselines import (
+        ExponentialMechanismMAB,
+        LaplaceStatisticsGreedyMAB,
+        ReportNoisyMaxMAB,
+    )
+    from dpbandits.envs.offline import LoggedBanditData, simulate_logged_contextual
+
+    actions, rewards = [0] * 40 + [1] * 30 + [2] * 30, [1, 0] * 50
+    mab = KLMABPolicy(n_arms=3, eta=0.5, beta0=0.1).fit(actions, rewards)
+    _check(lambda acc, spy: mab.sample(backend=spy, accountant=acc), mab.privacy.epsilon)
+    linear = KLLinearPolicy(eta=1.0, beta0=0.5, ridge=2.0).fit(
+        simulate_logged_contextual([0.3, 0.2], 300, rng=np.random.default_rng(0)))
+    features = np.array([[0.5, 0.1], [0.0, 0.6], [0.3, 0.3]])
+    _check(lambda acc, spy: linear.sample(features, backend=spy, accountant=acc), linear.guarantee(features).epsilon)
+    data = LoggedBanditData(actions, rewards, 3, 1.0)
+    for cls in (ExponentialMechanismMAB, ReportNoisyMaxMAB):
+        baseline = cls(3, epsilon=1.0, min_count=20).fit(data)
+        _check(lambda acc, spy, b=baseline: b.sample(backend=spy, accountant=acc), 1.0)
+    greedy = LaplaceStatisticsGreedyMAB(3, epsilon=1.0, min_count=20)
+    _check(lambda acc, spy: greedy.fit(data, backend=spy, accountant=acc), 1.0)

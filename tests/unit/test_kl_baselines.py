@@ -30,7 +30,7 @@ def test_em_pessimistic_is_the_kl_policy_with_uniform_reference_and_passes_the_e
     np.testing.assert_allclose(em.probabilities(), kl.probabilities(), rtol=1e-12)
     # every in-domain neighbour of D is a neighbour of the per-instance audit, whose loss bounds it
     assert audit_mab(kl, data).epsilon_hat <= 0.5
-    guarantee = em.privacy()
+    guarantee = em.guarantee()
     assert guarantee.epsilon == 0.5 and not guarantee.per_instance and "min_count = 50" in str(guarantee)
 
 
@@ -75,7 +75,7 @@ def test_releases_are_secure_by_default_and_seeded_only_on_request(seed: int) ->
         data, rng=seed, insecure_seeded_noise=True).noisy_utilities_ for _ in range(2)]
     np.testing.assert_array_equal(*seeded)
     greedy = PessimisticGreedyMAB(4, beta0=0.1).fit(data)
-    assert int(greedy.sample(rng=seed)) == 2 and greedy.privacy().epsilon == math.inf
+    assert int(greedy.sample(rng=seed)) == 2 and greedy.guarantee().epsilon == math.inf
     np.testing.assert_array_equal(greedy.probabilities(), [0, 0, 1, 0])
 
 

@@ -169,3 +169,36 @@ def test_a_phased_agent_made_by_hand_cannot_be_saved(tmp_path: Path) -> None:
     with pytest.raises(InvalidParameterError, match=r"PhasedAlgorithm\.agent"):
         agent.save(tmp_path / "x.dpb")
 
+
+
+def test_fitted_policies_save_and_load_to_the_same_policy(tmp_path: Path) -> None:
+    from dpbandits.algorithms.offline import KLLinearPolicy, KLMABPolicy, KLRLHFPolicy
+    from dpbandits.algorithms.offline.baselines import (
+        ExponentialMechanismMAB,
+        LaplaceStatisticsGreedyMAB,
+        PessimisticGreedyMAB,
+        ReportNoisyMaxMAB,
+    )
+    from dpbandits.envs.offline import LoggedBanditData, simulate_logged_contextual, simulate_preferences
+
+    features = np.array([[0.5, 0.1], [0.0, 0.6], [0.3, 0.3]])
+    data = LoggedBanditData([0] * 20 + [1] * 25 + [2] * 30, [1, 0, 1] * 25, 3, 1.0)
+    policies = [
+        KLMABPolicy(n_arms=3, eta=0.5, beta0=0.1, reference=[0.2, 0.3, 0.5]).fit(data),
+        KLLinearPolicy(eta=1.0, beta0=0.5, ridge=2.0).fit(simulate_logged_contextual([0.3, 0.2], 200, rng=1)),
+        KLRLHFPolicy(eta=1.0, beta0=0.5, ridge=2.0, norm_bound=1.0).fit(simulate_preferences([0.3, 0.2], 200, rng=2)),
+        ExponentialMechanismMAB(3, epsilon=1.0, min_count=20).fit(data),
+        ReportNoisyMaxMAB(3, epsilon=1.0, min_count=20).fit(data),
+        LaplaceStatisticsGreedyMAB(3, epsilon=1.0, min_count=20).fit(data),
+        PessimisticGreedyMAB(3).fit(data),
+    ]
+    for index, policy in enumerate(policies):
+        loaded = type(policy).load(policy.save(tmp_path / f"policy{index}.dpb"))
+        assert repr(loaded) == repr(policy)
+        assert loaded.privacy == policy.privacy
+        if hasattr(policy, "probabilities"):
+            args = (features,) if isinstance(policy, KLLinearPolicy | KLRLHFPolicy) else ()
+            np.testing.assert_array_equal(loaded.probabilities(*args), policy.probabilities(*args))
+    greedy = policies[5]
+    loaded = LaplaceStatisticsGreedyMAB.load(tmp_path / "policy5.dpb")
+    np.testing.assert_array_equal(loaded.noisy_utilities_, greedy.noisy_utilities_)  # the release, not redrawn

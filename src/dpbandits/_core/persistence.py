@@ -310,6 +310,8 @@ class Persistable:
     _state_fields: ClassVar[tuple[str, ...]] = ()
     _unsaved_params: ClassVar[tuple[str, ...]] = ()
     """Constructor arguments that are callables: not saved, to be passed again to :meth:`load`."""
+    _fitted_state: ClassVar[bool] = False
+    """Whether the state also holds every fitted attribute (names ending in ``_``, as in scikit-learn)."""
     _replay_rng: ClassVar[bool] = False
     """Whether ``rng`` seeds public coins drawn at construction that are not in ``_state_fields``:
     then it is recorded as the SeedSequence it stands for (never for a privacy-noise seed)."""
@@ -361,13 +363,20 @@ class Persistable:
                 params[name] = _Unsaved()
         return params
 
+    def _state_names(self) -> list[str]:
+        names = list(self._state_fields)
+        if self._fitted_state:
+            names += [k for k in vars(self) if k.endswith("_") and not k.startswith("__") and k not in names]
+        return names
+
     def _get_state(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._state_fields}
+        return {name: getattr(self, name) for name in self._state_names() if hasattr(self, name)}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        for name in self._state_fields:
-            if name in state:
-                setattr(self, name, state[name])
+        allowed = set(self._state_fields)
+        for name, value in state.items():
+            if name in allowed or (self._fitted_state and name.endswith("_")):
+                setattr(self, name, value)
 
     @classmethod
     def _rebuild(cls, params: dict[str, Any], state: dict[str, Any], overrides: dict[str, Any]) -> Self:

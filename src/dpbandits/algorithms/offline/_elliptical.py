@@ -8,7 +8,9 @@ policy π̃(a|x; D) ∝ π0(a|x)·exp(u(a)/η). Σ_D is kept as its Cholesky fac
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -20,6 +22,8 @@ from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline.kl_mab import kl_log_policy, log_reference_policy
 from dpbandits.envs.offline import check_feature_norms
+from dpbandits.privacy.accounting import Accountant, spend
+from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.privacy.mechanisms import sample_log_weights
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
@@ -40,7 +44,7 @@ def check_declared_domain(lambda_min: float, min_eigenvalue: float | None, n_rec
         )
 
 
-class EllipticalKLPolicy:
+class EllipticalKLPolicy(ABC):
     """Base of :class:`KLLinearPolicy` and :class:`KLRLHFPolicy` (query methods only).
 
     Subclasses set ``eta``, ``beta0`` and, in ``fit``, ``theta_`` (θ̂), ``cholesky_`` (lower factor
@@ -54,6 +58,15 @@ class EllipticalKLPolicy:
     cholesky_: FloatArray
     lambda_min_: float
     n_features_in_: int
+    @property
+    def privacy(self) -> Guarantee:
+        """The pure guarantee of one sampled action at every context; options: :meth:`guarantee`."""
+        return self.guarantee()
+
+    @abstractmethod
+    def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None,
+                  **kwargs: Any) -> Guarantee:
+        """The guarantee of one sample at one context (or every context when omitted)."""
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "theta_"):
@@ -120,6 +133,7 @@ class EllipticalKLPolicy:
         *,
         backend: NoiseBackend | str | None = None,
         insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> IntArray:
         """Sample candidate indices from π̃(·|x; D); each sample is one use of the mechanism.
 
@@ -136,6 +150,8 @@ class EllipticalKLPolicy:
             Explicit noise source (a seeded one also needs the opt-in).
         insecure_seeded_noise : bool, default False
             Seeded NumPy Gumbel-max (simulation and tests only; warns).
+        accountant : Accountant, optional
+            Records the guarantee of each sample at this context before anything is drawn (over budget: nothing is).
 
         Privacy
         -------
@@ -144,8 +160,10 @@ class EllipticalKLPolicy:
         """
         if size is not None:
             size = check_int(size, "size", minimum=1)
-        return sample_log_weights(self.log_probabilities(action_features, reference), rng, size, backend=backend,
-                                  insecure_seeded_noise=insecure_seeded_noise)
+        log_p = self.log_probabilities(action_features, reference)
+        if accountant is not None:
+            spend(accountant, self.guarantee(action_features, reference), 1 if size is None else size)
+        return sample_log_weights(log_p, rng, size, backend=backend, insecure_seeded_noise=insecure_seeded_noise)
 
     # ------------------------------------------------------------------ rejection sampling
     def _public_theta_norm_bound(self) -> float | None:
@@ -196,6 +214,7 @@ class EllipticalKLPolicy:
         batch: int = 4096,
         backend: NoiseBackend | str | None = None,
         insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> FloatArray:
         """Draw one action from π̃(·|x; D) when the candidate set is huge or implicit (spec §3.1).
 
@@ -262,6 +281,10 @@ class EllipticalKLPolicy:
                 f"{bound!r} < {theta_norm!r} (data outside the domain)"
             )
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
+        if accountant is not None:  # the sampler's guarantee at every context, before any draw
+            from dpbandits.algorithms.offline.accountants import rejection_sampling_guarantee
+
+            spend(accountant, rejection_sampling_guarantee(self.privacy, self.rejection_failure_bound(t, bound)))
         # proposals come from the seeded stream when seeded, else from fresh OS entropy
         gen = noise.rng if isinstance(noise, NumpyNoise) else as_generator(None)
         chosen: FloatArray | None = None

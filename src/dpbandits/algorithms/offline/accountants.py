@@ -4,7 +4,7 @@ Two scopes (``scope=``, spec §4.1):
 
 * ``"instance"`` (default) — the papers' **per-instance** (data-dependent) guarantees: they hold for
   the given dataset D and all its neighbours, not for every pair of neighbouring datasets. Their
-  printed form says so (:data:`PER_INSTANCE_NOTE`), and publishing ε(D) itself leaks information
+  printed form says so (:data:`~dpbandits.privacy.guarantees.PER_INSTANCE_NOTE`), and publishing ε(D) itself leaks information
   about D.
 * ``"domain"`` — ordinary DP over a **declared public domain** of datasets (a per-arm count floor,
   a floor on λ_min(Σ_D), a bound on n; for RLHF label DP, the public comparisons themselves): one
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,14 +53,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PAPER",
-    "PER_INSTANCE_NOTE",
     "SCOPES",
     "UNIT_LINEAR",
     "UNIT_MAB",
     "UNIT_RLHF_LABEL",
     "UNIT_RLHF_RECORD",
-    "ScopedApproxDP",
-    "ScopedPureDP",
     "account_linear",
     "account_mab",
     "account_rlhf",
@@ -94,61 +91,8 @@ _SMALLEST_DELTA = math.ulp(0.0)  # 5e-324, an upper bound on any positive δ tha
 KINDS = ("pure", "approx")
 SCOPES = ("instance", "domain")
 
-PER_INSTANCE_NOTE = (
-    "per-instance: holds for this dataset and its neighbours only, NOT a worst-case DP guarantee "
-    "(publishing it leaks information about the data)"
-)
-"""Printed with every per-instance guarantee (``str(guarantee)``)."""
-
-
-# ------------------------------------------------------------------------- guarantee values
-def _scoped_str(self: Guarantee) -> str:
-    note = getattr(self, "scope_note", "")
-    return f"{Guarantee.__str__(self)}; {note}" if note else Guarantee.__str__(self)
-
-
-def _scoped_to_dict(self: Guarantee) -> dict[str, object]:
-    out = Guarantee.to_dict(self)
-    out["scope_note"] = getattr(self, "scope_note", "")
-    return out
-
-
-def _scoped_with_parameters(self: Guarantee, epsilon: float, delta: float,
-                            neighbouring: Neighbouring | None = None) -> Guarantee:
-    return scoped(Guarantee.with_parameters(self, epsilon, delta, neighbouring), getattr(self, "scope_note", ""))
-
-
-@dataclass(frozen=True, kw_only=True)
-class ScopedPureDP(PureDP):
-    """:class:`PureDP` whose printed form states its scope (per-instance, or the declared domain).
-
-    Parameters
-    ----------
-    scope_note : str
-        Appended to ``str(guarantee)``; e.g. :data:`PER_INSTANCE_NOTE`.
-    """
-
-    scope_note: str = ""
-    __str__ = _scoped_str
-    to_dict = _scoped_to_dict
-    with_parameters = _scoped_with_parameters
-
-
-@dataclass(frozen=True, kw_only=True)
-class ScopedApproxDP(ApproxDP):
-    """:class:`ApproxDP` whose printed form states its scope (see :class:`ScopedPureDP`)."""
-
-    scope_note: str = ""
-    __str__ = _scoped_str
-    to_dict = _scoped_to_dict
-    with_parameters = _scoped_with_parameters
-
-
-def scoped(guarantee: Guarantee, note: str) -> Guarantee:
-    """Return ``guarantee`` as a scoped value printing ``note`` (same fields otherwise)."""
-    cls: type[ScopedPureDP] | type[ScopedApproxDP] = ScopedPureDP if isinstance(guarantee, PureDP) else ScopedApproxDP
-    values = {f.name: getattr(guarantee, f.name) for f in fields(guarantee) if f.name != "scope_note"}
-    return cls(**values, scope_note=note)
+_NO_CONTEXT: FloatArray = np.empty((0, 0))
+"""Stands for "every context" (no action features): only context-free bounds are computed then."""
 
 
 # ---------------------------------------------------------------------------------------- helpers
@@ -191,14 +135,13 @@ def _result(
     if not math.isfinite(epsilon):
         delta = 1.0 if kind == "approx" else 0.0
     per_instance = domain is None
-    note = PER_INSTANCE_NOTE if per_instance else f"over the declared domain: {domain}"
     if kind == "pure":
-        return ScopedPureDP(epsilon=epsilon, unit=unit, neighbouring=neighbouring, reference=reference,
-                            per_instance=per_instance, reason=reason, scope_note=note)
+        return PureDP(epsilon=epsilon, unit=unit, neighbouring=neighbouring, reference=reference,
+                      per_instance=per_instance, reason=reason, domain=domain or "")
     if delta >= 1.0 and not reason:
         reason = "delta capped at 1: the bound is vacuous"
-    return ScopedApproxDP(epsilon=epsilon, delta=min(1.0, delta), unit=unit, neighbouring=neighbouring,
-                          reference=reference, per_instance=per_instance, reason=reason, scope_note=note)
+    return ApproxDP(epsilon=epsilon, delta=min(1.0, delta), unit=unit, neighbouring=neighbouring,
+                    reference=reference, per_instance=per_instance, reason=reason, domain=domain or "")
 
 
 def _check_scope(scope: str, kind: str) -> bool:
@@ -530,7 +473,7 @@ def account_mab(
 
     Returns
     -------
-    ScopedPureDP or ScopedApproxDP
+    PureDP or ApproxDP
         Add/remove of one logged record; ``per_instance`` unless ``scope="domain"``.
 
     Privacy
@@ -779,7 +722,7 @@ def corollary2_paper(
 
 def account_linear(
     policy: KLLinearPolicy,
-    action_features: ArrayLike,
+    action_features: ArrayLike | None = None,
     reference: ArrayLike | None = None,
     *,
     kind: str = "pure",
@@ -794,8 +737,9 @@ def account_linear(
     Parameters
     ----------
     policy : KLLinearPolicy
-    action_features : array_like of shape (K, d)
-        φ(x, a) for the candidate actions of the fixed public context x.
+    action_features : array_like of shape (K, d), optional
+        φ(x, a) for the candidate actions of the fixed public context x. Omitted: the pure
+        guarantee at every context (features of norm <= 1), which is what ``policy.privacy`` gives.
     reference : array_like of shape (K,), optional
         π0(·|x); uniform when omitted.
     kind : {"pure", "approx"}
@@ -818,7 +762,7 @@ def account_linear(
 
     Returns
     -------
-    ScopedPureDP or ScopedApproxDP
+    PureDP or ApproxDP
         Add/remove of one logged record, for this context only.
 
     Privacy
@@ -834,7 +778,13 @@ def account_linear(
     """
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
-    features = policy._check_query(action_features)
+    every_context = action_features is None
+    if every_context and (kind != "pure" or variant == "tight"):
+        raise InvalidParameterError(
+            f"kind={kind!r}, variant={variant!r} depends on the context: pass action_features"
+        )
+    # every context: no features are used (the paths that need them were refused above)
+    features = _NO_CONTEXT if action_features is None else policy._check_query(action_features)
     if _check_scope(scope, kind):
         if policy.min_eigenvalue is None or policy.max_records is None:
             raise InvalidParameterError(
@@ -851,8 +801,7 @@ def account_linear(
                        neighbouring=Neighbouring.ADD_REMOVE, strict=strict, domain=described,
                        reference=f"{PAPER}, Theorem 2 (pure) at the public floor and n_max",
                        reason="" if math.isfinite(c2_domain) else f"min_eigenvalue must exceed 1 (got {floor!r})")
-    gamma = policy.penalties(features)
-    logp = policy.log_probabilities(features, reference)
+    policy._check_fitted()
     lam_min = policy.lambda_min_
     c2 = theorem2_bracket(lam_min, n_records=policy.n_records_, dimension=policy.n_features_in_,
                           reward_bound=policy.reward_bound, beta0=policy.beta0)
@@ -862,10 +811,12 @@ def account_linear(
     }
     if kind == "pure":
         if variant == "tight":
-            eps = c2 * float(np.max(gamma)) / policy.eta
+            eps = c2 * float(np.max(policy.penalties(features))) / policy.eta
             return _result(kind, eps, 0.0, reference="spec §4.4 tight pure variant of Theorem 2", **common)
-        eps = c2 / (policy.eta * math.sqrt(lam_min))
-        return _result(kind, eps, 0.0, reference=f"{PAPER}, Theorem 2 (pure)", **common)
+        eps = c2 / (policy.eta * math.sqrt(lam_min))  # γ_max(x) <= 1/√λ_min: every context
+        return _result(kind, eps, 0.0, reference=f"{PAPER}, Theorem 2 (pure, every context)", **common)
+    gamma = policy.penalties(features)
+    logp = policy.log_probabilities(features, reference)
     lam0 = _threshold_lambda0(lambda0, c, lam_min)
     t = 1.0 / math.sqrt(lam0)
     if variant == "paper":
@@ -979,7 +930,7 @@ def corollary3_paper(k1: float, c: float | None = None, *, lambda_min: float, ri
 
 def account_rlhf(
     policy: KLRLHFPolicy,
-    action_features: ArrayLike,
+    action_features: ArrayLike | None = None,
     reference: ArrayLike | None = None,
     *,
     kind: str = "pure",
@@ -996,8 +947,10 @@ def account_rlhf(
     Parameters
     ----------
     policy : KLRLHFPolicy
-    action_features : array_like of shape (K, d)
-        φ(x, a) of the candidate responses to the public prompt x.
+    action_features : array_like of shape (K, d), optional
+        φ(x, a) of the candidate responses to the public prompt x. Omitted: the pure (non-tight)
+        guarantee at every prompt (features of norm <= 1; the solver error at the worst-case
+        leverage 1/√(λ_min − λ)), which is what ``policy.privacy`` gives.
     reference : array_like of shape (K,), optional
         π0(·|x); uniform when omitted.
     kind : {"pure", "approx"}
@@ -1023,7 +976,7 @@ def account_rlhf(
 
     Returns
     -------
-    ScopedPureDP or ScopedApproxDP
+    PureDP or ApproxDP
 
     Privacy
     -------
@@ -1047,6 +1000,10 @@ def account_rlhf(
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
     check_one_of(neighbouring, "neighbouring", ("label", "add_remove"))
+    if action_features is None and (kind != "pure" or variant == "tight"):
+        raise InvalidParameterError(
+            f"kind={kind!r}, variant={variant!r} depends on the prompt: pass action_features"
+        )
     domain = _check_scope(scope, kind)
     label = neighbouring == "label"
     floor: float | None = None
@@ -1075,7 +1032,7 @@ def account_rlhf(
     return replace(adjusted, reference=f"{guarantee.reference} + solver error at D and at the neighbour")
 
 
-def _rlhf_solver_divergences(policy: KLRLHFPolicy, action_features: ArrayLike, *, label: bool, domain: bool,
+def _rlhf_solver_divergences(policy: KLRLHFPolicy, action_features: ArrayLike | None, *, label: bool, domain: bool,
                              floor: float | None) -> tuple[float, float]:
     """(ε̂_D, ε̂_{D'}): divergences of the computed from the exact policy at D and at any neighbour."""
     tolerance = policy.solver_tolerance
@@ -1094,14 +1051,13 @@ def _rlhf_solver_divergences(policy: KLRLHFPolicy, action_features: ArrayLike, *
 
 
 def _account_rlhf_exact(
-    policy: KLRLHFPolicy, action_features: ArrayLike, reference: ArrayLike | None, *, kind: str, variant: str,
-    neighbouring: str, lambda0: float | None, c: float | None, strict: bool, lambda_min: float | None = None,
-    domain: str | None = None,
+    policy: KLRLHFPolicy, action_features: ArrayLike | None, reference: ArrayLike | None, *, kind: str,
+    variant: str, neighbouring: str, lambda0: float | None, c: float | None, strict: bool,
+    lambda_min: float | None = None, domain: str | None = None,
 ) -> Guarantee:
     """:func:`account_rlhf` for the exact maximiser (the theorems' setting), at λ_min(Σ_D) or a floor."""
-    features = policy._check_query(action_features)
-    gamma = policy.penalties(features)
-    logp = policy.log_probabilities(features, reference)
+    features = _NO_CONTEXT if action_features is None else policy._check_query(action_features)
+    policy._check_fitted()
     lam_min = policy.lambda_min_ if lambda_min is None else lambda_min
     lam, b = policy.ridge, policy.norm_bound
     mu = lam_min - lam
@@ -1142,6 +1098,8 @@ def _account_rlhf_exact(
     t = 1.0 / math.sqrt(lam0)
     if not (mu > 0 and lam_min > min_needed):
         return _result(kind, math.inf, 1.0, reference=f"{PAPER}, {thm} approx", **common)
+    gamma = policy.penalties(features)
+    logp = policy.log_probabilities(features, reference)
     if variant == "paper":
         _paper_warning(f"{thm} (approximate DP)")
         if label:

@@ -30,12 +30,14 @@ import math
 import numpy as np
 
 from dpbandits._core.errors import InvalidParameterError, NotFittedError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_epsilon, check_in_interval, check_int, check_positive_float
-from dpbandits.algorithms.offline.accountants import UNIT_MAB, ScopedPureDP, mab_domain_sensitivity
+from dpbandits.algorithms.offline.accountants import UNIT_MAB, mab_domain_sensitivity
 from dpbandits.algorithms.offline.kl_mab import mab_utilities
 from dpbandits.envs.offline import LoggedBanditData
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee, Neighbouring, PureDP
 from dpbandits.privacy.mechanisms import ExponentialMechanism, ReportNoisyMaxMechanism, report_noisy_max
 from dpbandits.privacy.noise import NoiseBackend, privacy_noise
@@ -61,10 +63,12 @@ def _statistics(data: LoggedBanditData, n_arms: int, reward_bound: float) -> tup
     return data.counts(), data.reward_sums()
 
 
-class _MABBaseline:
+class _MABBaseline(Persistable):
     """Shared fitting: statistics, pessimistic utilities, the domain check and the public Δ(m)."""
 
     name = "baseline"
+
+    _fitted_state = True
 
     def __init__(self, n_arms: int, epsilon: float, beta0: float = 0.0, reward_bound: float = 1.0, *,
                  min_count: int) -> None:
@@ -93,14 +97,19 @@ class _MABBaseline:
         if not hasattr(self, "utilities_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted; call fit(data) first")
 
+    def guarantee(self) -> Guarantee:
+        """The guarantee (as :attr:`privacy`; the baselines have no variants)."""
+        return self.privacy
+
+    @property
     def privacy(self) -> Guarantee:
         """Pure ε-DP of one release (add/remove of one logged record) over the declared domain."""
-        return ScopedPureDP(
+        return PureDP(
             epsilon=self.epsilon, unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
             reference=(f"{type(self).__name__} (spec §3.5), noise calibrated by the public Delta(m) = "
                        f"{self.sensitivity:.6g} from min_count m, reward bound R, beta0 and epsilon"),
-            scope_note=(f"over the declared domain: N(a) >= min_count = {self.min_count} for every arm, rewards "
-                        f"in [0, {self.reward_bound:g}]; every pair of add/remove neighbours in it"),
+            domain=(f"N(a) >= min_count = {self.min_count} for every arm, rewards in [0, {self.reward_bound:g}]; "
+                    "every pair of add/remove neighbours in it"),
         )
 
 
@@ -148,9 +157,10 @@ class ExponentialMechanismMAB(_MABBaseline):
         return np.asarray(self._mechanism().probabilities(self.utilities_), dtype=np.float64)
 
     def sample(self, rng: RNGLike = None, size: int | None = None, *, backend: NoiseBackend | str | None = None,
-               insecure_seeded_noise: bool = False) -> IntArray:
-        """Sample arms; each sample is a separate ε-DP release (seeded only with the opt-in)."""
+               insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> IntArray:
+        """Sample arms; each sample is a separate ε-DP release, recorded in ``accountant`` before any draw."""
         self._check_fitted()
+        spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1))
         return self._mechanism().sample(self.utilities_, rng, size, backend, insecure_seeded_noise=insecure_seeded_noise)
 
 
@@ -191,9 +201,10 @@ class ReportNoisyMaxMAB(_MABBaseline):
         return self._mechanism().probabilities(self.utilities_)
 
     def sample(self, rng: RNGLike = None, size: int | None = None, *, backend: NoiseBackend | str | None = None,
-               insecure_seeded_noise: bool = False) -> IntArray:
-        """Sample arms; each sample is a separate ε-DP release (seeded only with the opt-in)."""
+               insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> IntArray:
+        """Sample arms; each sample is a separate ε-DP release, recorded in ``accountant`` before any draw."""
         self._check_fitted()
+        spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1))
         u = self.utilities_
         batch = u if size is None else np.broadcast_to(u, (check_int(size, "size", minimum=1), u.size))
         return report_noisy_max(batch, self.sensitivity, self.epsilon, rng, one_utility_changes=True,
@@ -225,10 +236,11 @@ class LaplaceStatisticsGreedyMAB(_MABBaseline):
         return self.sensitivity / self.epsilon
 
     def fit(self, data: LoggedBanditData, rng: RNGLike = None, *, backend: NoiseBackend | str | None = None,
-            insecure_seeded_noise: bool = False) -> LaplaceStatisticsGreedyMAB:
-        """Compute u and release ũ = u + Lap(b)^K (secure noise unless ``insecure_seeded_noise=True``)."""
+            insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> LaplaceStatisticsGreedyMAB:
+        """Compute u and release ũ = u + Lap(b)^K, recorded in ``accountant`` before any draw."""
         self._fit_utilities(data)
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
+        spend(accountant, self.privacy)
         self.noisy_utilities_: FloatArray = noise.add_laplace(self.utilities_, self.noise_scale)
         return self
 
@@ -240,7 +252,7 @@ class LaplaceStatisticsGreedyMAB(_MABBaseline):
         return np.asarray(best if size is None else np.full(check_int(size, "size", minimum=1), best))
 
 
-class PessimisticGreedyMAB:
+class PessimisticGreedyMAB(Persistable):
     """Non-private reference: argmax_a (r̄(a) − β0/√N(a)), ties broken uniformly at random.
 
     Parameters
@@ -259,6 +271,8 @@ class PessimisticGreedyMAB:
     """
 
     name = "greedy"
+
+    _fitted_state = True
 
     def __init__(self, n_arms: int, beta0: float = 0.0, reward_bound: float = 1.0) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=1)
@@ -285,6 +299,11 @@ class PessimisticGreedyMAB:
         best = self._best()
         return np.asarray(best / best.sum(), dtype=np.float64)
 
+    def guarantee(self) -> Guarantee:
+        """The guarantee (as :attr:`privacy`)."""
+        return self.privacy
+
+    @property
     def privacy(self) -> Guarantee:
         """No privacy: ε = ∞."""
         return PureDP.infinite(unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,

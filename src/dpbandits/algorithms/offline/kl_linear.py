@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import cho_solve, cholesky, eigvalsh
 
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
 from dpbandits.envs.offline import LoggedContextualData
@@ -21,7 +22,7 @@ from dpbandits.privacy.guarantees import Guarantee
 __all__ = ["KLLinearPolicy"]
 
 
-class KLLinearPolicy(EllipticalKLPolicy):
+class KLLinearPolicy(EllipticalKLPolicy, Persistable):
     """KL-regularised pessimistic policy for logged linear contextual bandit data (eq. 10).
 
     Parameters
@@ -79,6 +80,8 @@ class KLLinearPolicy(EllipticalKLPolicy):
     [0.9999, 0.0001]
     """
 
+    _fitted_state = True
+
     def __init__(self, eta: float, beta0: float = 1.0, ridge: float = 2.0, reward_bound: float = 1.0, *,
                  min_eigenvalue: float | None = None, max_records: int | None = None) -> None:
         self.eta = check_positive_float(eta, "eta")
@@ -125,9 +128,10 @@ class KLLinearPolicy(EllipticalKLPolicy):
         check_declared_domain(self.lambda_min_, self.min_eigenvalue, self.n_records_, self.max_records)
         return self
 
-    def privacy(self, action_features: ArrayLike, reference: ArrayLike | None = None, *,
-                kind: str = "pure", variant: str = "corrected", scope: str = "instance", **kwargs: Any) -> Guarantee:
-        """Guarantee at one context; see :func:`accountants.account_linear`."""
+    def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None, *,
+                  kind: str = "pure", variant: str = "corrected", scope: str = "instance",
+                  **kwargs: Any) -> Guarantee:
+        """Guarantee at one context (or every context); see :func:`accountants.account_linear`."""
         from dpbandits.algorithms.offline.accountants import account_linear
 
         return account_linear(self, action_features, reference, kind=kind, variant=variant, scope=scope, **kwargs)

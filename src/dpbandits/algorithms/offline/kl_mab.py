@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import EmptySupportError, InvalidParameterError, NotFittedError, PrivacyWarning
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
@@ -24,6 +25,7 @@ from dpbandits._core.validation import (
     check_probability_vector,
 )
 from dpbandits.envs.offline import LoggedBanditData
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.privacy.mechanisms import gibbs_log_probabilities, sample_log_weights
 from dpbandits.privacy.noise import NoiseBackend
@@ -149,7 +151,7 @@ def check_mab_statistics(counts: ArrayLike, reward_sums: ArrayLike, *, n_arms: i
     return n, s
 
 
-class KLMABPolicy:
+class KLMABPolicy(Persistable):
     """KL-regularised pessimistic policy for logged multi-armed bandit data (eq. 8).
 
     Parameters
@@ -212,6 +214,8 @@ class KLMABPolicy:
     >>> policy.probabilities().round(3).tolist()
     [0.787, 0.213]
     """
+
+    _fitted_state = True
 
     def __init__(
         self,
@@ -342,7 +346,7 @@ class KLMABPolicy:
         return np.asarray(np.exp(self.log_probabilities_), dtype=np.float64)
 
     def sample(self, rng: RNGLike = None, size: int | None = None, *, backend: NoiseBackend | str | None = None,
-               insecure_seeded_noise: bool = False) -> IntArray:
+               insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> IntArray:
         """Sample actions from π̃ (each sample is one use of the mechanism).
 
         Parameters
@@ -355,6 +359,8 @@ class KLMABPolicy:
             Explicit noise source (a seeded one also needs the opt-in).
         insecure_seeded_noise : bool, default False
             Seeded NumPy Gumbel-max (reproducible; simulation and tests only; warns).
+        accountant : Accountant, optional
+            Records the guarantee of each sample before anything is drawn (over budget: nothing is).
 
         Returns
         -------
@@ -370,11 +376,18 @@ class KLMABPolicy:
         self._check_fitted()
         if size is not None:
             size = check_int(size, "size", minimum=1)
+        if accountant is not None:
+            spend(accountant, self.privacy, 1 if size is None else size)
         return sample_log_weights(self.log_probabilities_, rng, size, backend=backend,
                                   insecure_seeded_noise=insecure_seeded_noise)
 
-    def privacy(self, kind: str = "pure", variant: str = "corrected", scope: str = "instance",
-                **kwargs: Any) -> Guarantee:
+    @property
+    def privacy(self) -> Guarantee:
+        """The per-instance pure guarantee of one sample (Theorem 1); options: :meth:`guarantee`."""
+        return self.guarantee()
+
+    def guarantee(self, kind: str = "pure", variant: str = "corrected", scope: str = "instance",
+                  **kwargs: Any) -> Guarantee:
         """Return the guarantee of one sample; see :func:`accountants.account_mab`."""
         from dpbandits.algorithms.offline.accountants import account_mab
 

@@ -20,6 +20,7 @@ from scipy.optimize import brentq, minimize
 from scipy.special import expit, log_expit
 
 from dpbandits._core.errors import InvalidParameterError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_in_interval, check_positive_float
 from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
@@ -287,7 +288,7 @@ def bradley_terry_mle(
     return BradleyTerryFit(theta, True, nu_star, residual, iterations)
 
 
-class KLRLHFPolicy(EllipticalKLPolicy):
+class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
     """KL-regularised pessimistic RLHF policy on Bradley–Terry preference data (eq. 11).
 
     Parameters
@@ -342,6 +343,9 @@ class KLRLHFPolicy(EllipticalKLPolicy):
     Zhang et al. (2025), eq. (11), Theorem 3, Corollary 3, Appendix D (Theorem 4);
     ``specs/spec_kl_regularization.md`` §3.4, §4.5, §5.1.3.
     """
+
+    _fitted_state = True
+    _state_fields = ("_feature_differences", "_gram")
 
     def __init__(self, eta: float, beta0: float = 1.0, ridge: float = 1.0, norm_bound: float = 1.0, *,
                  solver_tolerance: float = 1e-6, min_eigenvalue: float | None = None) -> None:
@@ -424,8 +428,16 @@ class KLRLHFPolicy(EllipticalKLPolicy):
         gamma = 1.0 / (2.0 + math.exp(2.0 * radius) + math.exp(-2.0 * radius))
         return (r_norm + math.sqrt(r_norm**2 + 4.0 * gamma * slack)) / (2.0 * gamma)
 
-    def query_leverage(self, action_features: ArrayLike) -> float:
-        """max_a ‖φ(x, a)‖_{M⁻¹} over the candidates, M = Σ_i z_iz_iᵀ (∞ if M is singular)."""
+    def query_leverage(self, action_features: ArrayLike | None) -> float:
+        """max_a ‖φ(x, a)‖_{M⁻¹} over the candidates, M = Σ_i z_iz_iᵀ (∞ if M is singular).
+
+        ``action_features=None``: the worst case over every context, ‖φ‖ <= 1: 1/√λ_min(M), with
+        λ_min(M) = λ_min(Σ_D) − λ.
+        """
+        if action_features is None:
+            self._check_fitted()
+            gap = self.lambda_min_ - self.ridge
+            return 1.0 / math.sqrt(gap) if gap > 0 else math.inf
         features = self._check_query(action_features)
         chol = self._gram_cholesky()
         if chol is None:
@@ -433,7 +445,7 @@ class KLRLHFPolicy(EllipticalKLPolicy):
         w = solve_triangular(chol, features.T, lower=True)
         return float(np.sqrt(np.max(np.einsum("ij,ij->j", w, w))))
 
-    def solver_divergence(self, action_features: ArrayLike, solver_error: float | None = None) -> float:
+    def solver_divergence(self, action_features: ArrayLike | None, solver_error: float | None = None) -> float:
         """ε̂ with D∞ between the computed and the exact policy <= ε̂ in both directions, at this context.
 
         |r̂(a) − r*(a)| <= ‖θ̂ − θ*‖_M·‖φ(x, a)‖_{M⁻¹} =: e(a), so ε̂ = 2·max_a e(a)/η (spec §3.4, §4.9).
@@ -480,10 +492,10 @@ class KLRLHFPolicy(EllipticalKLPolicy):
         dist2 = sq[:, None] + sq[None, :] - 2.0 * (w @ w.T)
         return float(np.sqrt(max(0.0, float(dist2.max()))))
 
-    def privacy(self, action_features: ArrayLike, reference: ArrayLike | None = None, *,
-                kind: str = "pure", variant: str = "corrected", neighbouring: str = "label",
-                scope: str = "instance", **kwargs: Any) -> Guarantee:
-        """Guarantee at one prompt; see :func:`accountants.account_rlhf`."""
+    def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None, *,
+                  kind: str = "pure", variant: str = "corrected", neighbouring: str = "label",
+                  scope: str = "instance", **kwargs: Any) -> Guarantee:
+        """Guarantee at one prompt (or every prompt); see :func:`accountants.account_rlhf`."""
         from dpbandits.algorithms.offline.accountants import account_rlhf
 
         return account_rlhf(self, action_features, reference, kind=kind, variant=variant,

@@ -230,14 +230,14 @@ def simulate_kl_mab(
             if calibration == "audit":
                 this_eta = _audit_calibrated_eta(data, float(epsilon), this_eta, beta0, pi0)
         policy = KLMABPolicy(means.size, eta=this_eta, beta0=beta0, reference=pi0, min_count=floor).fit(data)
-        guarantee = policy.privacy()
+        guarantee = policy.guarantee()
         out["regret"].append(_regret(means, policy.probabilities()))
         out["eta"].append(this_eta)
         out["epsilon0"].append(guarantee.epsilon)
-        out["epsilon_tight"].append(policy.privacy(variant="tight").epsilon)
+        out["epsilon_tight"].append(policy.guarantee(variant="tight").epsilon)
         if epsilon is not None:
             out.setdefault("epsilon_domain", []).append(
-                policy.privacy(scope="domain", variant="tight" if calibration == "domain" else "corrected").epsilon)
+                policy.guarantee(scope="domain", variant="tight" if calibration == "domain" else "corrected").epsilon)
         if audit:
             eps_hat = _audit("mab")(policy, data)
             out.setdefault("epsilon_hat", []).append(eps_hat)
@@ -247,9 +247,9 @@ def simulate_kl_mab(
         if k is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PaperVariantWarning)
-                paper = policy.privacy(kind="approx", variant="paper", k=k)
-                verbatim = policy.privacy(kind="approx", variant="paper", k=k, verbatim=True)
-            corrected = policy.privacy(kind="approx", k=k)
+                paper = policy.guarantee(kind="approx", variant="paper", k=k)
+                verbatim = policy.guarantee(kind="approx", variant="paper", k=k, verbatim=True)
+            corrected = policy.guarantee(kind="approx", k=k)
             out.setdefault("epsilon_k", []).append(corrected.epsilon)
             out.setdefault("delta_paper", []).append(paper.delta)
             out.setdefault("delta_paper_verbatim", []).append(verbatim.delta)
@@ -289,7 +289,7 @@ def _simulate_baseline(cls: type, env: Any, n_trials: int, rng: RNGLike, epsilon
         else:
             probs = baseline.probabilities()
         regret.append(_regret(means, probs))
-        eps.append(baseline.privacy().epsilon)
+        eps.append(baseline.guarantee().epsilon)
     return {"regret": np.asarray(regret), "epsilon": np.asarray(eps)}
 
 
@@ -405,10 +405,10 @@ def simulate_kl_linear(
     for trial in range(n):
         data, theta, actions = env.draw(env_streams[trial])
         policy = KLLinearPolicy(eta=eta, beta0=beta0, ridge=ridge).fit(data)
-        pure = policy.privacy(actions)
+        pure = policy.guarantee(actions)
         out["regret"].append(_regret(actions @ theta, policy.probabilities(actions)))
         out["epsilon0"].append(pure.epsilon)
-        out["epsilon0_tight"].append(policy.privacy(actions, variant="tight").epsilon)
+        out["epsilon0_tight"].append(policy.guarantee(actions, variant="tight").epsilon)
         out["k1"].append(data.n_records / (data.dimension * (policy.lambda_min_ - 1.0))
                          if policy.lambda_min_ > 1 else math.inf)
         if audit:
@@ -449,11 +449,11 @@ def simulate_kl_rlhf(
         policy = KLRLHFPolicy(eta=eta, beta0=beta0, ridge=ridge, norm_bound=norm_bound).fit(data)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PaperVariantWarning)
-            paper = policy.privacy(actions, variant="paper").epsilon
+            paper = policy.guarantee(actions, variant="paper").epsilon
         out["regret"].append(_regret(actions @ theta, policy.probabilities(actions)))
         out["epsilon0_paper"].append(paper)
-        out["epsilon0_corrected"].append(policy.privacy(actions).epsilon)
-        out["epsilon0_tight"].append(policy.privacy(actions, variant="tight").epsilon)
+        out["epsilon0_corrected"].append(policy.guarantee(actions).epsilon)
+        out["epsilon0_tight"].append(policy.guarantee(actions, variant="tight").epsilon)
         out["on_boundary"].append(float(policy.fit_.on_boundary))
         if audit:
             eps_hat = _audit("rlhf")(policy, data, actions)

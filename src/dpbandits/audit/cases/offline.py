@@ -134,7 +134,7 @@ def _kl_mab_law(**params: Any) -> Callable[[LoggedBanditData], np.ndarray]:
 
 
 def _kl_mab_claim(variant: str = "corrected", **params: Any) -> Callable[[LoggedBanditData], Guarantee]:
-    return _memo(lambda data: KLMABPolicy(**params).fit(data).privacy(variant=variant))
+    return _memo(lambda data: KLMABPolicy(**params).fit(data).guarantee(variant=variant))
 
 
 def _seeded_sampler(params: dict[str, Any], seed: int) -> Callable[[Any, int, np.random.Generator], np.ndarray]:
@@ -165,7 +165,7 @@ def _eta_for_instance_loss(data: LoggedBanditData, n_arms: int, beta0: float, ep
     """The η whose exact per-instance loss at ``data`` is ε: a calibration that reads the data."""
 
     def excess(log_eta: float) -> float:
-        return KLMABPolicy(n_arms, eta=math.exp(log_eta), beta0=beta0).fit(data).privacy(variant="tight").epsilon - epsilon
+        return KLMABPolicy(n_arms, eta=math.exp(log_eta), beta0=beta0).fit(data).guarantee(variant="tight").epsilon - epsilon
 
     return math.exp(brentq(excess, -12.0, 12.0, xtol=1e-10))
 
@@ -193,7 +193,7 @@ def offline_kl_mab_cases() -> list[PrivacyCase]:
     m = 3
     floor_data, floor_reference = _floor_instance(m)
     domain: dict[str, Any] = {"n_arms": 3, "eta": 0.2, "beta0": 2.0, "reference": floor_reference, "min_count": m}
-    domain_claim = KLMABPolicy(**domain).fit(floor_data).privacy(scope="domain", variant="tight")
+    domain_claim = KLMABPolicy(**domain).fit(floor_data).guarantee(scope="domain", variant="tight")
     domain_pairs = _mab_pairs(floor_data, min_count=m)
     removal = [p for p in pairs if p.label.startswith("remove (arm 0")][:1]
     seed = _revealing_seed(base, removal[0])
@@ -208,7 +208,7 @@ def offline_kl_mab_cases() -> list[PrivacyCase]:
 
     repeated: dict[str, Any] = {"n_arms": 3, "eta": calibrated_eta(0.5, m, reward_bound=1.0, beta0=2.0, calibration="domain"),
                 "beta0": 2.0, "reference": floor_reference, "min_count": m}
-    per_sample = KLMABPolicy(**repeated).fit(floor_data).privacy(scope="domain", variant="tight")
+    per_sample = KLMABPolicy(**repeated).fit(floor_data).guarantee(scope="domain", variant="tight")
     return [
         PrivacyCase("kl-mab", "Theorem 1 per instance; least-covered arm has 2 records", _kl_mab_claim(**base), pairs,
                     distribution=_kl_mab_law(**base)),
@@ -280,27 +280,27 @@ def offline_baseline_cases() -> list[PrivacyCase]:
 
     return [
         PrivacyCase("rnm-mab", "issue 12 instance (eps 2, beta0 50), floor 2: the 3-record arm's removal",
-                    ReportNoisyMaxMAB(**issue).privacy(), issue_pairs, distribution=law(ReportNoisyMaxMAB, **issue)),
-        PrivacyCase("rnm-mab", "noise sized from N_min(D)", ReportNoisyMaxMAB(**issue).privacy(), issue_pairs,
+                    ReportNoisyMaxMAB(**issue).guarantee(), issue_pairs, distribution=law(ReportNoisyMaxMAB, **issue)),
+        PrivacyCase("rnm-mab", "noise sized from N_min(D)", ReportNoisyMaxMAB(**issue).guarantee(), issue_pairs,
                     distribution=law(DataScaledRNM, **issue), broken=True, notes={"control": "data-dependent scale"}),
-        PrivacyCase("em-mab", "issue 12 instance, floor 2", ExponentialMechanismMAB(**issue).privacy(), issue_pairs,
+        PrivacyCase("em-mab", "issue 12 instance, floor 2", ExponentialMechanismMAB(**issue).guarantee(), issue_pairs,
                     distribution=law(ExponentialMechanismMAB, **issue)),
-        PrivacyCase("em-mab", "two sparse arms, beta0 200", ExponentialMechanismMAB(**sparse).privacy(), sparse_pairs,
+        PrivacyCase("em-mab", "two sparse arms, beta0 200", ExponentialMechanismMAB(**sparse).guarantee(), sparse_pairs,
                     distribution=law(ExponentialMechanismMAB, **sparse)),
-        PrivacyCase("em-mab", "two sparse arms, Delta from N_min(D)", ExponentialMechanismMAB(**sparse).privacy(),
+        PrivacyCase("em-mab", "two sparse arms, Delta from N_min(D)", ExponentialMechanismMAB(**sparse).guarantee(),
                     sparse_pairs, distribution=law(DataScaledEM, **sparse), broken=True,
                     notes={"control": "data-dependent scale"}),
         PrivacyCase("laplace-greedy-mab", "issue 12 instance: exact sup of the released vector's density ratio",
-                    LaplaceStatisticsGreedyMAB(**issue).privacy(), issue_pairs,
+                    LaplaceStatisticsGreedyMAB(**issue).guarantee(), issue_pairs,
                     transcript_loss=_laplace_transcript(LaplaceStatisticsGreedyMAB, **issue)),
         PrivacyCase("laplace-greedy-mab", "secure release (OpenDP adds the noise): statistics and low-order bits",
-                    release.privacy(), laplace_pairs[:2], sample=secure_release, statistic=changed_arm,
+                    release.guarantee(), laplace_pairs[:2], sample=secure_release, statistic=changed_arm,
                     n_samples=2000, float_attack=True),
-        PrivacyCase("laplace-greedy-mab", "noise sized from N_min(D)", LaplaceStatisticsGreedyMAB(**issue).privacy(),
+        PrivacyCase("laplace-greedy-mab", "noise sized from N_min(D)", LaplaceStatisticsGreedyMAB(**issue).guarantee(),
                     issue_pairs,
                     transcript_loss=_laplace_transcript(DataScaledLaplace, **issue), broken=True,
                     notes={"control": "data-dependent scale"}),
-        PrivacyCase("laplace-greedy-mab", "textbook Laplace noise added in NumPy floats", release.privacy(),
+        PrivacyCase("laplace-greedy-mab", "textbook Laplace noise added in NumPy floats", release.guarantee(),
                     laplace_pairs[:2], sample=float_release, statistic=changed_arm, n_samples=2000,
                     float_attack=True, broken=True, notes={"control": "float addition"}),
     ]
@@ -347,7 +347,7 @@ def _linear_case(name: str, description: str, data: LoggedContextualData, action
         return KLLinearPolicy(**params).fit(d).log_probabilities(actions)
 
     def claim(d: LoggedContextualData) -> Guarantee:
-        return KLLinearPolicy(**params).fit(d).privacy(actions, variant=variant, scope=scope)
+        return KLLinearPolicy(**params).fit(d).guarantee(actions, variant=variant, scope=scope)
 
     floor, n_max = params.get("min_eigenvalue"), params.get("max_records")
 
@@ -428,7 +428,7 @@ def _rlhf_case(description: str, data: PreferenceData, pairs: list[NeighbourPair
         return KLRLHFPolicy(**params).fit(d).log_probabilities(actions)
 
     def claim(d: PreferenceData) -> Guarantee:
-        return KLRLHFPolicy(**params).fit(d).privacy(actions, variant=variant, neighbouring=neighbouring, scope=scope)
+        return KLRLHFPolicy(**params).fit(d).guarantee(actions, variant=variant, neighbouring=neighbouring, scope=scope)
 
     return PrivacyCase("kl-rlhf", description, _memo(claim), pairs, distribution=_memo(law))
 
@@ -461,6 +461,6 @@ def offline_rlhf_cases() -> list[PrivacyCase]:
         _rlhf_case("add/remove, Theorem 4' per instance, removals and additions at norm 2", data,
                    _rlhf_add_remove_pairs(data, actions, 1.0), actions, neighbouring="add_remove", **base),
         PrivacyCase("kl-rlhf", "one preference label counted twice in the likelihood",
-                    lambda d: KLRLHFPolicy(**control).fit(d).privacy(two, variant="tight"), control_pairs,
+                    lambda d: KLRLHFPolicy(**control).fit(d).guarantee(two, variant="tight"), control_pairs,
                     distribution=double_counted, broken=True, notes={"control": "double-counted label"}),
     ]
