@@ -12,7 +12,7 @@ loss is exactly (number of differing nodes)·Δ/b, which is ε for t0 = 1 (it li
 Broken variant: the budget not split across levels, b = Δ/ε instead of L·Δ/ε (loss L·ε).
 
 The statistical audits run the actual samplers (the vectorised form with ``rng``, the streaming
-``BinaryTreeCounter`` and the lazily drawn ``TreeNoiseTable``) on v = 0 and v' = Δ·e₁, recover the p-sums and use threshold events
+bank of counters on its secure default path and the lazily drawn ``TreeNoiseTable``) on v = 0 and v' = Δ·e₁, recover the p-sums and use threshold events
 on their log-likelihood ratio, with thresholds chosen on a separate calibration draw.
 """
 
@@ -33,6 +33,7 @@ from dpbandits.audit import (
 )
 from dpbandits.privacy.counters import (
     BinaryTreeCounter,
+    BinaryTreeCounterBank,
     TreeNoiseTable,
     binary_tree_node_scale,
     binary_tree_prefix_sums,
@@ -164,23 +165,22 @@ def test_vectorised_counter_statistical_audit(rng: np.random.Generator) -> None:
 
 
 def _streaming_releases(epsilon_used: float, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    out = np.empty((2, n, HORIZON))
+    """The deployment path: secure (OpenDP) integer counters, n of them per dataset in one bank."""
+    out = []
     for dataset in range(2):
-        for run in range(n):
-            counter = BinaryTreeCounter(HORIZON, epsilon_used, rng=rng)
-            out[dataset, run] = [counter.update(1.0 if (dataset and t == CHANGED) else 0.0)
-                                 for t in range(HORIZON)]
-    return out[0], out[1]
+        bank = BinaryTreeCounterBank(n, HORIZON, epsilon_used, integer=True)
+        out.append(np.array([bank.update(np.full(n, int(dataset and t == CHANGED))) for t in range(HORIZON)]).T)
+    return out[0].astype(np.float64), out[1].astype(np.float64)
 
 
 def test_streaming_counter_statistical_audit(rng: np.random.Generator) -> None:
-    # fewer runs (a Python loop of updates): the bound is looser but still valid, and the broken
-    # variant is still caught (true loss 4; the bound is ≈ 2.5 at 3000 runs, and at least 2.0 in
-    # repeated trials, so a miss has probability far below 1e-5)
-    report = _statistical_audit(_streaming_releases, EPSILON, 3_000, rng, n_calibration=500)
+    # the secure default (exact discrete Laplace inside OpenDP, unseedable): the LLR of discrete
+    # Laplace p-sums has the same form Σ(|α̂ − α| − |α̂ − α'|)/b; the broken variant (budget not
+    # split across levels, true loss L·ε = 4) is caught
+    report = _statistical_audit(_streaming_releases, EPSILON, 10_000, rng, n_calibration=1000)
     assert report.epsilon_lower_bound <= EPSILON, str(report)  # false failure <= 1e-5
-    broken = _statistical_audit(_streaming_releases, EPSILON * tree_levels(HORIZON), 3_000, rng,
-                                n_calibration=500)
+    broken = _statistical_audit(_streaming_releases, EPSILON * tree_levels(HORIZON), 10_000, rng,
+                                n_calibration=1000)
     assert broken.refutes(EPSILON), str(broken)
 
 

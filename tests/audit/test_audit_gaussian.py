@@ -85,12 +85,12 @@ def test_exact_audit_catches_halved_sigma(
 
 def _statistical_report(mechanism: GaussianMechanism, rng: np.random.Generator, n_samples: int):  # type: ignore[no-untyped-def]
     sensitivity = mechanism.l2_sensitivity
-    calibration = np.concatenate([mechanism.release(np.zeros(4000), rng=rng),
-                                  mechanism.release(np.full(4000, sensitivity), rng=rng)])
+    calibration = np.concatenate([mechanism.release(np.zeros(4000), rng=rng, insecure_seeded_noise=True),
+                                  mechanism.release(np.full(4000, sensitivity), rng=rng, insecure_seeded_noise=True)])
     # thresholds in the upper tail, where the likelihood ratio exceeds e^ε
     events = threshold_events(calibration[calibration > np.quantile(calibration, 0.5)], 12)
-    samples_d = mechanism.release(np.zeros(n_samples), rng=rng)
-    samples_d_prime = mechanism.release(np.full(n_samples, sensitivity), rng=rng)
+    samples_d = mechanism.release(np.zeros(n_samples), rng=rng, insecure_seeded_noise=True)
+    samples_d_prime = mechanism.release(np.full(n_samples, sensitivity), rng=rng, insecure_seeded_noise=True)
     return epsilon_lower_bound(samples_d, samples_d_prime, events, delta=mechanism.delta,
                                confidence=CONFIDENCE)
 

@@ -97,13 +97,13 @@ def _statistical_report(mechanism: LaplaceMechanism, claimed_epsilon: float, rng
     sensitivity = mechanism.sensitivity
     # calibration draw (pooled from both datasets), used only to place the thresholds
     calibration = np.concatenate([
-        mechanism.release(np.zeros(N_CALIBRATION), rng=rng),
-        mechanism.release(np.full(N_CALIBRATION, sensitivity), rng=rng),
+        mechanism.release(np.zeros(N_CALIBRATION), rng=rng, insecure_seeded_noise=True),
+        mechanism.release(np.full(N_CALIBRATION, sensitivity), rng=rng, insecure_seeded_noise=True),
     ])
     events = threshold_events(calibration, N_THRESHOLDS)
     # fresh samples for the bound: one release per batch entry
-    samples_d = mechanism.release(np.zeros(N_SAMPLES), rng=rng)
-    samples_d_prime = mechanism.release(np.full(N_SAMPLES, sensitivity), rng=rng)
+    samples_d = mechanism.release(np.zeros(N_SAMPLES), rng=rng, insecure_seeded_noise=True)
+    samples_d_prime = mechanism.release(np.full(N_SAMPLES, sensitivity), rng=rng, insecure_seeded_noise=True)
     report = epsilon_lower_bound(samples_d, samples_d_prime, events, confidence=CONFIDENCE)
     assert report.n_events <= N_THRESHOLDS
     return report

@@ -30,22 +30,22 @@ def mab_csv(tmp_path: Path, rng: np.random.Generator) -> Path:
 
 
 def test_account_mab_json_matches_the_library(mab_csv: Path) -> None:
-    result = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), "--eta", "0.2", "--beta0", "0.5",
-                                 "--k", "2", "--json"])
+    result = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), "--n-arms", "3", "--eta", "0.2",
+                                 "--beta0", "0.5", "--k", "2", "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert {"epsilon0", "epsilon", "delta", "variant", "unit", "probabilities"} <= set(out)
-    policy = KLMABPolicy(3, eta=0.2, beta0=0.5).fit(read_logged_bandit_csv(mab_csv))
-    assert out["epsilon0"] == pytest.approx(policy.privacy().epsilon)
-    approx = policy.privacy(kind="approx", k=2)
+    policy = KLMABPolicy(3, eta=0.2, beta0=0.5).fit(read_logged_bandit_csv(mab_csv, n_arms=3))
+    assert out["epsilon0"] == pytest.approx(policy.guarantee().epsilon)
+    approx = policy.guarantee(kind="approx", k=2)
     assert out["epsilon"] == pytest.approx(approx.epsilon) and out["delta"] == pytest.approx(approx.delta)
     np.testing.assert_allclose(out["probabilities"], policy.probabilities())
     assert out["variant"] == "corrected" and out["unit"] == "one logged record (arm, reward)"
 
 
 def test_account_paper_variant_reports_the_warning(mab_csv: Path) -> None:
-    result = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), "--eta", "0.2", "--k", "2",
-                                 "--variant", "paper", "--json"])
+    result = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), "--n-arms", "3", "--eta", "0.2",
+                                 "--k", "2", "--variant", "paper", "--json"])
     assert result.exit_code == 0, result.output
     assert "known to be invalid" in json.loads(result.output)["warnings"][0]
 
@@ -80,7 +80,7 @@ def test_account_linear_and_rlhf(tmp_path: Path, rng: np.random.Generator) -> No
 def test_malformed_files_name_the_line_and_column(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "bad.csv"
     path.write_text(content)
-    result = runner.invoke(app, ["account", "mab", "--data", str(path)])
+    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "2"])
     assert result.exit_code == 1
     assert message in result.output
 
@@ -88,7 +88,7 @@ def test_malformed_files_name_the_line_and_column(tmp_path: Path, content: str, 
 def test_public_number_of_arms_and_trailing_blank_lines(tmp_path: Path) -> None:
     path = tmp_path / "mab.csv"
     path.write_text("action,reward\n0,1\n0,0\n1,1\n1,0.5\n\n\n")  # trailing blank lines are not records
-    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--json"])
+    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "2", "--json"])
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.output)["probabilities"]) == 2
     # K is public: a third arm without data is never sampled and makes the pure guarantee infinite
@@ -99,5 +99,62 @@ def test_public_number_of_arms_and_trailing_blank_lines(tmp_path: Path) -> None:
     result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "1"])
     assert result.exit_code == 1 and "line 4, column 'action': must be an integer arm in [0, 1)" in result.output
     path.write_text("action,reward\n0,1\n\n1,0\n")  # a blank line inside the data is still malformed
-    result = runner.invoke(app, ["account", "mab", "--data", str(path)])
+    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--n-arms", "2"])
     assert result.exit_code == 1 and "line 3: expected 2 columns; got 0" in result.output
+
+
+def test_account_mab_refuses_without_a_public_action_space(mab_csv: Path) -> None:
+    """Regression (issue 12, defect 2): the action set was inferred from the data (max action + 1)."""
+    result = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), "--json"])
+    assert result.exit_code == 1
+    assert "--n-arms K or --arm-ids" in result.output and "never inferred from the data" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    both = runner.invoke(app, ["account", "mab", "--data", str(mab_csv), "--n-arms", "3", "--arm-ids", "0,1,2"])
+    assert both.exit_code == 1 and "exactly one of" in both.output
+
+
+def test_account_mab_with_public_arm_ids(tmp_path: Path) -> None:
+    path = tmp_path / "ids.csv"
+    path.write_text("action,reward\n7,1\n7,0\n7,1\n3,0\n3,0\n3,1\n")
+    result = runner.invoke(app, ["account", "mab", "--data", str(path), "--arm-ids", "3,7,12", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert len(out["probabilities"]) == 3 and out["probabilities"][2] == 0.0  # arm 12: public, no data
+    assert out["epsilon0"] == "inf"
+    policy = KLMABPolicy(3, eta=1.0).fit([1, 1, 1, 0, 0, 0], [1, 0, 1, 0, 0, 1])
+    np.testing.assert_allclose(out["probabilities"], policy.probabilities())
+    bad = runner.invoke(app, ["account", "mab", "--data", str(path), "--arm-ids", "3,12"])
+    assert bad.exit_code == 1 and "line 2, column 'action': must be one of --arm-ids [3, 12]; got 7" in bad.output
+    for ids in ("3,x", "3,3", "-1,2"):
+        out = runner.invoke(app, ["account", "mab", "--data", str(path), "--arm-ids", ids])
+        assert out.exit_code == 1 and "--arm-ids must be a comma-separated list" in out.output
+
+
+def test_account_scope_and_tight_variant(mab_csv: Path, tmp_path: Path, rng: np.random.Generator) -> None:
+    base = ["account", "mab", "--data", str(mab_csv), "--n-arms", "3", "--eta", "0.2", "--beta0", "0.5"]
+    tight = json.loads(runner.invoke(app, [*base, "--variant", "tight", "--json"]).output)
+    policy = KLMABPolicy(3, eta=0.2, beta0=0.5).fit(read_logged_bandit_csv(mab_csv, n_arms=3))
+    assert tight["epsilon0"] == pytest.approx(policy.guarantee(variant="tight").epsilon)
+    assert tight["per_instance"] and "NOT a worst-case" in tight["guarantee"]
+    domain = runner.invoke(app, [*base, "--scope", "domain", "--min-count", "30", "--variant", "tight", "--json"])
+    assert domain.exit_code == 0, domain.output
+    out = json.loads(domain.output)
+    assert not out["per_instance"] and out["scope"] == "domain"
+    assert out["epsilon0"] == pytest.approx(KLMABPolicy(3, eta=0.2, beta0=0.5, min_count=30).fit(
+        read_logged_bandit_csv(mab_csv, n_arms=3)).guarantee(scope="domain", variant="tight").epsilon)
+    table = runner.invoke(app, [*base, "--scope", "domain", "--min-count", "30"])
+    assert table.exit_code == 0 and "declared domain" in table.output
+    outside = runner.invoke(app, [*base, "--scope", "domain", "--min-count", "41"])
+    assert outside.exit_code == 1 and "min_count = 41" in outside.output
+    missing = runner.invoke(app, [*base, "--scope", "domain"])
+    assert missing.exit_code == 1 and "min_count" in missing.output
+    approx = runner.invoke(app, [*base, "--scope", "domain", "--min-count", "30", "--k", "2"])
+    assert approx.exit_code == 1 and "pure guarantees only" in approx.output
+    phi = rng.standard_normal((80, 2))
+    phi /= np.linalg.norm(phi, axis=1, keepdims=True)
+    linear = _write(tmp_path / "lin.csv", "x0,x1,reward", np.column_stack([phi, rng.random(80)]))
+    actions = _write(tmp_path / "act.csv", "x0,x1", np.array([[1.0, 0.0], [0.0, 1.0]]))
+    result = runner.invoke(app, ["account", "linear", "--data", str(linear), "--actions", str(actions), "--scope",
+                                 "domain", "--min-eigenvalue", "20", "--max-records", "100", "--json"])
+    assert result.exit_code == 0, result.output
+    assert not json.loads(result.output)["per_instance"]

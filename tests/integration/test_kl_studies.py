@@ -78,3 +78,21 @@ def test_audit_calibrated_eta_reaches_the_target_epsilon(seed: int) -> None:
     np.testing.assert_allclose(out["epsilon_hat"], 0.5, rtol=1e-6)
     theorem = get_algorithm("kl-mab").simulate(env, n_trials=2, rng=np.random.SeedSequence(seed), epsilon=0.5)
     assert np.all(out["eta"] < theorem["eta"])  # tight accounting allows a smaller temperature
+
+
+def test_matched_epsilon_comparisons_calibrate_from_the_public_floor_only(seed: int) -> None:
+    """Regression (issue 12, defect 1): η and the baselines' noise were sized from N_min(D)."""
+    from dpbandits._core.errors import InvalidParameterError
+
+    env = make_environment("offline-bandit", means=[0.2, 0.5, 0.8], n_records=300, logging="zipf", min_pulls=10)
+    kl = get_algorithm("kl-mab").simulate(env, n_trials=4, rng=np.random.SeedSequence(seed), epsilon=1.0, beta0=0.5,
+                                          calibration="domain")
+    assert np.all(kl["eta"] == kl["eta"][0])  # the same η whatever the dataset: no data-dependent calibration
+    np.testing.assert_allclose(kl["epsilon_domain"], 1.0)
+    assert np.all(kl["epsilon_tight"] <= 1.0 + 1e-12)  # every dataset lies in the domain
+    for name in ("em-mab", "rnm-mab", "laplace-greedy-mab"):
+        out = get_algorithm(name).simulate(env, n_trials=2, rng=np.random.SeedSequence(seed), epsilon=1.0, beta0=0.5)
+        np.testing.assert_allclose(out["epsilon"], 1.0)
+    no_floor = make_environment("offline-bandit", means=[0.2, 0.5, 0.8], n_records=300, logging="zipf")
+    with pytest.raises(InvalidParameterError, match="min_count must be a public per-arm floor"):
+        get_algorithm("rnm-mab").simulate(no_floor, n_trials=1, rng=np.random.SeedSequence(seed), epsilon=1.0)

@@ -79,3 +79,22 @@ def test_ks_detects_a_wrong_scale(seed: int) -> None:
     # at n = 20 000: the KS distance is ≈ 0.05, 7× the critical value)
     sample = NumpyNoise(seed).laplace(0.8, size=N_NUMPY)
     assert stats.kstest(sample, stats.laplace(scale=1.0).cdf).pvalue < ALPHA
+
+
+@pytest.mark.parametrize("scale", [0.7, 4.0])
+def test_discrete_laplace_matches_exact_pmf(seed: int, scale: float) -> None:
+    """Chi-square of discrete Laplace draws against P(k) = (1 − q)/(1 + q)·q^|k|, q = e^{−1/b}.
+
+    False-failure rate: ALPHA per backend, 2e-5 per test.
+    """
+    q = np.exp(-1.0 / scale)
+    for backend, n in _backends(seed):
+        draws = backend.discrete_laplace(scale, size=n)
+        assert draws.dtype == np.int64
+        cut = int(np.ceil(3 * scale))  # cells -cut..cut plus the two tails
+        k = np.arange(-cut, cut + 1)
+        pmf = (1 - q) / (1 + q) * q ** np.abs(k)
+        tail = q ** (cut + 1) / (1 + q)  # P(X > cut) = P(X < −cut)
+        expected = n * np.concatenate([[tail], pmf, [tail]])
+        observed = np.concatenate([[np.sum(draws < -cut)], [np.sum(draws == v) for v in k], [np.sum(draws > cut)]])
+        assert stats.chisquare(observed, expected).pvalue > ALPHA, backend.name

@@ -98,7 +98,7 @@ def _ask_tell(algorithm, env, seed, index=0):
     # the same (environment, algorithm, noise) streams as simulate(env, 1, _child(seed, index))
     env_rng = spawn_generators(_child(seed, index), 3)[0]
     streams = env.streams(env_rng, 1)
-    agent = algorithm.agent(_child(seed, index))
+    agent = algorithm.agent(_child(seed, index), insecure_seeded_noise=True)
     while not agent.done:
         arm = agent.ask()
         agent.tell(arm, float(streams.pull(np.array([arm]))[0]))
@@ -268,7 +268,7 @@ def test_agent_with_secure_noise_backend(section5):
     pytest.importorskip("opendp")
     from dpbandits.privacy.noise import get_noise_backend
 
-    agent = DPBAI(section5.features, 100, 1.0).agent(0, noise=get_noise_backend("opendp"))
+    agent = DPBAI(section5.features, 100, 1.0).agent(0, noise_backend=get_noise_backend("opendp"))
     streams = section5.streams(0, 1)
     while not agent.done:
         arm = agent.ask()

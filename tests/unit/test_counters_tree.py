@@ -8,9 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.errors import InsecureNoiseWarning, InvalidParameterError, PrivacyBudgetExceededError
 from dpbandits.privacy.counters import (
     BinaryTreeCounter,
+    BinaryTreeCounterBank,
     TreeNoiseTable,
     binary_tree_error_bound,
     binary_tree_guarantee,
@@ -20,7 +21,7 @@ from dpbandits.privacy.counters import (
     tree_levels,
 )
 from dpbandits.privacy.guarantees import PureDP
-from dpbandits.privacy.noise import NumpyNoise
+from dpbandits.privacy.noise import NumpyNoise, SecureNoise
 
 
 def test_tree_levels_and_scale() -> None:
@@ -69,15 +70,70 @@ def test_streaming_vectorised_and_table_agree_exactly(seed: int) -> None:
     vectorised = binary_tree_prefix_sums(values, 0.7, 2.0, np.random.default_rng(noise_seed))
     shared = np.random.default_rng(noise_seed)  # streaming counters drawn one after another
     streamed = np.array([[c.update(v) for v in row] for row in values
-                         for c in [BinaryTreeCounter(horizon, 0.7, 2.0, rng=shared)]])
-    np.testing.assert_array_equal(streamed, vectorised)
+                         for c in [BinaryTreeCounter(horizon, 0.7, 2.0, rng=shared, insecure_seeded_noise=True)]])
+    # the streaming counter sums noisy p-sums (float safe), the vectorised form adds the summed
+    # node noise to the exact prefix sum: the same numbers up to float association
+    np.testing.assert_allclose(streamed, vectorised, rtol=1e-12, atol=1e-9)
     seeds = table_seed.spawn(n_streams)
     table = TreeNoiseTable(horizon, 0.7, [np.random.default_rng(s) for s in seeds], 2.0, chunk=32)
     windows = [table.errors(1, 40), table.errors(40, 41), table.errors(41, 130), table.errors(100, 301)]
     errors = np.concatenate([windows[0], windows[1], windows[2][:, :59], windows[3]], axis=1)
-    counters = [BinaryTreeCounter(horizon, 0.7, 2.0, rng=np.random.default_rng(s)) for s in seeds]
+    counters = [BinaryTreeCounter(horizon, 0.7, 2.0, rng=np.random.default_rng(s), insecure_seeded_noise=True)
+                for s in seeds]
     released = np.array([[c.update(0.0) for _ in range(horizon)] for c in counters])
-    np.testing.assert_array_equal(errors, released)
+    np.testing.assert_allclose(errors, released, rtol=1e-12, atol=1e-9)
+
+
+def test_integer_forms_agree_bit_for_bit(seed: int) -> None:
+    """Integer streams: bank (one stream per counter), table and vectorised sums are identical."""
+    horizon, n_counters = 300, 3
+    data_seed, noise_seed = np.random.SeedSequence(seed).spawn(2)
+    values = np.random.default_rng(data_seed).integers(-3, 4, size=(n_counters, horizon))
+    seeds = noise_seed.spawn(n_counters)
+    bank = BinaryTreeCounterBank(n_counters, horizon, 0.7, 2.0, integer=True, insecure_seeded_noise=True,
+                                 backend=[NumpyNoise(s) for s in seeds])
+    streamed = np.array([bank.update(values[:, t]) for t in range(horizon)]).T
+    assert streamed.dtype == np.int64
+    table = TreeNoiseTable(horizon, 0.7, [np.random.default_rng(s) for s in seeds], 2.0, chunk=32, integer=True)
+    np.testing.assert_array_equal(np.cumsum(values, axis=1) + table.errors(1, horizon + 1), streamed)
+    vectorised = binary_tree_prefix_sums(values[:1], 0.7, 2.0, np.random.default_rng(seeds[0]), integer=True)
+    np.testing.assert_array_equal(vectorised[0], streamed[0])
+
+
+def test_bank_retire_freezes_a_counter_and_stops_its_noise(seed: int) -> None:
+    seeds = np.random.SeedSequence(seed).spawn(2)
+    bank = BinaryTreeCounterBank(2, 50, 1.0, integer=True, insecure_seeded_noise=True,
+                                 backend=[NumpyNoise(s) for s in seeds])
+    table = TreeNoiseTable(50, 1.0, [np.random.default_rng(s) for s in seeds], chunk=8, integer=True)
+    for _ in range(10):
+        bank.update([1, 1])
+    frozen = bank.update([1, 1])[1]
+    bank.retire(1)
+    table.retire(1)
+    assert not bank.live[1]
+    for _ in range(20):
+        released = bank.update([1, 5])  # the retired entry is ignored
+        assert released[1] == frozen
+    assert released[0] == 31 + table.errors(1, 32)[0, -1]
+    with pytest.raises(InvalidParameterError, match="counters must be indices"):
+        bank.retire(2)
+
+
+def test_counters_are_secure_by_default_and_refuse_a_seed_without_the_switch(seed: int) -> None:
+    counter = BinaryTreeCounter(8, 1.0, integer=True)
+    assert isinstance(counter._bank._noise, SecureNoise)
+    released = counter.update(1)
+    assert isinstance(released, int)  # exact integer release: nothing for a float attack to read
+    with pytest.raises(InvalidParameterError, match="insecure_seeded_noise=True"):
+        BinaryTreeCounter(8, 1.0, rng=seed)
+    with pytest.raises(InvalidParameterError, match="insecure_seeded_noise=True"):
+        BinaryTreeCounter(8, 1.0, backend=NumpyNoise(seed))
+    with pytest.warns(InsecureNoiseWarning, match="NOT differentially private in deployment"):
+        BinaryTreeCounter(8, 1.0, rng=seed, insecure_seeded_noise=True)
+    with pytest.raises(InvalidParameterError, match="must be integers"):
+        counter.update(0.5)
+    with pytest.raises(InvalidParameterError, match="sensitivity must be an integer"):
+        BinaryTreeCounter(8, 1.0, 1.5, integer=True)
 
 
 def test_table_retire_and_backwards_window_rules(seed: int) -> None:
@@ -95,8 +151,8 @@ def test_table_retire_and_backwards_window_rules(seed: int) -> None:
 
 
 def test_backend_is_used_and_horizon_is_enforced(seed: int) -> None:
-    counter = BinaryTreeCounter(2, 1.0, backend=NumpyNoise(seed))
-    twin = BinaryTreeCounter(2, 1.0, rng=seed)
+    counter = BinaryTreeCounter(2, 1.0, backend=NumpyNoise(seed), insecure_seeded_noise=True)
+    twin = BinaryTreeCounter(2, 1.0, rng=seed, insecure_seeded_noise=True)
     assert counter.update(1.0) == twin.update(1.0)
     counter.update(0.0)
     with pytest.raises(PrivacyBudgetExceededError, match="horizon=2"):

@@ -44,10 +44,11 @@ def test_ask_tell_and_vectorised_simulation_agree_exactly(
     seq = trial_seed_sequences(seed, 3)[1]
     parts = trial_streams(seq)
     generators = [np.random.default_rng(s) for s in parts.noise.spawn(env.n_arms)]
-    table = TreeNoiseTable(horizon, constants.counter_epsilon, generators, chunk=64)
+    table = TreeNoiseTable(horizon, constants.counter_epsilon, generators, chunk=64, integer=True)
     result = run_trial(env.streams(parts.environment, 1), 0, constants, parts.algorithm_key, table,
                        opponent=opponent, conf_scale=conf_scale, block=128, first_block=4)
-    agent = DPEBSElimination(env.n_arms, horizon, epsilon, opponent=opponent, conf_scale=conf_scale, rng=seq)
+    agent = DPEBSElimination(env.n_arms, horizon, epsilon, opponent=opponent, conf_scale=conf_scale, rng=seq,
+                             insecure_seeded_noise=True)
     counts = _play_agent(env, agent, env.streams(trial_streams(seq).environment, 1), horizon)
     np.testing.assert_array_equal(counts, result.pair_counts)
     assert agent.active_arms == result.active.tolist()
@@ -227,7 +228,8 @@ def test_ablations_agree_between_agent_and_simulation(
     metrics = simulate_dp_ebs_elimination(env, n_trials=2, rng=seed, horizon=horizon, epsilon=epsilon,
                                           counter_epsilon=counter_epsilon, block=256, **options)
     seq = trial_seed_sequences(seed, 2)[1]
-    agent = DPEBSElimination(env.n_arms, horizon, epsilon, counter_epsilon=counter_epsilon, rng=seq, **options)
+    agent = DPEBSElimination(env.n_arms, horizon, epsilon, counter_epsilon=counter_epsilon, rng=seq,
+                             insecure_seeded_noise=True, **options)
     counts = _play_agent(env, agent, env.streams(trial_streams(seq).environment, 1), horizon)
     assert metrics["reward_regret"][1] == pytest.approx(env.regret_from_pair_counts(counts)["reward_regret"],
                                                         rel=1e-12)
@@ -237,14 +239,15 @@ def test_ablations_agree_between_agent_and_simulation(
 
 
 def test_restart_discards_every_statistic_and_accounts_one_counter_once() -> None:
-    agent = DPEBSElimination(3, 400, 2.0, stats_removal="restart", counter_epsilon="whole", conf_scale=0.05, rng=3)
+    agent = DPEBSElimination(3, 400, 2.0, stats_removal="restart", counter_epsilon="whole", conf_scale=0.05, rng=3,
+                             insecure_seeded_noise=True)
     while not agent.elimination_rounds:
         pair = agent.ask()
         agent.tell(pair, first_wins=pair[0] <= pair[1])
     # right after the restart every survivor starts from zero with a fresh counter
     assert np.all(agent._left_counts == 0) and np.all(agent._pair_counts == 0)
-    assert all(counter.time == 0 for counter in agent._counters)
-    assert agent._counters[0].scale == pytest.approx(tree_levels(400) / 2.0)  # ε_c = ε
+    assert agent._counters.time == 0 and agent._restarts == 1
+    assert agent._counters.scale == pytest.approx(tree_levels(400) / 2.0)  # ε_c = ε
     assert agent.privacy.epsilon == 2.0 and "restart" in agent.privacy.reason
     restart = ebs_constants(3, 400, 2.0, stats_removal="restart", counter_epsilon="whole")
     assert restart.beta == pytest.approx(ebs_constants(3, 400, 2.0).beta / 3)  # β = δ/(2K²T)

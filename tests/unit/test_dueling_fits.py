@@ -100,3 +100,13 @@ def test_analyses_say_what_they_need(tmp_path: Path) -> None:
                  ["10,A,2,1,0,0,1"])
     with pytest.raises(StudyError, match="needs the metric 'reward_regret'"):
         run_analyses(run, ["dueling-epsilon-fit"])
+
+
+def test_the_residual_interval_sees_lack_of_fit_that_trial_noise_does_not() -> None:
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    fit = fit_line(x, np.array([0.0, 1.2, 1.8, 3.1]), np.full(4, 1e-6))  # nearly noiseless, not on a line
+    low, high = fit.slope_interval
+    r_low, r_high = fit.slope_residual_interval
+    assert high - low < 1e-5 < r_high - r_low
+    assert fit.slope_widest_interval == (min(low, r_low), max(high, r_high))
+    assert math.isnan(fit_line([1.0, 2.0], [1.0, 3.0]).slope_residual_interval[0])  # two points: no residual dof

@@ -115,7 +115,7 @@ def test_play_counts_make_the_lemma7_width_at_most_the_phase_accuracy(epsilon: f
         plan = _plan_phase(env.features, active, phase, settings)
         assert plan is not None
         wins = plan.counts / 2.0
-        active, _ = _finish_phase(plan, wins, np.zeros(wins.size), env.features, active, settings)
+        active, _ = _finish_phase(plan, wins, env.features, active, settings)
         diagnostics = plan.diagnostics
         # Corollary 2 by construction: t >= π·N gives ‖z‖²_{V⁻¹} <= g/N, each half of the width <= ε_ℓ/2
         assert diagnostics["confidence_width"] <= diagnostics["accuracy"] * (1 + 1e-9)

@@ -119,3 +119,18 @@ def test_group_privacy() -> None:
         _approx().group(0)
     pure = PureDP(epsilon=1.0, unit="u", neighbouring="add/remove").group(2)
     assert isinstance(pure, PureDP) and pure.delta == 0.0
+
+
+def test_the_printed_form_states_the_scope_whatever_builds_the_guarantee() -> None:
+    """Per-instance guarantees say they are not worst-case DP in str(), also after composition."""
+    from dpbandits.privacy.accounting import compose_guarantees
+    from dpbandits.privacy.guarantees import PER_INSTANCE_NOTE
+
+    g = PureDP(epsilon=0.5, unit="one record", neighbouring=Neighbouring.ADD_REMOVE, per_instance=True)
+    assert PER_INSTANCE_NOTE in str(g) and "NOT a worst-case DP guarantee" in str(g)
+    assert PER_INSTANCE_NOTE in str(compose_guarantees([g, g]))
+    assert PER_INSTANCE_NOTE in str(g.with_parameters(1.0, 1e-6)) and PER_INSTANCE_NOTE in str(g.to_approx(1e-6))
+    assert PER_INSTANCE_NOTE in str(g.group(2))
+    domain = PureDP(epsilon=0.5, unit="one record", neighbouring=Neighbouring.ADD_REMOVE, domain="N(a) >= 5")
+    assert str(domain).endswith("over the declared domain: N(a) >= 5")
+    assert "per-instance" not in str(domain) and domain.to_dict()["domain"] == "N(a) >= 5"

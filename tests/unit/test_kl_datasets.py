@@ -39,7 +39,7 @@ def test_linear_kl_policy_learns_iris_beyond_chance(seed: int) -> None:
                           for i in range(data.public_labels.size)])
     assert accuracy == pytest.approx(one_by_one, rel=1e-12)
     assert accuracy > 0.6  # chance is 1/3; deterministic given the seed
-    guarantee = policy.privacy(data.candidate_features(0))
+    guarantee = policy.guarantee(data.candidate_features(0))
     assert guarantee.per_instance and np.isfinite(guarantee.epsilon)
 
 

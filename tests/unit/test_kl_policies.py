@@ -10,6 +10,7 @@ import pytest
 
 from dpbandits._core.errors import (
     EmptySupportError,
+    InsecureNoiseWarning,
     InvalidParameterError,
     NotFittedError,
     PaperVariantWarning,
@@ -56,7 +57,7 @@ def test_uncovered_arm_gets_zero_probability_and_all_empty_raises() -> None:
     with pytest.warns(PrivacyWarning, match="no privacy"):
         fallback = KLMABPolicy(3, eta=1.0, empty_fallback="reference").fit([], [])
     np.testing.assert_allclose(fallback.probabilities(), np.full(3, 1 / 3))
-    assert fallback.privacy().epsilon == math.inf
+    assert fallback.guarantee().epsilon == math.inf
 
 
 @pytest.mark.parametrize("eta", [1e-300, 1e-12, 1e12, 1e300])
@@ -78,13 +79,17 @@ def test_mab_policy_tiny_eta_with_the_best_arm_outside_the_reference_support() -
     np.testing.assert_array_equal(policy.probabilities(), [0.0, 1.0, 0.0])
 
 
-def test_mab_sample_is_seeded_and_respects_support(seed: int) -> None:
+def test_mab_sample_is_secure_by_default_and_seeded_only_on_request(seed: int) -> None:
     policy = KLMABPolicy(4, eta=0.3).fit([0, 1, 1, 2], [1.0, 0.5, 0.5, 0.0])
-    a = policy.sample(rng=seed, size=50)
-    b = policy.sample(rng=seed, size=50)
+    secure = policy.sample(size=50)  # OpenDP's exact Gumbel noisy-max, OS CSPRNG
+    assert not np.any(secure == 3) and policy.sample().shape == ()  # arm 3 has no data
+    with pytest.raises(InvalidParameterError, match="insecure_seeded_noise=True"):
+        policy.sample(rng=seed)
+    with pytest.warns(InsecureNoiseWarning):
+        a = policy.sample(rng=seed, size=50, insecure_seeded_noise=True)
+    b = policy.sample(rng=seed, size=50, insecure_seeded_noise=True)
     np.testing.assert_array_equal(a, b)
-    assert not np.any(a == 3)  # arm 3 has no data
-    assert policy.sample(rng=seed).shape == ()
+    assert not np.any(a == 3)
 
 
 def test_mab_validation_messages() -> None:
@@ -202,10 +207,10 @@ def test_appendix_a_reference_values() -> None:
 
 def test_preconditions_give_infinite_epsilon_with_reason() -> None:
     policy = KLMABPolicy(2, eta=0.1).fit([0, 1, 1], [1.0, 0.0, 1.0])  # N_min = 1
-    g = policy.privacy()
+    g = policy.guarantee()
     assert isinstance(g, PureDP) and g.epsilon == math.inf and "<= 1" in g.reason and g.per_instance
     with pytest.raises(InvalidParameterError, match="precondition"):
-        policy.privacy(strict=True)
+        policy.guarantee(strict=True)
     assert acc.theorem1_approx_paper(0.5, n_max=10, n_actions=2, reward_bound=1, beta0=1, eta=1) == (math.inf, 1.0)
     assert acc.theorem2_pure_epsilon(1.0, n_records=5, dimension=2, reward_bound=1, beta0=1, eta=1) == math.inf
     assert acc.theorem3_label_epsilon(1.0, ridge=1.0, norm_bound=1, eta=1) == math.inf
@@ -222,14 +227,14 @@ def test_preconditions_give_infinite_epsilon_with_reason() -> None:
 def test_paper_variant_warns_and_corrected_does_not() -> None:
     policy = KLMABPolicy(2, eta=0.01, beta0=0.5).fit([0, 0, 0, 1, 1, 1], [1, 1, 0, 0, 1, 0])
     with pytest.warns(PaperVariantWarning, match="Corollary 1"):
-        policy.privacy(kind="approx", variant="paper", k=2)
+        policy.guarantee(kind="approx", variant="paper", k=2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        g = policy.privacy(kind="approx", k=2)
+        g = policy.guarantee(kind="approx", k=2)
         assert isinstance(g, ApproxDP) and "corrected" in g.reference
-        policy.privacy(kind="pure", variant="paper")  # Theorem 1 pure is valid: no warning
+        policy.guarantee(kind="pure", variant="paper")  # Theorem 1 pure is valid: no warning
     with pytest.raises(InvalidParameterError, match="exactly one of n0 and k"):
-        policy.privacy(kind="approx")
+        policy.guarantee(kind="approx")
 
 
 def test_theorem1_corrected_delta_is_small_on_benign_data_and_one_on_adversarial() -> None:
@@ -263,16 +268,16 @@ def test_corollary_c_gives_c_times_epsilon0(rng: np.random.Generator) -> None:
     data = simulate_logged_contextual(np.array([0.5, 0.5]), 300, rng=rng)
     policy = KLLinearPolicy(eta=0.1, beta0=1.0).fit(data)
     actions = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
-    pure = policy.privacy(actions)
-    approx = policy.privacy(actions, kind="approx", c=0.5)
+    pure = policy.guarantee(actions)
+    approx = policy.guarantee(actions, kind="approx", c=0.5)
     assert approx.epsilon == pytest.approx(0.5 * pure.epsilon, rel=1e-12)
     assert 0.0 <= approx.delta <= 1.0
     with pytest.raises(InvalidParameterError, match="exactly one of lambda0 and c"):
-        policy.privacy(actions, kind="approx", c=0.5, lambda0=10.0)
+        policy.guarantee(actions, kind="approx", c=0.5, lambda0=10.0)
     prefs = simulate_preferences(np.array([0.05, 0.0]), 300, rng=rng)
     rlhf = KLRLHFPolicy(eta=1.0, norm_bound=0.1).fit(prefs)
-    label = rlhf.privacy(actions, kind="approx", c=0.5, include_solver_error=False)
-    assert label.epsilon == pytest.approx(0.5 * rlhf.privacy(actions, include_solver_error=False).epsilon,
+    label = rlhf.guarantee(actions, kind="approx", c=0.5, include_solver_error=False)
+    assert label.epsilon == pytest.approx(0.5 * rlhf.guarantee(actions, include_solver_error=False).epsilon,
                                           rel=1e-12)
 
 
@@ -280,11 +285,12 @@ def test_rlhf_guarantee_covers_the_solver_error(rng: np.random.Generator) -> Non
     prefs = simulate_preferences(np.array([0.05, 0.02]), 400, rng=rng)
     policy = KLRLHFPolicy(eta=1.0, norm_bound=0.1).fit(prefs)
     actions = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
-    exact = policy.privacy(actions, include_solver_error=False)
-    covered = policy.privacy(actions)
-    divergence = policy.solver_divergence(actions)
-    assert 0.0 <= divergence < 1e-6  # the solver is accurate
-    assert covered.epsilon == pytest.approx(exact.epsilon + 2 * divergence, rel=1e-12)
+    exact = policy.guarantee(actions, include_solver_error=False)
+    covered = policy.guarantee(actions)
+    divergence = policy.solver_divergence(actions)  # at D: the certificate of this fit
+    at_neighbours = policy.solver_divergence(actions, policy.solver_tolerance)  # the enforced public tolerance
+    assert 0.0 <= divergence <= at_neighbours < 1e-4  # the solver is accurate
+    assert covered.epsilon == pytest.approx(exact.epsilon + divergence + at_neighbours, rel=1e-12)
     # a perturbed (inexact) estimate has a larger KKT residual, hence a larger divergence
     policy.theta_ = policy.theta_ * (1 - 1e-2)  # still inside the ball
     policy.fit_ = type(policy.fit_)(policy.theta_, policy.fit_.on_boundary, policy.fit_.multiplier,

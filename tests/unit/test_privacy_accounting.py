@@ -239,11 +239,55 @@ def test_cross_check_mixed_events_ours_is_an_upper_bound() -> None:
     assert ours >= _pld_epsilon(event, 1e-6) - 1e-9
 
 
-def test_missing_dp_accounting_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
+def test_accountant_spent_remaining_and_refusal_before_recording() -> None:
+    acc = Accountant(epsilon_budget=1.0)
+    assert acc.remaining() == (1.0, 0.0) and acc.spent() == (0.0, 0.0)
+    acc.spend(LaplaceEvent(scale=4.0), count=2)
+    assert acc.spent().epsilon == pytest.approx(0.5) and acc.remaining().epsilon == pytest.approx(0.5)
+    assert acc.can_spend(PureEvent(0.5)) and not acc.can_spend(PureEvent(0.6))
+    with pytest.raises(PrivacyBudgetExceededError, match="nothing was spent"):
+        acc.spend(PureEvent(0.6))
+    assert len(acc.events) == 1  # the refused event was not recorded
+    assert Accountant().remaining().epsilon == math.inf
 
-    from dpbandits._core.errors import DependencyNotInstalledError
 
-    monkeypatch.setitem(sys.modules, "dp_accounting", None)
-    with pytest.raises(DependencyNotInstalledError, match=r"dpbandits\[accounting\]"):
-        to_dp_accounting(LaplaceEvent(1.0))
+@pytest.mark.parametrize("method", ["basic", "pld", "rdp"])
+def test_every_method_bounds_a_mixed_ledger_and_pld_is_tightest(method: str) -> None:
+    acc = Accountant(method=method)
+    acc.spend(LaplaceEvent(scale=10.0), count=50)
+    acc.spend(GaussianEvent(sigma=5.0), count=3)
+    acc.spend(PureEvent(0.1), count=5)
+    eps = acc.get_epsilon(1e-6)
+    assert 0.0 < eps < 5.0 + 0.5 + 3.0  # far below plain basic composition of the parts
+    if method == "pld":
+        assert eps <= Accountant(method="basic")._epsilon(acc._ledger, 1e-6)
+
+
+def test_pld_and_rdp_agree_with_dp_accounting_accountants() -> None:
+    """Our PLD and RDP compositions match dp_accounting's own accountants on Laplace + Gaussian."""
+    import dp_accounting as dpa
+    from dp_accounting import pld, rdp
+
+    events = [(LaplaceEvent(scale=3.0, sensitivity=1.5), 7), (GaussianEvent(sigma=4.0, l2_sensitivity=2.0), 5)]
+    reference_pld, reference_rdp = pld.PLDAccountant(), rdp.RdpAccountant()
+    for event, count in events:
+        reference_pld.compose(to_dp_accounting(event), count)
+        reference_rdp.compose(to_dp_accounting(event), count)
+    for method, reference in (("pld", reference_pld), ("rdp", reference_rdp)):
+        acc = Accountant(method=method)
+        for event, count in events:
+            acc.spend(event, count)
+        assert acc.get_epsilon(1e-5) == pytest.approx(reference.get_epsilon(1e-5), rel=2e-3), method
+    assert isinstance(dpa.LaplaceDpEvent(1.0), dpa.DpEvent)
+
+
+def test_rdp_refuses_approximate_events_before_recording_and_pure_events_sum_at_delta_zero() -> None:
+    acc = Accountant(method="rdp")
+    with pytest.raises(UnsupportedEventError, match="method='basic' or method='pld'"):
+        acc.spend(ApproxEvent(0.5, 1e-6))
+    assert acc.events == ()
+    acc.spend(PureEvent(0.25), count=4)
+    assert acc.get_epsilon(0.0) == pytest.approx(1.0)
+    assert Accountant(method="pld").get_epsilon(1e-6) == 0.0
+    with pytest.raises(InvalidParameterError, match="method must be one of"):
+        Accountant(method="moments")

@@ -127,12 +127,12 @@ def test_release_rejects_empty_or_non_finite_inputs(bad_value: list[float]) -> N
     for mech in (LaplaceMechanism(1.0, 1.0), GaussianMechanism(1.0, 1.0, 1e-5),
                  ExponentialMechanism(1.0, 1.0), ReportNoisyMaxMechanism(1.0, 1.0)):
         with pytest.raises(InvalidParameterError, match="must"):
-            mech.release(bad_value, rng=0)
+            mech.release(bad_value, rng=0, insecure_seeded_noise=True)
 
 
 def test_exponential_rejects_scalar_utilities() -> None:
     with pytest.raises(InvalidParameterError, match="at least one axis"):
-        ExponentialMechanism(1.0, 1.0).sample(3.0, rng=0)
+        ExponentialMechanism(1.0, 1.0).sample(3.0, rng=0, insecure_seeded_noise=True)
 
 
 # --------------------------------------------------------------------------- reproducibility and shapes
@@ -141,24 +141,24 @@ def test_exponential_rejects_scalar_utilities() -> None:
 def test_same_seed_same_numbers(seed: int) -> None:
     values = np.linspace(0, 1, 7)
     for mech in (LaplaceMechanism(1.0, 1.0), GaussianMechanism(1.0, 1.0, 1e-5)):
-        first = mech.release(values, rng=seed)
-        assert np.array_equal(first, mech.release(values, rng=seed))
-        assert not np.array_equal(first, mech.release(values, rng=seed + 1))
+        first = mech.release(values, rng=seed, insecure_seeded_noise=True)
+        assert np.array_equal(first, mech.release(values, rng=seed, insecure_seeded_noise=True))
+        assert not np.array_equal(first, mech.release(values, rng=seed + 1, insecure_seeded_noise=True))
     exp_mech = ExponentialMechanism(1.0, 1.0)
-    assert np.array_equal(exp_mech.sample(values, rng=seed, size=50), exp_mech.sample(values, rng=seed, size=50))
+    assert np.array_equal(exp_mech.sample(values, rng=seed, size=50, insecure_seeded_noise=True), exp_mech.sample(values, rng=seed, size=50, insecure_seeded_noise=True))
 
 
 def test_release_keeps_shape_and_scalar() -> None:
     mech = LaplaceMechanism(1.0, 1.0)
-    assert mech.release(np.zeros((5, 3)), rng=0).shape == (5, 3)
-    assert mech.release(2.0, rng=0).shape == ()
+    assert mech.release(np.zeros((5, 3)), rng=0, insecure_seeded_noise=True).shape == (5, 3)
+    assert mech.release(2.0, rng=0, insecure_seeded_noise=True).shape == ()
 
 
 def test_exponential_batch_and_size_shapes(rng: np.random.Generator) -> None:
     mech = ExponentialMechanism(1.0, 1.0)
     utilities = rng.random((6, 4))
-    assert mech.sample(utilities, rng=rng).shape == (6,)
-    assert mech.sample(utilities, rng=rng, size=3).shape == (3, 6)
+    assert mech.sample(utilities, rng=rng, insecure_seeded_noise=True).shape == (6,)
+    assert mech.sample(utilities, rng=rng, size=3, insecure_seeded_noise=True).shape == (3, 6)
     assert mech.probabilities(utilities).shape == (6, 4)
     np.testing.assert_allclose(mech.probabilities(utilities).sum(axis=-1), 1.0)
 
@@ -188,7 +188,7 @@ def test_gibbs_reference_weights_and_exclusion() -> None:
     mech = GibbsMechanism(log_ref, temperature=1.0, sensitivity=1.0)
     p = mech.probabilities([0.0, math.log(3.0), 100.0])
     np.testing.assert_allclose(p, [0.25, 0.75, 0.0], atol=1e-12)
-    assert np.all(mech.sample([0.0, 0.0, 100.0], rng=0, size=200) != 2)
+    assert np.all(mech.sample([0.0, 0.0, 100.0], rng=0, size=200, insecure_seeded_noise=True) != 2)
 
 
 def test_gibbs_infinite_temperature_is_reference() -> None:
@@ -213,7 +213,7 @@ def test_gibbs_errors() -> None:
     with pytest.raises(InvalidParameterError, match="NaN"):
         gibbs_log_probabilities(np.zeros(2), [0.0, math.nan], 1.0)
     with pytest.raises(EmptySupportError):
-        sample_log_weights(np.full(4, -np.inf), rng=0)
+        sample_log_weights(np.full(4, -np.inf), rng=0, insecure_seeded_noise=True)
     with pytest.raises(InvalidParameterError, match="temperature"):
         GibbsMechanism(None, temperature=0.0)
 
@@ -226,9 +226,9 @@ def test_gibbs_guarantee_and_event() -> None:
 
 
 def test_sample_log_weights_keeps_signature(seed: int) -> None:
-    draws = sample_log_weights(np.log([0.1, 0.9]), seed, 100)
+    draws = sample_log_weights(np.log([0.1, 0.9]), seed, 100, insecure_seeded_noise=True)
     assert draws.shape == (100,)
-    assert np.array_equal(draws, sample_log_weights(np.log([0.1, 0.9]), seed, 100))
+    assert np.array_equal(draws, sample_log_weights(np.log([0.1, 0.9]), seed, 100, insecure_seeded_noise=True))
 
 
 # --------------------------------------------------------------------------- grid exponential mechanism
@@ -255,7 +255,7 @@ def test_grid_mechanism_returns_grid_points(rng: np.random.Generator) -> None:
     grid = uniform_grid([0, 0], [1, 1], 5)
     mech = GridExponentialMechanism(grid, sensitivity=1.0, epsilon=1.0)
     utilities = rng.random((3, 25))
-    points = mech.sample(utilities, rng=rng, size=4)
+    points = mech.sample(utilities, rng=rng, size=4, insecure_seeded_noise=True)
     assert points.shape == (4, 3, 2)
     assert all(any(np.allclose(p, g) for g in grid) for p in points.reshape(-1, 2))
     assert mech.probabilities(utilities).shape == (3, 25)
@@ -289,8 +289,8 @@ def test_report_noisy_max_probabilities_two_actions_closed_form() -> None:
 
 def test_report_noisy_max_function_matches_class(seed: int) -> None:
     u = np.array([0.1, 0.5, 0.2])
-    a = report_noisy_max(np.tile(u, (30, 1)), 1.0, 1.0, rng=seed)
-    b = ReportNoisyMaxMechanism(1.0, 1.0).release(np.tile(u, (30, 1)), rng=seed)
+    a = report_noisy_max(np.tile(u, (30, 1)), 1.0, 1.0, rng=seed, insecure_seeded_noise=True)
+    b = ReportNoisyMaxMechanism(1.0, 1.0).release(np.tile(u, (30, 1)), rng=seed, insecure_seeded_noise=True)
     assert a.shape == (30,)
     assert np.array_equal(a, b)
 
@@ -299,7 +299,7 @@ def test_backend_and_rng_together_is_an_error() -> None:
     from dpbandits.privacy.noise import NumpyNoise
 
     with pytest.raises(InvalidParameterError, match="either rng or a backend"):
-        LaplaceMechanism(1.0, 1.0).release([0.0], rng=0, backend=NumpyNoise(0))
+        LaplaceMechanism(1.0, 1.0).release([0.0], rng=0, backend=NumpyNoise(0), insecure_seeded_noise=True)
 
 
 # --------------------------------------------------------------------------- light exact audits (+ broken variants)

@@ -7,8 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from dpbandits._core.errors import EmptySupportError, InvalidParameterError
-from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, OpenDPNoise, get_noise_backend, resolve_backend
+from dpbandits._core.errors import EmptySupportError, InsecureNoiseWarning, InvalidParameterError
+from dpbandits.privacy.noise import (
+    NoiseBackend,
+    NumpyNoise,
+    OpenDPNoise,
+    SecureNoise,
+    get_noise_backend,
+    privacy_noise,
+    resolve_backend,
+)
 
 
 def test_get_noise_backend_by_name(seed: int) -> None:
@@ -95,14 +103,59 @@ def test_resolve_backend(seed: int) -> None:
 
 def test_backends_share_the_interface() -> None:
     assert issubclass(NumpyNoise, NoiseBackend) and issubclass(OpenDPNoise, NoiseBackend)
-    assert repr(OpenDPNoise()) == "OpenDPNoise()"
+    assert OpenDPNoise is SecureNoise
+    assert repr(SecureNoise()) == "SecureNoise()"
 
 
-def test_missing_opendp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_opendp_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
     from dpbandits._core.errors import DependencyNotInstalledError
+    from dpbandits.privacy import noise
 
-    monkeypatch.setitem(sys.modules, "opendp.prelude", None)
-    with pytest.raises(DependencyNotInstalledError, match=r"dpbandits\[secure\]"):
-        OpenDPNoise()
+    monkeypatch.setattr(noise, "_MEASUREMENTS", {})
+    monkeypatch.setitem(sys.modules, "opendp.mod", None)
+    with pytest.raises(DependencyNotInstalledError, match="pip install opendp"):
+        SecureNoise()
+
+
+def test_privacy_noise_is_secure_by_default_and_refuses_a_silent_seed(seed: int) -> None:
+    assert isinstance(privacy_noise(), SecureNoise)
+    assert isinstance(privacy_noise(backend="secure"), SecureNoise)
+    with pytest.raises(InvalidParameterError, match="insecure_seeded_noise=True"):
+        privacy_noise(seed)
+    with pytest.raises(InvalidParameterError, match="insecure_seeded_noise=True"):
+        privacy_noise(backend="numpy")
+    with pytest.raises(InvalidParameterError, match="insecure_seeded_noise=True"):
+        privacy_noise(backend=NumpyNoise(seed))
+    with pytest.raises(InvalidParameterError, match="insecure_seeded_noise must be True or False"):
+        privacy_noise(insecure_seeded_noise=1)  # type: ignore[arg-type]
+    with pytest.warns(InsecureNoiseWarning, match="NOT differentially private in deployment"):
+        seeded = privacy_noise(seed, insecure_seeded_noise=True)
+    assert isinstance(seeded, NumpyNoise)
+    assert np.array_equal(seeded.laplace(1.0, size=3), NumpyNoise(seed).laplace(1.0, size=3))
+    backend = NumpyNoise(seed)
+    with pytest.warns(InsecureNoiseWarning):
+        assert privacy_noise(backend=backend, insecure_seeded_noise=True) is backend
+    secure = SecureNoise()
+    assert privacy_noise(backend=secure) is secure  # no warning: pytest turns warnings into errors
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "opendp"])
+def test_discrete_laplace_is_integer_and_exact(backend_name: str, seed: int) -> None:
+    backend = get_noise_backend(backend_name, seed if backend_name == "numpy" else None)
+    draws = backend.discrete_laplace(2.0, size=(50, 2))
+    assert draws.dtype == np.int64 and draws.shape == (50, 2)
+    noisy = backend.add_discrete_laplace(np.array([3, -4, 2**40]), 0.0)
+    assert noisy.dtype == np.int64 and noisy.tolist() == [3, -4, 2**40]
+    assert backend.add_discrete_laplace([1.0, 2.0], 1.0).dtype == np.int64
+    with pytest.raises(InvalidParameterError, match="must be integers"):
+        backend.add_discrete_laplace([0.5], 1.0)
+    with pytest.raises(InvalidParameterError, match="2\\*\\*53"):
+        backend.add_discrete_laplace([2**60], 1.0)
+
+
+def test_numpy_discrete_laplace_consumes_the_stream_identically_one_at_a_time(seed: int) -> None:
+    whole = NumpyNoise(seed).discrete_laplace(3.0, size=20)
+    one_by_one = NumpyNoise(seed)
+    assert whole.tolist() == [int(one_by_one.discrete_laplace(3.0)) for _ in range(20)]

@@ -77,10 +77,10 @@ def test_ask_tell_equals_batch_observe(seed):
 def test_prediction_needs_all_rounds_and_composes(seed):
     agent = make(seed)
     with pytest.raises(NotFittedError, match="after all horizon=60"):
-        agent.recommend([0.5], rng=seed)
+        agent.recommend([0.5], rng=seed, insecure_seeded_noise=True)
     agent, _ = fitted(seed)
-    draws = agent.recommend([0.5], rng=seed, size=3)
-    assert draws.shape == (3, 1) and agent.recommend([0.5], rng=seed).shape == (1,)
+    draws = agent.recommend([0.5], rng=seed, size=3, insecure_seeded_noise=True)
+    assert draws.shape == (3, 1) and agent.recommend([0.5], rng=seed, insecure_seeded_noise=True).shape == (1,)
     assert agent.privacy_spent.epsilon == pytest.approx(4.0)
 
 

@@ -56,7 +56,7 @@ def test_private_feature_ridge_refuses_out_of_range_data_unless_clipping_was_ask
     points, rewards = rng.random((5, 2)), np.array([0.0, 0.5, -0.5, 1.0, 40.0])
     model = PrivateFeatureRidge(qff, epsilon=1.0, delta=1e-6, reward_bound=1.5)
     with pytest.raises(InvalidParameterError, match=r"rewards must lie in \[-1.5, 1.5\]"):
-        model.release(points, rewards, rng)
+        model.release(points, rewards)
     with pytest.raises(InvalidParameterError, match=r"points must lie in \[0.0, 1.0\]"):
         model.second_moment(points + 1.0, np.zeros(5))
     clipped = PrivateFeatureRidge(qff, epsilon=1.0, delta=1e-6, reward_bound=1.5, clip=True)

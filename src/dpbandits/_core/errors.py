@@ -15,6 +15,7 @@ __all__ = [
     "DependencyNotInstalledError",
     "EmptySupportError",
     "ExperimentalWarning",
+    "InsecureNoiseWarning",
     "InvalidActionError",
     "InvalidParameterError",
     "NotFittedError",
@@ -77,6 +78,15 @@ class PrivacyWarning(DPBanditsWarning):
 
 class PaperVariantWarning(PrivacyWarning):
     """A formula taken verbatim from a paper where the paper is known to be wrong."""
+
+
+class InsecureNoiseWarning(PrivacyWarning):
+    """Privacy noise was seeded on a release path (``insecure_seeded_noise=True``).
+
+    Seeded floating-point noise is reproducible, which is what simulations need, and is **not**
+    differentially private in deployment: whoever knows the seed computes the noise, so the output
+    is a deterministic function of the data.
+    """
 
 
 class NumericsWarning(DPBanditsWarning):

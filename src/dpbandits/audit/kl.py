@@ -43,7 +43,8 @@ from dpbandits.audit.exact import delta_for_epsilon, privacy_loss
 from dpbandits.envs.offline import LoggedBanditData, LoggedContextualData, PreferenceData
 from dpbandits.privacy.guarantees import Guarantee
 
-__all__ = ["KLAuditReport", "audit_linear", "audit_mab", "audit_rlhf", "repeated_sampling_epsilon_mab"]
+__all__ = ["KLAuditReport", "audit_linear", "audit_mab", "audit_rlhf", "mab_neighbour_datasets",
+           "repeated_sampling_epsilon_mab"]
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,36 @@ def _mab_neighbours(policy: KLMABPolicy, data: LoggedBanditData,
             new_counts[arm] += sign
             new_sums[arm] += sign * reward
             yield label, _mab_log_policy(policy, new_counts, new_sums)
+
+
+def mab_neighbour_datasets(data: LoggedBanditData, *, min_count: int | None = None,
+                           arms: ArrayLike | None = None) -> Iterator[tuple[str, LoggedBanditData]]:
+    """The extreme add/remove neighbours of a MAB dataset, as datasets (for any MAB mechanism).
+
+    For every arm (or the given ``arms``): add a record of reward 0 and one of reward R (also to an
+    arm without data: "a new arm id" of the public action space), and remove the arm's smallest and
+    largest reward. For mechanisms whose output depends on one arm's utility monotonically in the
+    changed reward (the KL policy, EM, report-noisy-max, Laplace statistics) these attain the pure
+    worst case. With ``min_count`` = m, only neighbours inside the declared domain N(a) >= m for
+    every arm are produced (the domain guarantees cover pairs inside it).
+    """
+    counts = data.counts()
+    floor = 0 if min_count is None else check_int(min_count, "min_count", minimum=0)
+    chosen = range(data.n_arms) if arms is None else [int(a) for a in np.atleast_1d(arms)]
+    for arm in chosen:
+        for reward in (0.0, data.reward_bound):
+            yield (f"add (arm {arm}, r={reward:.6g})",
+                   LoggedBanditData(np.append(data.actions, arm), np.append(data.rewards, reward), data.n_arms,
+                                    data.reward_bound))
+        if counts[arm] == 0 or counts[arm] - 1 < floor:
+            continue
+        where = np.flatnonzero(data.actions == arm)
+        rewards = data.rewards[where]
+        for index in sorted({int(where[np.argmin(rewards)]), int(where[np.argmax(rewards)])}):
+            keep = np.ones(data.n_records, dtype=bool)
+            keep[index] = False
+            yield (f"remove (arm {arm}, r={data.rewards[index]:.6g})",
+                   LoggedBanditData(data.actions[keep], data.rewards[keep], data.n_arms, data.reward_bound))
 
 
 def _mab_log_policy(policy: KLMABPolicy, counts: IntArray, sums: FloatArray) -> FloatArray | None:

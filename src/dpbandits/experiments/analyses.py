@@ -318,8 +318,9 @@ def _dueling_horizon_slope(rows: Rows) -> dict[str, Any]:
 
 
 @_register("dueling-dimension-exponent",
-           "E4: per dimension d, fits R = a + b/eps over epsilon at fixed T, then the exponent e of b ~ d^e with a 95% "
-           "interval (3 by the spec's reconstruction, 6 by the paper's bound) and which of 3 and 6 the interval holds")
+           "E4: per dimension d, fits R = a + b/eps over epsilon at fixed T, then the exponent e of b ~ d^e with 95% "
+           "intervals (trial noise; residuals) and which of 3 (the spec's reconstruction) and 6 (the paper's bound) the "
+           "wider interval holds")
 def _dueling_dimension_exponent(rows: Rows) -> dict[str, Any]:
     from dpbandits.algorithms.dueling.fits import fit_inverse_epsilon, fit_log_log
 
@@ -343,7 +344,7 @@ def _dueling_dimension_exponent(rows: Rows) -> dict[str, Any]:
             if len(positive) >= 2:
                 exponent = fit_log_log(list(positive), [f.slope for f in positive.values()],
                                        [f.slope_stderr for f in positive.values()])
-                low, high = exponent.slope_interval
+                low, high = exponent.slope_widest_interval  # trial noise and lack of fit
                 entry.update({"exponent": exponent.as_dict(),
                               "interval_holds_3": bool(low <= 3 <= high), "interval_holds_6": bool(low <= 6 <= high)})
             results.append(entry)

@@ -12,7 +12,8 @@ A *privacy event* is an immutable record of one private release, in terms of its
   (k Gaussian mechanisms with ratios Δᵢ/σᵢ are one Gaussian mechanism with μ = √Σ(Δᵢ/σᵢ)²;
   Dong, Roth & Su 2022, Corollary 3.3), everything else by the better of basic and advanced composition.
 * :func:`to_dp_accounting` — the same events as ``dp_accounting`` events, to cross-check against its
-  PLD and RDP accountants.
+  PLD and RDP accountants; ``Accountant(method="pld" | "rdp")`` composes through them
+  (:mod:`dpbandits.privacy.dp_accounting_bridge`).
 * :func:`gaussian_delta` / :func:`gaussian_epsilon` — the exact privacy profile of the Gaussian
   mechanism (Balle & Wang 2018, Theorem 8).
 """
@@ -20,20 +21,26 @@ A *privacy event* is an immutable record of one private release, in terms of its
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from collections.abc import Iterable
 
-from dpbandits._core.errors import (
-    DependencyNotInstalledError,
-    InvalidParameterError,
-    PrivacyBudgetExceededError,
-    UnsupportedEventError,
+from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.validation import check_delta, check_epsilon, check_int, check_one_of, check_sensitivity
+from dpbandits.privacy.dp_accounting_bridge import check_supported, pld_epsilon, rdp_epsilon, to_dp_accounting
+from dpbandits.privacy.events import (
+    ApproxEvent,
+    ComposedEvent,
+    EpsilonDelta,
+    GaussianEvent,
+    LaplaceEvent,
+    PrivacyEvent,
+    PureEvent,
+    fixed_parameters,
+    flatten_event,
 )
-from dpbandits._core.validation import check_delta, check_epsilon, check_int, check_sensitivity
 from dpbandits.privacy.guarantees import ApproxDP, Guarantee, Neighbouring, PureDP
 
 __all__ = [
+    "ACCOUNTING_METHODS",
     "Accountant",
     "ApproxEvent",
     "ComposedEvent",
@@ -47,15 +54,10 @@ __all__ = [
     "compose_guarantees",
     "gaussian_delta",
     "gaussian_epsilon",
+    "guarantee_event",
+    "spend",
     "to_dp_accounting",
 ]
-
-
-class EpsilonDelta(NamedTuple):
-    """A pair of privacy parameters (ε, δ)."""
-
-    epsilon: float
-    delta: float
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -152,153 +154,6 @@ def gaussian_epsilon(sigma: float, l2_sensitivity: float, delta: float) -> float
 
 
 # ---------------------------------------------------------------------------------------------------
-# Events
-# ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PrivacyEvent:
-    """Base class of privacy events (immutable records of one private release)."""
-
-
-@dataclass(frozen=True)
-class LaplaceEvent(PrivacyEvent):
-    """Laplace noise of scale b added to a query of ℓ1-sensitivity Δ: pure (Δ/b)-DP.
-
-    Parameters
-    ----------
-    scale : float
-        b > 0.
-    sensitivity : float, default 1
-        Δ > 0.
-    """
-
-    scale: float
-    sensitivity: float = 1.0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "scale", check_sensitivity(self.scale, "scale"))
-        object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, "sensitivity"))
-
-    @property
-    def epsilon(self) -> float:
-        """ε = Δ/b."""
-        return self.sensitivity / self.scale
-
-
-@dataclass(frozen=True)
-class GaussianEvent(PrivacyEvent):
-    """Gaussian noise N(0, σ²) added to a query of ℓ2-sensitivity Δ.
-
-    Parameters
-    ----------
-    sigma : float
-        σ > 0.
-    l2_sensitivity : float, default 1
-        Δ > 0.
-    """
-
-    sigma: float
-    l2_sensitivity: float = 1.0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", check_sensitivity(self.sigma, "sigma"))
-        object.__setattr__(self, "l2_sensitivity", check_sensitivity(self.l2_sensitivity, "l2_sensitivity"))
-
-    @property
-    def noise_multiplier(self) -> float:
-        """σ/Δ (the parameter of ``dp_accounting.GaussianDpEvent``)."""
-        return self.sigma / self.l2_sensitivity
-
-
-@dataclass(frozen=True)
-class PureEvent(PrivacyEvent):
-    """Any ε-DP release (exponential mechanism, report-noisy-max, ...).
-
-    Parameters
-    ----------
-    epsilon : float
-        ε >= 0, finite.
-    """
-
-    epsilon: float
-
-    def __post_init__(self) -> None:
-        eps = self.epsilon
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 <= eps < math.inf:
-            raise InvalidParameterError(f"epsilon must be a finite float >= 0; got {eps!r}")
-        object.__setattr__(self, "epsilon", float(eps))
-
-
-@dataclass(frozen=True)
-class ApproxEvent(PrivacyEvent):
-    """Any (ε, δ)-DP release.
-
-    Parameters
-    ----------
-    epsilon : float
-        ε >= 0, finite.
-    delta : float
-        δ in [0, 1).
-    """
-
-    epsilon: float
-    delta: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", PureEvent(self.epsilon).epsilon)
-        object.__setattr__(self, "delta", check_delta(self.delta))
-
-
-@dataclass(frozen=True)
-class ComposedEvent(PrivacyEvent):
-    """The events in ``events`` run once each, the whole group repeated ``count`` times.
-
-    Parameters
-    ----------
-    events : tuple of PrivacyEvent
-    count : int, default 1
-        Number of repetitions, >= 1.
-    """
-
-    events: tuple[PrivacyEvent, ...]
-    count: int = 1
-
-    def __post_init__(self) -> None:
-        events = tuple(self.events)
-        if not events:
-            raise InvalidParameterError("events must not be empty; got 0 events")
-        for event in events:
-            if not isinstance(event, PrivacyEvent):
-                raise InvalidParameterError(f"events must contain PrivacyEvent values; got {event!r}")
-        object.__setattr__(self, "events", events)
-        object.__setattr__(self, "count", check_int(self.count, "count", minimum=1))
-
-
-def _flatten(event: PrivacyEvent, multiplicity: int = 1) -> Iterator[tuple[PrivacyEvent, int]]:
-    if isinstance(event, ComposedEvent):
-        for inner in event.events:
-            yield from _flatten(inner, multiplicity * event.count)
-    else:
-        yield event, multiplicity
-
-
-def _fixed_parameters(event: PrivacyEvent) -> EpsilonDelta:
-    if isinstance(event, LaplaceEvent):
-        return EpsilonDelta(event.epsilon, 0.0)
-    if isinstance(event, PureEvent):
-        return EpsilonDelta(event.epsilon, 0.0)
-    if isinstance(event, ApproxEvent):
-        return EpsilonDelta(event.epsilon, event.delta)
-    if isinstance(event, GaussianEvent):
-        raise UnsupportedEventError(
-            "a GaussianEvent has no single (epsilon, delta); use Accountant().get_epsilon(delta), "
-            "which composes Gaussian events exactly"
-        )
-    raise UnsupportedEventError(f"cannot account for event {event!r}")
-
-
-# ---------------------------------------------------------------------------------------------------
 # Composition theorems
 # ---------------------------------------------------------------------------------------------------
 
@@ -342,8 +197,8 @@ def basic_composition(items: Iterable[Guarantee | PrivacyEvent]) -> EpsilonDelta
             epsilon += item.epsilon
             delta += item.delta
         elif isinstance(item, PrivacyEvent):
-            for event, count in _flatten(item):
-                eps_i, delta_i = _fixed_parameters(event)
+            for event, count in flatten_event(item):
+                eps_i, delta_i = fixed_parameters(event)
                 epsilon += count * eps_i
                 delta += count * delta_i
         else:
@@ -440,39 +295,77 @@ def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: floa
 _DELTA_SPLITS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
-class Accountant:
-    """A privacy ledger: records events and reports ε(δ) of their composition.
+ACCOUNTING_METHODS: tuple[str, ...] = ("basic", "pld", "rdp")
+"""Composition methods of :class:`Accountant`."""
 
-    Gaussian events compose exactly (as one Gaussian mechanism with μ = √Σ(Δᵢ/σᵢ)²). The other events
-    compose by basic composition, or by advanced composition when they are k copies of one (ε, δ);
-    the better valid bound is reported (each candidate is an upper bound, so their minimum is one).
+
+class Accountant:
+    """A privacy ledger: records events, reports ε(δ) of their composition, and enforces a budget.
+
+    Every private algorithm and release of the library takes ``accountant=``: it records its event
+    here *before* drawing any noise, so a release that would exceed the budget raises
+    :class:`~dpbandits._core.errors.PrivacyBudgetExceededError` and draws nothing.
 
     Parameters
     ----------
     epsilon_budget : float, optional
-        If given (with ``delta_budget``), :meth:`spend` refuses, *before* recording, an event that would
-        make ε(``delta_budget``) exceed this budget.
+        If given, :meth:`spend` refuses, *before* recording, an event that would make
+        ε(``delta_budget``) exceed this budget.
     delta_budget : float, default 0
-        The δ at which the budget is checked.
+        The δ at which the budget is checked (and at which :meth:`spent` / :meth:`remaining` report).
+    method : {"basic", "pld", "rdp"}, default "basic"
+        ``"basic"``: Gaussian events compose exactly (one Gaussian mechanism with μ = √Σ(Δᵢ/σᵢ)²), the
+        others by the better of basic and advanced composition — the simple, always-available choice.
+        ``"pld"``: privacy-loss distributions through ``dp_accounting`` (tightest; Laplace and
+        Gaussian exactly, (ε, δ) events through their dominating pair). ``"rdp"``: Rényi DP through
+        ``dp_accounting`` (no (ε, δ) events with δ > 0). See
+        :mod:`dpbandits.privacy.dp_accounting_bridge`.
+
+    Notes
+    -----
+    The events must all protect the same unit under the same neighbouring relation: the accountant
+    composes numbers, it does not convert between relations.
 
     Examples
     --------
     >>> from dpbandits.privacy.accounting import Accountant, LaplaceEvent
-    >>> acc = Accountant()
+    >>> acc = Accountant(epsilon_budget=1.0)
     >>> acc.spend(LaplaceEvent(scale=10.0), count=5)
-    >>> acc.get_epsilon(0.0)
-    0.5
+    >>> acc.spent().epsilon, acc.remaining().epsilon
+    (0.5, 0.5)
     """
 
-    def __init__(self, epsilon_budget: float | None = None, delta_budget: float = 0.0) -> None:
+    def __init__(self, epsilon_budget: float | None = None, delta_budget: float = 0.0, *,
+                 method: str = "basic") -> None:
         self.epsilon_budget = None if epsilon_budget is None else check_epsilon(epsilon_budget, "epsilon_budget")
         self.delta_budget = check_delta(delta_budget, "delta_budget")
+        self.method = check_one_of(method, "method", ACCOUNTING_METHODS)
         self._ledger: list[tuple[PrivacyEvent, int]] = []
 
     @property
     def events(self) -> tuple[PrivacyEvent, ...]:
         """The recorded events, as one :class:`ComposedEvent` per :meth:`spend` call."""
-        return tuple(ComposedEvent((event,), count) for event, count in self._ledger)
+        return tuple(ComposedEvent((event, ), count) for event, count in self._ledger)
+
+    def _check_event(self, event: PrivacyEvent, count: int) -> int:
+        if not isinstance(event, PrivacyEvent):
+            raise InvalidParameterError(f"event must be a PrivacyEvent; got {event!r}")
+        count = check_int(count, "count", minimum=1)
+        # refuse, before recording, events the chosen method cannot bound
+        if self.method == "basic":
+            for leaf, _n in flatten_event(event):
+                if not isinstance(leaf, GaussianEvent):
+                    fixed_parameters(leaf)
+        else:
+            check_supported(event, self.method)
+        return count
+
+    def can_spend(self, event: PrivacyEvent, count: int = 1) -> bool:
+        """Whether :meth:`spend` would accept ``count`` runs of ``event`` (nothing is recorded)."""
+        count = self._check_event(event, count)
+        if self.epsilon_budget is None:
+            return True
+        return self._epsilon([*self._ledger, (event, count)], self.delta_budget) <= self.epsilon_budget
 
     def spend(self, event: PrivacyEvent, count: int = 1) -> None:
         """Record ``count`` runs of ``event``.
@@ -481,21 +374,29 @@ class Accountant:
         ------
         PrivacyBudgetExceededError
             If a budget was set and would be exceeded; nothing is recorded then.
+        UnsupportedEventError
+            If the accounting method cannot bound the event; nothing is recorded then.
         """
-        if not isinstance(event, PrivacyEvent):
-            raise InvalidParameterError(f"event must be a PrivacyEvent; got {event!r}")
-        count = check_int(count, "count", minimum=1)
-        for inner, _count in _flatten(event):  # refuse events no theorem here can bound, before recording
-            if not isinstance(inner, GaussianEvent):
-                _fixed_parameters(inner)
+        count = self._check_event(event, count)
         if self.epsilon_budget is not None:
             spent = self._epsilon([*self._ledger, (event, count)], self.delta_budget)
             if spent > self.epsilon_budget:
                 raise PrivacyBudgetExceededError(
                     f"spending {count} × {event!r} would bring epsilon to {spent:.6g} at "
-                    f"delta={self.delta_budget:g}, over epsilon_budget={self.epsilon_budget:g}"
+                    f"delta={self.delta_budget:g}, over epsilon_budget={self.epsilon_budget:g}; nothing was spent"
                 )
         self._ledger.append((event, count))
+
+    def spent(self, delta: float | None = None) -> EpsilonDelta:
+        """(ε, δ) spent so far, at ``delta`` (default ``delta_budget``)."""
+        at = self.delta_budget if delta is None else check_delta(delta)
+        return EpsilonDelta(self.get_epsilon(at), at)
+
+    def remaining(self) -> EpsilonDelta:
+        """(ε budget − ε spent, δ budget) at ``delta_budget``; ε is ``inf`` without a budget."""
+        if self.epsilon_budget is None:
+            return EpsilonDelta(math.inf, self.delta_budget)
+        return EpsilonDelta(max(0.0, self.epsilon_budget - self.get_epsilon(self.delta_budget)), self.delta_budget)
 
     def get_epsilon(self, delta: float) -> float:
         """Return an upper bound on ε of everything spent, at ``delta``.
@@ -503,8 +404,8 @@ class Accountant:
         Parameters
         ----------
         delta : float
-            Total δ in [0, 1); it must cover the δ the (ε, δ) events already spend, strictly if
-            Gaussian events were spent.
+            Total δ in [0, 1); with ``method="basic"`` it must cover the δ the (ε, δ) events already
+            spend, strictly if Gaussian events were spent.
 
         Returns
         -------
@@ -521,106 +422,89 @@ class Accountant:
                           reason=f"no finite epsilon at delta={delta}", reference=reference)
         cls: type[Guarantee] = PureDP if delta == 0.0 else ApproxDP
         return cls(epsilon=epsilon, delta=delta, unit=unit, neighbouring=neighbouring,  # type: ignore[arg-type]
-                   reference=reference or "dpbandits Accountant (exact Gaussian, basic/advanced composition)")
+                   reference=reference or f"dpbandits Accountant (method={self.method!r})")
 
-    @staticmethod
-    def _epsilon(ledger: list[tuple[PrivacyEvent, int]], delta: float) -> float:
-        mu_squared = 0.0
-        fixed: list[tuple[EpsilonDelta, int]] = []
-        for top_event, top_count in ledger:
-            for event, count in _flatten(top_event, top_count):
-                if isinstance(event, GaussianEvent):
-                    # μ² = Σ (Δᵢ/σᵢ)²: composed Gaussians are one Gaussian mechanism
-                    mu_squared += count / event.noise_multiplier**2
-                else:
-                    fixed.append((_fixed_parameters(event), count))
-        delta_fixed = sum(n * d for (_e, d), n in fixed)
-        remaining = delta - delta_fixed
-        if remaining < 0.0:
-            raise InvalidParameterError(
-                f"delta must be >= the delta already spent by (epsilon, delta) events ({delta_fixed:.6g}); "
-                f"got {delta!r}"
-            )
-        mu = math.sqrt(mu_squared)
-
-        def gaussian_part(budget: float) -> float:
-            if mu == 0.0:
-                return 0.0
-            return math.inf if budget <= 0.0 else _gaussian_epsilon(mu, budget)
-
-        # basic composition of the fixed part; the Gaussian part gets all the remaining δ
-        best = sum(n * e for (e, _d), n in fixed) + gaussian_part(remaining)
-        distinct = {p for p, _n in fixed}
-        k = sum(n for _p, n in fixed)
-        if len(distinct) == 1 and k >= 2 and remaining > 0.0:
-            ((eps_0, delta_0),) = distinct
-            if eps_0 > 0.0:
-                splits = (1.0,) if mu == 0.0 else _DELTA_SPLITS
-                for share in splits:
-                    # advanced composition gets δ' = share·remaining, the Gaussian part the rest
-                    eps_adv = advanced_composition(eps_0, delta_0, k, share * remaining).epsilon
-                    best = min(best, eps_adv + gaussian_part((1.0 - share) * remaining))
-        return best
+    def _epsilon(self, ledger: list[tuple[PrivacyEvent, int]], delta: float) -> float:
+        if self.method == "pld":
+            return pld_epsilon(ledger, delta)
+        if self.method == "rdp":
+            return rdp_epsilon(ledger, delta)
+        return _basic_epsilon(ledger, delta)
 
     def __repr__(self) -> str:
-        return f"Accountant(events={len(self._ledger)}, epsilon_budget={self.epsilon_budget})"
+        return (f"Accountant(method={self.method!r}, events={len(self._ledger)}, "
+                f"epsilon_budget={self.epsilon_budget}, delta_budget={self.delta_budget})")
 
 
-# ---------------------------------------------------------------------------------------------------
-# Export to dp_accounting
-# ---------------------------------------------------------------------------------------------------
+def _basic_epsilon(ledger: list[tuple[PrivacyEvent, int]], delta: float) -> float:
+    """Exact Gaussian composition plus the better of basic and advanced composition of the rest."""
+    mu_squared = 0.0
+    fixed: list[tuple[EpsilonDelta, int]] = []
+    for top_event, top_count in ledger:
+        for event, count in flatten_event(top_event, top_count):
+            if isinstance(event, GaussianEvent):
+                # μ² = Σ (Δᵢ/σᵢ)²: composed Gaussians are one Gaussian mechanism
+                mu_squared += count / event.noise_multiplier**2
+            else:
+                fixed.append((fixed_parameters(event), count))
+    delta_fixed = sum(n * d for (_e, d), n in fixed)
+    remaining = delta - delta_fixed
+    if remaining < 0.0:
+        raise InvalidParameterError(
+            f"delta must be >= the delta already spent by (epsilon, delta) events ({delta_fixed:.6g}); "
+            f"got {delta!r}"
+        )
+    mu = math.sqrt(mu_squared)
+
+    def gaussian_part(budget: float) -> float:
+        if mu == 0.0:
+            return 0.0
+        return math.inf if budget <= 0.0 else _gaussian_epsilon(mu, budget)
+
+    # basic composition of the fixed part; the Gaussian part gets all the remaining δ
+    best = sum(n * e for (e, _d), n in fixed) + gaussian_part(remaining)
+    distinct = {p for p, _n in fixed}
+    k = sum(n for _p, n in fixed)
+    if len(distinct) == 1 and k >= 2 and remaining > 0.0:
+        ((eps_0, delta_0),) = distinct
+        if eps_0 > 0.0:
+            splits = (1.0,) if mu == 0.0 else _DELTA_SPLITS
+            for share in splits:
+                # advanced composition gets δ' = share·remaining, the Gaussian part the rest
+                eps_adv = advanced_composition(eps_0, delta_0, k, share * remaining).epsilon
+                best = min(best, eps_adv + gaussian_part((1.0 - share) * remaining))
+    return best
 
 
-def _import_dp_accounting() -> Any:
-    try:
-        import dp_accounting
-    except ImportError as exc:
-        raise DependencyNotInstalledError(
-            "exporting to dp_accounting needs it installed; install the extra: "
-            "pip install 'dpbandits[accounting]'"
-        ) from exc
-    return dp_accounting
-
-
-def to_dp_accounting(event: PrivacyEvent) -> Any:
-    """Return the ``dp_accounting`` event equivalent to ``event``.
-
-    * :class:`LaplaceEvent` → ``LaplaceDpEvent(noise_multiplier=b/Δ)``;
-    * :class:`GaussianEvent` → ``GaussianDpEvent(noise_multiplier=σ/Δ)``;
-    * :class:`PureEvent` → ``RandomizedResponseDpEvent(noise_parameter=2/(1+e^ε), num_buckets=2)``,
-      binary randomised response at ε, which dominates every ε-DP mechanism (Kairouz, Oh & Viswanath
-      2015, Theorem 3.4); dp_accounting accounts for it under the replace-one relation only;
-    * :class:`ComposedEvent` → ``SelfComposedDpEvent(ComposedDpEvent([...]), count)``; when the group holds
-      a pure event, ``ComposedDpEvent([group] * count)`` instead (dp_accounting 0.6's PLD accountant
-      ignores ``count`` for a self-composed randomised-response event).
+def guarantee_event(guarantee: Guarantee) -> PrivacyEvent:
+    """The event of a release whose guarantee is ``guarantee``: PureEvent(ε) or ApproxEvent(ε, δ).
 
     Raises
     ------
-    UnsupportedEventError
-        For an :class:`ApproxEvent` with δ > 0 (dp_accounting 0.6 has no (ε, δ) event).
-    DependencyNotInstalledError
-        If dp_accounting is not installed (extra ``accounting``).
+    InvalidParameterError
+        If the guarantee is infinite (nothing to account: the release is not private).
     """
-    dpa = _import_dp_accounting()
-    if isinstance(event, LaplaceEvent):
-        return dpa.LaplaceDpEvent(noise_multiplier=event.scale / event.sensitivity)
-    if isinstance(event, GaussianEvent):
-        return dpa.GaussianDpEvent(noise_multiplier=event.noise_multiplier)
-    if isinstance(event, PureEvent | ApproxEvent):
-        if isinstance(event, ApproxEvent) and event.delta > 0.0:
-            raise UnsupportedEventError(
-                f"dp_accounting has no (epsilon, delta) event; cannot export ApproxEvent with delta={event.delta}"
-            )
-        # binary randomised response: P(keep) = 1 − p/2, P(flip) = p/2, ratio e^ε ⇔ p = 2/(1 + e^ε)
-        return dpa.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(event.epsilon)), num_buckets=2)
-    if isinstance(event, ComposedEvent):
-        inner = [to_dp_accounting(e) for e in event.events]
-        group = inner[0] if len(inner) == 1 else dpa.ComposedDpEvent(inner)
-        if event.count == 1:
-            return group
-        if any(isinstance(e, PureEvent | ApproxEvent) for e, _n in _flatten(event)):
-            # dp_accounting 0.6's PLDAccountant ignores the count of a self-composed randomised-response
-            # event (it composes it once), so repeat the group explicitly instead
-            return dpa.ComposedDpEvent([group] * event.count)
-        return dpa.SelfComposedDpEvent(group, event.count)
-    raise UnsupportedEventError(f"cannot export event {event!r} to dp_accounting")
+    if not math.isfinite(guarantee.epsilon):
+        raise InvalidParameterError(
+            f"an accountant cannot record a release with no finite guarantee (epsilon = inf: {guarantee.reason})"
+        )
+    return PureEvent(guarantee.epsilon) if guarantee.delta == 0.0 else ApproxEvent(guarantee.epsilon, guarantee.delta)
+
+
+def spend(accountant: Accountant | None, event: PrivacyEvent | Guarantee, count: int = 1) -> None:
+    """Record ``count`` releases in ``accountant`` (nothing when it is None), before any noise is drawn.
+
+    Every private algorithm calls this at its release points with its own event (or guarantee).
+
+    Raises
+    ------
+    PrivacyBudgetExceededError
+        If the accountant's budget would be exceeded; nothing is recorded.
+    InvalidParameterError
+        If ``accountant`` is not an :class:`Accountant`.
+    """
+    if accountant is None:
+        return
+    if not isinstance(accountant, Accountant):
+        raise InvalidParameterError(f"accountant must be an Accountant or None; got {accountant!r}")
+    accountant.spend(guarantee_event(event) if isinstance(event, Guarantee) else event, count)

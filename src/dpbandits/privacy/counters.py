@@ -44,11 +44,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.validation import (
     check_array,
@@ -60,10 +62,11 @@ from dpbandits._core.validation import (
     check_sensitivity,
 )
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
-from dpbandits.privacy.noise import NoiseBackend, NumpyNoise
+from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, discrete_laplace_from_uniforms, privacy_noise
 
 __all__ = [
     "BinaryTreeCounter",
+    "BinaryTreeCounterBank",
     "TreeNoiseTable",
     "binary_tree_error_bound",
     "binary_tree_guarantee",
@@ -207,8 +210,222 @@ def binary_tree_error_bound(
     return nu * math.sqrt(8.0 * log_term)
 
 
-class BinaryTreeCounter:
+def _check_integral(values: NDArray[Any], name: str) -> NDArray[np.int64]:
+    """Integer stream elements as int64 (an integer counter refuses fractions and non-finite values)."""
+    if values.dtype.kind in "iub":
+        return values.astype(np.int64, copy=False)
+    if not np.all(np.isfinite(values)) or np.any(values != np.round(values)):
+        raise InvalidParameterError(
+            f"{name} must be integers for an integer counter (integer=True); got {values.tolist()!r}"
+        )
+    return values.astype(np.int64)
+
+
+def _counter_noise(
+    n_counters: int,
+    rng: RNGLike,
+    backend: NoiseBackend | Sequence[NoiseBackend] | None,
+    insecure_seeded_noise: bool,
+) -> NoiseBackend | list[NoiseBackend]:
+    """The node-noise source of a bank: one backend for all counters, or one per counter."""
+    if backend is None or isinstance(backend, NoiseBackend):
+        return privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend, stacklevel=4)
+    backends = list(backend)
+    if len(backends) != n_counters or not all(isinstance(b, NoiseBackend) for b in backends):
+        raise InvalidParameterError(
+            f"backend must be a NoiseBackend or a sequence of {n_counters} NoiseBackends (one per counter)"
+        )
+    if rng is not None:
+        raise InvalidParameterError(f"pass either rng or backends, not both; got rng={rng!r}")
+    seeded = [b for b in backends if b.seeded]
+    if seeded:  # the gate refuses (or warns about) seeded noise once for the whole bank
+        privacy_noise(insecure_seeded_noise=insecure_seeded_noise, backend=seeded[0], stacklevel=4)
+    return backends
+
+
+class BinaryTreeCounterBank(Persistable):
+    """Several binary-tree counters that receive their stream elements at the same times.
+
+    ``update(values)`` feeds one element to every live counter and returns every counter's noisy
+    prefix sum. A counter can be retired (:meth:`retire`): it then receives nothing more, draws no
+    more noise, and keeps its last release. Each counter is an independent binary mechanism.
+
+    Releases are floating-point safe by construction, whatever the noise backend:
+
+    * ``integer=True`` (integer streams such as win counts): each node's p-sum (an integer) gets
+      exact discrete-Laplace noise through :meth:`~dpbandits.privacy.noise.NoiseBackend.add_discrete_laplace`
+      and the releases are exact integer sums of noisy p-sums — nothing for a float attack to read;
+    * ``integer=False`` (real streams): each node's p-sum is released through
+      :meth:`~dpbandits.privacy.noise.NoiseBackend.add_laplace` (inside OpenDP on the secure
+      backend) and the release is the sum of the noisy p-sums of t's decomposition (post-processing).
+
+    Parameters
+    ----------
+    n_counters : int
+        K >= 1.
+    horizon : int
+        T >= 1, the most elements a counter may receive (sets L = ⌊log₂T⌋ + 1).
+    epsilon : float
+        ε > 0 per counter, or ``inf`` for exact counters (no noise is drawn).
+    sensitivity : float, default 1.0
+        Δ: the most one stream element changes between neighbouring streams (an integer when
+        ``integer``).
+    integer : bool, default False
+        Stream elements are integers (checked); node noise is discrete Laplace.
+    rng : int, SeedSequence, Generator or None
+        Seed of the node noise; only with ``insecure_seeded_noise=True``.
+    backend : NoiseBackend or sequence of NoiseBackend, optional
+        Source of node noise; default the secure OpenDP backend (one call per update for all live
+        counters). A sequence gives each counter its own stream (reproducible simulations match
+        :class:`TreeNoiseTable` bit for bit); seeded backends need ``insecure_seeded_noise=True``.
+    insecure_seeded_noise : bool, default False
+        Allow seeded NumPy noise (simulation only; warns).
+
+    Privacy
+    -------
+    Per counter: discrete or continuous Laplace(L·Δ/ε) per node, ε-DP for the whole release
+    sequence under a change of one element by at most Δ, also against adaptively chosen streams
+    (the node noise is independent of the data). Retiring a counter is post-processing.
+
+    References
+    ----------
+    Chan, Shi & Song (2011), Algorithm 2 and Theorem 3.5; Canonne, Kamath & Steinke (2020) for
+    the discrete Laplace mechanism.
+
+    Examples
+    --------
+    >>> from dpbandits.privacy.counters import BinaryTreeCounterBank
+    >>> bank = BinaryTreeCounterBank(2, horizon=8, epsilon=float("inf"), integer=True)
+    >>> bank.update([1, 0]).tolist(), bank.update([1, 1]).tolist()
+    ([1, 0], [2, 1])
+    """
+
+    _state_fields = ("time", "_live", "_live_index", "_nodes", "_released", "_noise")
+
+    def __init__(
+        self,
+        n_counters: int,
+        horizon: int,
+        epsilon: float,
+        sensitivity: float = 1.0,
+        *,
+        integer: bool = False,
+        rng: RNGLike = None,
+        backend: NoiseBackend | Sequence[NoiseBackend] | None = None,
+        insecure_seeded_noise: bool = False,
+    ) -> None:
+        self.n_counters = check_int(n_counters, "n_counters", minimum=1)
+        self.horizon = check_int(horizon, "horizon", minimum=1)
+        self.epsilon = check_epsilon(epsilon, allow_inf=True)
+        self.sensitivity = check_sensitivity(sensitivity)
+        self.integer = bool(integer)
+        if self.integer and self.sensitivity != round(self.sensitivity):
+            raise InvalidParameterError(
+                f"sensitivity must be an integer for an integer counter; got {self.sensitivity!r}"
+            )
+        self.levels = tree_levels(self.horizon)
+        self.scale = binary_tree_node_scale(self.horizon, self.epsilon, self.sensitivity)
+        self._noise = _counter_noise(self.n_counters, rng, backend, insecure_seeded_noise)
+        self.time = 0
+        self._dtype = np.int64 if self.integer else np.float64
+        self._live = np.ones(self.n_counters, dtype=bool)
+        self._live_index = np.arange(self.n_counters)
+        zeros = np.zeros(self.n_counters, dtype=self._dtype)
+        # (end time, exact p-sum of the node, noisy prefix = Σ noisy p-sums of the decomposition)
+        self._nodes: list[tuple[int, NDArray[Any], NDArray[Any]]] = [(0, zeros, zeros)]
+        self._released = zeros.copy()
+
+    @property
+    def privacy(self) -> PureDP:
+        """The guarantee of each counter."""
+        return binary_tree_guarantee(self.epsilon, self.sensitivity)
+
+    @property
+    def live(self) -> NDArray[np.bool_]:
+        """Which counters still receive elements."""
+        return self._live.copy()
+
+    def retire(self, counters: int | Sequence[int] | NDArray[np.int64]) -> None:
+        """Stop feeding (and drawing noise for) ``counters``; they keep their last release."""
+        index = np.atleast_1d(np.asarray(counters))
+        if index.dtype.kind not in "iu" or np.any(index < 0) or np.any(index >= self.n_counters):
+            raise InvalidParameterError(
+                f"counters must be indices in [0, {self.n_counters}); got {np.asarray(counters).tolist()!r}"
+            )
+        self._live[index] = False
+        self._live_index = np.flatnonzero(self._live)
+
+    def _noisy(self, psums: NDArray[Any]) -> NDArray[Any]:
+        """Noisy p-sums of the live counters (exact when the scale is 0)."""
+        if self.scale == 0.0:
+            return psums
+        add = "add_discrete_laplace" if self.integer else "add_laplace"
+        if isinstance(self._noise, NoiseBackend):
+            return np.asarray(getattr(self._noise, add)(psums, self.scale))
+        out = np.empty_like(psums)
+        for slot, k in enumerate(self._live_index):  # one stream per counter (reproducible simulation)
+            out[slot] = getattr(self._noise[k], add)(psums[slot : slot + 1], self.scale)[0]
+        return out
+
+    def update(self, values: ArrayLike) -> NDArray[Any]:
+        """Feed one element to every live counter; return every counter's release c_t.
+
+        Parameters
+        ----------
+        values : array_like of shape (n_counters,)
+            The elements; entries of retired counters are ignored.
+
+        Returns
+        -------
+        ndarray of shape (n_counters,)
+            int64 for an integer bank, float64 otherwise (a copy).
+
+        Raises
+        ------
+        PrivacyBudgetExceededError
+            If the counters already released ``horizon`` values.
+        InvalidParameterError
+            If ``values`` has the wrong shape, is not finite, or is fractional for an integer bank.
+        """
+        v = np.asarray(values)
+        if v.shape != (self.n_counters,):
+            v = check_array(values, "values", ndim=1)
+            raise InvalidParameterError(f"values must have shape ({self.n_counters},); got {v.shape}")
+        v = v[self._live_index]
+        if self.integer:
+            v = _check_integral(v, "values")
+        else:
+            v = v.astype(np.float64, copy=False)
+            if not np.all(np.isfinite(v)):
+                raise InvalidParameterError(f"values must be finite; got {v.tolist()!r}")
+        if self.time >= self.horizon:
+            raise PrivacyBudgetExceededError(
+                f"counter already released horizon={self.horizon} values; update number "
+                f"{self.time + 1} is not covered by its guarantee"
+            )
+        self.time += 1
+        t = self.time
+        parent = t & (t - 1)
+        live = self._live_index
+        psum = v.copy()
+        while self._nodes[-1][0] > parent:  # the popped nodes tile (parent, t − 1]
+            psum += self._nodes.pop()[1][live]
+        # node (parent, t]: exact p-sum, released noisily; c_t = noisy prefix of the parent + it
+        noisy_prefix = self._nodes[-1][2].copy()
+        noisy_prefix[live] = noisy_prefix[live] + self._noisy(psum)
+        exact = np.zeros(self.n_counters, dtype=self._dtype)
+        exact[live] = psum
+        self._nodes.append((t, exact, noisy_prefix))
+        self._released[live] = noisy_prefix[live]
+        return self._released.copy()
+
+
+
+class BinaryTreeCounter(Persistable):
     """Streaming binary-tree counter: ``update(v)`` feeds one element and returns the noisy prefix sum.
+
+    A :class:`BinaryTreeCounterBank` of one counter: secure OpenDP noise by default, exact discrete
+    Laplace on integer streams (``integer=True``), noisy p-sums released inside OpenDP otherwise.
 
     Parameters
     ----------
@@ -218,11 +435,15 @@ class BinaryTreeCounter:
         ε > 0, or ``inf`` for an exact counter (the non-private twin; no noise is drawn).
     sensitivity : float, default 1.0
         Δ: the most one stream element changes between neighbouring streams. Elements themselves
-        may be any finite real (for example a large subtraction).
+        may be any finite real (for example a large subtraction), or any integer when ``integer``.
+    integer : bool, default False
+        Integer stream and exact integer (discrete Laplace) noise.
     rng : int, SeedSequence, Generator or None
-        Seed of the node-noise stream (used when ``backend`` is None).
+        Seed of the node noise; only with ``insecure_seeded_noise=True``.
     backend : NoiseBackend, optional
-        Source of Laplace noise (for example the secure OpenDP backend). Overrides ``rng``.
+        Source of node noise (default: secure OpenDP noise).
+    insecure_seeded_noise : bool, default False
+        Allow seeded NumPy noise (simulation only; warns).
 
     Attributes
     ----------
@@ -233,8 +454,9 @@ class BinaryTreeCounter:
 
     Privacy
     -------
-    Binary mechanism with Laplace(L·Δ/ε) noise per node: ε-DP for the whole release sequence under
-    a change of one element by at most Δ, also against adaptively chosen streams.
+    Binary mechanism with Laplace(L·Δ/ε) noise per node (discrete Laplace for integer streams):
+    ε-DP for the whole release sequence under a change of one element by at most Δ, also against
+    adaptively chosen streams.
 
     References
     ----------
@@ -248,69 +470,56 @@ class BinaryTreeCounter:
     [1.0, 1.0, 2.0]
     """
 
+    _state_fields = ("_bank",)
+
     def __init__(
         self,
         horizon: int,
         epsilon: float,
         sensitivity: float = 1.0,
         *,
+        integer: bool = False,
         rng: RNGLike = None,
         backend: NoiseBackend | None = None,
+        insecure_seeded_noise: bool = False,
     ) -> None:
-        self.horizon = check_int(horizon, "horizon", minimum=1)
-        self.epsilon = check_epsilon(epsilon, allow_inf=True)
-        self.sensitivity = check_sensitivity(sensitivity)
-        self.levels = tree_levels(self.horizon)
-        self.scale = binary_tree_node_scale(self.horizon, self.epsilon, self.sensitivity)
         if backend is not None and not isinstance(backend, NoiseBackend):
-            raise InvalidParameterError(
-                f"backend must be a NoiseBackend or None; got {type(backend).__name__}"
-            )
-        self._backend = backend if backend is not None else NumpyNoise(rng)
-        self.time = 0
-        self._exact_sum = 0.0
-        # (end time, e value) of the nodes in the decomposition of the current time, plus e_0 = 0
-        self._ancestors: list[tuple[int, float]] = [(0, 0.0)]
+            raise InvalidParameterError(f"backend must be a NoiseBackend or None; got {type(backend).__name__}")
+        self._bank = BinaryTreeCounterBank(
+            1, horizon, epsilon, sensitivity, integer=integer, rng=rng, backend=backend,
+            insecure_seeded_noise=insecure_seeded_noise,
+        )
+        self.horizon, self.epsilon, self.sensitivity = self._bank.horizon, self._bank.epsilon, self._bank.sensitivity
+        self.levels, self.scale, self.integer = self._bank.levels, self._bank.scale, self._bank.integer
+
+    @property
+    def time(self) -> int:
+        """Number of elements received so far."""
+        return self._bank.time
 
     @property
     def privacy(self) -> PureDP:
         """The guarantee of this counter."""
-        return binary_tree_guarantee(self.epsilon, self.sensitivity)
+        return self._bank.privacy
 
-    def update(self, value: float) -> float:
-        """Feed the next stream element and return the noisy prefix sum c_t.
+    def update(self, value: float) -> float | int:
+        """Feed the next stream element and return the noisy prefix sum c_t (an int when ``integer``).
 
         Raises
         ------
         PrivacyBudgetExceededError
-            If the counter already released ``horizon`` values (further releases would not be
-            covered by the guarantee).
+            If the counter already released ``horizon`` values.
         InvalidParameterError
-            If ``value`` is not a finite real.
+            If ``value`` is not a finite real (an integer when ``integer``).
         """
+        if self.integer:
+            if isinstance(value, bool) or not isinstance(value, int | np.integer | float | np.floating):
+                raise InvalidParameterError(f"value must be an integer; got {value!r}")
+            released = self._bank.update(np.array([value]))
+            return int(released[0])
         v = check_finite_float(value, "value")
-        if self.time >= self.horizon:
-            raise PrivacyBudgetExceededError(
-                f"counter already released horizon={self.horizon} values; update number "
-                f"{self.time + 1} is not covered by its guarantee"
-            )
-        self.time += 1
-        t = self.time
-        self._exact_sum += v
-        parent = t & (t - 1)
-        while self._ancestors[-1][0] > parent:
-            self._ancestors.pop()
-        # η_t: noise of the node ending at t (level = lowest set bit of t); one draw per step
-        eta = 0.0 if self.scale == 0.0 else float(self._backend.laplace(self.scale))
-        error = eta + self._ancestors[-1][1]  # e_t = η_t + e_{t & (t−1)}
-        self._ancestors.append((t, error))
-        return self._exact_sum + error
+        return float(self._bank.update(np.array([v]))[0])
 
-    def __repr__(self) -> str:
-        return (
-            f"BinaryTreeCounter(horizon={self.horizon}, epsilon={self.epsilon}, "
-            f"sensitivity={self.sensitivity}, time={self.time})"
-        )
 
 
 @lru_cache(maxsize=32)
@@ -350,8 +559,12 @@ def binary_tree_prefix_sums(
     *,
     horizon: int | None = None,
     node_noise: ArrayLike | None = None,
+    integer: bool = False,
 ) -> NDArray[np.float64]:
     """All T noisy prefix sums of many independent streams at once (vectorised binary mechanism).
+
+    Simulation noise: seeded NumPy draws (not a deployment release; deploy with
+    :class:`BinaryTreeCounter` or :class:`BinaryTreeCounterBank`, secure by default).
 
     Parameters
     ----------
@@ -370,6 +583,9 @@ def binary_tree_prefix_sums(
     node_noise : array_like of shape (..., T), optional
         Explicit node noise η (η[..., t−1] belongs to the node ending at t); overrides ``rng``.
         For audits and equivalence tests.
+    integer : bool, default False
+        Discrete Laplace node noise (integer streams), drawn as
+        :meth:`~dpbandits.privacy.noise.NumpyNoise.discrete_laplace` does.
 
     Returns
     -------
@@ -406,6 +622,8 @@ def binary_tree_prefix_sums(
             )
     elif scale == 0.0:
         eta = np.zeros_like(v)
+    elif integer:
+        eta = NumpyNoise(rng).discrete_laplace(scale, size=v.shape).astype(np.float64)
     else:
         eta = NumpyNoise(rng).laplace(scale, size=v.shape)
     return np.cumsum(v, axis=-1) + _errors_from_node_noise(eta)
@@ -416,7 +634,9 @@ class TreeNoiseTable:
 
     Counter k draws its node noise η_1, η_2, … one value per time step from its own Generator, in
     time order, exactly as a :class:`BinaryTreeCounter` seeded with the same Generator does; so a
-    release ``exact_prefix_sum + errors(...)`` equals that counter's release bit for bit. Windows of
+    release ``exact_prefix_sum + errors(...)`` equals that counter's release (bit for bit for
+    integer streams with ``integer=True``). Simulation noise: seeded NumPy draws, not a deployment
+    release. Windows of
     times may be requested repeatedly (for example after a vectorised simulation has to restart a
     block at an elimination round), as long as windows never move backwards past a discarded chunk.
 
@@ -432,6 +652,9 @@ class TreeNoiseTable:
         Δ per counter.
     chunk : int, default 16384
         Chunk length (rounded up to a power of two).
+    integer : bool, default False
+        Discrete Laplace node noise (integer streams), two uniforms per node as
+        :meth:`~dpbandits.privacy.noise.NumpyNoise.discrete_laplace` draws them.
 
     Privacy
     -------
@@ -450,9 +673,11 @@ class TreeNoiseTable:
         sensitivity: float = 1.0,
         *,
         chunk: int = 16384,
+        integer: bool = False,
     ) -> None:
         self.horizon = check_int(horizon, "horizon", minimum=1)
         self.scale = binary_tree_node_scale(self.horizon, epsilon, sensitivity)
+        self.integer = bool(integer)
         self._generators = [as_generator(g) for g in generators]
         if not self._generators:
             raise InvalidParameterError("generators must hold at least one Generator; got 0")
@@ -515,7 +740,11 @@ class TreeNoiseTable:
         if self.scale != 0.0:
             offset = 1 if c == 0 else 0
             for k in np.flatnonzero(self._live):
-                eta[k, offset : offset + n_draws] = self._generators[k].laplace(0.0, self.scale, size=n_draws)
+                generator = self._generators[k]
+                eta[k, offset : offset + n_draws] = (
+                    discrete_laplace_from_uniforms(generator.random((n_draws, 2)), self.scale)
+                    if self.integer else generator.laplace(0.0, self.scale, size=n_draws)
+                )
         if c == 0:
             base = np.zeros(self.n_counters)  # e_0 = 0
         else:

@@ -28,6 +28,7 @@ from typing import Self
 from dpbandits._core.errors import DPBanditsError, InvalidParameterError
 
 __all__ = [
+    "PER_INSTANCE_NOTE",
     "ApproxDP",
     "Guarantee",
     "Neighbouring",
@@ -57,6 +58,13 @@ class Neighbouring(StrEnum):
     """Joint DP: one user's (round's) data changes; the outputs to all *other* users are protected."""
 
 
+PER_INSTANCE_NOTE = (
+    "per-instance: holds for this dataset and its neighbours only, NOT a worst-case DP guarantee "
+    "(publishing it leaks information about the data)"
+)
+"""Printed with every per-instance guarantee (``str(guarantee)``)."""
+
+
 def _check_guarantee_epsilon(epsilon: float) -> float:
     if isinstance(epsilon, bool) or not isinstance(epsilon, Real):
         raise InvalidParameterError(f"epsilon must be a float >= 0 or inf; got {epsilon!r}")
@@ -84,9 +92,13 @@ class Guarantee:
         Paper and theorem that give the guarantee.
     per_instance : bool, default False
         True for data-dependent guarantees, which hold for the given dataset and its neighbours
-        only, not for every pair of neighbouring datasets.
+        only, not for every pair of neighbouring datasets. The printed form then says so
+        (:data:`PER_INSTANCE_NOTE`).
     reason : str, optional
         Why ``epsilon`` is infinite, or any caveat.
+    domain : str, optional
+        For a data-independent guarantee calibrated from declared public quantities: the domain
+        over which it holds ("N(a) >= 5 for every arm, rewards in [0, 1]"), printed with it.
     """
 
     epsilon: float
@@ -96,6 +108,7 @@ class Guarantee:
     reference: str = ""
     per_instance: bool = False
     reason: str = ""
+    domain: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_guarantee_epsilon(self.epsilon))
@@ -135,7 +148,16 @@ class Guarantee:
             "reference": self.reference,
             "per_instance": self.per_instance,
             "reason": self.reason,
+            "domain": self.domain,
+            "scope": self.scope_note,
         }
+
+    @property
+    def scope_note(self) -> str:
+        """Where the guarantee holds: the per-instance warning, the declared domain, or ""."""
+        if self.per_instance:
+            return PER_INSTANCE_NOTE
+        return f"over the declared domain: {self.domain}" if self.domain else ""
 
     def with_parameters(
         self, epsilon: float, delta: float, neighbouring: Neighbouring | None = None
@@ -153,6 +175,7 @@ class Guarantee:
             reference=self.reference,
             per_instance=self.per_instance,
             reason=self.reason,
+            domain=self.domain,
         )
 
     def group(self, k: int) -> Guarantee:
@@ -173,7 +196,8 @@ class Guarantee:
     def __str__(self) -> str:
         head = f"({self.epsilon:.6g}, {self.delta:.3g})-DP" if self.delta else f"{self.epsilon:.6g}-DP"
         extra = ", per-instance" if self.per_instance else ""
-        return f"{head} [{self.neighbouring.value}{extra}] protecting {self.unit}"
+        note = f"; {self.scope_note}" if self.scope_note else ""
+        return f"{head} [{self.neighbouring.value}{extra}] protecting {self.unit}{note}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,7 +229,7 @@ class PureDP(Guarantee):
         """Pure ε-DP implies (ε, δ)-DP for every δ >= 0."""
         return ApproxDP(
             epsilon=self.epsilon, delta=delta, unit=self.unit, neighbouring=self.neighbouring,
-            reference=self.reference, per_instance=self.per_instance, reason=self.reason,
+            reference=self.reference, per_instance=self.per_instance, reason=self.reason, domain=self.domain,
         )
 
 

@@ -14,9 +14,13 @@ The generalised exponential mechanism (Gibbs distribution) π(a) ∝ π0(a)·exp
 space by :func:`gibbs_log_probabilities`; this is the sampler of the KL-regularised policies
 (``specs/spec_kl_regularization.md`` §3.1).
 
-Noise comes from a backend (:mod:`dpbandits.privacy.noise`). The default, ``NumpyNoise(rng)``, is seeded
-floating-point noise: idealised numerics, right for simulation and **not** for deployment (Mironov 2012;
-Ilvento 2020). For deployment pass ``backend="opendp"`` (secure, unseedable, floating-point safe).
+Noise comes from a backend (:mod:`dpbandits.privacy.noise`). Every release verb (``release``,
+``sample``) is **secure by default**: OpenDP noise from the OS CSPRNG, added (or sampled from the
+exponential weights) inside OpenDP, so the release is floating-point safe. Seeded NumPy noise —
+idealised numerics, right for simulation and **not** for deployment (Mironov 2012; Ilvento 2020) —
+needs ``insecure_seeded_noise=True`` and warns. Vectorised simulations use a
+:class:`~dpbandits.privacy.noise.NumpyNoise` backend's verbs directly with a mechanism's parameters
+(``scale``, ``sigma``, ``log_probabilities``).
 """
 
 from __future__ import annotations
@@ -41,15 +45,17 @@ from dpbandits._core.validation import (
     check_sensitivity,
 )
 from dpbandits.privacy.accounting import (
+    Accountant,
     GaussianEvent,
     LaplaceEvent,
     PrivacyEvent,
     PureEvent,
     _gaussian_delta,
     gaussian_delta,
+    spend,
 )
 from dpbandits.privacy.guarantees import ApproxDP, Guarantee, Neighbouring, PureDP
-from dpbandits.privacy.noise import NoiseBackend, resolve_backend
+from dpbandits.privacy.noise import NoiseBackend, privacy_noise
 
 __all__ = [
     "ExponentialMechanism",
@@ -132,7 +138,12 @@ def gibbs_log_probabilities(
 
 
 def sample_log_weights(
-    log_weights: ArrayLike, rng: RNGLike = None, size: int | None = None, *, backend: BackendLike = None
+    log_weights: ArrayLike,
+    rng: RNGLike = None,
+    size: int | None = None,
+    *,
+    backend: BackendLike = None,
+    insecure_seeded_noise: bool = False,
 ) -> NDArray[np.int64]:
     """Sample indices from unnormalised log-weights by the Gumbel-max trick.
 
@@ -141,17 +152,20 @@ def sample_log_weights(
     log_weights : array_like of shape (..., n_actions)
         Unnormalised log-weights; ``-inf`` entries are never chosen.
     rng : int, SeedSequence, Generator or None
+        Seed of the draw; only with ``insecure_seeded_noise=True``.
     size : int, optional
         Number of independent draws (prepended to the batch shape).
     backend : NoiseBackend or str, optional
-        Noise backend (default ``NumpyNoise(rng)``); ``"opendp"`` for deployment.
+        Noise backend; default the secure OpenDP sampler (exact, no cutoff).
+    insecure_seeded_noise : bool, default False
+        Seeded NumPy Gumbel-max instead (simulation only; warns).
 
     Returns
     -------
     ndarray of int
         argmax_a (z(a) + G(a)) with G i.i.d. Gumbel(0, 1): an exact draw from softmax(z).
     """
-    return resolve_backend(backend, rng).gumbel_max(log_weights, size=size)
+    return privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend).gumbel_max(log_weights, size=size)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -191,12 +205,25 @@ class Mechanism(ABC):
         """The privacy event of one release, for accounting."""
 
     @abstractmethod
-    def release(self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None) -> NDArray[Any]:
+    def release(
+        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
+    ) -> NDArray[Any]:
         """Run the mechanism once on ``data`` (once per batch row for selection mechanisms)."""
 
     @abstractmethod
     def example_input(self) -> NDArray[np.float64]:
         """Return a valid input for :meth:`release` (used by contract tests and docs)."""
+
+    def _noise(self, rng: RNGLike, backend: BackendLike, insecure_seeded_noise: bool,
+               accountant: Accountant | None, count: int = 1) -> NoiseBackend:
+        """The release's noise source, after the accountant (if any) has recorded ``count`` events.
+
+        The event is spent *before* any noise is drawn, so an over-budget release draws nothing.
+        """
+        noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend, stacklevel=4)
+        spend(accountant, self.event, count)
+        return noise
 
     def guarantee(self, unit: str, neighbouring: Neighbouring | str, reference: str | None = None) -> Guarantee:
         """Return the guarantee of one release.
@@ -246,8 +273,8 @@ class LaplaceMechanism(Mechanism):
     -------
     ε-DP for the unit under which ``sensitivity`` bounds ‖f(D) − f(D')‖₁. Noise is i.i.d. per entry,
     so a batch of independent trials (batch dimension first) can be released in one call, each trial
-    ε-DP for its own data. Seeded NumPy noise is idealised numerics (simulation only); the ``"opendp"``
-    backend is floating-point safe.
+    ε-DP for its own data. Releases are secure by default (OpenDP adds the noise: floating-point safe);
+    seeded NumPy noise (``insecure_seeded_noise=True``) is idealised numerics, for simulation only.
 
     References
     ----------
@@ -259,7 +286,7 @@ class LaplaceMechanism(Mechanism):
     >>> mech = LaplaceMechanism(sensitivity=1.0, epsilon=0.5)
     >>> mech.scale
     2.0
-    >>> mech.release([0.0, 1.0], rng=0).shape
+    >>> mech.release([0.0, 1.0]).shape
     (2,)
     """
 
@@ -282,10 +309,13 @@ class LaplaceMechanism(Mechanism):
         """``LaplaceEvent(scale=b, sensitivity=Δ)``."""
         return LaplaceEvent(self.scale, self.sensitivity)
 
-    def release(self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None) -> NDArray[np.float64]:
+    def release(
+        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
+    ) -> NDArray[np.float64]:
         """Return ``data`` + i.i.d. Laplace(b) noise (same shape as ``data``; 0-d for a scalar)."""
         values = _check_values(data, "value")
-        return resolve_backend(backend, rng).add_laplace(values, self.scale)
+        return self._noise(rng, backend, insecure_seeded_noise, accountant).add_laplace(values, self.scale)
 
     def example_input(self) -> NDArray[np.float64]:
         """Return a small vector of values."""
@@ -391,7 +421,8 @@ class GaussianMechanism(Mechanism):
     Privacy
     -------
     (ε, δ)-DP for the unit under which ``l2_sensitivity`` bounds ‖f(D) − f(D')‖₂. Seeded NumPy noise is
-    idealised numerics (simulation only); the ``"opendp"`` backend is floating-point safe.
+    idealised numerics (simulation only, ``insecure_seeded_noise=True``); the default secure backend is
+    floating-point safe.
 
     References
     ----------
@@ -435,10 +466,13 @@ class GaussianMechanism(Mechanism):
         """``GaussianEvent(sigma=σ, l2_sensitivity=Δ)``."""
         return GaussianEvent(self.sigma, self.l2_sensitivity)
 
-    def release(self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None) -> NDArray[np.float64]:
+    def release(
+        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
+    ) -> NDArray[np.float64]:
         """Return ``data`` + i.i.d. N(0, σ²) noise (same shape as ``data``)."""
         values = _check_values(data, "value")
-        return resolve_backend(backend, rng).add_gaussian(values, self.sigma)
+        return self._noise(rng, backend, insecure_seeded_noise, accountant).add_gaussian(values, self.sigma)
 
     def example_input(self) -> NDArray[np.float64]:
         """Return a small vector of values."""
@@ -568,7 +602,8 @@ class GibbsMechanism(Mechanism):
         return np.exp(self.log_probabilities(utilities))
 
     def sample(
-        self, utilities: ArrayLike, rng: RNGLike = None, size: int | None = None, backend: BackendLike = None
+        self, utilities: ArrayLike, rng: RNGLike = None, size: int | None = None, backend: BackendLike = None,
+        *, insecure_seeded_noise: bool = False, accountant: Accountant | None = None,
     ) -> NDArray[np.int64]:
         """Draw action indices from π (Gumbel-max on log π).
 
@@ -576,11 +611,14 @@ class GibbsMechanism(Mechanism):
         ----------
         utilities : array_like of shape (..., n_actions)
         rng : int, SeedSequence, Generator or None
+            Seed of the draw; only with ``insecure_seeded_noise=True``.
         size : int, optional
             Number of independent draws, prepended to the batch shape. Each draw is a separate
             ε-DP release (compose them, e.g. with :class:`~dpbandits.privacy.accounting.Accountant`).
         backend : NoiseBackend or str, optional
-            Default ``NumpyNoise(rng)``; ``"opendp"`` uses OpenDP's exact Gumbel noisy-max.
+            Default: OpenDP's exact Gumbel noisy-max over the OS CSPRNG (secure, no cutoff).
+        insecure_seeded_noise : bool, default False
+            Seeded NumPy Gumbel-max instead (simulation only; warns).
 
         Returns
         -------
@@ -588,11 +626,16 @@ class GibbsMechanism(Mechanism):
         """
         if size is not None:
             size = check_int(size, "size", minimum=1)
-        return resolve_backend(backend, rng).gumbel_max(self.log_probabilities(utilities), size=size)
+        log_p = self.log_probabilities(utilities)
+        noise = self._noise(rng, backend, insecure_seeded_noise, accountant, count=1 if size is None else size)
+        return noise.gumbel_max(log_p, size=size)
 
-    def release(self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None) -> NDArray[np.int64]:
+    def release(
+        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
+    ) -> NDArray[np.int64]:
         """Draw one action per batch row (``sample`` with ``size=None``)."""
-        return self.sample(data, rng=rng, backend=backend)
+        return self.sample(data, rng=rng, backend=backend, insecure_seeded_noise=insecure_seeded_noise, accountant=accountant)
 
     def example_input(self) -> NDArray[np.float64]:
         """Return utilities for every action."""
@@ -623,7 +666,8 @@ class ExponentialMechanism(GibbsMechanism):
     Privacy
     -------
     ε-DP (temperature η = 2Δ/ε, or Δ/ε when monotone). Seeded Gumbel noise is idealised numerics
-    (simulation only); the ``"opendp"`` backend samples with OpenDP's exact Gumbel noisy-max.
+    (simulation only, ``insecure_seeded_noise=True``); the default secure backend samples with OpenDP's
+    exact Gumbel noisy-max.
 
     References
     ----------
@@ -635,7 +679,7 @@ class ExponentialMechanism(GibbsMechanism):
     >>> mech = ExponentialMechanism(sensitivity=1.0, epsilon=2.0)
     >>> mech.temperature
     1.0
-    >>> int(mech.sample([0.0, 0.0, 50.0], rng=0))
+    >>> int(mech.sample([0.0, 0.0, 50.0]))
     2
     """
 
@@ -732,7 +776,8 @@ class GridExponentialMechanism(Mechanism):
     -------
     ε-DP, exactly, provided the grid (and the volumes) do not depend on the data; a grid refined around
     a data-dependent point voids the guarantee (``specs/spec_usca_kernel.md`` §2.4 (A)). Seeded Gumbel
-    noise is idealised numerics (simulation only); ``backend="opendp"`` is for deployment.
+    noise is idealised numerics (simulation only, ``insecure_seeded_noise=True``); the default secure
+    backend is for deployment.
 
     References
     ----------
@@ -742,7 +787,7 @@ class GridExponentialMechanism(Mechanism):
     --------
     >>> from dpbandits.privacy.mechanisms import GridExponentialMechanism, uniform_grid
     >>> mech = GridExponentialMechanism(uniform_grid(0.0, 1.0, 8), sensitivity=1.0, epsilon=1.0)
-    >>> mech.sample([0.0] * 8, rng=0).shape
+    >>> mech.sample([0.0] * 8).shape
     (1,)
     """
 
@@ -800,22 +845,31 @@ class GridExponentialMechanism(Mechanism):
 
     def sample_index(
         self, utility_values_on_grid: ArrayLike, rng: RNGLike = None, size: int | None = None,
-        backend: BackendLike = None,
+        backend: BackendLike = None, *, insecure_seeded_noise: bool = False, accountant: Accountant | None = None,
     ) -> NDArray[np.int64]:
         """Draw grid indices (see :meth:`GibbsMechanism.sample`)."""
-        return self.selector.sample(utility_values_on_grid, rng=rng, size=size, backend=backend)
+        return self.selector.sample(
+            utility_values_on_grid, rng=rng, size=size, backend=backend, insecure_seeded_noise=insecure_seeded_noise,
+            accountant=accountant,
+        )
 
     def sample(
         self, utility_values_on_grid: ArrayLike, rng: RNGLike = None, size: int | None = None,
-        backend: BackendLike = None,
+        backend: BackendLike = None, *, insecure_seeded_noise: bool = False, accountant: Accountant | None = None,
     ) -> NDArray[np.float64]:
         """Draw grid points: shape (size, ..., dim) or (..., dim)."""
-        index = self.sample_index(utility_values_on_grid, rng=rng, size=size, backend=backend)
+        index = self.sample_index(
+            utility_values_on_grid, rng=rng, size=size, backend=backend, insecure_seeded_noise=insecure_seeded_noise,
+            accountant=accountant,
+        )
         return np.asarray(self.grid[index], dtype=np.float64)
 
-    def release(self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None) -> NDArray[np.float64]:
+    def release(
+        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
+    ) -> NDArray[np.float64]:
         """Draw one grid point per batch row."""
-        return self.sample(data, rng=rng, backend=backend)
+        return self.sample(data, rng=rng, backend=backend, insecure_seeded_noise=insecure_seeded_noise, accountant=accountant)
 
     def example_input(self) -> NDArray[np.float64]:
         """Return utilities on the grid (a smooth bump)."""
@@ -882,12 +936,15 @@ class ReportNoisyMaxMechanism(Mechanism):
         """``PureEvent(epsilon)``."""
         return PureEvent(self._epsilon)
 
-    def release(self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None) -> NDArray[np.int64]:
+    def release(
+        self, data: ArrayLike, rng: RNGLike = None, backend: BackendLike = None, *, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
+    ) -> NDArray[np.int64]:
         """Return argmax_a (u(a) + Lap(b)) per batch row (last axis = actions)."""
         u = np.asarray(check_array(data, "utilities"), dtype=np.float64)
         if u.ndim == 0:
             raise InvalidParameterError(f"utilities must have at least one axis (actions); got shape {u.shape}")
-        noisy = resolve_backend(backend, rng).add_laplace(u, self.scale)
+        noisy = self._noise(rng, backend, insecure_seeded_noise, accountant).add_laplace(u, self.scale)
         return np.asarray(np.argmax(noisy, axis=-1), dtype=np.int64)
 
     def probabilities(self, utilities: ArrayLike) -> NDArray[np.float64]:
@@ -936,17 +993,20 @@ def report_noisy_max(
     monotone: bool = False,
     one_utility_changes: bool = False,
     backend: BackendLike = None,
+    insecure_seeded_noise: bool = False,
+    accountant: Accountant | None = None,
 ) -> NDArray[np.int64]:
     """Return argmax_a (u(a) + Lap(b)) per batch row; see :class:`ReportNoisyMaxMechanism`.
 
     Examples
     --------
     >>> from dpbandits.privacy.mechanisms import report_noisy_max
-    >>> int(report_noisy_max([0.0, 100.0, 0.0], sensitivity=1.0, epsilon=1.0, rng=0))
+    >>> int(report_noisy_max([0.0, 100.0, 0.0], sensitivity=1.0, epsilon=1.0))
     1
     """
     mech = ReportNoisyMaxMechanism(sensitivity, epsilon, monotone=monotone, one_utility_changes=one_utility_changes)
-    return mech.release(utilities, rng=rng, backend=backend)
+    return mech.release(utilities, rng=rng, backend=backend, insecure_seeded_noise=insecure_seeded_noise,
+                        accountant=accountant)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -1,13 +1,26 @@
 """Best-arm identification: fixed-budget algorithms, private and non-private.
 
-Importing this package registers its algorithms in :mod:`dpbandits.algorithms.registry`.
+DP-BAI family (Chen et al. 2024): DP-BAI, DP-BAI-Gauss, Baseline, OD-LinBAI, DP-OD; and Sequential
+Halving and uniform allocation. Importing this package registers its algorithms in
+:mod:`dpbandits.algorithms.registry`.
 """
 
-from dpbandits.algorithms.bai import sequential_halving, uniform
+from dpbandits.algorithms.bai import dp_bai, dp_od, od_linbai, sequential_halving, uniform
+from dpbandits.algorithms.bai.dp_bai import DPBAI, Baseline, DPBAIGauss
+from dpbandits.algorithms.bai.dp_od import DPOD
+from dpbandits.algorithms.bai.od_linbai import ODLinBAI
+from dpbandits.algorithms.bai.sequential_halving import SequentialHalving
 
-__all__ = ["sequential_halving", "uniform"]
-
-# DP-BAI family (Chen et al. 2024): DP-BAI, DP-BAI-Gauss, Baseline, OD-LinBAI, DP-OD.
-from dpbandits.algorithms.bai import dp_bai, dp_od, od_linbai
-
-__all__ += ["dp_bai", "dp_od", "od_linbai"]
+__all__ = [
+    "DPBAI",
+    "DPOD",
+    "Baseline",
+    "DPBAIGauss",
+    "ODLinBAI",
+    "SequentialHalving",
+    "dp_bai",
+    "dp_od",
+    "od_linbai",
+    "sequential_halving",
+    "uniform",
+]

@@ -139,6 +139,7 @@ class DPBAIPlanner:
             active=active, pulled=pulled, pulls=np.full(n_p, m_p, dtype=np.int64),
             sum_weights=alpha / m_p,  # per-phase mean μ̂_j = S_j/m_p, extrapolated by α
             noise_weights=alpha, noise_scales=np.full(n_p, scale), keep=self.schedule.sizes[phase + 1],
+            statistic_weights=np.eye(n_p) / m_p,  # z_j = S_j/m_p + ξ_j, the noisy phase mean
             clipped=bool(clipped_arr[0]),
             info={"phase": phase + 1, "dim": d_p, "branch": branch, "pulls_per_arm": m_p, "noise_scale": scale},
         )

@@ -144,6 +144,7 @@ class OptimalDesignPlanner:
             active=active, pulled=active[support], pulls=pulls,
             sum_weights=solve @ x_pulled.T,  # U_r = Σ_i a_i S_i, μ̂ = a_iᵀ V⁻¹ U_r
             noise_weights=noise_weights, noise_scales=noise_scales, keep=keep, clipped=bool(clipped),
+            statistic_weights=x_pulled.T if self.epsilon is not None else np.zeros((0, 0)),  # U = Σ a_i S_i
             info={"phase": phase + 1, "dim": int(x_active.shape[1]), "projected": projected,
                   "g_value": design.g_value, "sensitivity_bound": bound},
         )

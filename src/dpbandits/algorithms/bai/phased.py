@@ -32,17 +32,19 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, spawn_generators
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_one_of
 from dpbandits.envs.base import BanditEnvironment, segment_sums
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee
-from dpbandits.privacy.noise import NoiseBackend, NumpyNoise
+from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
 __all__ = [
     "PhasePlan",
@@ -75,6 +77,11 @@ class PhasePlan:
         W_noise (q = 0 for non-private algorithms).
     noise_scales : ndarray, shape (q,)
         Scale of each noise coordinate (Laplace scale b or Gaussian standard deviation σ).
+    statistic_weights : ndarray, shape (q, n)
+        M: the released statistic is z = M·S + ξ and the estimates are W_noise·z, so
+        W_sum = W_noise·M (checked). The ask/tell agent releases z through the noise backend's
+        ``add_*`` verb, which on the secure backend adds the noise inside OpenDP (floating-point
+        safe); (q, n) zeros for non-private plans.
     keep : int
         Number of survivors.
     clipped : bool
@@ -90,6 +97,7 @@ class PhasePlan:
     noise_weights: FloatArray
     noise_scales: FloatArray
     keep: int
+    statistic_weights: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))
     clipped: bool = False
     info: dict[str, object] = field(default_factory=dict)
     diagonal: bool = field(init=False, default=False)
@@ -100,6 +108,14 @@ class PhasePlan:
             return w.shape[0] == w.shape[1] and not np.any(w - np.diag(np.diag(w)))
 
         object.__setattr__(self, "diagonal", is_diagonal(self.sum_weights) and is_diagonal(self.noise_weights))
+        q, n = self.noise_scales.shape[0], self.pulled.shape[0]
+        if q and (self.statistic_weights.shape != (q, n)
+                  or not np.allclose(self.noise_weights @ self.statistic_weights, self.sum_weights,
+                                     rtol=1e-9, atol=1e-12)):
+            raise InvalidParameterError(
+                f"statistic_weights must have shape ({q}, {n}) with noise_weights @ statistic_weights == "
+                f"sum_weights; got shape {self.statistic_weights.shape}"
+            )
 
     @property
     def total_pulls(self) -> int:
@@ -141,6 +157,10 @@ class _PlanCache:
 
     def next_id(self, phase: int, state_id: int, survivors: tuple[int, ...]) -> int:
         state = self.planner.next_state(phase, self.states[state_id], self.plan(phase, state_id), survivors)
+        return self.register(state)
+
+    def register(self, state: Hashable) -> int:
+        """The id of ``state``, registering it if it is new."""
         if state not in self._ids:
             self._ids[state] = len(self.states)
             self.states.append(state)
@@ -280,7 +300,7 @@ def run_vectorised(planner: Planner, n_trials: int, sample_sums: SumSampler, noi
     return PhasedResult(survivors_all[:, 0].copy(), pulls, clipped)
 
 
-class PhasedAgent:
+class PhasedAgent(Persistable):
     """Ask/tell driver of a phased algorithm, for use against real feedback.
 
     ``arm = agent.ask()`` returns the next arm to pull; ``agent.tell(arm, reward)`` reports its
@@ -302,8 +322,10 @@ class PhasedAgent:
 
     def __init__(self, planner: Planner, noise: NoiseBackend | None, algorithm_rng: np.random.Generator,
                  *, reward_bounds: tuple[float, float] = (0.0, 1.0), clip_rewards: bool = False,
-                 tie_break: str = "random") -> None:
-        self._cache = _PlanCache(planner)
+                 tie_break: str = "random", plan_cache: _PlanCache | None = None) -> None:
+        self._cache = _PlanCache(planner) if plan_cache is None else plan_cache
+        self._algorithm: PhasedAlgorithm | None = None  # set by PhasedAlgorithm.agent (for save/load)
+        self._insecure_seeded_noise = False
         self._planner = planner
         self._noise = noise
         self._rng = algorithm_rng
@@ -383,14 +405,49 @@ class PhasedAgent:
         if self._position == self._queue.shape[0]:
             self._finish_phase()
 
+    def get_params(self) -> dict[str, object]:
+        """The algorithm the agent runs and how its noise was chosen (for save/load)."""
+        if self._algorithm is None:
+            raise InvalidParameterError("only an agent made by PhasedAlgorithm.agent() can be saved")
+        return {"algorithm": self._algorithm, "insecure_seeded_noise": self._insecure_seeded_noise}
+
+    @classmethod
+    def _rebuild(cls, params: dict[str, Any], state: dict[str, Any], overrides: dict[str, Any]) -> PhasedAgent:
+        algorithm = params["algorithm"]
+        agent = algorithm.agent(insecure_seeded_noise=params["insecure_seeded_noise"])
+        agent._set_state(state)
+        return agent
+
+    def _get_state(self) -> dict[str, Any]:
+        return {
+            "phase": self._phase, "planner_state": self._cache.states[self._state_id],
+            "position": self._position if not self.done else 0, "sums": self._sums if not self.done else None,
+            "pulls": self.pulls, "phase_log": self.phase_log, "recommendation": self._recommendation,
+            "rng": self._rng, "noise": self._noise,
+        }
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        self._phase, self._recommendation = state["phase"], state["recommendation"]
+        self._state_id = self._cache.register(state["planner_state"])
+        self.pulls, self.phase_log = state["pulls"], state["phase_log"]
+        self._rng, self._noise = state["rng"], state["noise"]
+        if not self.done:
+            self._start_phase()
+            self._position, self._sums = state["position"], state["sums"]
+
     def _finish_phase(self) -> None:
         plan = self._plan
-        q = plan.noise_scales.shape[0]
-        xi = _draw_noise(self._noise, self._planner.noise_kind, plan.noise_scales.reshape(1, q))
+        if plan.noise_scales.shape[0]:
+            if self._noise is None:
+                raise InvalidParameterError("noise must be a NoiseBackend for a private algorithm; got None")
+            # release z = M·S + ξ through the backend (inside OpenDP on the secure one), then μ̃ = W_noise·z
+            statistic = plan.statistic_weights @ self._sums
+            add = self._noise.add_laplace if self._planner.noise_kind == "laplace" else self._noise.add_gaussian
+            released = add(statistic, plan.noise_scales)
+            estimates = (plan.noise_weights @ released).reshape(1, -1)
+        else:
+            estimates = (plan.sum_weights @ self._sums).reshape(1, -1)
         keys = self._rng.random((1, plan.active.shape[0]))
-        estimates = self._sums.reshape(1, -1) @ plan.sum_weights.T
-        if q:
-            estimates += xi @ plan.noise_weights.T
         chosen = plan.active[select_top(estimates, plan.keep, keys if self._tie_break == "random" else None)][0]
         self.phase_log.append({**plan.info, "estimates": estimates[0].copy(), "survivors": chosen.copy()})
         self._state_id = self._cache.next_id(self._phase, self._state_id, tuple(int(a) for a in chosen))
@@ -404,7 +461,7 @@ class PhasedAgent:
 TIE_BREAKS = ("random", "index")
 
 
-class PhasedAlgorithm(ABC):
+class PhasedAlgorithm(Persistable, ABC):
     """Common front end of the phased BAI algorithms: validation, streams, the two drivers.
 
     Subclasses build their :class:`Planner` in ``__init__`` (attribute ``planner``) and define
@@ -416,6 +473,7 @@ class PhasedAlgorithm(ABC):
     """
 
     planner: Planner
+    _plan_cache: _PlanCache | None = None
     tie_break: str = "random"
     clip_rewards: bool = False
     allow_out_of_range: bool = False
@@ -487,17 +545,25 @@ class PhasedAlgorithm(ABC):
         noise = NumpyNoise(noise_rng) if self.planner.noise_kind else None
         return run_vectorised(self.planner, n, sampler, noise, algorithm_rng, tie_break=self.tie_break)
 
-    def agent(self, rng: RNGLike = None, *, noise: NoiseBackend | None = None) -> PhasedAgent:
+    def agent(self, rng: RNGLike = None, *, noise_backend: NoiseBackend | None = None,
+              insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> PhasedAgent:
         """Return an ask/tell agent.
 
         Parameters
         ----------
         rng : int, SeedSequence, Generator or None
             Spawns (environment, algorithm, privacy-noise) streams like :meth:`simulate`; the
-            environment stream is not used by the agent.
-        noise : NoiseBackend, optional
-            Privacy-noise source; default seeded NumPy noise from the privacy-noise stream (for
-            simulation only — pass the secure backend in deployment).
+            environment stream is not used by the agent. The algorithm stream seeds the tie-break
+            keys; the privacy-noise stream is used only with ``insecure_seeded_noise=True``.
+        noise_backend : NoiseBackend, optional
+            Privacy-noise source; default the secure OpenDP backend (each phase's statistic gets
+            its noise added inside OpenDP: floating-point safe, from the OS CSPRNG).
+        insecure_seeded_noise : bool, default False
+            Seed the privacy noise from ``rng`` (the agent then reproduces :meth:`simulate`).
+            Simulation only: not private in deployment; warns.
+        accountant : Accountant, optional
+            Records the run's guarantee (:attr:`privacy`) before the agent exists: a run that would
+            exceed the accountant's budget raises :class:`PrivacyBudgetExceededError` and draws nothing.
 
         Notes
         -----
@@ -506,9 +572,16 @@ class PhasedAlgorithm(ABC):
         does not hold).
         """
         _, algorithm_rng, noise_rng = spawn_generators(rng, 3)
-        if noise is None and self.planner.noise_kind:
-            noise = NumpyNoise(noise_rng)
+        noise = None
+        if self.planner.noise_kind:
+            spend(accountant, self.privacy)  # the whole run is one release of the reward table
+            noise = privacy_noise(noise_rng if insecure_seeded_noise and noise_backend is None else None,
+                                  insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         # allow_out_of_range: accept any finite reward, as simulate() does on such environments
         bounds = (-np.inf, np.inf) if self.allow_out_of_range and not self.clip_rewards else (0.0, 1.0)
-        return PhasedAgent(self.planner, noise, algorithm_rng, reward_bounds=bounds,
-                           clip_rewards=self.clip_rewards, tie_break=self.tie_break)
+        if getattr(self, "_plan_cache", None) is None:  # plans are pure functions of public state: share them
+            self._plan_cache = _PlanCache(self.planner)
+        agent = PhasedAgent(self.planner, noise, algorithm_rng, reward_bounds=bounds,
+                            clip_rewards=self.clip_rewards, tie_break=self.tie_break, plan_cache=self._plan_cache)
+        agent._algorithm, agent._insecure_seeded_noise = self, insecure_seeded_noise
+        return agent

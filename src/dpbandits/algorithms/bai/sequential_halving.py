@@ -29,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator, spawn_generators
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_one_of
@@ -210,7 +211,7 @@ def simulate_sequential_halving(
     return bai_metrics(env, surviving[:, 0])
 
 
-class SequentialHalving:
+class SequentialHalving(Persistable):
     """Sequential Halving in ask/tell form, for one trial driven by external rewards.
 
     Pulls are asked in round-robin order over the surviving arms (sorted by index) until each has
@@ -247,6 +248,9 @@ class SequentialHalving:
     >>> agent.recommend()
     0
     """
+
+    _state_fields = ("_rng", "_round", "_surviving", "_round_sums", "_total_sums", "_total_counts", "_position",
+                     "_pending")
 
     def __init__(self, n_arms: int, budget: int, *, rng: RNGLike = None, reuse_samples: bool = False) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=2)

@@ -35,3 +35,29 @@ __all__ = [
     "rucb",
     "theory",
 ]
+
+from dpbandits.algorithms.dueling.beat_the_mean import BeatTheMean
+from dpbandits.algorithms.dueling.colstim import CoLSTIM
+from dpbandits.algorithms.dueling.copeland_confidence_bound import CopelandConfidenceBound
+from dpbandits.algorithms.dueling.double_thompson import DoubleThompsonSampling
+from dpbandits.algorithms.dueling.dp_ebs_elimination import DPEBSElimination
+from dpbandits.algorithms.dueling.goptimal_dpdb import GOptimalDPDB
+from dpbandits.algorithms.dueling.interleaved_filter import InterleavedFilter
+from dpbandits.algorithms.dueling.ldp_ebs_elimination import LDPEBSElimination
+from dpbandits.algorithms.dueling.maxinp import MaxInP
+from dpbandits.algorithms.dueling.rmed import RMED1
+from dpbandits.algorithms.dueling.rucb import RUCB
+
+__all__ += [
+    "RMED1",
+    "RUCB",
+    "BeatTheMean",
+    "CoLSTIM",
+    "CopelandConfidenceBound",
+    "DPEBSElimination",
+    "DoubleThompsonSampling",
+    "GOptimalDPDB",
+    "InterleavedFilter",
+    "LDPEBSElimination",
+    "MaxInP",
+]

@@ -14,16 +14,22 @@ Random choices read the counter-based coins of :mod:`dpbandits.algorithms.duelin
 are pure functions of (trial key, round), so both drivers make the same choices from the same seeds
 and an agent reproduces the simulation's trial exactly. Memory is constant in the horizon: the state
 is a few (n_trials, K, K) arrays, whatever T.
+
+An agent saves and loads like every dpbandits agent (:class:`~dpbandits._core.persistence.Persistable`):
+its policy lists in ``_state_fields`` the attributes (dotted paths into owned objects allowed) that
+change while it runs, and the agent saves them with its clock.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int
@@ -61,7 +67,15 @@ class RoundPolicy(ABC):
         K.
     keys : ndarray of uint64 (n_trials,)
         Each trial's algorithm key (its coins).
+
+    Attributes
+    ----------
+    _state_fields : tuple of str
+        The attributes that change while the policy runs (dotted paths reach into owned objects);
+        :meth:`get_state` and :meth:`set_state` save and restore them.
     """
+
+    _state_fields: ClassVar[tuple[str, ...]] = ("keys", "first_counts")
 
     def __init__(self, n_arms: int, keys: np.ndarray) -> None:
         self.n_arms = int(n_arms)
@@ -89,6 +103,28 @@ class RoundPolicy(ABC):
     def recommendation(self) -> IntArray:
         """Per trial, the arm the algorithm would name best now (default: its most frequent first arm)."""
         return np.asarray(np.argmax(self.first_counts, axis=1), dtype=np.int64)
+
+    def get_state(self) -> dict[str, Any]:
+        """The values of ``_state_fields``, by path."""
+        state = {}
+        for path in self._state_fields:
+            owner, name = self._owner(path)
+            state[path] = getattr(owner, name)
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore values saved by :meth:`get_state`."""
+        for path in self._state_fields:
+            if path in state:
+                owner, name = self._owner(path)
+                setattr(owner, name, state[path])
+
+    def _owner(self, path: str) -> tuple[Any, str]:
+        *parents, name = path.split(".")
+        owner: Any = self
+        for parent in parents:
+            owner = getattr(owner, parent)
+        return owner, name
 
 
 def simulate_policy(
@@ -146,7 +182,7 @@ def simulate_policy(
     return {**metrics, "identified_best": identified}, policy
 
 
-class RoundAgent:
+class RoundAgent(Persistable):
     """Ask/tell form of a round-by-round policy (a batch of one trial).
 
     Parameters
@@ -156,6 +192,8 @@ class RoundAgent:
     horizon : int
         T; asking beyond it raises :class:`~dpbandits._core.errors.PrivacyBudgetExceededError`.
     """
+
+    _state_fields = ("time", "_asked")
 
     def __init__(self, policy: RoundPolicy, horizon: int) -> None:
         self._policy = policy
@@ -168,6 +206,14 @@ class RoundAgent:
     def recommendation(self) -> int:
         """The arm the algorithm names best now."""
         return int(self._policy.recommendation()[0])
+
+    def _get_state(self) -> dict[str, Any]:
+        return {**super()._get_state(), "policy": self._policy.get_state()}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        super()._set_state(state)
+        if "policy" in state:
+            self._policy.set_state(state["policy"])
 
     def ask(self) -> tuple[int, int]:
         """Return the next pair; asking again before ``tell`` returns the same pair."""

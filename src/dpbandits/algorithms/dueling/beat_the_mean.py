@@ -68,6 +68,8 @@ class BeatTheMeanPolicy(RoundPolicy):
         w_b and n_b: the same summed over the opponents still in W (kept up to date incrementally).
     """
 
+    _state_fields = (*RoundPolicy._state_fields, "working", "wins", "comparisons", "win_sums", "comparison_sums")
+
     def __init__(self, n_arms: int, keys: np.ndarray, horizon: int, gamma: float) -> None:
         super().__init__(n_arms, keys)
         self.horizon, self.gamma = horizon, gamma

@@ -66,6 +66,8 @@ class CoLSTIMPolicy(RoundPolicy):
     Gumbel perturbation of arm i afterwards.
     """
 
+    _state_fields = (*RoundPolicy._state_fields, "model.counts", "model.wins", "model.theta", "model.gram", "model._fitted")
+
     def __init__(self, settings: LinearDuelingSettings, keys: np.ndarray, threshold: float, width: float) -> None:
         super().__init__(settings.n_arms, keys)
         self.settings = settings

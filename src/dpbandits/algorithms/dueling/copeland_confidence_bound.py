@@ -82,6 +82,8 @@ class CCBPolicy(RoundPolicy):
     in B^i when step C trims B^i.
     """
 
+    _state_fields = (*RoundPolicy._state_fields, "wins", "best_set", "beaters", "max_losses")
+
     def __init__(self, n_arms: int, keys: np.ndarray, alpha: float) -> None:
         super().__init__(n_arms, keys)
         self.alpha = alpha

@@ -66,6 +66,8 @@ class DoubleThompsonPolicy(RoundPolicy):
     s = i·K + j (first candidate, i < j) and K² + i·K + a⁽¹⁾ (second candidate).
     """
 
+    _state_fields = (*RoundPolicy._state_fields, "wins")
+
     def __init__(self, n_arms: int, keys: np.ndarray, alpha: float) -> None:
         super().__init__(n_arms, keys)
         self.alpha = alpha

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
@@ -44,19 +45,20 @@ from dpbandits._core.validation import (
     check_one_of,
 )
 from dpbandits.algorithms.dueling._common import check_dueling_env, check_elimination_horizon, check_told
-from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
+from dpbandits.algorithms.dueling._streams import fresh_seed_sequence, trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.counters import (
-    BinaryTreeCounter,
+    BinaryTreeCounterBank,
     TreeNoiseTable,
     binary_tree_error_bound,
     binary_tree_node_scale,
     tree_levels,
 )
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
-from dpbandits.privacy.noise import NoiseBackend
+from dpbandits.privacy.noise import NoiseBackend, NumpyNoise
 
 __all__ = [
     "DPEBSElimination",
@@ -206,7 +208,7 @@ def ebs_widths(counts: FloatArray | IntArray, constants: EBSConstants, conf_scal
 
 
 def ebs_confidence_bounds(
-    released: FloatArray,
+    released: FloatArray | IntArray,
     counts: FloatArray | IntArray,
     constants: EBSConstants,
     conf_scale: float = 1.0,
@@ -290,7 +292,7 @@ def _opponents(uniforms: FloatArray, active: IntArray, left_index: IntArray, opp
     return active[j]
 
 
-class DPEBSElimination:
+class DPEBSElimination(Persistable):
     """Ask/tell DP-EBS-Elimination agent.
 
     Parameters
@@ -322,10 +324,17 @@ class DPEBSElimination:
         paper screens every round). The counters still release every round.
     rng : int, SeedSequence, Generator or None
         The trial's seed; split as in :mod:`dpbandits.algorithms.dueling._streams` (the environment
-        child is not used by the agent).
+        child is not used by the agent). It seeds the opponents' coins; the counters' privacy noise
+        only with ``insecure_seeded_noise=True``.
     noise_backend : NoiseBackend, optional
-        Shared source of Laplace noise for the counters (for example the secure OpenDP backend);
-        default: seeded NumPy noise, one stream per counter (simulation only).
+        Source of the counters' noise; default the secure OpenDP backend (exact discrete Laplace,
+        one call per round for all live counters).
+    insecure_seeded_noise : bool, default False
+        Seed the counters' noise from ``rng`` (one NumPy stream per counter, so the agent reproduces
+        the vectorised simulation exactly). Simulation only: not private in deployment; warns.
+    accountant : Accountant, optional
+        Records the run's guarantee before any noise is drawn (an over-budget run raises
+        :class:`PrivacyBudgetExceededError` at construction).
     record_transcript : bool, default False
         Keep, per round, the counters' released values and (for audits only, it is raw data) their
         stream elements.
@@ -362,6 +371,9 @@ class DPEBSElimination:
     1
     """
 
+    _state_fields = ("_key", "_counters", "_active", "_pointer", "_left_counts", "_pending", "_released",
+                     "_pair_counts", "_pair_wins", "elimination_rounds", "time", "_asked", "transcript", "_restarts")
+
     def __init__(
         self,
         n_arms: int,
@@ -378,7 +390,9 @@ class DPEBSElimination:
         check_every: int = 1,
         rng: RNGLike = None,
         noise_backend: NoiseBackend | None = None,
+        insecure_seeded_noise: bool = False,
         record_transcript: bool = False,
+        accountant: Accountant | None = None,
     ) -> None:
         self.constants = ebs_constants(
             n_arms, horizon, epsilon, failure_probability, counter_epsilon=counter_epsilon,
@@ -387,17 +401,21 @@ class DPEBSElimination:
         self.opponent, self.conf_scale, self.check_every = _check_options(opponent, conf_scale, check_every)
         self.counter_epsilon_rule = counter_epsilon
         self.stats_removal = stats_removal
+        if math.isfinite(self.privacy.epsilon):
+            spend(accountant, self.privacy)  # the whole run is one ε-DP release, spent before any noise
         k = self.constants.n_arms
         streams = trial_streams(rng)
         self._key = streams.algorithm_key
         self._noise_seed = streams.noise
         self._noise_backend = noise_backend
+        self._insecure_seeded_noise = bool(insecure_seeded_noise)
+        self._restarts = 0  # counter generations started after the first (stats_removal="restart")
         self._counters = self._new_counters()
         self._active = np.arange(k, dtype=np.int64)
         self._pointer = -1
         self._left_counts = np.zeros(k, dtype=np.int64)  # n_i
-        self._pending = np.zeros(k)  # subtraction entering counter i at the next round
-        self._released = np.zeros(k)  # w̃_i
+        self._pending = np.zeros(k, dtype=np.int64)  # subtraction entering counter i at the next round
+        self._released = np.zeros(k, dtype=np.int64)  # w̃_i (exact integer releases)
         self._pair_counts = np.zeros((k, k), dtype=np.int64)  # N_ik
         self._pair_wins = np.zeros((k, k), dtype=np.int64)  # W_ik
         self.elimination_rounds: dict[int, int] = {}
@@ -411,12 +429,21 @@ class DPEBSElimination:
         """ε_c given to every counter (a test's broken variant overrides this, never the library)."""
         return self.constants.counter_epsilon
 
-    def _new_counters(self) -> list[BinaryTreeCounter]:
-        """One fresh counter per arm, seeded by the next K children of the trial's noise stream."""
-        children = self._noise_seed.spawn(self.constants.n_arms)
-        eps_c = self._counter_epsilon()
-        return [BinaryTreeCounter(self.constants.horizon, eps_c, rng=child, backend=self._noise_backend)
-                for child in children]
+    def _new_counters(self) -> BinaryTreeCounterBank:
+        """One fresh counter per arm (generation g = number of restarts so far).
+
+        With ``insecure_seeded_noise`` counter i of generation g draws from child g·K + i of the
+        trial's noise stream (as the simulation's successive ``spawn(K)`` calls); a saved and loaded
+        agent rebuilds the same children from ``_restarts``.
+        """
+        k = self.constants.n_arms
+        backend: NoiseBackend | list[NoiseBackend] | None = self._noise_backend
+        if self._insecure_seeded_noise and backend is None:  # one stream per counter, as TreeNoiseTable
+            children = fresh_seed_sequence(self._noise_seed).spawn((self._restarts + 1) * k)[self._restarts * k:]
+            backend = [NumpyNoise(child) for child in children]
+        # each counter's stream: win indicators minus removed wins, integers with Δ = 1
+        return BinaryTreeCounterBank(k, self.constants.horizon, self._counter_epsilon(), integer=True,
+                                     backend=backend, insecure_seeded_noise=self._insecure_seeded_noise)
 
     @property
     def privacy(self) -> PureDP:
@@ -494,18 +521,17 @@ class DPEBSElimination:
         self._pair_counts[left, right] += 1
         self._pair_wins[left, right] += outcome
         self._left_counts[left] += 1
-        elements = {}
-        for i in self._active:
-            element = float(outcome * (i == left)) - self._pending[i]  # v_i = o_t·1[i = x_t] − pending_i
-            self._pending[i] = 0.0
-            self._released[i] = self._counters[i].update(element)
-            elements[int(i)] = element
+        # v_i = o_t·1[i = x_t] − pending_i for every live counter (retired ones ignore theirs)
+        elements = -self._pending
+        elements[left] += int(outcome)
+        self._pending[:] = 0
+        self._released = self._counters.update(elements)
         if self.record_transcript:
             self.transcript.append({
                 "round": self.time,
                 "pair": (left, right),
-                "released": {int(i): float(self._released[i]) for i in self._active},
-                "stream_elements": elements,
+                "released": {int(i): int(self._released[i]) for i in self._active},
+                "stream_elements": {int(i): int(elements[i]) for i in self._active},
             })
         if self.time % self.check_every == 0:
             self._screen()
@@ -524,10 +550,13 @@ class DPEBSElimination:
         for arm in eliminated:
             self.elimination_rounds[int(arm)] = self.time
         if self.stats_removal == "restart":  # fresh counters; every statistic is discarded
+            self._restarts += 1
             self._counters = self._new_counters()
+            self._counters.retire(np.setdiff1d(np.arange(self.constants.n_arms), self._active))
             for table in (self._left_counts, self._pending, self._released, self._pair_counts, self._pair_wins):
                 table[...] = 0
             return
+        self._counters.retire(eliminated)
         for j in self._active:
             self._pending[j] += self._pair_wins[j, eliminated].sum()
             self._left_counts[j] -= self._pair_counts[j, eliminated].sum()
@@ -698,7 +727,7 @@ def _simulate(
         feedback = env.streams(parts.environment, 1)
         def next_table(noise_seed: np.random.SeedSequence = parts.noise) -> TreeNoiseTable:
             generators = [np.random.default_rng(s) for s in noise_seed.spawn(env.n_arms)]  # as the agent's
-            return TreeNoiseTable(constants.horizon, constants.counter_epsilon, generators, chunk=size)
+            return TreeNoiseTable(constants.horizon, constants.counter_epsilon, generators, chunk=size, integer=True)
 
         result = run_trial(feedback, 0, constants, parts.algorithm_key, next_table(), opponent=opponent,
                            conf_scale=conf_scale, block=size, first_block=min(256, size), check_every=check_every,

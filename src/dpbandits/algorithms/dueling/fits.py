@@ -4,7 +4,11 @@ Every fit is a least-squares line y ≈ c₀ + c₁·x through points (x_i, y_i)
 trials with known standard errors s_i. The coefficients are the ordinary least-squares estimates;
 their covariance is the sandwich (XᵀX)⁻¹ Xᵀ diag(s²) X (XᵀX)⁻¹, the exact covariance of the OLS
 estimate when the y_i are independent with variances s_i² (the measurement error of the means), and
-the 95% intervals are ±1.96 standard errors. R² is the ordinary one. Three uses:
+the 95% intervals are ±1.96 standard errors. That interval ignores lack of fit (points off the line
+for a reason other than trial noise, as when a regret is nearly deterministic), so each fit also
+reports the classical OLS interval from the residuals, σ̂²(XᵀX)⁻¹ with σ̂² = RSS/(n − 2) and the
+Student-t quantile with n − 2 degrees of freedom (NaN with two points); a claim should hold on the
+wider of the two. R² is the ordinary one. Three uses:
 
 * :func:`fit_inverse_epsilon` — R(ε) = a + b/ε (Theorem 1 at fixed T; E2(a), E4);
 * :func:`fit_line` on (K, excess) — excess regret linear in K (E2(b));
@@ -38,6 +42,8 @@ class LineFit:
         From the points' standard errors (NaN where they are unknown).
     r_squared : float
     n_points : int
+    slope_residual_interval : (float, float)
+        The classical OLS 95% interval of the slope from the residuals (t with n − 2 dof).
     """
 
     intercept: float
@@ -46,11 +52,21 @@ class LineFit:
     slope_stderr: float
     r_squared: float
     n_points: int
+    slope_residual_interval: tuple[float, float] = (math.nan, math.nan)
 
     @property
     def slope_interval(self) -> tuple[float, float]:
         """95% confidence interval of the slope."""
         return (self.slope - _Z95 * self.slope_stderr, self.slope + _Z95 * self.slope_stderr)
+
+    @property
+    def slope_widest_interval(self) -> tuple[float, float]:
+        """The union of the measurement-error and residual 95% intervals of the slope."""
+        low, high = self.slope_interval
+        r_low, r_high = self.slope_residual_interval
+        if math.isnan(r_low):
+            return low, high
+        return min(low, r_low), max(high, r_high)
 
     @property
     def intercept_interval(self) -> tuple[float, float]:
@@ -62,6 +78,8 @@ class LineFit:
         return {"intercept": self.intercept, "intercept_stderr": self.intercept_stderr,
                 "intercept_ci95": list(self.intercept_interval), "slope": self.slope,
                 "slope_stderr": self.slope_stderr, "slope_ci95": list(self.slope_interval),
+                "slope_ci95_residual": list(self.slope_residual_interval),
+                "slope_ci95_widest": list(self.slope_widest_interval),
                 "r_squared": self.r_squared, "n_points": self.n_points}
 
 
@@ -88,8 +106,15 @@ def fit_line(x: ArrayLike, y: ArrayLike, stderr: ArrayLike | None = None) -> Lin
     residual = ys - design @ coefficients
     total = float(np.sum((ys - ys.mean()) ** 2))
     r_squared = 1.0 - float(np.sum(residual**2)) / total if total > 0 else 1.0
+    residual_interval = (math.nan, math.nan)
+    if xs.size > 2:
+        from scipy.stats import t as student_t
+
+        sigma2 = float(np.sum(residual**2)) / (xs.size - 2)  # σ̂² = RSS/(n − 2)
+        half = float(student_t.ppf(0.975, xs.size - 2)) * math.sqrt(sigma2 * bread[1, 1])
+        residual_interval = (float(coefficients[1]) - half, float(coefficients[1]) + half)
     return LineFit(float(coefficients[0]), float(coefficients[1]), float(math.sqrt(covariance[0, 0])),
-                   float(math.sqrt(covariance[1, 1])), r_squared, int(xs.size))
+                   float(math.sqrt(covariance[1, 1])), r_squared, int(xs.size), residual_interval)
 
 
 def fit_inverse_epsilon(epsilon: ArrayLike, regret: ArrayLike, stderr: ArrayLike | None = None) -> LineFit:

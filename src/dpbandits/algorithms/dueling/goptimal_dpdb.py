@@ -39,6 +39,7 @@ import numpy as np
 from scipy import special
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
@@ -54,8 +55,9 @@ from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
-from dpbandits.privacy.noise import NoiseBackend, NumpyNoise
+from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
 __all__ = [
     "GOptimalDPDB",
@@ -305,13 +307,18 @@ def _lambda_min_condition(coordinates: FloatArray, counts: IntArray, settings: G
     return float(np.linalg.eigvalsh(gram)[0]), required
 
 
+def _release_wins(noise: NoiseBackend, wins: IntArray, scale: float) -> FloatArray:
+    """W̃ = W + discrete Lap(1/ε) on the integer per-pair win counts (exact integers; W itself if ε = ∞)."""
+    if scale == 0.0:
+        return wins.astype(np.float64)
+    return noise.add_discrete_laplace(wins, scale).astype(np.float64)
+
+
 def _finish_phase(
-    plan: _Phase, wins: FloatArray, noise: FloatArray, features: FloatArray, active: IntArray,
-    settings: GOptimalSettings,
+    plan: _Phase, noisy: FloatArray, features: FloatArray, active: IntArray, settings: GOptimalSettings,
 ) -> tuple[IntArray, FloatArray]:
-    """Privatise, clip, estimate θ̂ and eliminate; returns (new active set, θ̂)."""
+    """Clip the released sums W̃, estimate θ̂ and eliminate; returns (new active set, θ̂)."""
     counts = plan.counts.astype(np.float64)
-    noisy = wins + noise  # W̃ = W + Lap(1/ε)
     clipped = np.clip(noisy, 0.5, counts - 0.5)  # W̄ = clip(W̃, ½, t − ½)
     phi = private_logistic_mle(plan.coordinates, counts, clipped)
     theta = plan.basis @ phi
@@ -350,7 +357,7 @@ def _width_diagnostics(plan: _Phase, settings: GOptimalSettings) -> dict[str, fl
     return out
 
 
-class GOptimalDPDB:
+class GOptimalDPDB(Persistable):
     """Ask/tell GOptimal-DPDB agent on a finite arm set (a net for infinite spaces).
 
     Parameters
@@ -376,9 +383,16 @@ class GOptimalDPDB:
         Li, Lu & Zhou's λ_min(V_ℓ) condition (spec §4.8): recorded in ``phases[ℓ].diagnostics``
         ("warn"), met by raising N_ℓ (capped at T; "enforce", an ablation), or not computed ("off").
     rng : int, SeedSequence, Generator or None
-        The trial's seed (its privacy-noise child draws the Laplace noise).
+        The trial's seed (its privacy-noise child seeds the noise only with ``insecure_seeded_noise``).
     noise_backend : NoiseBackend, optional
-        Source of Laplace noise (default: seeded NumPy noise; simulation only).
+        Source of the noise; default the secure OpenDP backend (exact discrete Laplace on the
+        integer per-pair win counts).
+    insecure_seeded_noise : bool, default False
+        Seed the noise from ``rng`` (reproduces the vectorised simulation; not private in
+        deployment; warns).
+    accountant : Accountant, optional
+        Records the run's guarantee before any noise is drawn (an over-budget run raises
+        :class:`PrivacyBudgetExceededError` at construction).
 
     Privacy
     -------
@@ -391,6 +405,9 @@ class GOptimalDPDB:
     Saha & Asi (2024), Algorithm 2, Lemma 7–10, Theorem 3 (regret Õ(d⁶/(κε) + d√T/κ)); Li, Lu & Zhou
     (2017), Theorem 1; Lattimore & Szepesvári (2020), Theorem 21.1 (Kiefer–Wolfowitz).
     """
+
+    _state_fields = ("active", "time", "phases", "theta_estimates", "_asked", "_committed_arm", "_slot",
+                     "_played_in_slot", "_wins", "_noise")
 
     def __init__(
         self,
@@ -407,11 +424,16 @@ class GOptimalDPDB:
         lambda_min_check: str = "warn",
         rng: RNGLike = None,
         noise_backend: NoiseBackend | None = None,
+        insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> None:
         self.features = check_array(features, "features", ndim=2)
         self.settings = _settings(self.features.shape[0], horizon, epsilon, failure_probability, kappa,
                                   theta_bound, fw_tol, c_elim, play_count_scale, lambda_min_check)
-        self._noise = noise_backend if noise_backend is not None else NumpyNoise(trial_streams(rng).noise)
+        if math.isfinite(self.settings.epsilon):
+            spend(accountant, self.privacy)  # the whole run is one ε-DP release, spent before any noise
+        noise_seed = trial_streams(rng).noise if insecure_seeded_noise and noise_backend is None else None
+        self._noise = privacy_noise(noise_seed, insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         self.active = np.arange(self.settings.n_arms, dtype=np.int64)
         self.time = 0
         self.phases: list[_Phase] = []
@@ -437,7 +459,7 @@ class GOptimalDPDB:
             return
         self.phases.append(plan)
         self._slot, self._played_in_slot = 0, 0
-        self._wins = np.zeros(plan.counts.size)
+        self._wins = np.zeros(plan.counts.size, dtype=np.int64)
 
     def ask(self) -> tuple[int, int]:
         """Return the next pair (x, y) of the current phase's schedule."""
@@ -463,44 +485,39 @@ class GOptimalDPDB:
         if self._committed_arm is not None:
             return
         plan = self.phases[-1]
-        self._wins[self._slot] += outcome
+        self._wins[self._slot] += int(outcome)
         self._played_in_slot += 1
         if self._played_in_slot < plan.counts[self._slot]:
             return
         self._slot, self._played_in_slot = self._slot + 1, 0
         if self._slot < plan.counts.size:
             return
-        noise = self._phase_noise(plan.counts.size)
-        self.active, theta = _finish_phase(plan, self._wins, noise, self.features, self.active, self.settings)
+        noisy = _release_wins(self._noise, self._wins, self._noise_scale())
+        self.active, theta = _finish_phase(plan, noisy, self.features, self.active, self.settings)
         self.theta_estimates.append(theta)
         self._start_phase(plan.index + 1)
 
     def _noise_scale(self) -> float:
-        """Laplace scale of the per-pair sums, 1/ε (a test's broken variant overrides this)."""
+        """Laplace scale of the per-pair sums, 1/ε (0 when ε = ∞; a test's broken variant overrides this)."""
         return 1.0 / self.settings.epsilon
-
-    def _phase_noise(self, size: int) -> FloatArray:
-        if math.isinf(self.settings.epsilon):
-            return np.zeros(size)
-        return np.asarray(self._noise.laplace(self._noise_scale(), size=size), dtype=np.float64)
 
 
 _STREAM_CHUNK = 1 << 16  # duels read from a pair's feedback stream at once (memory constant in T)
 
 
-def _stream_wins(duels: DuelStreams, pairs: IntArray, played: IntArray) -> FloatArray:
+def _stream_wins(duels: DuelStreams, pairs: IntArray, played: IntArray) -> IntArray:
     """Wins of ``pairs[s, 0]`` in its next ``played[s]`` duels against ``pairs[s, 1]`` (pull-consistent streams).
 
     The support pairs are distinct, so each pair's duels are read from its own stream in order, by
     chunks of at most 2¹⁶ duels: the same outcomes as reading them all at once, in memory constant
     in the phase length.
     """
-    wins = np.zeros(played.size)
+    wins = np.zeros(played.size, dtype=np.int64)
     for slot, ((first, second), count) in enumerate(zip(pairs.tolist(), played.tolist(), strict=True)):
         for start in range(0, count, _STREAM_CHUNK):
             size = min(_STREAM_CHUNK, count - start)
             firsts, seconds = np.full(size, first), np.full(size, second)
-            wins[slot] += float(duels.peek(firsts, seconds).sum())
+            wins[slot] += int(duels.peek(firsts, seconds).sum())
             duels.advance(firsts, seconds)
     return wins
 
@@ -526,16 +543,15 @@ def _run_trial(
             break
         played = np.minimum(plan.counts, np.maximum(horizon - t - np.r_[0, np.cumsum(plan.counts)[:-1]], 0))
         if duels is None:  # one Binomial per pair: no adaptivity inside a phase
-            wins = draws.binomial(played, env.preference_matrix[plan.pairs[:, 0], plan.pairs[:, 1]]).astype(np.float64)
+            wins = draws.binomial(played, env.preference_matrix[plan.pairs[:, 0], plan.pairs[:, 1]])
         else:
             wins = _stream_wins(duels, plan.pairs, played)
         np.add.at(pair_counts, (plan.pairs[:, 0], plan.pairs[:, 1]), played)
         t += int(played.sum())
         if t >= horizon and not np.array_equal(played, plan.counts):
             break  # the horizon ended inside the phase: no estimation
-        phase_noise = np.zeros(played.size) if math.isinf(settings.epsilon) else noise.laplace(
-            1.0 / settings.epsilon, size=played.size)
-        active, _ = _finish_phase(plan, wins, phase_noise, features, active, settings)
+        noisy = _release_wins(noise, wins, 1.0 / settings.epsilon)  # simulation: seeded NumPy noise
+        active, _ = _finish_phase(plan, noisy, features, active, settings)
     identified = active.size == 1 and int(active[0]) == env.best_arm
     return pair_counts, identified, phase
 

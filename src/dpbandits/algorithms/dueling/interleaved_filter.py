@@ -29,6 +29,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int
@@ -73,7 +74,7 @@ def _after_sweep(
     return new_candidate, pruned, np.zeros(pruned.size), True
 
 
-class InterleavedFilter:
+class InterleavedFilter(Persistable):
     """Ask/tell Interleaved Filter 2 agent (non-private).
 
     Parameters
@@ -99,6 +100,8 @@ class InterleavedFilter:
     >>> agent = InterleavedFilter(4, horizon=100, rng=0)
     >>> agent.tell(agent.ask(), first_wins=True)
     """
+
+    _state_fields = ("candidate", "remaining", "_wins", "_sweeps", "_position", "time", "_asked")
 
     def __init__(self, n_arms: int, horizon: int, *, rng: RNGLike = None) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=2)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from dpbandits._core.rng import RNGLike, as_generator
+from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_epsilon, check_int
 from dpbandits.algorithms.dueling._common import check_dueling_env, check_elimination_horizon
@@ -32,6 +32,7 @@ from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import UtilityDuelingEnvironment
 from dpbandits.privacy.counters import TreeNoiseTable
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
+from dpbandits.privacy.noise import privacy_noise
 
 __all__ = ["LDPEBSElimination", "flip_probability", "ldp_guarantee", "randomised_response", "simulate_ldp_ebs"]
 
@@ -44,19 +45,32 @@ def flip_probability(epsilon: float) -> float:
     return 1.0 / (1.0 + math.exp(eps))
 
 
-def randomised_response(first_wins: int, epsilon: float, rng: RNGLike = None) -> int:
+def randomised_response(first_wins: int, epsilon: float, rng: RNGLike = None, *,
+                        insecure_seeded_noise: bool = False) -> int:
     """What a user sends: ``first_wins`` kept with probability 1 − q, flipped with probability q.
+
+    Parameters
+    ----------
+    first_wins : int
+        The user's true bit (0 or 1).
+    epsilon : float
+        The local ε > 0.
+    rng : int, SeedSequence, Generator or None
+        Seed of the flip; only with ``insecure_seeded_noise=True``.
+    insecure_seeded_noise : bool, default False
+        Seeded NumPy coin instead of OpenDP's exact randomised response (simulation only; warns).
 
     Privacy
     -------
     ε-DP for the user's bit on its own (local model): P(report | 1)/P(report | 0) <= (1 − q)/q = e^ε.
+    The default coin is OpenDP's ``make_randomized_response_bool`` over the OS CSPRNG.
 
     References
     ----------
     S. L. Warner, "Randomized response", JASA 60(309), 1965.
     """
-    flip = as_generator(rng).random() < flip_probability(epsilon)
-    return int(first_wins) ^ int(flip)
+    noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise)
+    return int(noise.randomized_response(np.array([int(first_wins)]), 1.0 - flip_probability(epsilon))[0])
 
 
 def ldp_guarantee(epsilon: float) -> PureDP:

@@ -109,6 +109,8 @@ def maxinp_width(settings: LinearDuelingSettings, t: int) -> float:
 class MaxInPPolicy(RoundPolicy):
     """MaxInP's state (pairwise statistics and θ̂) and step for a batch of trials."""
 
+    _state_fields = (*RoundPolicy._state_fields, "model.counts", "model.wins", "model.theta", "model.gram", "model._fitted")
+
     def __init__(self, settings: LinearDuelingSettings, keys: np.ndarray, confidence_scale: float) -> None:
         super().__init__(settings.n_arms, keys)
         self.settings = settings

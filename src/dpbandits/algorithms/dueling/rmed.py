@@ -79,6 +79,8 @@ class RMED1Policy(RoundPolicy):
         leave L_R as they are drawn, so the next arm of the loop is always the first arm of L_R.
     """
 
+    _state_fields = (*RoundPolicy._state_fields, "wins", "remaining", "next_loop", "_means", "_divergence", "_leader")
+
     def __init__(self, n_arms: int, keys: np.ndarray, tolerance: float) -> None:
         super().__init__(n_arms, keys)
         self.tolerance = tolerance  # f(K)

@@ -93,6 +93,8 @@ def rucb_step(
 class RUCBPolicy(RoundPolicy):
     """RUCB's state (wins W, hypothesis B) and step for a batch of trials (see :func:`rucb_step`)."""
 
+    _state_fields = (*RoundPolicy._state_fields, "wins", "hypothesis")
+
     def __init__(self, n_arms: int, keys: np.ndarray, alpha: float) -> None:
         super().__init__(n_arms, keys)
         self.alpha = alpha

@@ -45,8 +45,10 @@ from dpbandits.algorithms.kernel.features import FeatureMap, make_feature_map
 from dpbandits.algorithms.kernel.usca import PROTECTED_UNIT, default_grid_points
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.kernel import KernelBanditEnvironment, joint_points
+from dpbandits.privacy.accounting import Accountant, GaussianEvent, spend
 from dpbandits.privacy.guarantees import ApproxDP, Neighbouring
 from dpbandits.privacy.mechanisms import analytic_gaussian_sigma, uniform_grid
+from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
 __all__ = [
     "PrivateFeatureRidge",
@@ -148,12 +150,38 @@ class PrivateFeatureRidge:
         a = np.concatenate([self.feature_map.transform(w), y[:, None]], axis=1)
         return np.asarray(a.T @ a)
 
-    def release(self, points: ArrayLike, rewards: ArrayLike, rng: RNGLike = None) -> FloatArray:
-        """Return θ̃ from the noisy second-moment matrix (the private release)."""
+    def release(
+        self, points: ArrayLike, rewards: ArrayLike, rng: RNGLike = None, *,
+        backend: NoiseBackend | str | None = None, insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
+    ) -> FloatArray:
+        """Return θ̃ from the noisy second-moment matrix (the private release).
+
+        Parameters
+        ----------
+        points : array_like of shape (n, joint_dim)
+        rewards : array_like of shape (n,)
+        rng : int, SeedSequence, Generator or None
+            Seed of the noise; only with ``insecure_seeded_noise=True``.
+        backend : NoiseBackend or str, optional
+            Default the secure OpenDP backend (the Gaussian noise is added inside OpenDP).
+        insecure_seeded_noise : bool, default False
+            Seeded NumPy noise instead (simulation only; warns).
+        accountant : Accountant, optional
+            Records the Gaussian release (σ, Δ₂) before any noise is drawn.
+        """
+        noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
+        spend(accountant, GaussianEvent(self.sigma, self.l2_sensitivity))
+        return self._release(points, rewards, noise)
+
+    def _release(self, points: ArrayLike, rewards: ArrayLike, noise: NoiseBackend) -> FloatArray:
+        """θ̃ with an explicit noise source (simulations pass NumpyNoise)."""
         moment = self.second_moment(points, rewards)
         size = moment.shape[0]
-        upper = np.triu(as_generator(rng).normal(0.0, self.sigma, (size, size)))
-        noisy = moment + upper + np.triu(upper, 1).T
+        upper = np.triu_indices(size)
+        noisy = np.zeros((size, size))
+        noisy[upper] = noise.add_gaussian(moment[upper], self.sigma)  # one N(0, σ²) per upper entry
+        noisy = noisy + np.triu(noisy, 1).T  # symmetric: post-processing of the released triangle
         d = self.feature_map.dim
         v_tilde = noisy[:d, :d] + (self.tau + self.shift) * np.eye(d)
         return np.asarray(linalg.solve(v_tilde, noisy[:d, d], assume_a="sym"))
@@ -329,7 +357,7 @@ def simulate_private_feature_ridge(
     """
     def fit(fmap: FeatureMap, points: FloatArray, rewards: FloatArray, noise_seed: RNGLike) -> FloatArray:
         model = PrivateFeatureRidge(fmap, epsilon=epsilon, delta=delta, reward_bound=reward_bound, tau=tau)
-        return model.release(points, rewards, noise_seed)
+        return model._release(points, rewards, NumpyNoise(noise_seed))  # simulation: seeded NumPy noise
 
     return _uniform_sampling_trials(
         env, fit, n_trials=n_trials, rng=rng, horizon=horizon, reward_bound=reward_bound, feature_map=feature_map,

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import InvalidParameterError, NotFittedError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
@@ -54,8 +55,10 @@ from dpbandits.algorithms.kernel.surrogate import (
 )
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.kernel import KernelBanditEnvironment, StationaryKernel, joint_points
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
 from dpbandits.privacy.mechanisms import BackendLike, GridExponentialMechanism, uniform_grid
+from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
 __all__ = [
     "BACKENDS",
@@ -83,7 +86,7 @@ def default_grid_points(action_dim: int) -> int:
     return {1: 1024, 2: 64, 3: 24}.get(action_dim, max(2, round(4096 ** (1.0 / action_dim))))
 
 
-class USCA:
+class USCA(Persistable):
     """ε-jointly-DP USCA with an exact kernel backend (small T) or a feature backend (large T).
 
     Parameters
@@ -161,9 +164,13 @@ class USCA:
     ...              context_generator=env.sample_contexts, clip=True, rng=0)
     >>> contexts = env.sample_contexts(50, rng=1)
     >>> agent.observe(contexts, env.sample_rewards(agent.learning_actions, contexts, rng=2))
-    >>> agent.recommend([0.3], rng=3).shape
+    >>> agent.recommend([0.3]).shape
     (1,)
     """
+
+    _state_fields = ("learning_actions", "_rounds", "_reward_vector", "_data_points", "_data_rewards", "n_releases")
+    _unsaved_params = ("context_generator",)
+    _replay_rng = True  # rng draws the public coins (feature map, γ̂, approximating set, learning actions)
 
     def __init__(
         self,
@@ -403,7 +410,8 @@ class USCA:
         return GridExponentialMechanism(self.grid, sensitivity=self.context_sensitivity(context), epsilon=self.epsilon)
 
     def recommend(
-        self, context: ArrayLike, rng: RNGLike = None, size: int | None = None, backend: BackendLike = None
+        self, context: ArrayLike, rng: RNGLike = None, size: int | None = None, backend: BackendLike = None,
+        *, insecure_seeded_noise: bool = False, accountant: Accountant | None = None,
     ) -> FloatArray:
         """Sample x̂(c_{T+1}) from the exponential mechanism on the grid (one ε-JDP release per draw).
 
@@ -412,17 +420,32 @@ class USCA:
         context : array_like of shape (dc,)
             c_{T+1} (public under JDP; projected only if ``clip=True``).
         rng : int, SeedSequence, Generator or None
-            The privacy-noise stream.
+            Seed of the draw; only with ``insecure_seeded_noise=True``.
         size : int, optional
             Number of independent draws; each one is a release (``size`` draws cost size·ε).
-        backend : {"numpy", "opendp"} or NoiseBackend, optional
-            Noise backend of the Gumbel draws: the seeded NumPy default is for simulation,
-            ``"opendp"`` (unseedable) for deployment.
+        backend : {"opendp", "secure"} or NoiseBackend, optional
+            Source of the draw; default the secure OpenDP sampler (exact Gumbel noisy-max over the
+            OS CSPRNG, no cutoff).
+        insecure_seeded_noise : bool, default False
+            Seeded NumPy Gumbel-max instead: reproducible, for simulation only (warns).
+        accountant : Accountant, optional
+            Records ``size`` (or one) ε-JDP releases before drawing; over budget, nothing is drawn.
 
         Returns
         -------
         ndarray of shape (dx,), or (size, dx) when ``size`` is given
+
+        Privacy
+        -------
+        Each draw is ε-joint-DP for one round's context and reward (Lemma 4.2, Theorem 4.1).
         """
+        noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
+        if math.isfinite(self.epsilon):
+            spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1))
+        return self._draw(context, noise, size)
+
+    def _draw(self, context: ArrayLike, noise: NoiseBackend, size: int | None = None) -> FloatArray:
+        """Draw from the grid mechanism with an explicit noise source (simulations pass NumpyNoise)."""
         n = 1 if size is None else check_int(size, "size", minimum=1)
         c = self._check_contexts(np.reshape(np.asarray(context, dtype=float), (1, -1)))
         if math.isinf(self.epsilon):
@@ -430,9 +453,15 @@ class USCA:
             index = np.flatnonzero(log_p > -np.inf)[0] if size is None else np.full(n, np.argmax(log_p))
             return self.grid[index].copy()
         points = joint_points(self.grid, c)
-        draw = self._mechanism(c[0]).sample(self._surrogate_mean(points), rng=rng, size=size, backend=backend)
+        mechanism = self._mechanism(c[0])
+        index = noise.gumbel_max(mechanism.log_probabilities(self._surrogate_mean(points)), size=size)
         self.n_releases += n
-        return np.asarray(draw)
+        return np.asarray(mechanism.grid[index], dtype=np.float64)
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        super()._set_state(state)
+        self._coefficients = None  # derived caches are recomputed from the restored statistics
+        self._exact_mean = None
 
     def reset_data(self) -> None:
         """Forget the learning data, keeping the public (data-independent) precomputation.
@@ -491,7 +520,7 @@ def _simulate(
         )
         agent.observe(data.contexts, data.rewards(env, agent.learning_actions))
         log_p = agent.mechanism_log_probabilities(data.test_contexts)
-        x_hat = agent.recommend(data.next_context, noise_seed)
+        x_hat = agent._draw(data.next_context, NumpyNoise(noise_seed))  # simulation: seeded NumPy noise
         out["error"][i], out["sampled_regret"][i] = score_policy(env, agent.grid, data, log_p, x_hat)
         truth = grid_reward_table(env, agent.grid, data.test_contexts).ravel()
         out["sup_error"][i] = float(np.max(np.abs(agent._surrogate_mean(grid_points(agent.grid, data.test_contexts)) - truth)))

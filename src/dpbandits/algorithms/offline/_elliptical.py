@@ -7,7 +7,10 @@ policy π̃(a|x; D) ∝ π0(a|x)·exp(u(a)/η). Σ_D is kept as its Cholesky fac
 
 from __future__ import annotations
 
+import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -16,15 +19,32 @@ from scipy.linalg import solve_triangular
 from dpbandits._core.errors import InvalidParameterError, NotFittedError
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
-from dpbandits._core.validation import check_int
+from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline.kl_mab import kl_log_policy, log_reference_policy
 from dpbandits.envs.offline import check_feature_norms
+from dpbandits.privacy.accounting import Accountant, spend
+from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.privacy.mechanisms import sample_log_weights
+from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
-__all__ = ["EllipticalKLPolicy"]
+__all__ = ["EllipticalKLPolicy", "check_declared_domain"]
 
 
-class EllipticalKLPolicy:
+def check_declared_domain(lambda_min: float, min_eigenvalue: float | None, n_records: int,
+                          max_records: int | None) -> None:
+    """Refuse data outside a declared public domain: λ_min(Σ_D) >= ℓ and n <= n_max (when declared)."""
+    if min_eigenvalue is not None and lambda_min < min_eigenvalue:
+        raise InvalidParameterError(
+            f"data must lie in the declared domain lambda_min(Sigma_D) >= min_eigenvalue = {min_eigenvalue!r}; "
+            f"got lambda_min = {lambda_min!r}"
+        )
+    if max_records is not None and n_records > max_records:
+        raise InvalidParameterError(
+            f"data must lie in the declared domain n <= max_records = {max_records}; got n = {n_records}"
+        )
+
+
+class EllipticalKLPolicy(ABC):
     """Base of :class:`KLLinearPolicy` and :class:`KLRLHFPolicy` (query methods only).
 
     Subclasses set ``eta``, ``beta0`` and, in ``fit``, ``theta_`` (θ̂), ``cholesky_`` (lower factor
@@ -33,10 +53,20 @@ class EllipticalKLPolicy:
 
     eta: float
     beta0: float
+    ridge: float
     theta_: FloatArray
     cholesky_: FloatArray
     lambda_min_: float
     n_features_in_: int
+    @property
+    def privacy(self) -> Guarantee:
+        """The pure guarantee of one sampled action at every context; options: :meth:`guarantee`."""
+        return self.guarantee()
+
+    @abstractmethod
+    def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None,
+                  **kwargs: Any) -> Guarantee:
+        """The guarantee of one sample at one context (or every context when omitted)."""
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "theta_"):
@@ -100,6 +130,10 @@ class EllipticalKLPolicy:
         rng: RNGLike = None,
         size: int | None = None,
         reference: ArrayLike | None = None,
+        *,
+        backend: NoiseBackend | str | None = None,
+        insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> IntArray:
         """Sample candidate indices from π̃(·|x; D); each sample is one use of the mechanism.
 
@@ -107,64 +141,164 @@ class EllipticalKLPolicy:
         ----------
         action_features : array_like of shape (K, d)
         rng : int, SeedSequence, Generator or None
-            The privacy-noise stream.
+            Seed of the privacy noise; accepted only with ``insecure_seeded_noise=True``.
         size : int, optional
             Number of samples; each costs the guarantee again (composition).
         reference : array_like of shape (K,), optional
             π0(·|x).
+        backend : NoiseBackend or str, optional
+            Explicit noise source (a seeded one also needs the opt-in).
+        insecure_seeded_noise : bool, default False
+            Seeded NumPy Gumbel-max (simulation and tests only; warns).
+        accountant : Accountant, optional
+            Records the guarantee of each sample at this context before anything is drawn (over budget: nothing is).
+
+        Privacy
+        -------
+        By default each draw is OpenDP's exact Gumbel report-noisy-max over log π̃ with OS CSPRNG
+        randomness (no float cutoff). Seeded draws are not private in deployment.
         """
-        return sample_log_weights(self.log_probabilities(action_features, reference), rng, size)
+        if size is not None:
+            size = check_int(size, "size", minimum=1)
+        log_p = self.log_probabilities(action_features, reference)
+        if accountant is not None:
+            spend(accountant, self.guarantee(action_features, reference), 1 if size is None else size)
+        return sample_log_weights(log_p, rng, size, backend=backend, insecure_seeded_noise=insecure_seeded_noise)
+
+    # ------------------------------------------------------------------ rejection sampling
+    def _public_theta_norm_bound(self) -> float | None:
+        """A public bound on ‖θ̂‖ implied by the declared domain, if any (subclasses override)."""
+        return None
+
+    def _theta_norm_bound(self, theta_norm_bound: float | None) -> float:
+        bound = self._public_theta_norm_bound() if theta_norm_bound is None else check_positive_float(
+            theta_norm_bound, "theta_norm_bound")
+        if bound is None:
+            raise InvalidParameterError(
+                "theta_norm_bound must be given (a public bound on ||theta_hat||, e.g. R*sqrt(n_max/ridge) for "
+                "the ridge estimate); got None and the policy declares no max_records"
+            )
+        return bound
+
+    def rejection_log_acceptance_floor(self, theta_norm_bound: float | None = None) -> float:
+        """Log α_min, a public lower bound on one proposal's acceptance probability.
+
+        With U = ``theta_norm_bound`` >= ‖θ̂‖, every utility satisfies
+        −U − β0/√λ <= u(a) = θ̂ᵀφ − β0‖φ‖_{Σ⁻¹} <= U (‖φ‖ <= 1, λ_min(Σ_D) >= λ), so a proposal is
+        accepted with probability E_{π0}[e^{(u − U)/η}] >= α_min = exp(−(2U + β0/√λ)/η).
+        """
+        bound = self._theta_norm_bound(theta_norm_bound)
+        return -(2.0 * bound + self.beta0 / math.sqrt(self.ridge)) / self.eta
+
+    def rejection_failure_bound(self, n_proposals: int, theta_norm_bound: float | None = None) -> float:
+        """q̄ = (1 − α_min)^T: a public bound on the probability that all T proposals are rejected."""
+        t = check_int(n_proposals, "n_proposals", minimum=1)
+        alpha = math.exp(self.rejection_log_acceptance_floor(theta_norm_bound))
+        return math.exp(t * math.log1p(-alpha)) if alpha < 1.0 else 0.0
+
+    def rejection_proposals(self, failure_bound: float, theta_norm_bound: float | None = None) -> int:
+        """The smallest T with (1 − α_min)^T <= ``failure_bound`` (a data-independent number)."""
+        q = check_in_interval(failure_bound, "failure_bound", 0.0, 1.0, closed="neither")
+        alpha = math.exp(self.rejection_log_acceptance_floor(theta_norm_bound))
+        if alpha >= 1.0:
+            return 1
+        return max(1, math.ceil(math.log(q) / math.log1p(-alpha)))
 
     def sample_by_rejection(
         self,
         propose: Callable[[np.random.Generator, int], ArrayLike],
         rng: RNGLike = None,
         *,
-        batch: int = 1024,
-        max_proposals: int = 10_000_000,
+        n_proposals: int,
+        theta_norm_bound: float | None = None,
+        batch: int = 4096,
+        backend: NoiseBackend | str | None = None,
+        insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> FloatArray:
-        """Draw one action exactly from π̃(·|x; D) when the candidate set is huge or implicit (spec §3.1).
+        """Draw one action from π̃(·|x; D) when the candidate set is huge or implicit (spec §3.1).
 
-        Proposals a ~ π0(·|x) are accepted with probability exp((u(a) − U)/η), where
-        U = ‖θ̂‖ >= max_a u(a) (‖φ‖ <= 1 and the penalty is >= 0). The accepted action has law exactly
-        π̃, so the privacy guarantees are unchanged. The number of proposals depends on the data and is
-        a side channel: it is never returned; hitting ``max_proposals`` raises instead of returning an
-        inexact sample.
+        Always exactly ``n_proposals`` = T proposals a_t ~ π0(·|x) are drawn and tested (in batches),
+        plus one extra proposal a_fb ~ π0; proposal t is accepted when E_t > (U − u(a_t))/η with E_t
+        ~ Exp(1), i.e. with probability exp((u(a_t) − U)/η), where U = ``theta_norm_bound`` >= ‖θ̂‖ >=
+        max_a u(a) is **public**. The output is the first accepted proposal, or a_fb when none is.
+        The work done (proposals drawn, utilities evaluated, noise drawn) does not depend on the data
+        or on the outcome, and the sampler never fails.
 
         Parameters
         ----------
         propose : callable
-            ``propose(generator, m)`` returns the features of m independent draws from π0(·|x), shape (m, d).
+            ``propose(generator, m)`` returns the features of m independent draws from π0(·|x), shape
+            (m, d); it must not depend on the data.
         rng : int, SeedSequence, Generator or None
-            The privacy-noise stream (proposals and acceptance draws).
-        batch : int, default 1024
-            Proposals drawn per round.
-        max_proposals : int, default 10**7
+            Seed of the proposals and acceptance draws; only with ``insecure_seeded_noise=True``.
+        n_proposals : int
+            T >= 1, fixed before seeing the data (see :meth:`rejection_proposals`).
+        theta_norm_bound : float, optional
+            U, a public bound on ‖θ̂‖ (RLHF: the MLE radius B; linear: R·√(max_records/λ) when
+            ``max_records`` is declared). Data with ‖θ̂‖ > U is outside the declared domain: refused.
+        batch : int, default 4096
+            Proposals per call of ``propose``.
+        backend : NoiseBackend or str, optional
+            Source of the Exp(1) acceptance draws (|Laplace(1)|).
+        insecure_seeded_noise : bool, default False
+            Seeded proposals and acceptance draws (simulation and tests only; warns).
 
         Returns
         -------
         ndarray of shape (d,)
             The features φ(x, a) of the sampled action.
 
+        Privacy
+        -------
+        With α_D = E_{π0}[e^{(u − U)/η}] the acceptance probability and q_D = (1 − α_D)^T, the output
+        law is exactly the mixture (1 − q_D)·π̃(·; D) + q_D·π0: the first accepted proposal has law π̃,
+        and the fallback a_fb has law π0, which does not depend on D. α_D >= α_min (see
+        :meth:`rejection_log_acceptance_floor`), so q_D <= q̄ = (1 − α_min)^T for every dataset of the
+        declared domain. If one sample of π̃ is (ε, δ)-DP for a pair D, D', then for every event S
+        P_D(S) <= π̃_D(S) + q_D <= e^ε·π̃_{D'}(S) + δ + q̄ <= e^ε/(1 − q̄)·P_{D'}(S) + δ + q̄, since
+        P_{D'}(S) >= (1 − q_{D'})·π̃_{D'}(S) >= (1 − q̄)·π̃_{D'}(S). The sampler is therefore
+        (ε + ln(1/(1 − q̄)), δ + q̄)-DP (:func:`accountants.rejection_sampling_guarantee` with
+        :meth:`rejection_failure_bound`). Neither the number of proposals nor the work depends on
+        the data, so no count or timing is a side channel (beyond floating-point evaluation of
+        the utilities, whose cost is the same for every dataset of a given size). By default the
+        acceptance draws are OpenDP's exact Laplace samples from the OS CSPRNG (|L| ~ Exp(1), no
+        float cutoff) and the proposals use a NumPy Generator freshly seeded from OS entropy.
+
         Raises
         ------
         InvalidParameterError
-            If ``max_proposals`` proposals were rejected.
+            If ‖θ̂‖ > U (data outside the declared domain), before any randomness is drawn.
         """
         self._check_fitted()
-        gen = as_generator(rng)
+        t = check_int(n_proposals, "n_proposals", minimum=1)
         m = check_int(batch, "batch", minimum=1)
-        cap = check_int(max_proposals, "max_proposals", minimum=1)
-        bound = float(np.linalg.norm(self.theta_))  # U >= θ̂ᵀφ − β0Γ for every ‖φ‖ <= 1
+        bound = self._theta_norm_bound(theta_norm_bound)
+        theta_norm = float(np.linalg.norm(self.theta_))
+        if theta_norm > bound:
+            raise InvalidParameterError(
+                f"theta_norm_bound must be >= ||theta_hat|| on every dataset of the declared domain; got "
+                f"{bound!r} < {theta_norm!r} (data outside the domain)"
+            )
+        noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
+        if accountant is not None:  # the sampler's guarantee at every context, before any draw
+            from dpbandits.algorithms.offline.accountants import rejection_sampling_guarantee
+
+            spend(accountant, rejection_sampling_guarantee(self.privacy, self.rejection_failure_bound(t, bound)))
+        # proposals come from the seeded stream when seeded, else from fresh OS entropy
+        gen = noise.rng if isinstance(noise, NumpyNoise) else as_generator(None)
+        chosen: FloatArray | None = None
         drawn = 0
-        while drawn < cap:
-            features = self._check_query(propose(gen, m))
-            drawn += features.shape[0]
-            # accept with probability exp((u(a) − U)/η)
-            log_accept = (self.utilities(features) - bound) / self.eta
-            accepted = np.flatnonzero(np.log(gen.random(features.shape[0])) < log_accept)
-            if accepted.size:
-                return np.asarray(features[accepted[0]], dtype=np.float64)
-        raise InvalidParameterError(
-            f"max_proposals must be large enough for the rejection sampler; {cap} proposals were all rejected"
-        )
+        while drawn < t:
+            size = min(m, t - drawn)
+            features = self._check_query(propose(gen, size))
+            if features.shape[0] != size:
+                raise InvalidParameterError(f"propose(generator, {size}) must return {size} rows; got {features.shape[0]}")
+            exponential = np.abs(noise.laplace(1.0, size=size))
+            # accept when E > (U − u(a))/η, an event of probability exp((u(a) − U)/η)
+            accepted = np.flatnonzero(exponential > (bound - self.utilities(features)) / self.eta)
+            if chosen is None and accepted.size:
+                chosen = np.asarray(features[accepted[0]], dtype=np.float64)
+            drawn += size
+        fallback = self._check_query(propose(gen, 1))  # a_fb ~ π0, drawn whatever happened
+        return chosen if chosen is not None else np.asarray(fallback[0], dtype=np.float64)

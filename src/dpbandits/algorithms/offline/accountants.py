@@ -1,10 +1,15 @@
 """Privacy accountants of the KL-regularised offline policies, one formula per theorem.
 
-Every guarantee here is **per-instance** (data-dependent): it holds for the given dataset D and all
-its neighbours, not for every pair of neighbouring datasets (spec §4.1). To get a standard DP
-statement, evaluate the formula functions at public worst-case statistics (a lower bound on N_min
-or λ_min, an upper bound on n); they are monotone in those statistics. Publishing ε(D) itself
-leaks information about D.
+Two scopes (``scope=``, spec §4.1):
+
+* ``"instance"`` (default) — the papers' **per-instance** (data-dependent) guarantees: they hold for
+  the given dataset D and all its neighbours, not for every pair of neighbouring datasets. Their
+  printed form says so (:data:`~dpbandits.privacy.guarantees.PER_INSTANCE_NOTE`), and publishing ε(D) itself leaks information
+  about D.
+* ``"domain"`` — ordinary DP over a **declared public domain** of datasets (a per-arm count floor,
+  a floor on λ_min(Σ_D), a bound on n; for RLHF label DP, the public comparisons themselves): one
+  (ε, δ) for every pair of neighbouring datasets in the domain, calibrated only from public
+  quantities. The policies refuse data outside their declared domain.
 
 Variants (``specs/spec_kl_regularization.md`` §0 and §4.6):
 
@@ -12,8 +17,8 @@ Variants (``specs/spec_kl_regularization.md`` §0 and §4.6):
   2 pure), the spec's corrected bounds elsewhere (Theorem 1′, the §4.4 recipe, Theorems 3′ and 4′);
 * ``"paper"`` — the printed formulas with the unambiguous typo fixes ([FIX]), or verbatim with
   ``verbatim=True``; a :class:`PaperVariantWarning` is issued where the claim is known to be false;
-* ``"tight"`` — data-dependent refinements that are still valid (linear: C2·γ_max/η; RLHF label:
-  the range refinement).
+* ``"tight"`` — refinements that are still valid (MAB: the exact per-instance loss, or the exact
+  domain sensitivity; linear: C2·γ_max/η; RLHF label: the range refinement).
 
 A guarantee whose precondition fails is ε = ∞ (δ = 1 for approximate kinds) with the reason, or an
 :class:`InvalidParameterError` with ``strict=True``. δ is computed in log space and capped at 1.
@@ -48,6 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PAPER",
+    "SCOPES",
     "UNIT_LINEAR",
     "UNIT_MAB",
     "UNIT_RLHF_LABEL",
@@ -61,6 +67,9 @@ __all__ = [
     "elliptical_corrected_delta",
     "inexact_policy",
     "kappa_b",
+    "mab_domain_sensitivity",
+    "mab_exact_loss",
+    "rejection_sampling_guarantee",
     "repeated_sampling",
     "theorem1_approx_paper",
     "theorem1_corrected_delta",
@@ -80,6 +89,10 @@ UNIT_RLHF_RECORD = "one preference record (feature pair, label)"
 VARIANTS = ("corrected", "paper", "tight")
 _SMALLEST_DELTA = math.ulp(0.0)  # 5e-324, an upper bound on any positive δ that underflows
 KINDS = ("pure", "approx")
+SCOPES = ("instance", "domain")
+
+_NO_CONTEXT: FloatArray = np.empty((0, 0))
+"""Stands for "every context" (no action features): only context-free bounds are computed then."""
 
 
 # ---------------------------------------------------------------------------------------- helpers
@@ -114,18 +127,31 @@ def _result(
     reference: str,
     reason: str = "",
     strict: bool = False,
+    domain: str | None = None,
 ) -> Guarantee:
+    """A scoped guarantee: per-instance, or (``domain`` = its description) over a public domain."""
     if strict and not math.isfinite(epsilon):
         raise InvalidParameterError(f"precondition of {reference} fails: {reason}")
     if not math.isfinite(epsilon):
         delta = 1.0 if kind == "approx" else 0.0
+    per_instance = domain is None
     if kind == "pure":
         return PureDP(epsilon=epsilon, unit=unit, neighbouring=neighbouring, reference=reference,
-                      per_instance=True, reason=reason)
+                      per_instance=per_instance, reason=reason, domain=domain or "")
     if delta >= 1.0 and not reason:
         reason = "delta capped at 1: the bound is vacuous"
     return ApproxDP(epsilon=epsilon, delta=min(1.0, delta), unit=unit, neighbouring=neighbouring,
-                    reference=reference, per_instance=True, reason=reason)
+                    reference=reference, per_instance=per_instance, reason=reason, domain=domain or "")
+
+
+def _check_scope(scope: str, kind: str) -> bool:
+    """Validate ``scope``; return whether it is ``"domain"`` (which gives pure guarantees only)."""
+    check_one_of(scope, "scope", SCOPES)
+    if scope == "domain" and kind != "pure":
+        raise InvalidParameterError(
+            f"scope='domain' gives pure guarantees only (kind='pure'); got kind={kind!r}"
+        )
+    return scope == "domain"
 
 
 def _common(eta: float, beta0: float) -> tuple[float, float]:
@@ -283,17 +309,146 @@ def theorem1_corrected_delta(
     return eps, _cap_log_delta(eps + log_delta0)
 
 
+def mab_domain_sensitivity(min_count: int, *, reward_bound: float, beta0: float) -> float:
+    """Δ(m) = R/(m + 1) + β0·(1/√m − 1/√(m + 1)): the exact utility sensitivity over a count floor m.
+
+    Over the domain {D : N(a; D) >= m for every arm} with rewards in [0, R], a pair of add/remove
+    neighbours that both lie in the domain changes one arm's utility u = r̄ − β0/√N, between
+    counts N and N + 1 with N >= m. Adding a reward r0 gives
+    δu = (r0 − r̄)/(N + 1) + β0(1/√N − 1/√(N + 1)) with |r0 − r̄| <= R; its largest magnitude is at
+    N = m, r̄ = 0, r0 = R, which is attained. So Δ(m) = sup |u(a; D) − u(a; D')| over in-domain pairs
+    (about a quarter of App. B's 2R/(m − 1) + β0/(2(m − 1)^{3/2}), which also covers neighbours that
+    leave the domain). Finite for every m >= 1.
+
+    Examples
+    --------
+    >>> round(mab_domain_sensitivity(99, reward_bound=1.0, beta0=0.0), 6)
+    0.01
+    """
+    m = check_int(min_count, "min_count", minimum=1)
+    r = check_positive_float(reward_bound, "reward_bound")
+    b0 = check_in_interval(beta0, "beta0", 0.0, math.inf, closed="left")
+    # Δ(m) = R/(m+1) + β0(1/√m − 1/√(m+1))
+    return r / (m + 1.0) + b0 * (1.0 / math.sqrt(m) - 1.0 / math.sqrt(m + 1.0))
+
+
+def _log_other_mass(log_p: FloatArray) -> FloatArray:
+    """Log Σ_{b≠a} p(b) for every a, without the cancellation of log(1 − p(a)) (prefix/suffix sums)."""
+    neg = np.array([-np.inf])
+    prefix = np.logaddexp.accumulate(log_p)
+    suffix = np.logaddexp.accumulate(log_p[::-1])[::-1]
+    return np.asarray(np.logaddexp(np.concatenate([neg, prefix[:-1]]), np.concatenate([suffix[1:], neg])))
+
+
+def mab_exact_loss(
+    log_probabilities: ArrayLike,
+    counts: ArrayLike,
+    reward_sums: ArrayLike,
+    reward_minima: ArrayLike,
+    reward_maxima: ArrayLike,
+    log_reference: ArrayLike,
+    *,
+    reward_bound: float,
+    beta0: float,
+    eta: float,
+) -> tuple[float, str]:
+    """The exact per-instance pure privacy loss of one sample of the KL MAB policy, in closed form.
+
+    Derivation (spec §5.1.1). An add/remove neighbour D' changes the utility of one arm j only, by
+    δu; write x = δu/η and p = π̃(j; D). Then Z'/Z = 1 − p + p·e^x, so with f(x) = log(1 − p + p·e^x)
+
+    * log π̃(j; D') − log π̃(j; D) = x − f(x),
+    * log π̃(b; D') − log π̃(b; D) = −f(x) for every other action b,
+
+    and the pair's loss is L_j(x) = max(|x − f(x)|, |f(x)|) (the second term only if another action
+    has positive probability). For x >= 0, f(x) ∈ [0, x] and both x − f and f are non-decreasing in
+    x (d(x − f)/dx = (1 − p)/(1 − p + p·e^x)); for x <= 0 both terms are non-increasing. So the worst
+    neighbour of arm j is one of the extreme changes. With N = N(j; D) >= 2, r̄ = S/N,
+    g = β0(1/√(N − 1) − 1/√N) and h = β0(1/√N − 1/√(N + 1)):
+
+    * remove a record of reward r: δu = (r̄ − r)/(N − 1) − g, extreme at r = min and r = max of the
+      arm's rewards;
+    * add a record of reward r0 ∈ [0, R]: δu = (r0 − r̄)/(N + 1) + h, extreme at r0 = 0 and R.
+
+    An arm with π0(j) > 0 and N = 0 (adding one record gives it positive probability) or N = 1
+    (removing its record gives it probability 0) has infinite loss; arms with π0(j) = 0 never
+    matter. ε(D) = max_j max of L_j at the four extremes, exactly (checked against
+    :func:`dpbandits.audit.kl.audit_mab`, which recomputes every extreme neighbour).
+
+    Parameters
+    ----------
+    log_probabilities : array_like of shape (K,)
+        log π̃(·; D).
+    counts, reward_sums : array_like of shape (K,)
+        N(a; D), S(a; D).
+    reward_minima, reward_maxima : array_like of shape (K,)
+        The smallest and largest reward of each arm in D (from statistics alone: the extremes any
+        dataset with those statistics can have, which gives the worst such dataset's loss).
+    log_reference : array_like of shape (K,)
+        log π0.
+    reward_bound, beta0, eta : float
+
+    Returns
+    -------
+    (float, str)
+        ε(D) and a description of the worst neighbour.
+    """
+    eta, beta0 = _common(eta, beta0)
+    r = check_positive_float(reward_bound, "reward_bound")
+    log_p = np.asarray(log_probabilities, dtype=np.float64)
+    n = np.asarray(counts, dtype=np.float64)
+    s = np.asarray(reward_sums, dtype=np.float64)
+    active = np.isfinite(np.asarray(log_reference, dtype=np.float64))
+    for count, what in ((0, "add a record of arm {j}, which has no data"),
+                        (1, "remove the only record of arm {j}")):
+        hit = np.flatnonzero(active & (n == count))
+        if hit.size:
+            return math.inf, what.format(j=int(hit[0]))
+    arms = np.flatnonzero(active)
+    n_a, mean = n[arms], s[arms] / n[arms]
+    g = beta0 * (1.0 / np.sqrt(n_a - 1.0) - 1.0 / np.sqrt(n_a))
+    h = beta0 * (1.0 / np.sqrt(n_a) - 1.0 / np.sqrt(n_a + 1.0))
+    minima = np.asarray(reward_minima, dtype=np.float64)[arms]
+    maxima = np.asarray(reward_maxima, dtype=np.float64)[arms]
+    # δu of the four extreme neighbours of each arm (columns), scaled: x = δu/η
+    changes = np.column_stack([
+        (mean - minima) / (n_a - 1.0) - g,   # remove the smallest reward
+        (mean - maxima) / (n_a - 1.0) - g,   # remove the largest reward
+        (r - mean) / (n_a + 1.0) + h,        # add a reward R
+        (0.0 - mean) / (n_a + 1.0) + h,      # add a reward 0
+    ])
+    x = changes / eta
+    log_p_arm = log_p[arms][:, None]
+    log_rest = _log_other_mass(np.where(active, log_p, -np.inf))[arms][:, None]
+    with np.errstate(invalid="ignore"):
+        f = np.logaddexp(log_rest, log_p_arm + x)  # log(1 − p + p·e^x)
+    loss = np.abs(x - f)
+    others = np.isfinite(log_rest)
+    loss = np.where(others, np.maximum(loss, np.abs(f)), loss)
+    row, col = np.unravel_index(int(np.argmax(loss)), loss.shape)
+    arm = int(arms[row])
+    worst = (f"remove (arm {arm}, r={minima[row]:.6g})", f"remove (arm {arm}, r={maxima[row]:.6g})",
+             f"add (arm {arm}, r={r:.6g})", f"add (arm {arm}, r=0)")[col]
+    return float(loss[row, col]), worst
+
+
+def _mab_domain(policy: KLMABPolicy) -> str:
+    return (f"N(a) >= min_count = {policy.min_count} for every arm with pi0(a) > 0, rewards in "
+            f"[0, {policy.reward_bound:g}]; every pair of add/remove neighbours in it")
+
+
 def account_mab(
     policy: KLMABPolicy,
     *,
     kind: str = "pure",
     variant: str = "corrected",
+    scope: str = "instance",
     n0: float | None = None,
     k: float | None = None,
     verbatim: bool = False,
     strict: bool = False,
 ) -> Guarantee:
-    """Per-instance guarantee of one action sampled from a fitted :class:`KLMABPolicy`.
+    """Guarantee of one action sampled from a fitted :class:`KLMABPolicy`.
 
     Parameters
     ----------
@@ -301,9 +456,14 @@ def account_mab(
         Fitted policy.
     kind : {"pure", "approx"}
         Pure ε0 (Theorem 1, eq. 9; valid) or approximate (ε, δ).
-    variant : {"corrected", "paper"}
-        Approximate only: ``"corrected"`` is Theorem 1′; ``"paper"`` is Theorem 1 (with ``n0``) or
+    variant : {"corrected", "paper", "tight"}
+        Pure: ``"corrected"`` and ``"paper"`` are Theorem 1; ``"tight"`` is the exact per-instance loss
+        (:func:`mab_exact_loss`) or, with ``scope="domain"``, Δ(m)/η (:func:`mab_domain_sensitivity`).
+        Approximate: ``"corrected"`` is Theorem 1′; ``"paper"`` is Theorem 1 (with ``n0``) or
         Corollary 1 (with ``k``), which are invalid (warning).
+    scope : {"instance", "domain"}, default "instance"
+        ``"domain"`` needs the policy's public ``min_count`` = m (pure only): Theorem 1 at N_min = m
+        (``"corrected"``/``"paper"``), or the exact domain sensitivity Δ(m)/η (``"tight"``).
     n0, k : float, optional
         For ``kind="approx"``: the threshold N0, or k with N0 = ⌊N_max/k⌋. Exactly one is needed.
     verbatim : bool, default False
@@ -314,21 +474,25 @@ def account_mab(
     Returns
     -------
     PureDP or ApproxDP
-        Add/remove of one logged record, per instance.
+        Add/remove of one logged record; ``per_instance`` unless ``scope="domain"``.
 
     Privacy
     -------
-    Per-instance (ε, δ) of **one** action sampled from π̃(·; D), add/remove of one (arm, reward)
-    record; further samples compose (:func:`repeated_sampling`). Publishing the value leaks N(·; D).
+    (ε, δ) of **one** action sampled from π̃(·; D), add/remove of one (arm, reward) record; further
+    samples compose (:func:`repeated_sampling`). Per instance, the value depends on D (publishing
+    it leaks N(·; D)). Over the domain, ε is calibrated from public η, β0, R and m only and holds
+    for every pair of neighbouring datasets that both satisfy the floor: the loss of a pair is at
+    most |δu|/η <= Δ(m)/η because only one arm's utility moves (see :func:`mab_exact_loss`).
 
     References
     ----------
-    Zhang et al. (2025), Theorem 1 (eq. 9) and Corollary 1; ``specs/spec_kl_regularization.md`` §4.3
-    (Theorem 1′, Lemma 1′) and §7 items 7–12.
+    Zhang et al. (2025), Theorem 1 (eq. 9) and Corollary 1; ``specs/spec_kl_regularization.md`` §4.1,
+    §4.3 (Theorem 1′, Lemma 1′), §5.1.1 and §7 items 7–12.
     """
     policy._check_fitted()
     check_one_of(kind, "kind", KINDS)
-    check_one_of(variant, "variant", ("corrected", "paper"))
+    check_one_of(variant, "variant", VARIANTS)
+    domain = _check_scope(scope, kind)
     counts = policy.counts_
     log_pi0 = policy.log_reference
     active = np.isfinite(log_pi0)
@@ -337,10 +501,35 @@ def account_mab(
     common: dict[str, Any] = {
         "unit": UNIT_MAB, "neighbouring": Neighbouring.ADD_REMOVE, "strict": strict,
     }
+    if domain:
+        if policy.min_count is None:
+            raise InvalidParameterError(
+                "scope='domain' needs the public per-arm floor declared when the policy is built "
+                "(KLMABPolicy(..., min_count=m)); got min_count=None"
+            )
+        m = policy.min_count
+        if variant == "tight":
+            eps = mab_domain_sensitivity(m, reward_bound=policy.reward_bound, beta0=policy.beta0) / policy.eta
+            return _result(kind, eps, 0.0, reference="exact domain sensitivity Delta(m)/eta (one arm moves)",
+                           domain=_mab_domain(policy), **common)
+        eps = theorem1_pure_epsilon(m, reward_bound=policy.reward_bound, beta0=policy.beta0, eta=policy.eta)
+        reason = "" if math.isfinite(eps) else f"Theorem 1 needs min_count >= 2 (got {m}); use variant='tight'"
+        return _result(kind, eps, 0.0, reference=f"{PAPER}, Theorem 1 eq. (9) at N_min = min_count",
+                       reason=reason, domain=_mab_domain(policy), **common)
     if getattr(policy, "fallback_used_", False):
         return _result(kind, math.inf, 1.0, reference=f"{PAPER}, eq. (8)", strict=strict,
                        reason="no arm has data: the policy fell back to pi0", unit=UNIT_MAB,
                        neighbouring=Neighbouring.ADD_REMOVE)
+    if variant == "tight":
+        if kind != "pure":
+            raise InvalidParameterError(f"variant='tight' is available for kind='pure' only; got kind={kind!r}")
+        eps, worst = mab_exact_loss(policy.log_probabilities_, counts, policy.reward_sums_, policy.reward_minima_,
+                                    policy.reward_maxima_, log_pi0, reward_bound=policy.reward_bound,
+                                    beta0=policy.beta0, eta=policy.eta)
+        reason = "" if math.isfinite(eps) else f"infinite loss: {worst}"
+        return _result(kind, eps, 0.0, reason=reason,
+                       reference=f"exact per-instance loss (spec §5.1.1 closed form; worst neighbour: {worst})",
+                       **common)
     if kind == "pure":
         # N_min over the arms with π0(a) > 0: an arm π0 never chooses does not affect π̃ (spec §3.1 note)
         eps = theorem1_pure_epsilon(n_min, reward_bound=policy.reward_bound, beta0=policy.beta0,
@@ -533,7 +722,7 @@ def corollary2_paper(
 
 def account_linear(
     policy: KLLinearPolicy,
-    action_features: ArrayLike,
+    action_features: ArrayLike | None = None,
     reference: ArrayLike | None = None,
     *,
     kind: str = "pure",
@@ -541,14 +730,16 @@ def account_linear(
     lambda0: float | None = None,
     c: float | None = None,
     strict: bool = False,
+    scope: str = "instance",
 ) -> Guarantee:
-    """Per-instance guarantee of one action sampled from a fitted :class:`KLLinearPolicy` at a context.
+    """Guarantee of one action sampled from a fitted :class:`KLLinearPolicy` at a context.
 
     Parameters
     ----------
     policy : KLLinearPolicy
-    action_features : array_like of shape (K, d)
-        φ(x, a) for the candidate actions of the fixed public context x.
+    action_features : array_like of shape (K, d), optional
+        φ(x, a) for the candidate actions of the fixed public context x. Omitted: the pure
+        guarantee at every context (features of norm <= 1), which is what ``policy.privacy`` gives.
     reference : array_like of shape (K,), optional
         π0(·|x); uniform when omitted.
     kind : {"pure", "approx"}
@@ -562,6 +753,12 @@ def account_linear(
         Corollary 2 (corrected form, spec §7 item 14): λ0 = λ_min/c², so ε = c·ε0 exactly; c ∈ (0, 1).
         Exclusive with ``lambda0``.
     strict : bool, default False
+    scope : {"instance", "domain"}, default "instance"
+        ``"domain"`` (pure only) needs the policy's public ``min_eigenvalue`` = ℓ > 1 (a floor on
+        λ_min(Σ_D), ridge included) and ``max_records`` = n_max: ε = C2(ℓ, n_max)/(η√ℓ), Theorem 2
+        at the public worst case (C2 decreases in λ_min and increases in n, and 1/√λ_min decreases,
+        so every dataset of the domain has a smaller per-instance ε0, which covers all its
+        neighbours). Every variant gives this value in the domain scope (γ_max(x) <= 1/√ℓ there).
 
     Returns
     -------
@@ -570,8 +767,9 @@ def account_linear(
 
     Privacy
     -------
-    Per-instance guarantee of one action sampled at the fixed public context x; other contexts and
-    further samples compose.
+    Guarantee of one action sampled at the fixed public context x, per instance or over the
+    declared domain (features of norm <= 1, rewards in [0, R], ridge λ, λ_min(Σ_D) >= ℓ,
+    n <= n_max); other contexts and further samples compose.
 
     References
     ----------
@@ -580,9 +778,30 @@ def account_linear(
     """
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
-    features = policy._check_query(action_features)
-    gamma = policy.penalties(features)
-    logp = policy.log_probabilities(features, reference)
+    every_context = action_features is None
+    if every_context and (kind != "pure" or variant == "tight"):
+        raise InvalidParameterError(
+            f"kind={kind!r}, variant={variant!r} depends on the context: pass action_features"
+        )
+    # every context: no features are used (the paths that need them were refused above)
+    features = _NO_CONTEXT if action_features is None else policy._check_query(action_features)
+    if _check_scope(scope, kind):
+        if policy.min_eigenvalue is None or policy.max_records is None:
+            raise InvalidParameterError(
+                "scope='domain' needs the public floor min_eigenvalue and bound max_records declared when the "
+                f"policy is built; got min_eigenvalue={policy.min_eigenvalue!r}, max_records={policy.max_records!r}"
+            )
+        floor = policy.min_eigenvalue
+        c2_domain = theorem2_bracket(floor, n_records=policy.max_records, dimension=policy.n_features_in_,
+                                     reward_bound=policy.reward_bound, beta0=policy.beta0)
+        described = (f"lambda_min(Sigma_D) >= {floor:g} (ridge {policy.ridge:g}), n <= {policy.max_records}, "
+                     f"feature norms <= 1, rewards in [0, {policy.reward_bound:g}]; every pair of add/remove "
+                     "neighbours in it")
+        return _result(kind, c2_domain / (policy.eta * math.sqrt(floor)), 0.0, unit=UNIT_LINEAR,
+                       neighbouring=Neighbouring.ADD_REMOVE, strict=strict, domain=described,
+                       reference=f"{PAPER}, Theorem 2 (pure) at the public floor and n_max",
+                       reason="" if math.isfinite(c2_domain) else f"min_eigenvalue must exceed 1 (got {floor!r})")
+    policy._check_fitted()
     lam_min = policy.lambda_min_
     c2 = theorem2_bracket(lam_min, n_records=policy.n_records_, dimension=policy.n_features_in_,
                           reward_bound=policy.reward_bound, beta0=policy.beta0)
@@ -592,10 +811,12 @@ def account_linear(
     }
     if kind == "pure":
         if variant == "tight":
-            eps = c2 * float(np.max(gamma)) / policy.eta
+            eps = c2 * float(np.max(policy.penalties(features))) / policy.eta
             return _result(kind, eps, 0.0, reference="spec §4.4 tight pure variant of Theorem 2", **common)
-        eps = c2 / (policy.eta * math.sqrt(lam_min))
-        return _result(kind, eps, 0.0, reference=f"{PAPER}, Theorem 2 (pure)", **common)
+        eps = c2 / (policy.eta * math.sqrt(lam_min))  # γ_max(x) <= 1/√λ_min: every context
+        return _result(kind, eps, 0.0, reference=f"{PAPER}, Theorem 2 (pure, every context)", **common)
+    gamma = policy.penalties(features)
+    logp = policy.log_probabilities(features, reference)
     lam0 = _threshold_lambda0(lambda0, c, lam_min)
     t = 1.0 / math.sqrt(lam0)
     if variant == "paper":
@@ -709,7 +930,7 @@ def corollary3_paper(k1: float, c: float | None = None, *, lambda_min: float, ri
 
 def account_rlhf(
     policy: KLRLHFPolicy,
-    action_features: ArrayLike,
+    action_features: ArrayLike | None = None,
     reference: ArrayLike | None = None,
     *,
     kind: str = "pure",
@@ -719,14 +940,17 @@ def account_rlhf(
     c: float | None = None,
     strict: bool = False,
     include_solver_error: bool = True,
+    scope: str = "instance",
 ) -> Guarantee:
-    """Per-instance guarantee of one action sampled from a fitted :class:`KLRLHFPolicy` at a context.
+    """Guarantee of one action sampled from a fitted :class:`KLRLHFPolicy` at a context.
 
     Parameters
     ----------
     policy : KLRLHFPolicy
-    action_features : array_like of shape (K, d)
-        φ(x, a) of the candidate responses to the public prompt x.
+    action_features : array_like of shape (K, d), optional
+        φ(x, a) of the candidate responses to the public prompt x. Omitted: the pure (non-tight)
+        guarantee at every prompt (features of norm <= 1; the solver error at the worst-case
+        leverage 1/√(λ_min − λ)), which is what ``policy.privacy`` gives.
     reference : array_like of shape (K,), optional
         π0(·|x); uniform when omitted.
     kind : {"pure", "approx"}
@@ -736,13 +960,19 @@ def account_rlhf(
         max_{a,a'}‖φ_a − φ_a'‖_{M⁻¹}/η.
     neighbouring : {"label", "add_remove"}
     lambda0 : float, optional
-        For ``kind="approx"``: threshold 1/√λ0 on ‖φ(x, a)‖_{Σ⁻¹}.
+        For ``kind="approx"``: threshold 1/√λ0 on ‖φ(x, a)‖_{Σ⁻¹}. The paper's Theorems 3/4 need
+        λ0 > λ (checked for ``variant="paper"``); the corrected recipe is valid for every λ0 > 0 (for
+        λ0 <= λ_min it returns δ = 0 with an ε above the pure one).
     c : float, optional
         Corollary 3 (corrected form): λ0 = λ_min/c², c ∈ (0, 1); exclusive with ``lambda0``.
     strict : bool, default False
     include_solver_error : bool, default True
-        Add the divergence between the computed and the exact MLE policy (inexact-policy extension,
-        :meth:`KLRLHFPolicy.solver_divergence`) to the corrected and tight guarantees.
+        Account for the solver (below). Turning it off gives the exact-maximiser value of the
+        theorems, which is not what the computed policy satisfies.
+    scope : {"instance", "domain"}, default "instance"
+        ``"domain"`` (pure only). Label DP: the comparisons z_i are public, so ε depends on public
+        data only and holds for every labelling of them. Add/remove: needs the policy's public
+        ``min_eigenvalue`` = ℓ; Theorem 4′ (or 4) at λ_min = ℓ (the bounds decrease in λ_min).
 
     Returns
     -------
@@ -750,37 +980,86 @@ def account_rlhf(
 
     Privacy
     -------
-    Per-instance guarantee of one response sampled at the fixed public prompt x: one preference
-    label (``"label"``, features public) or one whole comparison (``"add_remove"``).
+    Guarantee of one response sampled at the fixed public prompt x: one preference label
+    (``"label"``, features public) or one whole comparison (``"add_remove"``). Solver error: the
+    released policy π̂ uses the computed θ̂, not the exact maximiser. With ε̂_D and ε̂_{D'} bounds on
+    D∞ between π̂ and π̃ (both directions) at D and at the neighbour D',
+    π̂_D(S) <= e^{ε̂_D}(e^ε·π̃_{D'}(S) + δ) <= e^{ε̂_D + ε + ε̂_{D'}}·π̂_{D'}(S) + e^{ε̂_D}·δ, and symmetrically,
+    so the released policy is (ε + ε̂_D + ε̂_{D'}, e^{max(ε̂_D, ε̂_{D'})}·δ)-DP. ε̂ = 2·e·max_a‖φ_a‖_{M⁻¹}/η
+    with e a bound on ‖θ̂ − θ*‖_M: at D the certificate of this fit (per instance) or the public
+    ``solver_tolerance`` (domain); at D' the public tolerance, which ``fit`` enforces on every dataset.
+    The leverage at D' equals that at D for label flips (M unchanged), is smaller for additions
+    (M grows), and is at most lev_D/√(1 − max_i‖z_i‖²_{M⁻¹}) for removals (Sherman–Morrison and
+    Cauchy–Schwarz); over an add/remove domain it is at most 1/√(ℓ − λ) on both sides.
 
     References
     ----------
     Zhang et al. (2025), Theorem 3, Corollary 3 and Appendix D (Theorem 4);
-    ``specs/spec_kl_regularization.md`` §4.5, §5.1.3 (Theorems 3′/4′; C4, C5).
+    ``specs/spec_kl_regularization.md`` §4.5, §4.9, §5.1.3 (Theorems 3′/4′; C4, C5).
     """
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
     check_one_of(neighbouring, "neighbouring", ("label", "add_remove"))
+    if action_features is None and (kind != "pure" or variant == "tight"):
+        raise InvalidParameterError(
+            f"kind={kind!r}, variant={variant!r} depends on the prompt: pass action_features"
+        )
+    domain = _check_scope(scope, kind)
+    label = neighbouring == "label"
+    floor: float | None = None
+    described: str | None = None
+    if domain:
+        if label:
+            described = (f"every labelling of the {policy.n_records_} public comparisons z_i (features public, "
+                         f"MLE radius B = {policy.norm_bound:g}, solver tolerance {policy.solver_tolerance:g})")
+        else:
+            if policy.min_eigenvalue is None:
+                raise InvalidParameterError(
+                    "scope='domain' with neighbouring='add_remove' needs the public floor min_eigenvalue declared "
+                    "when the policy is built; got min_eigenvalue=None"
+                )
+            floor = policy.min_eigenvalue
+            described = (f"lambda_min(Sigma_D) >= {floor:g} (ridge {policy.ridge:g}), ||z_i|| <= 2, MLE radius "
+                         f"B = {policy.norm_bound:g}, solver tolerance {policy.solver_tolerance:g}; every pair "
+                         "of add/remove neighbours in it")
     guarantee = _account_rlhf_exact(policy, action_features, reference, kind=kind, variant=variant,
-                                    neighbouring=neighbouring, lambda0=lambda0, c=c, strict=strict)
+                                    neighbouring=neighbouring, lambda0=lambda0, c=c, strict=strict,
+                                    lambda_min=floor, domain=described)
     if not include_solver_error or variant == "paper" or not math.isfinite(guarantee.epsilon):
         return guarantee
-    divergence = policy.solver_divergence(action_features)
-    if divergence == 0.0:
-        return guarantee
-    adjusted = inexact_policy(guarantee, divergence)
-    return replace(adjusted, reference=f"{guarantee.reference} + solver error (inexact-policy extension)")
+    here, there = _rlhf_solver_divergences(policy, action_features, label=label, domain=domain, floor=floor)
+    adjusted = inexact_policy(guarantee, here, neighbour_divergence=there)
+    return replace(adjusted, reference=f"{guarantee.reference} + solver error at D and at the neighbour")
+
+
+def _rlhf_solver_divergences(policy: KLRLHFPolicy, action_features: ArrayLike | None, *, label: bool, domain: bool,
+                             floor: float | None) -> tuple[float, float]:
+    """(ε̂_D, ε̂_{D'}): divergences of the computed from the exact policy at D and at any neighbour."""
+    tolerance = policy.solver_tolerance
+    if floor is not None:  # add/remove domain: lev <= ‖φ‖/√(λ_min − λ) <= 1/√(ℓ − λ) on both sides
+        gap = floor - policy.ridge
+        side = 2.0 * tolerance / (policy.eta * math.sqrt(gap)) if gap > 0 else math.inf
+        return side, side
+    here = policy.solver_divergence(action_features, tolerance if domain else None)
+    if label:  # a label flip leaves M unchanged
+        return here, policy.solver_divergence(action_features, tolerance)
+    s_max = policy.max_difference_leverage_ ** 2  # max_i ‖z_i‖²_{M⁻¹}
+    if not s_max < 1.0:
+        return here, math.inf  # a removal can make M singular
+    # removal: ‖φ‖²_{M₋⁻¹} = ‖φ‖²_{M⁻¹} + (φᵀM⁻¹z_i)²/(1 − s_i) <= ‖φ‖²_{M⁻¹}/(1 − s_i); addition: smaller
+    return here, policy.solver_divergence(action_features, tolerance) / math.sqrt(1.0 - s_max)
 
 
 def _account_rlhf_exact(
-    policy: KLRLHFPolicy, action_features: ArrayLike, reference: ArrayLike | None, *, kind: str, variant: str,
-    neighbouring: str, lambda0: float | None, c: float | None, strict: bool,
+    policy: KLRLHFPolicy, action_features: ArrayLike | None, reference: ArrayLike | None, *, kind: str,
+    variant: str, neighbouring: str, lambda0: float | None, c: float | None, strict: bool,
+    lambda_min: float | None = None, domain: str | None = None,
 ) -> Guarantee:
-    """:func:`account_rlhf` for the exact maximiser (the theorems' setting)."""
-    features = policy._check_query(action_features)
-    gamma = policy.penalties(features)
-    logp = policy.log_probabilities(features, reference)
-    lam_min, lam, b = policy.lambda_min_, policy.ridge, policy.norm_bound
+    """:func:`account_rlhf` for the exact maximiser (the theorems' setting), at λ_min(Σ_D) or a floor."""
+    features = _NO_CONTEXT if action_features is None else policy._check_query(action_features)
+    policy._check_fitted()
+    lam_min = policy.lambda_min_ if lambda_min is None else lambda_min
+    lam, b = policy.ridge, policy.norm_bound
     mu = lam_min - lam
     label = neighbouring == "label"
     unit = UNIT_RLHF_LABEL if label else UNIT_RLHF_RECORD
@@ -795,7 +1074,8 @@ def _account_rlhf_exact(
         f"lambda_min(Sigma_D) = {lam_min!r} must exceed {min_needed!r} (ridge {lam!r}"
         + ("" if label else " and the add/remove floor") + ")"
     )
-    common: dict[str, Any] = {"unit": unit, "neighbouring": rel, "strict": strict, "reason": reason}
+    common: dict[str, Any] = {"unit": unit, "neighbouring": rel, "strict": strict, "reason": reason,
+                              "domain": domain}
     thm = ("Theorem 3" if label else "Theorem 4")
     if kind == "pure":
         if variant == "tight":
@@ -811,9 +1091,15 @@ def _account_rlhf_exact(
         tag = " [paper]" if variant == "paper" else "' [corrected]"
         return _result(kind, eps, 0.0, reference=f"{PAPER}, {thm}{tag} (pure)", **common)
     lam0 = _threshold_lambda0(lambda0, c, lam_min)
+    if variant == "paper" and not lam0 > lam:
+        raise InvalidParameterError(
+            f"lambda0 must be > the ridge lambda = {lam!r} for {thm}'s approximate part (paper); got {lam0!r}"
+        )
     t = 1.0 / math.sqrt(lam0)
     if not (mu > 0 and lam_min > min_needed):
         return _result(kind, math.inf, 1.0, reference=f"{PAPER}, {thm} approx", **common)
+    gamma = policy.penalties(features)
+    logp = policy.log_probabilities(features, reference)
     if variant == "paper":
         _paper_warning(f"{thm} (approximate DP)")
         if label:
@@ -863,25 +1149,48 @@ def repeated_sampling(guarantee: Guarantee, n_samples: int, *, method: str = "ba
         if delta_prime is None:
             raise InvalidParameterError("delta_prime must be a float in (0, 1) for method='advanced'; got None")
         new_eps, new_delta = advanced_composition(eps, delta, t, delta_prime)
-    cls: type[Guarantee] = PureDP if new_delta == 0.0 else ApproxDP
-    return cls(epsilon=new_eps, delta=new_delta, unit=f"{guarantee.unit}; {t} samples ({method} composition)",
-               neighbouring=guarantee.neighbouring, reference=guarantee.reference,
-               per_instance=guarantee.per_instance, reason=guarantee.reason)
+    composed = guarantee.with_parameters(new_eps, new_delta)
+    return replace(composed, unit=f"{guarantee.unit}; {t} samples ({method} composition)")
 
 
-def inexact_policy(guarantee: Guarantee, divergence: float, *, variant: str = "corrected") -> Guarantee:
+def inexact_policy(guarantee: Guarantee, divergence: float, *, variant: str = "corrected",
+                   neighbour_divergence: float | None = None) -> Guarantee:
     """Guarantee of an approximate policy π̂ with D∞(π̃‖π̂) <= ε̂ and D∞(π̂‖π̃) <= ε̂ on every dataset.
 
     Corrected: (ε + 2ε̂, e^{ε̂}·δ) (spec §7 item 18). Paper: (ε + 2ε̂, δ), invalid when δ > 0 (warning).
     If π̂ ∝ π0·e^{û/η} with ‖û − u‖∞ <= e, then ε̂ = 2e/η.
+
+    With ``neighbour_divergence`` = ε̂' (the bound at the neighbouring datasets, where it may differ
+    from ``divergence`` = ε̂ at D): (ε + ε̂ + ε̂', e^{max(ε̂, ε̂')}·δ), since
+    π̂_D(S) <= e^{ε̂}(e^ε·π̃_{D'}(S) + δ) <= e^{ε̂ + ε + ε̂'}·π̂_{D'}(S) + e^{ε̂}·δ and symmetrically.
     """
     check_one_of(variant, "variant", ("corrected", "paper"))
     eh = check_in_interval(divergence, "divergence", 0.0, math.inf, closed="left")
+    other = eh if neighbour_divergence is None else check_in_interval(
+        neighbour_divergence, "neighbour_divergence", 0.0, math.inf, closed="left")
     delta = guarantee.delta
     if variant == "paper":
         if delta > 0:
             _paper_warning("the inexact-policy extension with delta > 0")
-    else:
-        delta = min(1.0, math.exp(eh) * delta)
-    return guarantee.with_parameters(guarantee.epsilon + 2.0 * eh, delta)
+    elif delta > 0:
+        delta = min(1.0, math.exp(max(eh, other)) * delta)
+    return guarantee.with_parameters(guarantee.epsilon + eh + other, delta)
 
+
+def rejection_sampling_guarantee(guarantee: Guarantee, failure_bound: float) -> Guarantee:
+    """Guarantee of :meth:`EllipticalKLPolicy.sample_by_rejection` from that of one exact sample.
+
+    The sampler outputs (1 − q_D)·π̃(·; D) + q_D·π0 with q_D <= q̄ = ``failure_bound`` on every dataset
+    of the declared domain (a data-independent fallback when all proposals are rejected); an
+    (ε, δ)-DP π̃ gives (ε + ln(1/(1 − q̄)), δ + q̄) (proof in the sampler's Privacy section).
+
+    Examples
+    --------
+    >>> from dpbandits.privacy.guarantees import PureDP
+    >>> g = rejection_sampling_guarantee(PureDP(epsilon=0.5, unit="one record", neighbouring="add/remove"), 1e-9)
+    >>> round(g.epsilon, 9), g.delta
+    (0.500000001, 1e-09)
+    """
+    q = check_in_interval(failure_bound, "failure_bound", 0.0, 1.0, closed="left")
+    # ε' = ε + ln(1/(1 − q̄)), δ' = δ + q̄
+    return guarantee.with_parameters(guarantee.epsilon - math.log1p(-q), min(1.0, guarantee.delta + q))

@@ -1,15 +1,15 @@
 """Baselines for utility comparisons with the KL-regularised MAB policy (spec §3.5 and study E5).
 
-By default the private baselines use the same **per-instance** sensitivity as Theorem 1: for arms
-with N(a) >= N_min >= 2, one added or removed record moves u(a) = r̄(a) − β0/√N(a) by at most
-Δ = 2R/(N_min − 1) + β0/(2(N_min − 1)^{3/2}) (App. B), and only the arm of that record changes.
-The guarantee then holds for D and its neighbours only, and Δ itself depends on D.
-
-With ``min_count=m`` (a public lower bound on every arm's count, fixed before seeing the data) they
-are the standard mechanisms with the **global** sensitivity Δ(m) over the domain
-{D : N(a; D) >= m for every arm} (spec §4.1, ``scope="domain"``): the noise no longer depends on D,
-the guarantee is an ordinary (not per-instance) ε-DP statement for neighbouring datasets in the
-domain, and data outside the domain is refused.
+The private baselines are standard mechanisms calibrated **only from public quantities**: the
+number of arms K, the reward bound R, the pessimism β0, ε, and a per-arm count floor ``min_count``
+= m declared before seeing the data (required: nothing about the noise is ever read off the data).
+The declared domain is {D : N(a; D) >= m for every arm, rewards in [0, R]}; data outside it is
+refused. Between two add/remove neighbours that both lie in the domain only the changed record's
+arm moves, and its utility u = r̄ − β0/√N moves by at most
+Δ(m) = R/(m + 1) + β0·(1/√m − 1/√(m + 1))
+(:func:`dpbandits.algorithms.offline.accountants.mab_domain_sensitivity`), so each baseline is
+ε-DP for every pair of neighbouring datasets in the domain — an ordinary, not per-instance, DP
+statement.
 
 * :class:`ExponentialMechanismMAB` — the standard exponential mechanism on u (β0 = 0: "EM-mean";
   β0 > 0: "EM-pessimistic") with temperature 2Δ/ε and a uniform base measure;
@@ -18,8 +18,9 @@ domain, and data outside the domain is refused.
   arm changes) and acts greedily: every later sample is post-processing (policy-level privacy);
 * :class:`PessimisticGreedyMAB` — the non-private argmax of u (ties broken uniformly at random).
 
-Arms without data (N = 0) are excluded, as in the KL policy; if some arm has N <= 1 the
-sensitivity is unbounded and the guarantee is ε = ∞ with the reason.
+Releases (``sample``, the Laplace release in ``fit``) go through
+:func:`dpbandits.privacy.noise.privacy_noise`: secure OpenDP noise unless
+``insecure_seeded_noise=True``.
 """
 
 from __future__ import annotations
@@ -28,109 +29,112 @@ import math
 
 import numpy as np
 
-from dpbandits._core.errors import EmptySupportError, InvalidParameterError, NotFittedError
+from dpbandits._core.errors import InvalidParameterError, NotFittedError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
-from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
-from dpbandits.algorithms.offline.accountants import UNIT_MAB
+from dpbandits._core.validation import check_epsilon, check_in_interval, check_int, check_positive_float
+from dpbandits.algorithms.offline.accountants import UNIT_MAB, mab_domain_sensitivity
 from dpbandits.algorithms.offline.kl_mab import mab_utilities
 from dpbandits.envs.offline import LoggedBanditData
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee, Neighbouring, PureDP
-from dpbandits.privacy.mechanisms import ExponentialMechanism, LaplaceMechanism, report_noisy_max
+from dpbandits.privacy.mechanisms import ExponentialMechanism, ReportNoisyMaxMechanism, report_noisy_max
+from dpbandits.privacy.noise import NoiseBackend, privacy_noise
 
 __all__ = [
     "ExponentialMechanismMAB",
     "LaplaceStatisticsGreedyMAB",
     "PessimisticGreedyMAB",
     "ReportNoisyMaxMAB",
-    "mab_utility_sensitivity",
 ]
 
 
-def mab_utility_sensitivity(n_min: int, *, reward_bound: float, beta0: float) -> float:
-    """Δ = 2R/(N_min − 1) + β0/(2(N_min − 1)^{3/2}) (App. B); ∞ if N_min <= 1."""
-    if n_min <= 1:
-        return math.inf
-    m = n_min - 1
-    return 2.0 * reward_bound / m + beta0 / (2.0 * m**1.5)
+def _statistics(data: LoggedBanditData, n_arms: int, reward_bound: float) -> tuple[IntArray, FloatArray]:
+    """N(a; D), S(a; D) of data checked against the public action space and reward bound."""
+    if not isinstance(data, LoggedBanditData):
+        raise InvalidParameterError(f"data must be a LoggedBanditData; got {type(data).__name__}")
+    if data.n_arms != n_arms:
+        raise InvalidParameterError(f"data.n_arms must equal the public n_arms = {n_arms}; got {data.n_arms}")
+    if data.rewards.size and float(data.rewards.max()) > reward_bound:
+        raise InvalidParameterError(
+            f"rewards must lie in the declared [0, reward_bound] = [0, {reward_bound}]; got {float(data.rewards.max())!r}"
+        )
+    return data.counts(), data.reward_sums()
 
 
-class _MABBaseline:
-    """Shared fitting: statistics, pessimistic utilities, covered arms and Δ."""
+class _MABBaseline(Persistable):
+    """Shared fitting: statistics, pessimistic utilities, the domain check and the public Δ(m)."""
 
     name = "baseline"
 
-    def __init__(self, n_arms: int, epsilon: float, beta0: float = 0.0, reward_bound: float = 1.0,
-                 min_count: int | None = None) -> None:
+    _fitted_state = True
+
+    def __init__(self, n_arms: int, epsilon: float, beta0: float = 0.0, reward_bound: float = 1.0, *,
+                 min_count: int) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=1)
-        self.epsilon = check_positive_float(epsilon, "epsilon", allow_inf=True)
+        self.epsilon = check_epsilon(epsilon)
         self.beta0 = check_in_interval(beta0, "beta0", 0.0, math.inf, closed="left")
         self.reward_bound = check_positive_float(reward_bound, "reward_bound")
-        # m: public lower bound on every N(a) (domain scope); None: per-instance sensitivity from D
-        self.min_count = None if min_count is None else check_int(min_count, "min_count", minimum=2)
+        # m: public lower bound on every N(a), fixed before seeing the data
+        self.min_count = check_int(min_count, "min_count", minimum=1)
+        # Δ(m), from public quantities only
+        self.sensitivity = mab_domain_sensitivity(self.min_count, reward_bound=self.reward_bound, beta0=self.beta0)
 
-    def fit(self, data: LoggedBanditData, rng: RNGLike = None) -> _MABBaseline:
-        """Compute u(a) and Δ from logged data (``rng`` is used only by policy-level releases)."""
-        counts = data.counts()
-        self.counts_: IntArray = counts
-        self.utilities_: FloatArray = mab_utilities(counts, data.reward_sums(), self.beta0)
-        self.covered_ = np.flatnonzero(counts > 0)
-        if self.covered_.size == 0:
-            raise EmptySupportError("no arm has data; the baseline has no action to choose")
-        n_min = int(counts.min())
-        if self.min_count is not None and n_min < self.min_count:
-            arm = int(np.argmin(counts))
+    def _fit_utilities(self, data: LoggedBanditData) -> None:
+        counts, sums = _statistics(data, self.n_arms, self.reward_bound)
+        short = np.flatnonzero(counts < self.min_count)
+        if short.size:
+            arm = int(short[0])
             raise InvalidParameterError(
                 f"data must lie in the declared domain N(a) >= min_count = {self.min_count} for every arm; "
-                f"got N({arm}) = {n_min}"
+                f"got N({arm}) = {int(counts[arm])}"
             )
-        # Δ over the domain (global, data-independent) or at D (per instance)
-        self.sensitivity_ = mab_utility_sensitivity(n_min if self.min_count is None else self.min_count,
-                                                    reward_bound=self.reward_bound, beta0=self.beta0)
-        return self
+        self.counts_: IntArray = counts
+        self.utilities_: FloatArray = mab_utilities(counts, sums, self.beta0)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "utilities_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted; call fit(data) first")
 
-    def privacy(self) -> Guarantee:
-        """Pure guarantee of one sample (add/remove of one logged record): per instance, or over the domain."""
-        self._check_fitted()
-        if not math.isfinite(self.sensitivity_) or not math.isfinite(self.epsilon):
-            return PureDP.infinite(unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
-                                   reason="min_a N(a;D) <= 1 (unbounded sensitivity) or epsilon = inf",
-                                   reference=type(self).__name__)
-        scope = ("per-instance sensitivity" if self.min_count is None
-                 else f"global sensitivity over the domain N(a) >= {self.min_count}")
-        return PureDP(epsilon=self.epsilon, unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
-                      reference=f"{type(self).__name__} (spec §3.5), {scope}",
-                      per_instance=self.min_count is None)
+    def guarantee(self) -> Guarantee:
+        """The guarantee (as :attr:`privacy`; the baselines have no variants)."""
+        return self.privacy
 
-    def _sensitivity_for_noise(self) -> float:
-        # with unbounded sensitivity no finite noise helps; use the N = 2 value so sampling still works
-        return self.sensitivity_ if math.isfinite(self.sensitivity_) else mab_utility_sensitivity(
-            2, reward_bound=self.reward_bound, beta0=self.beta0)
+    @property
+    def privacy(self) -> Guarantee:
+        """Pure ε-DP of one release (add/remove of one logged record) over the declared domain."""
+        return PureDP(
+            epsilon=self.epsilon, unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
+            reference=(f"{type(self).__name__} (spec §3.5), noise calibrated by the public Delta(m) = "
+                       f"{self.sensitivity:.6g} from min_count m, reward bound R, beta0 and epsilon"),
+            domain=(f"N(a) >= min_count = {self.min_count} for every arm, rewards in [0, {self.reward_bound:g}]; "
+                    "every pair of add/remove neighbours in it"),
+        )
 
 
 class ExponentialMechanismMAB(_MABBaseline):
-    """Exponential mechanism on u(a) = r̄(a) − β0/√N(a) with η = 2Δ/ε and a uniform base measure.
+    """Exponential mechanism on u(a) = r̄(a) − β0/√N(a) with η = 2Δ(m)/ε and a uniform base measure.
 
     Parameters
     ----------
     n_arms : int
+        K, the public action space.
     epsilon : float
         Target ε > 0.
     beta0 : float, default 0
         0 gives "EM-mean"; > 0 gives "EM-pessimistic".
     reward_bound : float, default 1
-    min_count : int, optional
-        m >= 2, a public lower bound on every arm's count: Δ = Δ(m) is the global sensitivity over
-        that domain (see the module docstring); default: per-instance Δ(N_min(D)).
+        R; rewards outside [0, R] are refused.
+    min_count : int
+        m >= 1, the **public** per-arm count floor (required): Δ(m) is the sensitivity of u over
+        the domain N(a) >= m; data outside it is refused.
 
     Privacy
     -------
-    ε-DP for add/remove of one logged record: per instance (Δ depends on N_min of D), or, with
-    ``min_count``, for every pair of neighbouring datasets in the domain N(a) >= m.
+    ε-DP for add/remove of one logged record, for every pair of neighbouring datasets in the domain
+    N(a) >= m (Δ(m) from m, R and β0 only). :meth:`sample` draws with OpenDP's exact Gumbel
+    noisy-max unless ``insecure_seeded_noise=True``.
 
     References
     ----------
@@ -139,28 +143,37 @@ class ExponentialMechanismMAB(_MABBaseline):
 
     name = "em"
 
+    def fit(self, data: LoggedBanditData) -> ExponentialMechanismMAB:
+        """Compute u from logged data in the declared domain (no release)."""
+        self._fit_utilities(data)
+        return self
+
     def _mechanism(self) -> ExponentialMechanism:
-        return ExponentialMechanism(self._sensitivity_for_noise(), self.epsilon)
+        return ExponentialMechanism(self.sensitivity, self.epsilon)
 
     def probabilities(self) -> FloatArray:
-        """Exact output distribution over all arms (0 for arms without data)."""
+        """Exact output distribution over the arms."""
         self._check_fitted()
-        probs = np.zeros(self.n_arms)
-        probs[self.covered_] = self._mechanism().probabilities(self.utilities_[self.covered_])
-        return probs
+        return np.asarray(self._mechanism().probabilities(self.utilities_), dtype=np.float64)
 
-    def sample(self, rng: RNGLike = None, size: int | None = None) -> IntArray:
-        """Sample arms; each sample is a separate ε-DP release."""
+    def sample(self, rng: RNGLike = None, size: int | None = None, *, backend: NoiseBackend | str | None = None,
+               insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> IntArray:
+        """Sample arms; each sample is a separate ε-DP release, recorded in ``accountant`` before any draw."""
         self._check_fitted()
-        return np.asarray(self.covered_[self._mechanism().sample(self.utilities_[self.covered_], rng, size)])
+        spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1))
+        return self._mechanism().sample(self.utilities_, rng, size, backend, insecure_seeded_noise=insecure_seeded_noise)
 
 
 class ReportNoisyMaxMAB(_MABBaseline):
-    """Report-noisy-max: argmax_a (u(a) + Lap(Δ/ε)) (one utility changes between neighbours).
+    """Report-noisy-max: argmax_a (u(a) + Lap(Δ(m)/ε)) (one utility changes between neighbours).
+
+    Parameters are those of :class:`ExponentialMechanismMAB` (``min_count`` required).
 
     Privacy
     -------
-    ε-DP per instance, add/remove of one logged record (Dwork & Roth, Claim 3.9 argument).
+    ε-DP for add/remove of one logged record over the domain N(a) >= m (Dwork & Roth, Claim 3.9
+    argument with one utility changing by at most Δ(m)). The noise is added by OpenDP unless
+    ``insecure_seeded_noise=True``.
 
     References
     ----------
@@ -169,24 +182,46 @@ class ReportNoisyMaxMAB(_MABBaseline):
 
     name = "rnm"
 
-    def sample(self, rng: RNGLike = None, size: int | None = None) -> IntArray:
-        """Sample arms; each sample is a separate ε-DP release."""
+    def fit(self, data: LoggedBanditData) -> ReportNoisyMaxMAB:
+        """Compute u from logged data in the declared domain (no release)."""
+        self._fit_utilities(data)
+        return self
+
+    @property
+    def noise_scale(self) -> float:
+        """The public noise scale b = Δ(m)/ε."""
+        return self._mechanism().scale
+
+    def _mechanism(self) -> ReportNoisyMaxMechanism:
+        return ReportNoisyMaxMechanism(self.sensitivity, self.epsilon, one_utility_changes=True)
+
+    def probabilities(self) -> FloatArray:
+        """Exact output distribution (numerical integration, :meth:`ReportNoisyMaxMechanism.probabilities`)."""
         self._check_fitted()
-        u = self.utilities_[self.covered_]
+        return self._mechanism().probabilities(self.utilities_)
+
+    def sample(self, rng: RNGLike = None, size: int | None = None, *, backend: NoiseBackend | str | None = None,
+               insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> IntArray:
+        """Sample arms; each sample is a separate ε-DP release, recorded in ``accountant`` before any draw."""
+        self._check_fitted()
+        spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1))
+        u = self.utilities_
         batch = u if size is None else np.broadcast_to(u, (check_int(size, "size", minimum=1), u.size))
-        picks = report_noisy_max(batch, self._sensitivity_for_noise(), self.epsilon, rng, one_utility_changes=True)
-        return np.asarray(self.covered_[picks])
+        return report_noisy_max(batch, self.sensitivity, self.epsilon, rng, one_utility_changes=True,
+                                backend=backend, insecure_seeded_noise=insecure_seeded_noise)
 
 
 class LaplaceStatisticsGreedyMAB(_MABBaseline):
-    """Release ũ = u + Lap(Δ/ε) for every covered arm once, then act greedily on ũ.
+    """Release ũ = u + Lap(Δ(m)/ε) for every arm once, then act greedily on ũ.
 
-    ``fit(data, rng)`` performs the (only) private release; :meth:`sample` is post-processing, so any
-    number of samples costs no further privacy.
+    ``fit(data)`` performs the (only) private release; :meth:`sample` is post-processing, so any
+    number of samples costs no further privacy. Parameters are those of
+    :class:`ExponentialMechanismMAB` (``min_count`` required).
 
     Privacy
     -------
-    ε-DP per instance for the released vector (ℓ1-sensitivity Δ: one arm changes).
+    ε-DP for the released vector over the domain N(a) >= m (ℓ1-sensitivity Δ(m): one arm changes).
+    The noise is added by OpenDP (floating-point safe) unless ``insecure_seeded_noise=True``.
 
     References
     ----------
@@ -195,23 +230,36 @@ class LaplaceStatisticsGreedyMAB(_MABBaseline):
 
     name = "laplace-greedy"
 
-    def fit(self, data: LoggedBanditData, rng: RNGLike = None) -> LaplaceStatisticsGreedyMAB:
-        """Compute u and release ũ with the privacy-noise stream ``rng``."""
-        super().fit(data)
-        mech = LaplaceMechanism(self._sensitivity_for_noise(), self.epsilon)
-        self.noisy_utilities_ = np.full(self.n_arms, -np.inf)
-        self.noisy_utilities_[self.covered_] = mech.release(self.utilities_[self.covered_], rng=rng)
+    @property
+    def noise_scale(self) -> float:
+        """The public noise scale b = Δ(m)/ε (ℓ1-sensitivity Δ(m) of the utility vector)."""
+        return self.sensitivity / self.epsilon
+
+    def fit(self, data: LoggedBanditData, rng: RNGLike = None, *, backend: NoiseBackend | str | None = None,
+            insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> LaplaceStatisticsGreedyMAB:
+        """Compute u and release ũ = u + Lap(b)^K, recorded in ``accountant`` before any draw."""
+        self._fit_utilities(data)
+        noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
+        spend(accountant, self.privacy)
+        self.noisy_utilities_: FloatArray = noise.add_laplace(self.utilities_, self.noise_scale)
         return self
 
-    def sample(self, rng: RNGLike = None, size: int | None = None) -> IntArray:
-        """Greedy arm on ũ (deterministic; ``rng`` unused, kept for a uniform interface)."""
-        self._check_fitted()
+    def sample(self, size: int | None = None) -> IntArray:
+        """Greedy arm on ũ (deterministic post-processing of the release)."""
+        if not hasattr(self, "noisy_utilities_"):
+            raise NotFittedError("LaplaceStatisticsGreedyMAB is not fitted; call fit(data) first")
         best = np.int64(np.argmax(self.noisy_utilities_))
         return np.asarray(best if size is None else np.full(check_int(size, "size", minimum=1), best))
 
 
-class PessimisticGreedyMAB(_MABBaseline):
+class PessimisticGreedyMAB(Persistable):
     """Non-private reference: argmax_a (r̄(a) − β0/√N(a)), ties broken uniformly at random.
+
+    Parameters
+    ----------
+    n_arms : int
+    beta0 : float, default 0
+    reward_bound : float, default 1
 
     Privacy
     -------
@@ -224,24 +272,39 @@ class PessimisticGreedyMAB(_MABBaseline):
 
     name = "greedy"
 
+    _fitted_state = True
+
     def __init__(self, n_arms: int, beta0: float = 0.0, reward_bound: float = 1.0) -> None:
-        super().__init__(n_arms, math.inf, beta0, reward_bound)
+        self.n_arms = check_int(n_arms, "n_arms", minimum=1)
+        self.beta0 = check_in_interval(beta0, "beta0", 0.0, math.inf, closed="left")
+        self.reward_bound = check_positive_float(reward_bound, "reward_bound")
+
+    def fit(self, data: LoggedBanditData) -> PessimisticGreedyMAB:
+        """Compute u (arms without data get −∞)."""
+        counts, sums = _statistics(data, self.n_arms, self.reward_bound)
+        self.utilities_: FloatArray = mab_utilities(counts, sums, self.beta0)
+        return self
+
+    def _best(self) -> np.ndarray:
+        if not hasattr(self, "utilities_"):
+            raise NotFittedError("PessimisticGreedyMAB is not fitted; call fit(data) first")
+        return np.asarray(self.utilities_ == np.max(self.utilities_))
 
     def sample(self, rng: RNGLike = None, size: int | None = None) -> IntArray:
-        """Arg-max arm (uniform among ties)."""
-        self._check_fitted()
-        best = np.flatnonzero(self.utilities_ == np.max(self.utilities_))
-        gen = as_generator(rng)
-        return np.asarray(gen.choice(best, size=size))
+        """Arg-max arm (uniform among ties; ``rng`` only breaks ties, nothing here is private)."""
+        return np.asarray(as_generator(rng).choice(np.flatnonzero(self._best()), size=size))
 
     def probabilities(self) -> FloatArray:
         """Uniform over the arg-max arms."""
-        self._check_fitted()
-        best = self.utilities_ == np.max(self.utilities_)
+        best = self._best()
         return np.asarray(best / best.sum(), dtype=np.float64)
 
+    def guarantee(self) -> Guarantee:
+        """The guarantee (as :attr:`privacy`)."""
+        return self.privacy
+
+    @property
     def privacy(self) -> Guarantee:
         """No privacy: ε = ∞."""
         return PureDP.infinite(unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
                                reason="non-private reference (deterministic arg-max)")
-

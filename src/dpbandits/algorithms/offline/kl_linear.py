@@ -13,15 +13,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import cho_solve, cholesky, eigvalsh
 
-from dpbandits._core.validation import check_in_interval, check_positive_float
-from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy
+from dpbandits._core.persistence import Persistable
+from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
+from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
 from dpbandits.envs.offline import LoggedContextualData
 from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = ["KLLinearPolicy"]
 
 
-class KLLinearPolicy(EllipticalKLPolicy):
+class KLLinearPolicy(EllipticalKLPolicy, Persistable):
     """KL-regularised pessimistic policy for logged linear contextual bandit data (eq. 10).
 
     Parameters
@@ -34,6 +35,13 @@ class KLLinearPolicy(EllipticalKLPolicy):
         λ > 0. Theorem 2 needs λ_min(Σ_D) > 1; λ > 1 guarantees it.
     reward_bound : float, default 1
         R > 0; rewards must lie in [0, R].
+    min_eigenvalue : float, optional
+        ℓ > 1, a **public** floor on λ_min(Σ_D) (ridge included) fixed before seeing the data, e.g.
+        from the logging design's coverage. With ``max_records`` it declares the domain of
+        ``privacy(scope="domain")``; ``fit`` refuses data outside it.
+    max_records : int, optional
+        n_max, a public bound on the number of records (n enters Theorem 2 and is private under
+        add/remove).
 
     Attributes
     ----------
@@ -54,7 +62,9 @@ class KLLinearPolicy(EllipticalKLPolicy):
     -------
     At a fixed public context x, one sampled action is ε0-DP per instance for add/remove of one
     logged record with ε0 = C2/(η√λ_min) (Theorem 2; valid); the paper's approximate form is false
-    (C3) and is replaced by the spec's corrected recipe. Each context and each sample compose.
+    (C3) and is replaced by the spec's corrected recipe. With the public ``min_eigenvalue`` and
+    ``max_records``, ``privacy(scope="domain")`` is ordinary DP over that domain. Each context and
+    each sample compose. :meth:`sample` draws with OpenDP's exact Gumbel noisy-max by default.
 
     References
     ----------
@@ -70,11 +80,17 @@ class KLLinearPolicy(EllipticalKLPolicy):
     [0.9999, 0.0001]
     """
 
-    def __init__(self, eta: float, beta0: float = 1.0, ridge: float = 2.0, reward_bound: float = 1.0) -> None:
+    _fitted_state = True
+
+    def __init__(self, eta: float, beta0: float = 1.0, ridge: float = 2.0, reward_bound: float = 1.0, *,
+                 min_eigenvalue: float | None = None, max_records: int | None = None) -> None:
         self.eta = check_positive_float(eta, "eta")
         self.beta0 = check_in_interval(beta0, "beta0", 0.0, math.inf, closed="left")
         self.ridge = check_positive_float(ridge, "ridge")
         self.reward_bound = check_positive_float(reward_bound, "reward_bound")
+        self.min_eigenvalue = (None if min_eigenvalue is None
+                               else check_in_interval(min_eigenvalue, "min_eigenvalue", 1.0, math.inf, closed="neither"))
+        self.max_records = None if max_records is None else check_int(max_records, "max_records", minimum=1)
 
     def fit(self, features: ArrayLike | LoggedContextualData, rewards: ArrayLike | None = None, *,
             clip: bool = False) -> KLLinearPolicy:
@@ -109,11 +125,19 @@ class KLLinearPolicy(EllipticalKLPolicy):
         self.lambda_min_ = float(eigvalsh(self.covariance_, subset_by_index=(0, 0))[0])
         self.n_records_ = int(phi.shape[0])
         self.n_features_in_ = int(d)
+        check_declared_domain(self.lambda_min_, self.min_eigenvalue, self.n_records_, self.max_records)
         return self
 
-    def privacy(self, action_features: ArrayLike, reference: ArrayLike | None = None, *,
-                kind: str = "pure", variant: str = "corrected", **kwargs: Any) -> Guarantee:
-        """Per-instance guarantee at one context; see :func:`accountants.account_linear`."""
+    def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None, *,
+                  kind: str = "pure", variant: str = "corrected", scope: str = "instance",
+                  **kwargs: Any) -> Guarantee:
+        """Guarantee at one context (or every context); see :func:`accountants.account_linear`."""
         from dpbandits.algorithms.offline.accountants import account_linear
 
-        return account_linear(self, action_features, reference, kind=kind, variant=variant, **kwargs)
+        return account_linear(self, action_features, reference, kind=kind, variant=variant, scope=scope, **kwargs)
+
+    def _public_theta_norm_bound(self) -> float | None:
+        """R·√(n_max/λ) when ``max_records`` is declared: λ‖θ̂‖² <= Σ r_i² <= n·R² for the ridge estimate."""
+        if self.max_records is None:
+            return None
+        return self.reward_bound * math.sqrt(self.max_records / self.ridge)

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import EmptySupportError, InvalidParameterError, NotFittedError, PrivacyWarning
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
@@ -24,10 +25,14 @@ from dpbandits._core.validation import (
     check_probability_vector,
 )
 from dpbandits.envs.offline import LoggedBanditData
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.privacy.mechanisms import gibbs_log_probabilities, sample_log_weights
+from dpbandits.privacy.noise import NoiseBackend
 
-__all__ = ["KLMABPolicy", "kl_log_policy", "log_reference_policy", "mab_utilities"]
+__all__ = ["KLMABPolicy", "check_mab_statistics", "kl_log_policy", "log_reference_policy", "mab_utilities"]
+
+_SUM_ROUNDING = 1e-9  # relative float slack allowed on S(a) <= N(a)·R (sums of in-range floats round)
 
 
 def log_reference_policy(reference: ArrayLike | None, n_actions: int, name: str = "reference") -> FloatArray:
@@ -90,13 +95,69 @@ def mab_utilities(counts: ArrayLike, reward_sums: ArrayLike, beta0: float) -> Fl
     return np.asarray(np.where(covered, u, -np.inf), dtype=np.float64)
 
 
-class KLMABPolicy:
+def check_mab_statistics(counts: ArrayLike, reward_sums: ArrayLike, *, n_arms: int,
+                         reward_bound: float) -> tuple[IntArray, FloatArray]:
+    """Validate sufficient statistics N(a; D), S(a; D) of a MAB dataset; never truncate or coerce.
+
+    Statistics are possible for some dataset with rewards in [0, R] exactly when every count is a
+    non-negative integer and 0 <= S(a) <= N(a)·R (up to a relative float rounding of 1e-9 on the
+    upper end, which sums of in-range floats can produce). Anything else is refused: the privacy
+    analysis (the sensitivity of r̄) assumes it.
+
+    Parameters
+    ----------
+    counts : array_like of shape (K,)
+        N(a; D): integers >= 0 (integral floats such as ``3.0`` are accepted, ``2.5`` is not).
+    reward_sums : array_like of shape (K,)
+        S(a; D), finite, in [0, N(a)·R].
+    n_arms : int
+        K.
+    reward_bound : float
+        R.
+
+    Returns
+    -------
+    (ndarray of int64, ndarray of float64)
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming the statistic, the arm, the constraint and the value.
+    """
+    n_raw = np.asarray(counts)
+    s = np.asarray(reward_sums)
+    for name, arr in (("counts", n_raw), ("reward_sums", s)):
+        if arr.shape != (n_arms,):
+            raise InvalidParameterError(f"{name} must have shape ({n_arms},) (one entry per arm); got {arr.shape}")
+        if arr.dtype.kind not in "iuf":
+            raise InvalidParameterError(f"{name} must be numeric; got dtype {arr.dtype}")
+    n_float = n_raw.astype(np.float64)
+    s = s.astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(n_float) | (n_float < 0) | (n_float != np.round(n_float)))
+    if bad.size:
+        arm = int(bad[0])
+        raise InvalidParameterError(
+            f"counts must be non-negative integers; got N({arm}) = {n_raw[arm].item()!r}"
+        )
+    n = n_float.astype(np.int64)
+    upper = n * reward_bound
+    bad = np.flatnonzero(~np.isfinite(s) | (s < 0) | (s > upper * (1.0 + _SUM_ROUNDING)))
+    if bad.size:
+        arm = int(bad[0])
+        raise InvalidParameterError(
+            f"reward_sums must lie in [0, N(a)*R] = [0, {float(upper[arm])!r}] for arm {arm} "
+            f"(N = {int(n[arm])}, R = {reward_bound!r}); got S({arm}) = {s[arm].item()!r}"
+        )
+    return n, s
+
+
+class KLMABPolicy(Persistable):
     """KL-regularised pessimistic policy for logged multi-armed bandit data (eq. 8).
 
     Parameters
     ----------
     n_arms : int
-        K >= 1.
+        K >= 1, the public action space (never inferred from the data).
     eta : float
         η > 0, the KL-regularisation strength (temperature).
     beta0 : float, default 1
@@ -108,6 +169,10 @@ class KLMABPolicy:
     empty_fallback : {"raise", "reference"}, default "raise"
         What to do when no arm has data: raise :class:`EmptySupportError`, or use π0 (documented:
         then **no** privacy guarantee holds, and a :class:`PrivacyWarning` is issued).
+    min_count : int, optional
+        m >= 1, a **public** per-arm count floor fixed before seeing the data: the declared domain is
+        {D : N(a; D) >= m for every arm with π0(a) > 0}. With it, ``fit`` refuses data outside the
+        domain and ``privacy(scope="domain")`` gives an ordinary (data-independent) DP guarantee.
 
     Attributes
     ----------
@@ -115,6 +180,9 @@ class KLMABPolicy:
         N(a; D).
     reward_sums_ : ndarray, shape (K,)
         S(a; D).
+    reward_minima_, reward_maxima_ : ndarray, shape (K,)
+        Smallest and largest reward of each arm (NaN where N(a) = 0); from statistics alone, the
+        extremes any dataset with those statistics can have. Used by ``variant="tight"``.
     utilities_ : ndarray, shape (K,)
         u(a) = r̄(a) − β0/√N(a) (``-inf`` for arms with no data).
     log_probabilities_ : ndarray, shape (K,)
@@ -124,11 +192,15 @@ class KLMABPolicy:
 
     Privacy
     -------
-    One action sampled from π̃ is ε0-DP per instance, add/remove of one logged record (Theorem 1),
-    with ε0 = (4R/(N_min − 1) + β0/(N_min − 1)^{3/2})/η when min_a N(a) > 1; approximate guarantees
-    from Theorem 1′ (corrected; the paper's approximate claim is false). See :meth:`privacy` and
+    One action sampled from π̃ protects one logged record (add/remove). Per instance (the default
+    ``scope="instance"``): ε0 = (4R/(N_min − 1) + β0/(N_min − 1)^{3/2})/η when min_a N(a) > 1
+    (Theorem 1), the exact per-instance loss with ``variant="tight"``, approximate guarantees from
+    Theorem 1′ (corrected; the paper's approximate claim is false). Per-instance figures depend on D
+    and are not worst-case DP guarantees. With the public floor ``min_count`` = m,
+    ``scope="domain"`` is ε-DP for every pair of neighbouring datasets in the declared domain,
+    calibrated only by the public η, β0, R and m. See :meth:`privacy` and
     :mod:`dpbandits.algorithms.offline.accountants`. Each further sample costs privacy again
-    (composition). Seeded floating-point sampling is for simulation only.
+    (composition). :meth:`sample` draws with OpenDP's exact Gumbel noisy-max by default.
 
     References
     ----------
@@ -143,6 +215,8 @@ class KLMABPolicy:
     [0.787, 0.213]
     """
 
+    _fitted_state = True
+
     def __init__(
         self,
         n_arms: int,
@@ -151,6 +225,7 @@ class KLMABPolicy:
         reward_bound: float = 1.0,
         reference: ArrayLike | None = None,
         empty_fallback: str = "raise",
+        min_count: int | None = None,
     ) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=1)
         self.eta = check_positive_float(eta, "eta")
@@ -158,6 +233,7 @@ class KLMABPolicy:
         self.reward_bound = check_positive_float(reward_bound, "reward_bound")
         self.log_reference = log_reference_policy(reference, self.n_arms)
         self.empty_fallback = check_one_of(empty_fallback, "empty_fallback", ("raise", "reference"))
+        self.min_count = None if min_count is None else check_int(min_count, "min_count", minimum=1)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, actions: ArrayLike | LoggedBanditData, rewards: ArrayLike | None = None, *,
@@ -177,6 +253,11 @@ class KLMABPolicy:
         -------
         KLMABPolicy
             ``self``.
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``min_count`` is declared and some arm with π0(a) > 0 has fewer records.
         """
         if isinstance(actions, LoggedBanditData):
             data = actions
@@ -186,12 +267,43 @@ class KLMABPolicy:
             data = LoggedBanditData(
                 actions, [] if rewards is None else rewards, self.n_arms, self.reward_bound, clip=clip
             )
-        return self.fit_statistics(data.counts(), data.reward_sums())
+        minima = np.full(self.n_arms, np.inf)
+        maxima = np.full(self.n_arms, -np.inf)
+        np.minimum.at(minima, data.actions, data.rewards)
+        np.maximum.at(maxima, data.actions, data.rewards)
+        counts = data.counts()
+        empty = counts == 0
+        minima[empty], maxima[empty] = np.nan, np.nan
+        return self._fit(counts, data.reward_sums(), minima, maxima)
 
     def fit_statistics(self, counts: ArrayLike, reward_sums: ArrayLike) -> KLMABPolicy:
-        """Fit π̃ from sufficient statistics N(a; D) and S(a; D) (trusted, not re-validated)."""
+        """Fit π̃ from sufficient statistics N(a; D) and S(a; D).
+
+        The statistics are validated (:func:`check_mab_statistics`): fractional or negative counts,
+        sums outside [0, N(a)·R] and wrong shapes are refused, never truncated.
+        """
+        n, s = check_mab_statistics(counts, reward_sums, n_arms=self.n_arms, reward_bound=self.reward_bound)
+        r = self.reward_bound
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # the extremes any dataset with these statistics can have: N records in [0, R] summing to S
+            minima = np.where(n > 0, np.maximum(0.0, s - (n - 1) * r), np.nan)
+            maxima = np.where(n > 0, np.minimum(r, s), np.nan)
+        return self._fit(n, s, minima, maxima)
+
+    def _fit(self, counts: IntArray, reward_sums: FloatArray, minima: FloatArray, maxima: FloatArray) -> KLMABPolicy:
+        if self.min_count is not None:
+            active = np.isfinite(self.log_reference)
+            short = np.flatnonzero(active & (counts < self.min_count))
+            if short.size:
+                arm = int(short[0])
+                raise InvalidParameterError(
+                    f"data must lie in the declared domain N(a) >= min_count = {self.min_count} for every arm "
+                    f"with pi0(a) > 0; got N({arm}) = {int(counts[arm])}"
+                )
         self.counts_: IntArray = np.asarray(counts, dtype=np.int64)
         self.reward_sums_: FloatArray = np.asarray(reward_sums, dtype=np.float64)
+        self.reward_minima_: FloatArray = np.asarray(minima, dtype=np.float64)
+        self.reward_maxima_: FloatArray = np.asarray(maxima, dtype=np.float64)
         self.n_records_ = int(self.counts_.sum())
         self.utilities_ = self.utilities_from_statistics(self.counts_, self.reward_sums_)
         self.fallback_used_ = False
@@ -206,7 +318,7 @@ class KLMABPolicy:
             warnings.warn(
                 "no arm has data: falling back to the reference policy pi0; no privacy guarantee holds",
                 PrivacyWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
             self.fallback_used_ = True
             self.log_probabilities_ = self.log_reference.copy()
@@ -233,26 +345,50 @@ class KLMABPolicy:
         self._check_fitted()
         return np.asarray(np.exp(self.log_probabilities_), dtype=np.float64)
 
-    def sample(self, rng: RNGLike = None, size: int | None = None) -> IntArray:
+    def sample(self, rng: RNGLike = None, size: int | None = None, *, backend: NoiseBackend | str | None = None,
+               insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> IntArray:
         """Sample actions from π̃ (each sample is one use of the mechanism).
 
         Parameters
         ----------
         rng : int, SeedSequence, Generator or None
-            The privacy-noise stream.
+            Seed of the privacy noise; accepted only with ``insecure_seeded_noise=True``.
         size : int, optional
-            Number of independent samples; each costs ε0 again (basic composition).
+            Number of independent samples; each costs the guarantee again (composition).
+        backend : NoiseBackend or str, optional
+            Explicit noise source (a seeded one also needs the opt-in).
+        insecure_seeded_noise : bool, default False
+            Seeded NumPy Gumbel-max (reproducible; simulation and tests only; warns).
+        accountant : Accountant, optional
+            Records the guarantee of each sample before anything is drawn (over budget: nothing is).
 
         Returns
         -------
         ndarray of int
             Shape ``()`` when ``size`` is None, else ``(size,)``.
+
+        Privacy
+        -------
+        By default each draw is OpenDP's exact Gumbel report-noisy-max over log π̃ with OS CSPRNG
+        randomness (:func:`dpbandits.privacy.noise.privacy_noise`): no float cutoff, so an action far
+        below the best keeps its positive probability. Seeded draws are not private in deployment.
         """
         self._check_fitted()
-        return sample_log_weights(self.log_probabilities_, rng, size)
+        if size is not None:
+            size = check_int(size, "size", minimum=1)
+        if accountant is not None:
+            spend(accountant, self.privacy, 1 if size is None else size)
+        return sample_log_weights(self.log_probabilities_, rng, size, backend=backend,
+                                  insecure_seeded_noise=insecure_seeded_noise)
 
-    def privacy(self, kind: str = "pure", variant: str = "corrected", **kwargs: Any) -> Guarantee:
-        """Return the per-instance guarantee of one sample; see :func:`accountants.account_mab`."""
+    @property
+    def privacy(self) -> Guarantee:
+        """The per-instance pure guarantee of one sample (Theorem 1); options: :meth:`guarantee`."""
+        return self.guarantee()
+
+    def guarantee(self, kind: str = "pure", variant: str = "corrected", scope: str = "instance",
+                  **kwargs: Any) -> Guarantee:
+        """Return the guarantee of one sample; see :func:`accountants.account_mab`."""
         from dpbandits.algorithms.offline.accountants import account_mab
 
-        return account_mab(self, kind=kind, variant=variant, **kwargs)
+        return account_mab(self, kind=kind, variant=variant, scope=scope, **kwargs)

@@ -10,7 +10,6 @@ The standard logistic σ(t) = 1/(1 + e^{−t}) is used (the paper's printed σ i
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,10 +19,11 @@ from scipy.linalg import cho_factor, cho_solve, cholesky, eigvalsh, solve, solve
 from scipy.optimize import brentq, minimize
 from scipy.special import expit, log_expit
 
-from dpbandits._core.errors import NumericsWarning
+from dpbandits._core.errors import InvalidParameterError
+from dpbandits._core.persistence import Persistable
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_in_interval, check_positive_float
-from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy
+from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
 from dpbandits.envs.offline import PreferenceData
 from dpbandits.privacy.guarantees import Guarantee
 
@@ -279,14 +279,16 @@ def bradley_terry_mle(
     nu_star = float(brentq(excess, nu_low, nu_high, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=200))
     excess(nu_star)
     theta = state["x"]
-    theta = theta * min(1.0, bound / float(np.linalg.norm(theta)))
+    # onto the sphere ‖θ‖ = B (up to one rounding): the root-find leaves ‖θ‖ − B ~ its tolerance, which
+    # would enter the solver-error certificate through the slack term n·ν·‖θ‖·(B − ‖θ‖)
+    theta = theta * (bound / float(np.linalg.norm(theta)))
     objective.nu = 0.0
     # KKT: ∇ℓ(θ̂) = n·ν·θ̂
     residual = float(np.linalg.norm(-objective.gradient(theta) - nu_star * theta)) * objective.n
     return BradleyTerryFit(theta, True, nu_star, residual, iterations)
 
 
-class KLRLHFPolicy(EllipticalKLPolicy):
+class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
     """KL-regularised pessimistic RLHF policy on Bradley–Terry preference data (eq. 11).
 
     Parameters
@@ -300,6 +302,14 @@ class KLRLHFPolicy(EllipticalKLPolicy):
     norm_bound : float, default 1
         B > 0, the radius of the constrained MLE (a mechanism hyper-parameter: privacy does not rely
         on ‖θ*‖ ≤ B).
+    solver_tolerance : float, default 1e-6
+        e_tol > 0, **public**: ``fit`` certifies ‖θ̂ − θ*‖_M <= e_tol for the computed θ̂ and the exact
+        constrained maximiser θ* (M = Σ_i z_iz_iᵀ) on every dataset, refining the solve once and
+        refusing the data otherwise. The accountants use e_tol at the neighbouring datasets (where
+        nothing is computed) and the certificate at D.
+    min_eigenvalue : float, optional
+        ℓ, a public floor on λ_min(Σ_D) fixed before seeing the data: the declared domain of
+        ``privacy(scope="domain", neighbouring="add_remove")``; ``fit`` refuses data outside it.
 
     Attributes
     ----------
@@ -308,8 +318,7 @@ class KLRLHFPolicy(EllipticalKLPolicy):
     fit_ : BradleyTerryFit
         Solver diagnostics (boundary, multiplier, KKT residual).
     solver_error_ : float
-        Bound on ‖θ̂ − θ*‖_M from the KKT residual; the accountants add the resulting policy divergence
-        (inexact-policy extension) so the guarantee covers the computed, not the ideal, maximiser.
+        Certified bound on ‖θ̂ − θ*‖_M from the KKT residual (<= ``solver_tolerance``).
     covariance_ : ndarray, shape (d, d)
         Σ_D.
     cholesky_ : ndarray
@@ -320,11 +329,14 @@ class KLRLHFPolicy(EllipticalKLPolicy):
 
     Privacy
     -------
-    At a fixed public prompt x, one sampled response is ε-label-DP per instance with the corrected
+    At a fixed public prompt x, one sampled response is ε-label-DP with the corrected
     ε0 = 4κ_B/(η·μ), κ_B = 2 + e^{2B} + e^{−2B} (Theorem 3′; the paper's Theorem 3 value is 2(1+e^{−2B})
-    times too small, C4), and add/remove DP with Theorem 4′ (the paper's Theorem 4 fails, C5). The
-    theorems assume the exact constrained maximiser; the accountant adds the divergence 2·e/η implied
-    by the solver's KKT residual (inexact-policy extension, typically ~1e−10).
+    times too small, C4), and add/remove DP with Theorem 4′ (the paper's Theorem 4 fails, C5). Under
+    label neighbouring the comparisons z_i are public, so the label guarantee depends on public
+    data only (``scope="domain"``: every labelling of these comparisons). The theorems assume the
+    exact constrained maximiser; the released policy uses the computed one, so the accountants add
+    the divergence of the computed from the exact policy at D (its certificate) **and** at the
+    neighbour (the public tolerance, enforced by ``fit`` on every dataset): ε + ε̂_D + ε̂_{D'}.
 
     References
     ----------
@@ -332,11 +344,18 @@ class KLRLHFPolicy(EllipticalKLPolicy):
     ``specs/spec_kl_regularization.md`` §3.4, §4.5, §5.1.3.
     """
 
-    def __init__(self, eta: float, beta0: float = 1.0, ridge: float = 1.0, norm_bound: float = 1.0) -> None:
+    _fitted_state = True
+    _state_fields = ("_feature_differences", "_gram")
+
+    def __init__(self, eta: float, beta0: float = 1.0, ridge: float = 1.0, norm_bound: float = 1.0, *,
+                 solver_tolerance: float = 1e-6, min_eigenvalue: float | None = None) -> None:
         self.eta = check_positive_float(eta, "eta")
         self.beta0 = check_in_interval(beta0, "beta0", 0.0, math.inf, closed="left")
         self.ridge = check_positive_float(ridge, "ridge")
         self.norm_bound = check_positive_float(norm_bound, "norm_bound")
+        self.solver_tolerance = check_positive_float(solver_tolerance, "solver_tolerance")
+        self.min_eigenvalue = (None if min_eigenvalue is None
+                               else check_positive_float(min_eigenvalue, "min_eigenvalue"))
 
     def fit(self, feature_differences: ArrayLike | PreferenceData, labels: ArrayLike | None = None, *,
             warm_start: ArrayLike | None = None) -> KLRLHFPolicy:
@@ -370,10 +389,19 @@ class KLRLHFPolicy(EllipticalKLPolicy):
         self.n_features_in_ = int(d)
         self._gram = gram
         self._feature_differences = z
+        check_declared_domain(self.lambda_min_, self.min_eigenvalue, self.n_records_, None)
         self.solver_error_ = self._solver_error_bound(z, y)
-        if self.fit_.kkt_residual > 1e-6 * max(1, self.n_records_):
-            warnings.warn(f"Bradley-Terry MLE KKT residual {self.fit_.kkt_residual:.3g} is large; "
-                          "the privacy analysis assumes the exact maximiser", NumericsWarning, stacklevel=2)
+        if self.solver_error_ > self.solver_tolerance:  # one refinement from the current point
+            self.fit_ = bradley_terry_mle(z, y, self.norm_bound, gtol=1e-14, warm_start=self.theta_,
+                                          warm_multiplier=self.fit_.multiplier or None)
+            self.theta_ = self.fit_.theta
+            self.solver_error_ = self._solver_error_bound(z, y)
+        if not self.solver_error_ <= self.solver_tolerance:
+            raise InvalidParameterError(
+                f"solver_tolerance must bound the certified solver error ||theta_hat - theta*||_M on this data; "
+                f"got {self.solver_tolerance!r} < {self.solver_error_!r} (M = sum z_i z_i^T singular or the "
+                "solve did not converge): the privacy accounting needs it"
+            )
         return self
 
     def _solver_error_bound(self, z: FloatArray, y: FloatArray) -> float:
@@ -386,29 +414,52 @@ class KLRLHFPolicy(EllipticalKLPolicy):
         """
         chol = self._gram_cholesky()
         theta = self.theta_
-        if chol is None or float(np.linalg.norm(theta)) > self.norm_bound * (1.0 + 1e-12):
-            return math.inf  # the argument needs θ̂ inside the ball
+        norm = float(np.linalg.norm(theta))
+        if chol is None or norm > self.norm_bound * (1.0 + 1e-9):
+            return math.inf  # the argument needs θ̂ in (a rounding of) the ball
         n = z.shape[0]
         # ∇ℓ(θ̂) = Zᵀ(y − σ(Zθ̂)); residual r = ∇ℓ − n·ν·θ̂
         residual = z.T @ (y - expit(z @ theta)) - n * self.fit_.multiplier * theta
         r_norm = float(np.linalg.norm(solve_triangular(chol, residual, lower=True)))
-        norm = float(np.linalg.norm(theta))
+        # ⟨n·ν·θ̂, θ* − θ̂⟩ <= n·ν·‖θ̂‖·(B − ‖θ̂‖) (Cauchy–Schwarz, ‖θ*‖ <= B), <= 0 when ‖θ̂‖ >= B
         slack = n * self.fit_.multiplier * norm * max(0.0, self.norm_bound - norm)
-        gamma = 1.0 / (2.0 + math.exp(2.0 * self.norm_bound) + math.exp(-2.0 * self.norm_bound))
+        # σ' >= γ on the segment θ̂–θ*, inside the ball of radius max(B, ‖θ̂‖)
+        radius = max(self.norm_bound, norm)
+        gamma = 1.0 / (2.0 + math.exp(2.0 * radius) + math.exp(-2.0 * radius))
         return (r_norm + math.sqrt(r_norm**2 + 4.0 * gamma * slack)) / (2.0 * gamma)
 
-    def solver_divergence(self, action_features: ArrayLike) -> float:
+    def query_leverage(self, action_features: ArrayLike | None) -> float:
+        """max_a ‖φ(x, a)‖_{M⁻¹} over the candidates, M = Σ_i z_iz_iᵀ (∞ if M is singular).
+
+        ``action_features=None``: the worst case over every context, ‖φ‖ <= 1: 1/√λ_min(M), with
+        λ_min(M) = λ_min(Σ_D) − λ.
+        """
+        if action_features is None:
+            self._check_fitted()
+            gap = self.lambda_min_ - self.ridge
+            return 1.0 / math.sqrt(gap) if gap > 0 else math.inf
+        features = self._check_query(action_features)
+        chol = self._gram_cholesky()
+        if chol is None:
+            return math.inf
+        w = solve_triangular(chol, features.T, lower=True)
+        return float(np.sqrt(np.max(np.einsum("ij,ij->j", w, w))))
+
+    def solver_divergence(self, action_features: ArrayLike | None, solver_error: float | None = None) -> float:
         """ε̂ with D∞ between the computed and the exact policy <= ε̂ in both directions, at this context.
 
         |r̂(a) − r*(a)| <= ‖θ̂ − θ*‖_M·‖φ(x, a)‖_{M⁻¹} =: e(a), so ε̂ = 2·max_a e(a)/η (spec §3.4, §4.9).
+        ``solver_error`` defaults to the certificate ``solver_error_`` of this fit.
         """
-        features = self._check_query(action_features)
-        chol = self._gram_cholesky()
-        if chol is None or not math.isfinite(self.solver_error_):
+        error = self.solver_error_ if solver_error is None else solver_error
+        leverage = self.query_leverage(action_features)
+        if not (math.isfinite(leverage) and math.isfinite(error)):
             return math.inf
-        w = solve_triangular(chol, features.T, lower=True)
-        leverage = float(np.sqrt(np.max(np.einsum("ij,ij->j", w, w))))
-        return 2.0 * self.solver_error_ * leverage / self.eta
+        return 2.0 * error * leverage / self.eta
+
+    def _public_theta_norm_bound(self) -> float:
+        """B: the constrained MLE satisfies ‖θ̂‖ <= B on every dataset."""
+        return self.norm_bound
 
     def _gram_cholesky(self) -> FloatArray | None:
         try:
@@ -441,11 +492,11 @@ class KLRLHFPolicy(EllipticalKLPolicy):
         dist2 = sq[:, None] + sq[None, :] - 2.0 * (w @ w.T)
         return float(np.sqrt(max(0.0, float(dist2.max()))))
 
-    def privacy(self, action_features: ArrayLike, reference: ArrayLike | None = None, *,
-                kind: str = "pure", variant: str = "corrected", neighbouring: str = "label",
-                **kwargs: Any) -> Guarantee:
-        """Per-instance guarantee at one prompt; see :func:`accountants.account_rlhf`."""
+    def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None, *,
+                  kind: str = "pure", variant: str = "corrected", neighbouring: str = "label",
+                  scope: str = "instance", **kwargs: Any) -> Guarantee:
+        """Guarantee at one prompt (or every prompt); see :func:`accountants.account_rlhf`."""
         from dpbandits.algorithms.offline.accountants import account_rlhf
 
         return account_rlhf(self, action_features, reference, kind=kind, variant=variant,
-                            neighbouring=neighbouring, **kwargs)
+                            neighbouring=neighbouring, scope=scope, **kwargs)

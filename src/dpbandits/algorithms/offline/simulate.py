@@ -38,8 +38,9 @@ from dpbandits.algorithms.offline.kl_mab import KLMABPolicy
 from dpbandits.algorithms.offline.kl_rlhf import KLRLHFPolicy
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.datasets import action_features
+from dpbandits.privacy.noise import NumpyNoise
 
-__all__ = ["AUDITORS", "calibrated_eta"]
+__all__ = ["AUDITORS", "calibrated_eta", "design_min_count"]
 
 AUDITORS: dict[str, Callable[..., float]] = {}
 """Audit callbacks ``setting -> fn(policy, data, ...) -> audited ε̂``, filled by :mod:`dpbandits.audit.kl`
@@ -61,15 +62,42 @@ def _audit(setting: str) -> Callable[..., float]:
         ) from None
 
 
-def calibrated_eta(epsilon: float, n_min: int, *, reward_bound: float, beta0: float) -> float:
-    """η such that Theorem 1 gives ε0 = ε: η(ε) = (4R/(N_min − 1) + β0/(N_min − 1)^{3/2})/ε (spec E5).
+def calibrated_eta(epsilon: float, min_count: int, *, reward_bound: float, beta0: float,
+                   calibration: str = "theorem") -> float:
+    """η such that the KL MAB policy is ε-DP over the public domain N(a) >= m (spec E5).
 
-    Caution: η then depends on N_min(D). That is harmless when the counts are public (balanced
-    logging by design); otherwise the choice of η itself depends on the private data, which the
-    per-instance guarantee of a fixed η does not cover. Studies use it to compare methods at matched ε.
+    ``"theorem"``: Theorem 1 at N_min = m, η = (4R/(m − 1) + β0/(m − 1)^{3/2})/ε (needs m >= 2).
+    ``"domain"``: the exact domain sensitivity, η = Δ(m)/ε with Δ(m) = R/(m + 1) + β0(1/√m − 1/√(m + 1))
+    (:func:`accountants.mab_domain_sensitivity`), about four times smaller: what tight accounting buys.
+    m must be public (fixed by the logging design), never read off the data.
     """
     eps = check_positive_float(epsilon, "epsilon")
-    return acc.theorem1_pure_epsilon(n_min, reward_bound=reward_bound, beta0=beta0, eta=1.0) / eps
+    check_one_of(calibration, "calibration", ("theorem", "domain"))
+    if calibration == "domain":
+        return acc.mab_domain_sensitivity(min_count, reward_bound=reward_bound, beta0=beta0) / eps
+    return acc.theorem1_pure_epsilon(min_count, reward_bound=reward_bound, beta0=beta0, eta=1.0) / eps
+
+
+def design_min_count(env: Any) -> int:
+    """The public per-arm count floor of an offline-bandit environment's logging design.
+
+    Balanced logging pulls every arm exactly ⌊n/K⌋ times (by design, not by chance); otherwise the
+    only guaranteed pulls are the forced ``min_pulls``. Both are fixed before any data is drawn.
+    """
+    k = len(env.means)
+    if isinstance(env.logging, str) and env.logging == "balanced":
+        return max(int(env.n_records) // k, int(env.min_pulls))
+    return int(env.min_pulls)
+
+
+def _public_floor(env: Any, min_count: int | None) -> int:
+    floor = design_min_count(env) if min_count is None else check_int(min_count, "min_count", minimum=1)
+    if floor < 1:
+        raise InvalidParameterError(
+            "min_count must be a public per-arm floor >= 1 to calibrate at a target epsilon; the environment's "
+            f"logging design guarantees {floor} pulls per arm: pass min_count or use min_pulls >= 1"
+        )
+    return floor
 
 
 def _reference(kind: str, means: FloatArray, gen: np.random.Generator) -> FloatArray | None:
@@ -89,7 +117,11 @@ def _regret(means: FloatArray, probabilities: FloatArray) -> float:
 
 def _audit_calibrated_eta(data: Any, epsilon: float, eta_theorem: float, beta0: float,
                           reference: FloatArray | None) -> float:
-    """Bisection on log η so that the exact audited loss ε̂(η) equals ε (ε̂ decreases in η; ε̂ <= ε0/2)."""
+    """Bisection on log η so that the exact audited per-instance loss ε̂(η; D) equals ε.
+
+    η then depends on D: a per-instance diagnostic of how much tight accounting could buy, not a
+    calibration a deployment could use (the choice of η would leak D).
+    """
     audit = _audit("mab")
     k = int(data.n_arms)
 
@@ -110,8 +142,8 @@ def _audit_calibrated_eta(data: Any, epsilon: float, eta_theorem: float, beta0: 
 
 _BISECTION_STEPS = 40
 
-MAB_METRICS = ("regret", "eta", "epsilon0", "epsilon_hat", "audit_ratio", "epsilon_k", "delta_paper",
-               "delta_paper_verbatim", "delta_corrected", "delta_audit", "epsilon_pld")
+MAB_METRICS = ("regret", "eta", "epsilon0", "epsilon_tight", "epsilon_domain", "epsilon_hat", "audit_ratio",
+               "epsilon_k", "delta_paper", "delta_paper_verbatim", "delta_corrected", "delta_audit", "epsilon_pld")
 
 
 @register_algorithm(
@@ -132,6 +164,7 @@ def simulate_kl_mab(
     epsilon: float | None = None,
     reference: str = "uniform",
     calibration: str = "theorem",
+    min_count: int | None = None,
     k: float | None = None,
     audit: bool = False,
     pld_samples: int | None = None,
@@ -146,12 +179,19 @@ def simulate_kl_mab(
     rng : int, SeedSequence, Generator or None
     beta0 : float, default 1
     eta : float, optional
-        Fixed η; alternatively ``epsilon`` calibrates η per dataset so that Theorem 1 gives ε (E5).
+        Fixed η; alternatively ``epsilon`` calibrates η so that the policy is ε-DP over the public
+        domain N(a) >= ``min_count`` (E5).
     epsilon : float, optional
     reference : {"uniform", "informative"}, default "uniform"
-    calibration : {"theorem", "audit"}, default "theorem"
-        With ``epsilon``: η from Theorem 1 (E5 (a)), or η by bisection so that the exact audited ε̂
-        equals ε (E5 (a′); shows what tight accounting would buy — η then depends on the data).
+    calibration : {"theorem", "domain", "audit"}, default "theorem"
+        With ``epsilon``: η from Theorem 1 at the public floor (E5 (a)); from the exact domain
+        sensitivity Δ(m) (:func:`calibrated_eta`, what tight accounting buys, still a DP
+        calibration); or, as a per-instance diagnostic only, by bisection so that the exact audited
+        ε̂(D) equals ε (η then depends on the data: not a matched DP comparison).
+    min_count : int, optional
+        The public per-arm floor m of the ``epsilon`` calibrations; default
+        :func:`design_min_count` (⌊n/K⌋ for balanced logging, else ``min_pulls``). The policy is
+        built with it, so data below the floor is refused.
     k : float, optional
         Also report the approximate guarantees at N0 = ⌊N_max/k⌋ (E4): paper δ (fixed and verbatim),
         corrected δ, and (with ``audit``) the audited δ at that ε.
@@ -165,30 +205,39 @@ def simulate_kl_mab(
     Returns
     -------
     dict of str to ndarray of shape (n_trials,)
-        ``regret`` (exact), ``eta``, ``epsilon0``; with ``audit``: ``epsilon_hat``, ``audit_ratio``;
-        with ``k``: ``epsilon_k``, ``delta_paper``, ``delta_paper_verbatim``, ``delta_corrected`` and
-        (with ``audit``) ``delta_audit``.
+        ``regret`` (exact), ``eta``, ``epsilon0`` (Theorem 1 per instance), ``epsilon_tight`` (the
+        exact per-instance loss, closed form); with ``epsilon``: ``epsilon_domain`` (the DP guarantee
+        over the public floor); with ``audit``: ``epsilon_hat``, ``audit_ratio``; with ``k``:
+        ``epsilon_k``, ``delta_paper``, ``delta_paper_verbatim``, ``delta_corrected`` and (with
+        ``audit``) ``delta_audit``.
     """
     n = check_int(n_trials, "n_trials", minimum=1)
-    check_one_of(calibration, "calibration", ("theorem", "audit"))
+    check_one_of(calibration, "calibration", ("theorem", "domain", "audit"))
     if (eta is None) == (epsilon is None):
         raise InvalidParameterError(f"exactly one of eta and epsilon must be given; got eta={eta!r}, epsilon={epsilon!r}")
+    floor = _public_floor(env, min_count) if epsilon is not None else None
     env_streams, algo, _ = _streams(rng, n)
     means = np.asarray(env.means, dtype=np.float64)
-    out: dict[str, list[float]] = {"regret": [], "eta": [], "epsilon0": []}
+    out: dict[str, list[float]] = {"regret": [], "eta": [], "epsilon0": [], "epsilon_tight": []}
     for trial in range(n):
         data = env.draw(env_streams[trial])
         pi0 = _reference(reference, means, algo)
-        n_min = int(data.counts().min())
-        this_eta = (eta if eta is not None else
-                    calibrated_eta(float(epsilon), max(n_min, 2), reward_bound=1.0, beta0=beta0))  # type: ignore[arg-type]
-        if epsilon is not None and calibration == "audit":
-            this_eta = _audit_calibrated_eta(data, float(epsilon), this_eta, beta0, pi0)
-        policy = KLMABPolicy(means.size, eta=this_eta, beta0=beta0, reference=pi0).fit(data)
-        guarantee = policy.privacy()
+        if epsilon is None:
+            this_eta = float(eta)  # type: ignore[arg-type]
+        else:
+            this_eta = calibrated_eta(float(epsilon), floor, reward_bound=1.0, beta0=beta0,  # type: ignore[arg-type]
+                                      calibration="domain" if calibration == "domain" else "theorem")
+            if calibration == "audit":
+                this_eta = _audit_calibrated_eta(data, float(epsilon), this_eta, beta0, pi0)
+        policy = KLMABPolicy(means.size, eta=this_eta, beta0=beta0, reference=pi0, min_count=floor).fit(data)
+        guarantee = policy.guarantee()
         out["regret"].append(_regret(means, policy.probabilities()))
         out["eta"].append(this_eta)
         out["epsilon0"].append(guarantee.epsilon)
+        out["epsilon_tight"].append(policy.guarantee(variant="tight").epsilon)
+        if epsilon is not None:
+            out.setdefault("epsilon_domain", []).append(
+                policy.guarantee(scope="domain", variant="tight" if calibration == "domain" else "corrected").epsilon)
         if audit:
             eps_hat = _audit("mab")(policy, data)
             out.setdefault("epsilon_hat", []).append(eps_hat)
@@ -198,9 +247,9 @@ def simulate_kl_mab(
         if k is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PaperVariantWarning)
-                paper = policy.privacy(kind="approx", variant="paper", k=k)
-                verbatim = policy.privacy(kind="approx", variant="paper", k=k, verbatim=True)
-            corrected = policy.privacy(kind="approx", k=k)
+                paper = policy.guarantee(kind="approx", variant="paper", k=k)
+                verbatim = policy.guarantee(kind="approx", variant="paper", k=k, verbatim=True)
+            corrected = policy.guarantee(kind="approx", k=k)
             out.setdefault("epsilon_k", []).append(corrected.epsilon)
             out.setdefault("delta_paper", []).append(paper.delta)
             out.setdefault("delta_paper_verbatim", []).append(verbatim.delta)
@@ -212,30 +261,39 @@ def simulate_kl_mab(
 
 
 def _simulate_baseline(cls: type, env: Any, n_trials: int, rng: RNGLike, epsilon: float, beta0: float,
-                       mc_samples: int) -> dict[str, FloatArray]:
+                       mc_samples: int, min_count: int | None) -> dict[str, FloatArray]:
+    """Per-trial regret of a baseline on the shared datasets.
+
+    Simulation noise: seeded NumPy floats (:class:`NumpyNoise` built here from the privacy-noise and
+    algorithm streams, its verbs called with the baseline's public noise scale), not a deployment
+    release. EM's regret is exact; report-noisy-max's is a Monte-Carlo estimate over ``mc_samples``
+    noisy argmaxes; Laplace statistics + greedy releases ũ once per trial.
+    """
     n = check_int(n_trials, "n_trials", minimum=1)
     env_streams, algo, noise = _streams(rng, n)
+    algo_noise, release_noise = NumpyNoise(algo), NumpyNoise(noise)
     means = np.asarray(env.means, dtype=np.float64)
+    floor = None if cls is PessimisticGreedyMAB else _public_floor(env, min_count)
     regret, eps = [], []
     for trial in range(n):
         data = env.draw(env_streams[trial])
-        if cls is PessimisticGreedyMAB:
-            baseline: Any = PessimisticGreedyMAB(means.size, beta0=beta0).fit(data)
-        else:
-            baseline = cls(means.size, epsilon=epsilon, beta0=beta0).fit(data, rng=noise)
-        if hasattr(baseline, "probabilities"):
-            probs = baseline.probabilities()
-        else:  # report-noisy-max: Monte-Carlo estimate of the output distribution (algorithm stream)
-            draws = baseline.sample(rng=algo, size=mc_samples)
+        baseline: Any = (PessimisticGreedyMAB(means.size, beta0=beta0) if cls is PessimisticGreedyMAB
+                         else cls(means.size, epsilon=epsilon, beta0=beta0, min_count=floor)).fit(data)
+        if isinstance(baseline, ReportNoisyMaxMAB):
+            u = np.broadcast_to(baseline.utilities_, (mc_samples, means.size))
+            draws = np.argmax(algo_noise.add_laplace(u, baseline.noise_scale), axis=1)
             probs = np.bincount(draws, minlength=means.size) / mc_samples
-        if isinstance(baseline, LaplaceStatisticsGreedyMAB):
-            probs = np.bincount([int(baseline.sample())], minlength=means.size).astype(float)
+        elif isinstance(baseline, LaplaceStatisticsGreedyMAB):
+            noisy = release_noise.add_laplace(baseline.utilities_, baseline.noise_scale)
+            probs = np.bincount([int(np.argmax(noisy))], minlength=means.size).astype(float)
+        else:
+            probs = baseline.probabilities()
         regret.append(_regret(means, probs))
-        eps.append(baseline.privacy().epsilon)
+        eps.append(baseline.guarantee().epsilon)
     return {"regret": np.asarray(regret), "epsilon": np.asarray(eps)}
 
 
-_BASELINE_DOC = """Baseline {name}: per-trial exact (or Monte-Carlo) regret and the per-instance ε.
+_BASELINE_DOC = """Baseline {name}: per-trial exact (or Monte-Carlo) regret and its ε.
 
     Parameters
     ----------
@@ -243,17 +301,24 @@ _BASELINE_DOC = """Baseline {name}: per-trial exact (or Monte-Carlo) regret and 
     n_trials : int
     rng : int, SeedSequence, Generator or None
     epsilon : float
-        Target ε (the same per-instance sensitivity as Theorem 1).
+        Target ε, DP over the public domain N(a) >= ``min_count``.
     beta0 : float, default 0
     mc_samples : int, default 2000
         Samples for report-noisy-max's output distribution.
+    min_count : int, optional
+        The public per-arm floor; default the environment's logging design
+        (:func:`design_min_count`).
+
+    Notes
+    -----
+    Simulation noise: seeded NumPy floats, not a deployment release.
     """
 
 
 def _register_baseline(name: str, cls: type, privacy: str, description: str) -> None:
     def simulate(env: Any, *, n_trials: int, rng: RNGLike, epsilon: float = 1.0, beta0: float = 0.0,
-                 mc_samples: int = 2000) -> dict[str, FloatArray]:
-        return _simulate_baseline(cls, env, n_trials, rng, epsilon, beta0, mc_samples)
+                 mc_samples: int = 2000, min_count: int | None = None) -> dict[str, FloatArray]:
+        return _simulate_baseline(cls, env, n_trials, rng, epsilon, beta0, mc_samples, min_count)
 
     simulate.__doc__ = _BASELINE_DOC.format(name=name)
     simulate.__name__ = f"simulate_{name.replace('-', '_')}"
@@ -261,12 +326,13 @@ def _register_baseline(name: str, cls: type, privacy: str, description: str) -> 
                        environments=("offline-bandit",), description=description)(simulate)
 
 
-_register_baseline("em-mab", ExponentialMechanismMAB, "per-instance eps-DP (exponential mechanism)",
+_register_baseline("em-mab", ExponentialMechanismMAB,
+                   "eps-DP over the public count floor min_count (exponential mechanism)",
                    "Exponential mechanism on the (pessimistic) empirical means, uniform base measure")
-_register_baseline("rnm-mab", ReportNoisyMaxMAB, "per-instance eps-DP (report-noisy-max, Laplace)",
+_register_baseline("rnm-mab", ReportNoisyMaxMAB, "eps-DP over the public count floor min_count (report-noisy-max)",
                    "Report-noisy-max with Laplace noise on the (pessimistic) empirical means")
 _register_baseline("laplace-greedy-mab", LaplaceStatisticsGreedyMAB,
-                   "per-instance eps-DP policy release (Laplace statistics; samples are free)",
+                   "eps-DP policy release over the public count floor min_count (Laplace statistics; samples are free)",
                    "Laplace-noised utilities released once, then greedy")
 _register_baseline("greedy-mab", PessimisticGreedyMAB, "none (non-private)",
                    "Non-private pessimistic greedy arm")
@@ -282,9 +348,13 @@ _register_baseline("greedy-mab", PessimisticGreedyMAB, "none (non-private)",
 )
 def simulate_kl_mab_repeated(
     env: Any, *, n_trials: int, rng: RNGLike, epsilon: float = 0.1, n_samples: int = 1, beta0: float = 1.0,
-    delta_prime: float = 1e-6, audit: bool = False,
+    delta_prime: float = 1e-6, audit: bool = False, min_count: int | None = None, calibration: str = "theorem",
 ) -> dict[str, FloatArray]:
-    """Per-sample ε1 = ``epsilon`` (η calibrated by Theorem 1), ``n_samples`` = T samples (E6).
+    """Per-sample ε1 = ``epsilon``, ``n_samples`` = T samples (E6).
+
+    η is calibrated at the public floor ``min_count`` (default: the logging design's) by Theorem 1
+    (``calibration="theorem"``) or by the exact domain sensitivity (``"domain"``); see
+    :func:`simulate_kl_mab`.
 
     Returns
     -------
@@ -296,7 +366,8 @@ def simulate_kl_mab_repeated(
     """
     t = check_int(n_samples, "n_samples", minimum=1)
     base = simulate_kl_mab(env, n_trials=n_trials, rng=rng, beta0=beta0, epsilon=epsilon, audit=audit,
-                           pld_samples=t if audit else None, pld_delta=delta_prime)
+                           pld_samples=t if audit else None, pld_delta=delta_prime, min_count=min_count,
+                           calibration=check_one_of(calibration, "calibration", ("theorem", "domain")))
     per_sample = acc.PureDP(epsilon=float(epsilon), unit=acc.UNIT_MAB, neighbouring=acc.Neighbouring.ADD_REMOVE)
     basic = acc.repeated_sampling(per_sample, t)
     advanced = acc.repeated_sampling(per_sample, t, method="advanced", delta_prime=delta_prime)
@@ -334,10 +405,10 @@ def simulate_kl_linear(
     for trial in range(n):
         data, theta, actions = env.draw(env_streams[trial])
         policy = KLLinearPolicy(eta=eta, beta0=beta0, ridge=ridge).fit(data)
-        pure = policy.privacy(actions)
+        pure = policy.guarantee(actions)
         out["regret"].append(_regret(actions @ theta, policy.probabilities(actions)))
         out["epsilon0"].append(pure.epsilon)
-        out["epsilon0_tight"].append(policy.privacy(actions, variant="tight").epsilon)
+        out["epsilon0_tight"].append(policy.guarantee(actions, variant="tight").epsilon)
         out["k1"].append(data.n_records / (data.dimension * (policy.lambda_min_ - 1.0))
                          if policy.lambda_min_ > 1 else math.inf)
         if audit:
@@ -378,11 +449,11 @@ def simulate_kl_rlhf(
         policy = KLRLHFPolicy(eta=eta, beta0=beta0, ridge=ridge, norm_bound=norm_bound).fit(data)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PaperVariantWarning)
-            paper = policy.privacy(actions, variant="paper").epsilon
+            paper = policy.guarantee(actions, variant="paper").epsilon
         out["regret"].append(_regret(actions @ theta, policy.probabilities(actions)))
         out["epsilon0_paper"].append(paper)
-        out["epsilon0_corrected"].append(policy.privacy(actions).epsilon)
-        out["epsilon0_tight"].append(policy.privacy(actions, variant="tight").epsilon)
+        out["epsilon0_corrected"].append(policy.guarantee(actions).epsilon)
+        out["epsilon0_tight"].append(policy.guarantee(actions, variant="tight").epsilon)
         out["on_boundary"].append(float(policy.fit_.on_boundary))
         if audit:
             eps_hat = _audit("rlhf")(policy, data, actions)

@@ -1,0 +1,47 @@
+"""The privacy contract, run over every registered private algorithm (issue 12).
+
+Every registered algorithm that claims privacy must register privacy cases
+(:mod:`dpbandits.audit.cases`) with at least one adversarial neighbour pair; every correct case must
+pass its audits and every negative control must be caught. Statistical audits run at confidence
+1 − 1e-6 per case (false-failure rate <= 1e-6 per case); exact audits are deterministic.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dpbandits.algorithms.registry import list_algorithms
+from dpbandits.audit.contract import privacy_cases, registered_case_algorithms, run_privacy_case
+
+pytestmark = pytest.mark.statistical
+
+REQUIRED_CONTROLS = {"data-dependent scale", "float addition", "seeded noise", "double-counted label"}
+
+
+def _claims_privacy(privacy: str) -> bool:
+    return not privacy.startswith(("none", "n/a"))
+
+
+PRIVATE = sorted(spec.name for spec in list_algorithms() if _claims_privacy(spec.privacy))
+CASES = [(name, index) for name in registered_case_algorithms() for index, _ in enumerate(privacy_cases(name))]
+
+
+@pytest.mark.parametrize("name", PRIVATE)
+def test_every_private_algorithm_has_adversarial_cases(name: str) -> None:
+    cases = list(privacy_cases(name))
+    correct = [case for case in cases if not case.broken]
+    assert correct, f"{name} claims privacy but registers no privacy case"
+    assert any(pair.adversarial for case in correct for pair in case.pairs), name
+
+
+@pytest.mark.parametrize(("name", "index"), CASES)
+def test_case_passes_or_control_is_caught(name: str, index: int, seed: int) -> None:
+    case = list(privacy_cases(name))[index]
+    report = run_privacy_case(case, seed)
+    assert report.as_expected, str(report)
+
+
+def test_negative_controls_cover_the_known_defect_classes() -> None:
+    kinds = {case.notes.get("control") for name in registered_case_algorithms() for case in privacy_cases(name)
+             if case.broken}
+    assert kinds >= REQUIRED_CONTROLS, f"missing negative controls: {sorted(REQUIRED_CONTROLS - kinds)}"
