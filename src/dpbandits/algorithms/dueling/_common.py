@@ -27,14 +27,16 @@ DUELING_ENVIRONMENTS: tuple[str, ...] = (
 
 ROUND_BY_ROUND_MAX_HORIZON = 10**8
 """Largest horizon of a simulation that advances one round at a time (RUCB, BTM, RMED1, DTS, CCB,
-MaxInP, CoLSTIM). Such a round costs about 10–200 µs for a batch of trials (measured on 2 cores,
-K <= 10), so T = 10⁸ already takes 0.3–5 hours per call; T = 10⁹ would take days. Memory does not
-grow with T."""
+MaxInP, CoLSTIM). Such a round costs about 0.1–5 ms for a batch of 20 trials with K = 10
+(``benchmarks/bench_dueling.py`` prints the measured costs), so T = 10⁸ already takes hours to days
+per call and T = 10⁹ weeks. Memory does not grow with T."""
 
 ELIMINATION_MAX_ARM_ROUNDS = 5 * 10**10
 """Largest K·T of a block-vectorised elimination simulation (DP-EBS-Elimination, its twins, IF2).
 Its worst case (no elimination before T, so no commit fast-forward) costs about 0.05 µs per arm
-and round, so K·T = 5·10¹⁰ is about 45 minutes per trial. Memory does not grow with T."""
+and round on an idle core (0.2 µs measured on the shared machine under load; see
+``benchmarks/bench_dueling.py``), so K·T = 5·10¹⁰ is 45 minutes to 3 hours per trial. Memory does
+not grow with T."""
 
 
 def check_dueling_env(env: Any) -> UtilityDuelingEnvironment:
@@ -94,7 +96,7 @@ def check_round_horizon(horizon: Any, algorithm: str) -> int:
     if value > ROUND_BY_ROUND_MAX_HORIZON:
         raise InvalidParameterError(
             f"horizon must be <= {ROUND_BY_ROUND_MAX_HORIZON} for {algorithm} (simulated round by round at about "
-            f"10-200 us per round, so T = {value:.0e} would take days); got {value}"
+            f"0.1-5 ms per round, so T = {value:.0e} would take weeks); got {value}"
         )
     return value
 
@@ -105,7 +107,7 @@ def check_elimination_horizon(horizon: Any, n_arms: int, algorithm: str) -> int:
     limit = ELIMINATION_MAX_ARM_ROUNDS // n_arms
     if value > limit:
         raise InvalidParameterError(
-            f"horizon must be <= {limit} for {algorithm} with K = {n_arms} arms (worst case about 0.05 us per arm "
-            f"and round: K*T <= {ELIMINATION_MAX_ARM_ROUNDS:.0e}, about 45 min per trial); got {value}"
+            f"horizon must be <= {limit} for {algorithm} with K = {n_arms} arms (worst case 0.05-0.2 us per arm "
+            f"and round: K*T <= {ELIMINATION_MAX_ARM_ROUNDS:.0e}, 45 min to 3 h per trial); got {value}"
         )
     return value
