@@ -56,7 +56,7 @@ def test_analyses_are_validated_and_kept_out_of_the_digest() -> None:
         Study.from_mapping({**study, "analyses": ["nope"]})
     with_analysis = Study.from_mapping({**study, "analyses": ["usca-rate-shape"]})
     assert with_analysis.digest() == Study.from_mapping(study).digest()
-    assert [analysis.name for analysis in list_analyses()] == ["usca-rate-shape"]
+    assert "usca-rate-shape" in [analysis.name for analysis in list_analyses()]
 
 
 def test_rate_shape_needs_gamma(tmp_path: Path) -> None:

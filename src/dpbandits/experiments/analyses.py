@@ -12,6 +12,13 @@ Registered analyses
     information gain ``gamma``, fits ER ≈ a·√(γ_T/T) + b·γ_T/(Tε)·log(e + Tε/γ_T) (Theorem 4.1)
     and the prior-art shape a·√(γ_T/T) + b·√(γ_T/(Tε)) by non-negative least squares over the
     (horizon, epsilon) grid, and reports both fits and which shape the data support (higher R²).
+``dueling-epsilon-fit``, ``dueling-excess-vs-arms``, ``dueling-excess-vs-horizon``,
+``dueling-horizon-slope``, ``dueling-dimension-exponent``
+    The shape questions E2(a)–(c), E3 and E4 of ``specs/spec_dp_dueling.md`` §8, answered by the fits
+    of :mod:`dpbandits.algorithms.dueling.fits` (least squares with 95% intervals from the points'
+    standard errors). A label containing "(non-private)" is its grid point's ε = ∞ reference;
+    labels starting with "Theory" are never fitted; a point whose ``committed`` rate is below 0.9
+    is excluded where the spec asks for that guard (and reported as excluded).
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from dpbandits._core.errors import StudyError
 from dpbandits.experiments.store import atomic_write_text, read_summary, summary_metrics
@@ -130,3 +139,216 @@ def _usca_rate_shape(rows: Rows) -> dict[str, Any]:
     if not fits:
         raise StudyError("the usca-rate-shape analysis found no algorithm with gamma at 3 or more grid points")
     return {"fits": fits}
+
+
+# ------------------------------------------------------------------ dueling (specs/spec_dp_dueling.md §8)
+# Row roles come from the labels: a label containing "(non-private)" is the ε = ∞ reference of its grid
+# point, labels starting with "Theory" are curves (never fitted); every other label is fitted.
+_NON_PRIVATE = "(non-private)"
+_GUARD = 0.9  # spec §8.3 (a): a point counts only if >= 90% of the trials committed before T
+
+
+def _fitted_labels(rows: Rows) -> list[str]:
+    labels = dict.fromkeys(row["algorithm"] for row in rows)
+    return [label for label in labels if _NON_PRIVATE not in label and not label.startswith("Theory")]
+
+
+def _estimates(rows: Rows, needed: Sequence[str], analysis: str) -> dict[str, str]:
+    estimates = summary_metrics(list(rows[0])) if rows else {}
+    for metric in needed:
+        if metric not in estimates:
+            raise StudyError(f"the {analysis} analysis needs the metric {metric!r} in summary.csv")
+    return estimates
+
+
+def _value(row: Mapping[str, str], column: str) -> float:
+    text = row.get(column, "")
+    return float(text) if text != "" else math.nan
+
+
+def _point_key(row: Mapping[str, str], columns: Sequence[str]) -> tuple[str, ...]:
+    return tuple(row[c] for c in columns)
+
+
+def _reference(rows: Rows, columns: Sequence[str], estimates: Mapping[str, str]) -> dict[tuple[str, ...], tuple[float, float]]:
+    """(regret, stderr) of the non-private row of each grid point (keyed by ``columns``)."""
+    out = {}
+    for row in rows:
+        if _NON_PRIVATE in row["algorithm"]:
+            out[_point_key(row, columns)] = (_value(row, estimates["reward_regret"]), _value(row, "reward_regret_stderr"))
+    return out
+
+
+def _guarded(row: Mapping[str, str], estimates: Mapping[str, str]) -> bool:
+    """Whether the row passes the guard (no ``committed`` metric: every row passes)."""
+    return "committed" not in estimates or _value(row, estimates["committed"]) >= _GUARD
+
+
+@_register("dueling-epsilon-fit",
+           "E2(a): fits R = a + b/eps to each private algorithm's reward regret over epsilon at fixed T, using only "
+           "epsilons where >= 90% of trials committed (the spec's guard); pass: R^2 >= 0.95 and a within 20% of "
+           "the non-private regret")
+def _dueling_epsilon_fit(rows: Rows) -> dict[str, Any]:
+    from dpbandits.algorithms.dueling.fits import fit_inverse_epsilon
+
+    estimates = _estimates(rows, ("reward_regret",), "dueling-epsilon-fit")
+    references = [_value(r, estimates["reward_regret"]) for r in rows if _NON_PRIVATE in r["algorithm"]]
+    reference = float(np.mean(references)) if references else math.nan
+    fits: dict[str, Any] = {}
+    for label in _fitted_labels(rows):
+        mine = [r for r in rows if r["algorithm"] == label and r.get("epsilon", "") not in ("", "inf")]
+        kept = [r for r in mine if _guarded(r, estimates)]
+        excluded = sorted(float(r["epsilon"]) for r in mine if not _guarded(r, estimates))
+        entry: dict[str, Any] = {"kept_epsilons": sorted(float(r["epsilon"]) for r in kept),
+                                 "excluded_epsilons": excluded}
+        if len({r["epsilon"] for r in kept}) >= 2:
+            fit = fit_inverse_epsilon([float(r["epsilon"]) for r in kept], [_value(r, estimates["reward_regret"]) for r in kept],
+                                      [_value(r, "reward_regret_stderr") for r in kept])
+            relative = abs(fit.intercept - reference) / reference if reference > 0 else math.nan
+            entry.update({"fit": fit.as_dict(), "non_private_regret": reference,
+                          "intercept_relative_error": relative,
+                          "passes": bool(fit.r_squared >= 0.95 and relative <= 0.2)})
+        else:
+            entry["fit"] = None
+            entry["passes"] = False
+        fits[label] = entry
+    if not fits:
+        raise StudyError("the dueling-epsilon-fit analysis found no private algorithm with an epsilon column")
+    return {"guard": f"committed_rate >= {_GUARD}", "fits": fits}
+
+
+@_register("dueling-excess-vs-arms",
+           "E2(b): the privacy excess R(eps) - R(inf) against K for each epsilon (guarded points only), a line fit "
+           "with its slope, the slope times epsilon (constant if the slope is proportional to 1/eps) and R^2")
+def _dueling_excess_vs_arms(rows: Rows) -> dict[str, Any]:
+    from dpbandits.algorithms.dueling.fits import fit_line
+
+    estimates = _estimates(rows, ("reward_regret",), "dueling-excess-vs-arms")
+    columns = [c for c in ("n_arms", "epsilon", "horizon") if rows and c in rows[0]]
+    if "n_arms" not in columns or "epsilon" not in columns:
+        raise StudyError("the dueling-excess-vs-arms analysis needs n_arms and epsilon columns in summary.csv")
+    references = _reference(rows, columns, estimates)
+    fits: dict[str, Any] = {}
+    for label in _fitted_labels(rows):
+        per_epsilon: dict[str, Any] = {}
+        for eps in sorted({r["epsilon"] for r in rows if r["algorithm"] == label}, key=float):
+            mine = [r for r in rows if r["algorithm"] == label and r["epsilon"] == eps]
+            kept = [r for r in mine if _guarded(r, estimates) and _point_key(r, columns) in references]
+            points = []
+            for r in kept:
+                base, base_se = references[_point_key(r, columns)]
+                points.append((float(r["n_arms"]), _value(r, estimates["reward_regret"]) - base,
+                               math.hypot(_value(r, "reward_regret_stderr"), base_se)))
+            entry: dict[str, Any] = {"arms": [p[0] for p in points], "excess": [p[1] for p in points],
+                                     "excess_stderr": [p[2] for p in points],
+                                     "excluded_arms": sorted(float(r["n_arms"]) for r in mine if r not in kept)}
+            if len({p[0] for p in points}) >= 2:
+                fit = fit_line(*zip(*points, strict=True))
+                entry.update({"fit": fit.as_dict(), "slope_times_epsilon": fit.slope * float(eps)})
+            per_epsilon[eps] = entry
+        fits[label] = per_epsilon
+    return {"guard": f"committed_rate >= {_GUARD}", "fits": fits}
+
+
+@_register("dueling-excess-vs-horizon",
+           "E2(c): the privacy excess R(eps) - R(inf) against T (guarded points only): its T-exponent from a log-log "
+           "fit (polylog growth has a small, falling exponent) and its degree p in ln T, with 95% intervals")
+def _dueling_excess_vs_horizon(rows: Rows) -> dict[str, Any]:
+    from dpbandits.algorithms.dueling.fits import fit_log_log
+
+    estimates = _estimates(rows, ("reward_regret",), "dueling-excess-vs-horizon")
+    columns = [c for c in ("horizon", "epsilon") if rows and c in rows[0]]
+    if "horizon" not in columns:
+        raise StudyError("the dueling-excess-vs-horizon analysis needs a horizon column in summary.csv")
+    references = _reference(rows, columns, estimates)
+    fits: dict[str, Any] = {}
+    for label in _fitted_labels(rows):
+        mine = [r for r in rows if r["algorithm"] == label]
+        points = []
+        for r in mine:
+            if not _guarded(r, estimates) or _point_key(r, columns) not in references:
+                continue
+            base, base_se = references[_point_key(r, columns)]
+            excess = _value(r, estimates["reward_regret"]) - base
+            if excess > 0:
+                points.append((float(r["horizon"]), excess, math.hypot(_value(r, "reward_regret_stderr"), base_se)))
+        points.sort()
+        entry: dict[str, Any] = {"horizons": [p[0] for p in points], "excess": [p[1] for p in points],
+                                 "excess_stderr": [p[2] for p in points],
+                                 "excluded_horizons": sorted(float(r["horizon"]) for r in mine
+                                                             if float(r["horizon"]) not in {p[0] for p in points})}
+        if len(points) >= 3:
+            t, gaps, se = (np.array(v) for v in zip(*points, strict=True))
+            entry["t_exponent"] = fit_log_log(t, gaps, se).as_dict()  # excess ∝ T^q
+            entry["log_t_degree"] = fit_log_log(np.log(t), gaps, se).as_dict()  # excess ∝ (ln T)^p
+            tail = fit_log_log(t[-3:], gaps[-3:], se[-3:])
+            entry["t_exponent_last_three"] = tail.as_dict()  # a polylog's local exponent p/ln T falls with T
+        fits[label] = entry
+    return {"guard": f"committed_rate >= {_GUARD}", "fits": fits}
+
+
+def _dimension(row: Mapping[str, str]) -> int:
+    try:
+        return len(json.loads(row["theta"]))
+    except (KeyError, ValueError, TypeError):
+        raise StudyError("the dueling dimension analyses need a theta column (a JSON list) in summary.csv") from None
+
+
+@_register("dueling-horizon-slope",
+           "E3: the log-log slope of reward regret against T (expected about 1/2) for each algorithm, dimension d "
+           "(the length of theta) and epsilon with three or more horizons, with 95% intervals")
+def _dueling_horizon_slope(rows: Rows) -> dict[str, Any]:
+    from dpbandits.algorithms.dueling.fits import fit_log_log
+
+    estimates = _estimates(rows, ("reward_regret",), "dueling-horizon-slope")
+    groups: dict[tuple[str, int, str], list[Mapping[str, str]]] = {}
+    for r in rows:
+        if not r["algorithm"].startswith("Theory"):
+            groups.setdefault((r["algorithm"], _dimension(r), r.get("epsilon", "")), []).append(r)
+    slopes = []
+    for (label, d, eps), mine in groups.items():
+        if len({r["horizon"] for r in mine}) < 3:
+            continue
+        fit = fit_log_log([float(r["horizon"]) for r in mine], [_value(r, estimates["reward_regret"]) for r in mine],
+                          [_value(r, "reward_regret_stderr") for r in mine])
+        slopes.append({"algorithm": label, "dim": d, "epsilon": eps, "fit": fit.as_dict()})
+    if not slopes:
+        raise StudyError("the dueling-horizon-slope analysis found no group with three or more horizons")
+    return {"slopes": slopes}
+
+
+@_register("dueling-dimension-exponent",
+           "E4: per dimension d, fits R = a + b/eps over epsilon at fixed T, then the exponent e of b ~ d^e with 95% "
+           "intervals (trial noise; residuals) and which of 3 (the spec's reconstruction) and 6 (the paper's bound) the "
+           "wider interval holds")
+def _dueling_dimension_exponent(rows: Rows) -> dict[str, Any]:
+    from dpbandits.algorithms.dueling.fits import fit_inverse_epsilon, fit_log_log
+
+    estimates = _estimates(rows, ("reward_regret",), "dueling-dimension-exponent")
+    results = []
+    for label in _fitted_labels(rows):
+        for horizon in sorted({r["horizon"] for r in rows if r["algorithm"] == label}, key=float):
+            per_d = {}
+            for d in sorted({_dimension(r) for r in rows if r["algorithm"] == label}):
+                mine = [r for r in rows if r["algorithm"] == label and r["horizon"] == horizon and _dimension(r) == d
+                        and r.get("epsilon", "") not in ("", "inf")]
+                if len({r["epsilon"] for r in mine}) >= 3:
+                    per_d[d] = fit_inverse_epsilon([float(r["epsilon"]) for r in mine],
+                                                   [_value(r, estimates["reward_regret"]) for r in mine],
+                                                   [_value(r, "reward_regret_stderr") for r in mine])
+            if len(per_d) < 2:
+                continue
+            entry: dict[str, Any] = {"algorithm": label, "horizon": float(horizon),
+                                     "per_dimension": {str(d): fit.as_dict() for d, fit in per_d.items()}}
+            positive = {d: fit for d, fit in per_d.items() if fit.slope > 0}
+            if len(positive) >= 2:
+                exponent = fit_log_log(list(positive), [f.slope for f in positive.values()],
+                                       [f.slope_stderr for f in positive.values()])
+                low, high = exponent.slope_widest_interval  # trial noise and lack of fit
+                entry.update({"exponent": exponent.as_dict(),
+                              "interval_holds_3": bool(low <= 3 <= high), "interval_holds_6": bool(low <= 6 <= high)})
+            results.append(entry)
+    if not results:
+        raise StudyError("the dueling-dimension-exponent analysis found no algorithm with two dimensions and "
+                         "three epsilons at one horizon")
+    return {"results": results}
