@@ -13,6 +13,7 @@ from dpbandits._core.errors import StudyError
 from dpbandits.algorithms.kernel.rates import prior_art_privacy_term, privacy_term, statistical_term
 from dpbandits.experiments.analyses import list_analyses, run_analyses
 from dpbandits.experiments.config import Study
+from dpbandits.experiments.plots import plot_run
 from dpbandits.experiments.store import RunStore
 
 HORIZONS = [1000, 4000, 16000, 64000]
@@ -90,6 +91,8 @@ def test_saturated_cells_are_left_out_of_the_fit(tmp_path: Path, rng) -> None:
     saturated = [row for row in fit["cells"] if row["saturated"]]
     assert saturated and all(row["error"]["estimate"] > 0.05 and not row["fitted"] for row in saturated)
     assert fit["n_fitted"] == fit["n_cells"] - len(saturated)
+    written = plot_run(tmp_path / "run", formats=("png",))
+    assert tmp_path / "run" / "plots" / "usca-rate-shape.png" in written
 
 
 def test_analyses_are_validated_and_kept_out_of_the_digest() -> None:
