@@ -81,6 +81,8 @@ def test_rate_shape_test_recognises_the_shape_that_made_the_data(tmp_path: Path,
     assert 0.7 < p["predicted_usca_shape"] < 1.0  # u·log(e + 1/u) is a little flatter than u
     assert all(row["ci_low"] <= row["estimate"] <= row["ci_high"] for row in fit["epsilon_exponent_by_horizon"])
     assert "support" in fit["statement"] and "unweighted_all_cells" in fit
+    assert [check["saturation"] for check in fit["other_saturation_thresholds"]] == [0.125, 0.5]
+    assert all(check["supported_shape"] == shape for check in fit["other_saturation_thresholds"])
 
 
 def test_saturated_cells_are_left_out_of_the_fit(tmp_path: Path, rng) -> None:

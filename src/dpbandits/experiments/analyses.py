@@ -18,8 +18,9 @@ Registered analyses
     variant (the same registered name and parameters apart from horizon and ε, whether ε is swept
     by the grid or set per algorithm entry), joined by the non-private USCA cells
     (``usca-nonprivate``, the ε = ∞ limit) whose parameters agree with theirs. Families without a
-    finite ε are not fitted. The unweighted NNLS fit of the mean ER over every cell (the shape
-    test of earlier runs) is kept as ``unweighted_all_cells``.
+    finite ε are not fitted. The verdict at saturation thresholds 0.125 and 0.5 (instead of 0.25)
+    is reported as ``other_saturation_thresholds``, and the unweighted NNLS fit of the mean ER over
+    every cell (the shape test of earlier runs) as ``unweighted_all_cells``.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ def run_analyses(run_dir: str | Path, names: Sequence[str]) -> dict[str, Path]:
 
 
 _NON_PRIVATE_USCA = "usca-nonprivate"
+_SATURATION_CHECKS = (0.125, 0.5)  # besides rates.SATURATION_FRACTION
 _NOT_FAMILY_KEYS = ("horizon", "epsilon")  # what varies inside a family
 _PRIVATE_ONLY_KEYS = ("sensitivity_method",)  # options a non-private run does not have
 
@@ -159,11 +161,23 @@ def _usca_rate_shape(run_dir: Path) -> dict[str, Any]:
                      uniform_error=float(np.mean(values["uniform_error"])) if "uniform_error" in values else None)
             for (cell, values), eps in zip(members, epsilons, strict=True)
         ]
+        # the verdict at other saturation thresholds (fewer replicates): how much it hangs on 0.25
+        robustness = []
+        for fraction in _SATURATION_CHECKS:
+            other = compare_rate_shapes(cells, saturation=fraction, n_bootstrap=500)
+            exponent = other.get("privacy_exponent")
+            robustness.append({
+                "saturation": fraction, "n_fitted": other["n_fitted"], "supported_shape": other["supported_shape"],
+                "rmse_difference_prior_minus_usca": other.get("rmse_difference_prior_minus_usca"),
+                "privacy_exponent": None if exponent is None else
+                {key: exponent[key] for key in ("estimate", "ci_low", "ci_high", "n_cells")},
+            })
         legacy = fit_error_rate([c.horizon for c in cells], [c.epsilon for c in cells], [c.gamma for c in cells],
                                 [float(np.mean(c.errors)) for c in cells])
         fits[name] = {
             "members": list(dict.fromkeys(cell.label for cell, _ in members)),
             **compare_rate_shapes(cells),
+            "other_saturation_thresholds": robustness,
             "unweighted_all_cells": {
                 "usca_shape": {"statistical": legacy.statistical, "privacy": legacy.privacy,
                                "r_squared": legacy.r_squared},
