@@ -46,13 +46,17 @@ def run_child(backend: str, horizon: int, precision: str) -> dict:
     from dpbandits.envs.kernel import KernelBanditEnvironment
 
     env = KernelBanditEnvironment(function_seed=0)
-    streams = np.random.SeedSequence(20250110).spawn(3)
+    root = np.random.SeedSequence(20250110)
+    streams = root.spawn(3)
     tracemalloc.start()
     start = time.perf_counter()
 
     def build(epsilon: float) -> USCA:
+        # a fresh copy of the algorithm stream each time: spawning from one SeedSequence object twice
+        # gives other children, hence other coins (and no Gram cache hit)
+        coins = np.random.SeedSequence(root.entropy, spawn_key=streams[0].spawn_key)
         return USCA(horizon=horizon, epsilon=epsilon, reward_bound=1.5, kernel=env.kernel,
-                    context_generator=env.sample_contexts, backend=backend, clip=True, rng=streams[0],
+                    context_generator=env.sample_contexts, backend=backend, clip=True, rng=coins,
                     precision=precision, max_exact_size=20_000)
 
     agent = build(1.0)
