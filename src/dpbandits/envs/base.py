@@ -123,14 +123,15 @@ def counter_uniforms(keys: ArrayLike, counters: ArrayLike) -> FloatArray:
     True
     """
     key_arr, counter_arr = np.asarray(keys, dtype=np.uint64), np.asarray(counters).astype(np.uint64)
-    if key_arr.size <= _SCALAR_LIMIT and counter_arr.size <= _SCALAR_LIMIT:
-        shape = np.broadcast_shapes(key_arr.shape, counter_arr.shape)
-        if math.prod(shape) <= _SCALAR_LIMIT:  # a few values (an agent's step): Python integers, same bits
-            key_list = np.broadcast_to(key_arr, shape).ravel().tolist()
-            counter_list = np.broadcast_to(counter_arr, shape).ravel().tolist()
-            return np.array([counter_uniform(key, counter) for key, counter in zip(key_list, counter_list, strict=True)],
-                            dtype=np.float64).reshape(shape)
-    key_arr, counter_arr = np.broadcast_arrays(key_arr, counter_arr)
+    shape = key_arr.shape if key_arr.shape == counter_arr.shape else np.broadcast_shapes(key_arr.shape,
+                                                                                        counter_arr.shape)
+    if math.prod(shape) <= _SCALAR_LIMIT:  # a few values (an agent's step): Python integers, same bits
+        key_list = np.broadcast_to(key_arr, shape).ravel().tolist()
+        counter_list = np.broadcast_to(counter_arr, shape).ravel().tolist()
+        return np.array([counter_uniform(key, counter) for key, counter in zip(key_list, counter_list, strict=True)],
+                        dtype=np.float64).reshape(shape)
+    if key_arr.shape != shape or counter_arr.shape != shape:
+        key_arr, counter_arr = np.broadcast_arrays(key_arr, counter_arr)
     # 1-d arrays throughout, so that uint64 wrap-around is silent modular arithmetic.
     state = _weyl_states(key_arr.reshape(-1), np.array(counter_arr, ndmin=1).reshape(-1))
     return _mix_to_uniforms(state).reshape(key_arr.shape)

@@ -34,7 +34,7 @@ from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike, as_seed_sequence
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_int
-from dpbandits.envs.base import counter_uniforms
+from dpbandits.envs.base import counter_uniform, counter_uniforms
 
 __all__ = [
     "GAMMA_INDEX_LIMIT",
@@ -93,7 +93,11 @@ def trial_streams(rng: RNGLike) -> TrialStreams:
 
 def round_coins(keys: np.ndarray, t: int, per_round: int) -> FloatArray:
     """The ``per_round`` coins of round t for every trial: uniforms at counters t·n + k, shape (n_trials, n)."""
-    return counter_uniforms(np.asarray(keys, dtype=np.uint64)[:, None], t * per_round + np.arange(per_round)[None, :])
+    keys = np.asarray(keys, dtype=np.uint64)
+    if keys.shape == (1,):  # one trial (an ask/tell agent's step): the same numbers, without array set-up
+        key, first = int(keys[0]), t * per_round
+        return np.array([[counter_uniform(key, first + k) for k in range(per_round)]])
+    return counter_uniforms(keys[:, None], t * per_round + np.arange(per_round)[None, :])
 
 
 def counter_gumbel(keys: np.ndarray, t: int, per_round: int) -> FloatArray:
@@ -133,20 +137,27 @@ def counter_standard_gamma(keys: np.ndarray, indices: np.ndarray, shape: np.ndar
     c = 1.0 / np.sqrt(9.0 * d)  # c = 1/√(9d)
     out = np.empty(flat_shape.size)
     pending = np.arange(flat_shape.size)
-    first_attempt, block = 0, 1  # attempts are evaluated in blocks; the first accepted one is taken
+    # attempts are evaluated in blocks (the first accepted one is taken, whatever the blocks): two
+    # first, as each is accepted with probability >= 0.95, then four at a time
+    first_attempt, block = 0, 2
     while pending.size:
         if first_attempt + block > 1 << _ATTEMPT_BITS:  # probability < 0.05^(2^16): never in practice
             raise InvalidParameterError("shape gave no accepted Gamma attempt in 2**16 tries; it must be >= 1")
-        attempts = np.arange(first_attempt, first_attempt + block, dtype=np.uint64)
-        counter = (base[pending, None, None] | (attempts[None, :, None] << np.uint64(1))) | np.arange(2, dtype=np.uint64)
-        uniforms = counter_uniforms(flat_keys[pending, None, None], counter)
+        # counters base | (a << 1) | b of the block's attempts a and b ∈ {0, 1}: (a << 1) | b = 2a + b < 2¹⁷
+        # runs over 2·first .. 2·(first + block) − 1, below the bits of base
+        offsets = np.arange(2 * first_attempt, 2 * (first_attempt + block), dtype=np.uint64)
+        counters = base[pending, None] | offsets
+        uniforms = counter_uniforms(np.repeat(flat_keys[pending], 2 * block), counters.ravel()).reshape(-1, block, 2)
         x = special.ndtri(uniforms[:, :, 0])
         dp, cp = d[pending, None], c[pending, None]
         v = (1.0 + cp * x) ** 3  # v = (1 + c·x)³
         with np.errstate(invalid="ignore", divide="ignore"):
             accept = (v > 0) & (np.log(uniforms[:, :, 1]) < 0.5 * x * x + dp - dp * v + dp * np.log(v))
-        found = accept.any(axis=1)
         chosen = np.argmax(accept, axis=1)
+        found = accept[np.arange(pending.size), chosen]
+        if found.all():
+            out[pending] = dp[:, 0] * v[np.arange(pending.size), chosen]
+            break
         rows = np.flatnonzero(found)
         out[pending[rows]] = d[pending[rows]] * v[rows, chosen[rows]]
         pending = pending[~found]
@@ -164,6 +175,7 @@ def counter_beta(keys: np.ndarray, indices: np.ndarray, a: np.ndarray, b: np.nda
         np.asarray(keys, dtype=np.uint64), np.asarray(indices, dtype=np.int64),
         np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64),
     )
-    both = counter_standard_gamma(np.stack([key_arr, key_arr]), np.stack([2 * index_arr, 2 * index_arr + 1]),
-                                  np.stack([a_arr, b_arr]))
+    both = counter_standard_gamma(np.concatenate([key_arr.ravel(), key_arr.ravel()]),
+                                  np.concatenate([2 * index_arr.ravel(), 2 * index_arr.ravel() + 1]),
+                                  np.concatenate([a_arr.ravel(), b_arr.ravel()])).reshape(2, *key_arr.shape)
     return np.asarray(both[0] / (both[0] + both[1]))

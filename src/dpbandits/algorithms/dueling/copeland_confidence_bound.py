@@ -160,7 +160,7 @@ class CCBPolicy(RoundPolicy):
 
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
-        rows = np.arange(self.n_trials)
+        rows = self.rows
         self.wins[rows, first, second] += outcome
         self.wins[rows, second, first] += 1 - outcome
 

@@ -73,19 +73,21 @@ class DoubleThompsonPolicy(RoundPolicy):
         self.alpha = alpha
         self.wins = np.zeros((self.n_trials, n_arms, n_arms))
         self._slots = 2 * n_arms * n_arms
+        self._pairs = np.triu_indices(n_arms, k=1)
+        self._off_diagonal = ~np.eye(n_arms, dtype=bool)
 
     def choose(self, t: int) -> tuple[IntArray, IntArray]:
         """The pair of round t in every trial (the step in the module docstring)."""
         k, n = self.n_arms, self.n_trials
         rows = np.arange(n)
         upper, lower = confidence_bounds(self.wins, t, self.alpha)
-        off_diagonal = ~np.eye(k, dtype=bool)
+        off_diagonal = self._off_diagonal
         copeland = ((upper > 0.5) & off_diagonal).sum(axis=2)  # (K − 1)·ζ̂_i
         candidates = copeland == copeland.max(axis=1, keepdims=True)  # C
         first = np.asarray(np.argmax(candidates, axis=1), dtype=np.int64)
         several = np.flatnonzero(candidates.sum(axis=1) > 1)
         if several.size:  # sample θ⁽¹⁾ only where C has more than one arm, for the pairs that touch C
-            lo, hi = np.triu_indices(k, k=1)
+            lo, hi = self._pairs
             cand = candidates[several]
             trial, pair = np.nonzero(cand[:, lo] | cand[:, hi])
             wins = self.wins[several[trial]]
@@ -112,7 +114,7 @@ class DoubleThompsonPolicy(RoundPolicy):
 
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
-        rows = np.arange(self.n_trials)
+        rows = self.rows
         real = first != second  # a self-duel carries no information
         self.wins[rows[real], first[real], second[real]] += outcome[real]
         self.wins[rows[real], second[real], first[real]] += 1 - outcome[real]

@@ -104,7 +104,7 @@ class RMED1Policy(RoundPolicy):
         if t <= n_initial:
             return (np.full(self.n_trials, self._initial[0][t - 1], dtype=np.int64),
                     np.full(self.n_trials, self._initial[1][t - 1], dtype=np.int64))
-        rows = np.arange(self.n_trials)
+        rows = self.rows
         first = np.asarray(np.argmax(self.remaining, axis=1), dtype=np.int64)  # next l_t of L_C, index order
         means = self._means
         opponents = self._opponents(means)[rows, first]  # Ô_{l_t}
@@ -117,7 +117,7 @@ class RMED1Policy(RoundPolicy):
 
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
-        rows = np.arange(self.n_trials)
+        rows = self.rows
         real = first != second  # a self-duel carries no information
         self.wins[rows[real], first[real], second[real]] += outcome[real]
         self.wins[rows[real], second[real], first[real]] += 1 - outcome[real]
