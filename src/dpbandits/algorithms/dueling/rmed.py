@@ -93,10 +93,11 @@ class RMED1Policy(RoundPolicy):
         self._means = np.full((n, k, k), 0.5)  # μ̂_ij after the last update (½ while unseen)
         self._divergence = np.zeros((n, k))
         self._leader = np.zeros(n, dtype=np.int64)  # î*
+        self._off_diagonal = ~np.eye(k, dtype=bool)
 
     def _opponents(self, means: FloatArray) -> np.ndarray:
         """Ô_i = {j ≠ i : μ̂_ij <= ½}, shape (n_trials, K, K)."""
-        return (means <= 0.5) & ~np.eye(self.n_arms, dtype=bool)[None, :, :]
+        return (means <= 0.5) & self._off_diagonal
 
     def choose(self, t: int) -> tuple[IntArray, IntArray]:
         """The pair of round t in every trial (the step in the module docstring)."""
@@ -118,9 +119,10 @@ class RMED1Policy(RoundPolicy):
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
         rows = self.rows
-        real = first != second  # a self-duel carries no information
-        self.wins[rows[real], first[real], second[real]] += outcome[real]
-        self.wins[rows[real], second[real], first[real]] += 1 - outcome[real]
+        real = first != second  # a self-duel carries no information (adds 0)
+        won = outcome * real
+        self.wins[rows, first, second] += won
+        self.wins[rows, second, first] += real - won
         totals = self.wins + np.swapaxes(self.wins, 1, 2)  # N_ij
         means = np.where(totals > 0, self.wins / np.maximum(totals, 1), 0.5)  # μ̂_ij (½ while unseen)
         self._means = means
