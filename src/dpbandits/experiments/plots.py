@@ -125,11 +125,19 @@ def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
 
 
 def _save(figure: Any, stem: Path, formats: Sequence[str]) -> list[Path]:
+    """Write ``figure`` in every format, laid out once.
+
+    The constrained layout (which already keeps every label inside the figure) is computed by one
+    draw without rendering and then frozen, so that each format is drawn once: no second layout pass
+    per format and no tight-bounding-box pass (``bbox_inches="tight"`` draws the figure twice).
+    """
+    figure.draw_without_rendering()
+    figure.set_layout_engine("none")
     paths = []
     for fmt in formats:
         path = stem.with_suffix(f".{fmt}")
         buffer = io.BytesIO()
-        figure.savefig(buffer, format=fmt, bbox_inches="tight")
+        figure.savefig(buffer, format=fmt)
         atomic_write_bytes(path, buffer.getvalue())
         paths.append(path)
     return paths
