@@ -262,7 +262,7 @@ def _run_opened(study: Study, store: RunStore, engine: Backend, reporter: Progre
             done_trials=len(finished) * study.trials,
         )
         with engine:
-            for index, result in engine.map_unordered(run_task, tasks):
+            for index, result in engine.map_unordered(run_task, tasks, notify=getattr(reporter, "note", None)):
                 task = tasks[index]
                 parts = partial.setdefault(task.cell.key, {})
                 parts[task.chunk_index] = result
