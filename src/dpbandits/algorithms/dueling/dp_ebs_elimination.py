@@ -27,6 +27,7 @@ with an elimination and the next block starts after it).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -44,7 +45,12 @@ from dpbandits._core.validation import (
     check_int,
     check_one_of,
 )
-from dpbandits.algorithms.dueling._common import check_dueling_env, check_elimination_horizon, check_told
+from dpbandits.algorithms.dueling._common import (
+    check_dueling_env,
+    check_elimination_horizon,
+    check_told,
+    elimination_horizon_precheck,
+)
 from dpbandits.algorithms.dueling._streams import fresh_seed_sequence, trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniforms
@@ -751,6 +757,7 @@ _DUELING_ENVS = ("dueling-f1", "dueling-f2", "dueling-f3", "dueling-f4", "duelin
 
 @register_algorithm(
     "dp-ebs-elimination",
+    precheck=functools.partial(elimination_horizon_precheck, algorithm="dp-ebs-elimination"),
     family="dueling",
     privacy="ε-DP for one preference label",
     metrics=SIMULATION_METRICS,
@@ -816,6 +823,7 @@ def simulate_dp_ebs_elimination(
 
 @register_algorithm(
     "ebs-elimination",
+    precheck=functools.partial(elimination_horizon_precheck, algorithm="ebs-elimination"),
     family="dueling",
     privacy="none (non-private)",
     metrics=SIMULATION_METRICS,
