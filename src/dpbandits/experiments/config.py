@@ -95,6 +95,7 @@ from pydantic_core import ErrorDetails
 from dpbandits._core.errors import DPBanditsError, StudyError
 from dpbandits.algorithms.registry import AlgorithmSpec, get_algorithm
 from dpbandits.envs.registry import get_environment
+from dpbandits.experiments.analysis_catalog import check_analysis_name
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -525,11 +526,9 @@ class Study(BaseModel):
         """Check names against the registries and parameters against signatures and known rules."""
         problems: list[str] = []
         problems += self._check_labels()
-        from dpbandits.experiments.analyses import get_analysis  # analyses -> store -> config: import late
-
         for index, name in enumerate(self.analyses):
             try:
-                get_analysis(name)
+                check_analysis_name(name)
             except StudyError as exc:
                 problems.append(f"analyses[{index}]: {exc}")
         env_accepts = self._check_environment(problems)
