@@ -321,6 +321,10 @@ class USCA(Persistable):
             raise InvalidParameterError(f"all horizon={self.horizon} learning rounds were already observed")
         return self.learning_actions[self._rounds].copy()
 
+    def scheduled(self) -> FloatArray:
+        """Every learning action still to play, in order (data-independent); ``ask()`` is the first."""
+        return self.learning_actions[self._rounds:].copy()
+
     def tell(self, context: ArrayLike, reward: float) -> None:
         """Record the current round's context cₜ and reward yₜ (for the action of :meth:`ask`)."""
         self.observe(np.reshape(np.asarray(context, dtype=np.float64), (1, -1)), np.array([reward], dtype=float))

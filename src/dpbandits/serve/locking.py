@@ -1,0 +1,70 @@
+"""Serialising writers of one experiment: a lock per experiment in the process, a row lock in the store.
+
+A writer (``tell``, ``close``, ``sample``, ``upload``) holds the experiment's in-process lock and,
+inside one database transaction, the experiment's row:
+
+* PostgreSQL: ``SELECT ... FOR UPDATE`` on the row, so writers in other server processes wait too;
+* SQLite: the transaction starts with ``BEGIN IMMEDIATE``, which takes the database's write lock
+  (one writer at a time across processes; readers go on in WAL mode).
+
+Everything a writer changes — the agent's state, the feedback row, the ledger row — is written in
+that transaction, and the response is built only after it committed: no lost update, and nothing
+acknowledged or released that the store does not hold.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Connection, Engine, select
+
+from dpbandits.serve.errors import NotFound
+from dpbandits.serve.storage import experiments, is_sqlite
+
+__all__ = ["ExperimentLocks", "lock_experiment_row", "write_transaction"]
+
+
+class ExperimentLocks:
+    """One re-entrant lock per experiment id, created on first use."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, threading.RLock] = {}
+        self._guard = threading.Lock()
+
+    def __call__(self, experiment_id: str) -> threading.RLock:
+        """The lock of ``experiment_id``."""
+        with self._guard:
+            lock = self._locks.get(experiment_id)
+            if lock is None:
+                lock = self._locks[experiment_id] = threading.RLock()
+            return lock
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that commits on success and rolls back on any exception (BEGIN IMMEDIATE on SQLite)."""
+    options = {"sqlite_immediate": True} if is_sqlite(engine) else {}
+    with engine.connect() as connection:
+        connection = connection.execution_options(**options)
+        with connection.begin():
+            yield connection
+
+
+def lock_experiment_row(connection: Connection, experiment_id: str) -> Any:
+    """The experiment's row, locked until the transaction ends (FOR UPDATE; a no-op clause on SQLite).
+
+    Raises
+    ------
+    NotFound
+        If there is no such experiment.
+    """
+    query = select(experiments).where(experiments.c.id == experiment_id)
+    if not is_sqlite(connection.engine):
+        query = query.with_for_update()
+    row = connection.execute(query).mappings().first()
+    if row is None:
+        raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
+    return row
