@@ -155,46 +155,46 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         return {"status": "ok", "version": __version__}
 
     @app.get("/v1/kinds", tags=["experiments"])
-    def kinds(who: Owner) -> list[dict[str, Any]]:
+    async def kinds(who: Owner) -> list[dict[str, Any]]:
         """The experiment kinds, with the JSON schema of their parameters."""
         return [{"kind": k.name, "family": k.family.name, "description": k.description,
                  "interactive": k.family.interactive, "params": k.params.model_json_schema()} for k in list_kinds()]
 
     @app.post("/v1/experiments", status_code=201, tags=["experiments"])
-    def create(body: CreateExperiment, who: Owner) -> dict[str, Any]:
+    async def create(body: CreateExperiment, who: Owner) -> dict[str, Any]:
         """Create an experiment; for ask/tell kinds its whole run's guarantee is spent now."""
         return service.create(who, body.kind, body.params, name=body.name, epsilon_budget=body.epsilon_budget,
                               delta_budget=body.delta_budget, insecure_seed=body.insecure_seed)
 
     @app.get("/v1/experiments", tags=["experiments"])
-    def experiments(who: Owner) -> list[dict[str, Any]]:
+    async def experiments(who: Owner) -> list[dict[str, Any]]:
         """The experiments of this key."""
         return service.experiments(who)
 
     path = "/v1/experiments/{experiment_id}"
 
     @app.get(path, tags=["experiments"])
-    def status(experiment_id: str, who: Owner) -> dict[str, Any]:
+    async def status(experiment_id: str, who: Owner) -> dict[str, Any]:
         """Progress, done, the recommendation once done, released estimates, privacy summary."""
         return service.status(who, _checked_id(experiment_id))
 
     @app.post(path + "/ask", tags=["ask/tell"])
-    def ask(experiment_id: str, who: Owner) -> dict[str, Any]:
+    async def ask(experiment_id: str, who: Owner) -> dict[str, Any]:
         """The next action (``arm``, ``pair`` or ``action``) and its ticket."""
         return service.ask(who, _checked_id(experiment_id))
 
     @app.post(path + "/tell", tags=["ask/tell"])
-    def tell(experiment_id: str, body: TellRequest, who: Owner) -> dict[str, Any]:
+    async def tell(experiment_id: str, body: TellRequest, who: Owner) -> dict[str, Any]:
         """Feedback of a ticket's step; acknowledged once committed. A retry returns the same acknowledgement."""
         return service.tell(who, _checked_id(experiment_id), body.ticket, body.feedback())
 
     @app.get(path + "/ledger", tags=["privacy"])
-    def ledger(experiment_id: str, who: Owner) -> dict[str, Any]:
+    async def ledger(experiment_id: str, who: Owner) -> dict[str, Any]:
         """The privacy ledger: guarantee, releases, budget spent and remaining."""
         return service.ledger(who, _checked_id(experiment_id))
 
     @app.post(path + "/close", tags=["experiments"])
-    def close(experiment_id: str, who: Owner) -> dict[str, Any]:
+    async def close(experiment_id: str, who: Owner) -> dict[str, Any]:
         """Close the experiment (no further ask, tell, upload or sample)."""
         return service.close(who, _checked_id(experiment_id))
 
@@ -214,7 +214,7 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
                                        action_column=action_column, reward_column=reward_column, clip=clip)
 
     @app.post(path + "/sample", tags=["offline"])
-    def sample(experiment_id: str, body: SampleRequest, who: Owner) -> dict[str, Any]:
+    async def sample(experiment_id: str, body: SampleRequest, who: Owner) -> dict[str, Any]:
         """Release private samples (KL-offline actions, USCA recommendations), each spending the budget."""
         return service.sample(who, _checked_id(experiment_id), body.size, body.context)
 

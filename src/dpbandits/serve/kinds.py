@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from dpbandits._core.errors import InvalidParameterError
+from dpbandits._core.errors import InvalidActionError, InvalidParameterError
 from dpbandits._core.persistence import Persistable
 from dpbandits.privacy.guarantees import Guarantee
 
@@ -232,7 +232,10 @@ class _DuelingFamily(Family):
         return {"first_wins": feedback.winner == first}
 
     def apply(self, agent: Any, action: Action, payload: dict[str, Any]) -> None:
-        agent.tell(tuple(action["pair"]), first_wins=payload["first_wins"])
+        pair = tuple(action["pair"])
+        if agent.ask() != pair:  # the agents take the outcome of their last asked pair
+            raise InvalidActionError(f"the agent's next pair is {agent.ask()}, not the scheduled {pair}")
+        agent.tell(pair, first_wins=payload["first_wins"])
 
     def _horizon(self, agent: Any) -> int:
         return int(agent.get_params()["horizon"])

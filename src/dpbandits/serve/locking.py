@@ -5,7 +5,9 @@ inside one database transaction, the experiment's row:
 
 * PostgreSQL: ``SELECT ... FOR UPDATE`` on the row, so writers in other server processes wait too;
 * SQLite: the transaction starts with ``BEGIN IMMEDIATE``, which takes the database's write lock
-  (one writer at a time across processes; readers go on in WAL mode).
+  (one writer at a time across processes; readers go on in WAL mode). Within a process, writers
+  queue on a lock of their own first: SQLite's busy handler polls with sleeps of up to 100 ms, which
+  under contention from many threads would cost far more than waiting in line.
 
 Everything a writer changes — the agent's state, the feedback row, the ledger row — is written in
 that transaction, and the response is built only after it committed: no lost update, and nothing
@@ -15,6 +17,7 @@ acknowledged or released that the store does not hold.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -43,12 +46,27 @@ class ExperimentLocks:
             return lock
 
 
+_SQLITE_WRITERS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
+_SQLITE_GUARD = threading.Lock()
+
+
+def _sqlite_writer_lock(engine: Engine) -> threading.Lock:
+    with _SQLITE_GUARD:
+        lock = _SQLITE_WRITERS.get(engine)
+        if lock is None:
+            lock = _SQLITE_WRITERS[engine] = threading.Lock()
+        return lock
+
+
 @contextmanager
 def write_transaction(engine: Engine) -> Iterator[Connection]:
     """A transaction that commits on success and rolls back on any exception (BEGIN IMMEDIATE on SQLite)."""
-    options = {"sqlite_immediate": True} if is_sqlite(engine) else {}
-    with engine.connect() as connection:
-        connection = connection.execution_options(**options)
+    if not is_sqlite(engine):
+        with engine.connect() as connection, connection.begin():
+            yield connection
+        return
+    with _sqlite_writer_lock(engine), engine.connect() as connection:
+        connection = connection.execution_options(sqlite_immediate=True)
         with connection.begin():
             yield connection
 

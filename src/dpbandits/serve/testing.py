@@ -64,8 +64,11 @@ class ServerProcess:
 
     def start(self, timeout: float = 60.0) -> ServerProcess:
         """Start the server and wait until it answers ``/healthz``."""
-        output = self.log.open("ab") if self.log is not None else subprocess.DEVNULL
-        self.process = subprocess.Popen(self.command, stdout=output, stderr=subprocess.STDOUT)
+        if self.log is None:
+            self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        else:
+            with self.log.open("ab") as output:  # the child keeps its own descriptor
+                self.process = subprocess.Popen(self.command, stdout=output, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -199,14 +202,15 @@ class LoadResult:
 
 
 def drive_clients(url: str, key: str, experiment_ids: list[str], *, n_clients: int, max_seconds: float,
-                  stop: threading.Event | None = None) -> LoadResult:
+                  stop: threading.Event | None = None, result: LoadResult | None = None) -> LoadResult:
     """Run ``n_clients`` threads doing ask/tell on the experiments until all are done, time is up or ``stop``.
 
     Client ``i`` starts on experiment ``i mod len(experiment_ids)`` and moves to the next unfinished
     one when its experiment is done. Feedback comes from :func:`feedback_for`. Connection errors
     (a killed server) end the client; a 409 ``step_already_told`` is counted and the client asks again.
+    ``result`` (default: a new one) is filled as the clients go, so another thread can watch it.
     """
-    result = LoadResult()
+    result = LoadResult() if result is None else result
     guard = threading.Lock()
     stop = stop or threading.Event()
     finished: set[str] = set()
