@@ -10,6 +10,7 @@ the cluster is created and started as the ``postgres`` user (``runuser``), which
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -18,16 +19,24 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-__all__ = ["Acknowledged", "LocalPostgres", "LoadResult", "ServerProcess", "drive_clients", "feedback_for",
-           "free_port", "postgres_binaries"]
+__all__ = [
+    "Acknowledged",
+    "LoadResult",
+    "LocalPostgres",
+    "ServerProcess",
+    "drive_clients",
+    "feedback_for",
+    "free_port",
+    "postgres_binaries",
+]
 
 
 def free_port() -> int:
@@ -157,10 +166,8 @@ class LocalPostgres:
 
     def stop(self) -> None:
         """Stop the cluster immediately."""
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
             self._run(self.pg_ctl, "-D", str(self.data), "-m", "immediate", "stop")
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-            pass
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
