@@ -552,7 +552,9 @@ def _build_dp_bai(p: BAIParams, seed: int | None) -> Persistable:
 def _build_dp_bai_gauss(p: GaussBAIParams, seed: int | None) -> Persistable:
     from dpbandits.algorithms.bai import DPBAIGauss
 
-    algorithm = DPBAIGauss(p.feature_matrix(), p.budget, p.epsilon, p.delta, clip_rewards=p.clip_rewards)
+    # the analytic calibration (Balle & Wang 2018) holds for every ε; the classical one for ε < 1 only
+    algorithm = DPBAIGauss(p.feature_matrix(), p.budget, p.epsilon, p.delta, calibration="analytic",
+                           clip_rewards=p.clip_rewards)
     return algorithm.agent(**_insecure(seed))
 
 

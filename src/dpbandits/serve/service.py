@@ -222,12 +222,14 @@ class ExperimentService:
         if kind.family.run_event:
             guarantee = kind.family.guarantee(agent)
             privacy = _guarantee_json(guarantee)
-            if guarantee.is_finite:
-                run_event = guarantee_event(guarantee)
-                try:
-                    spend(accountant, run_event)
-                except PrivacyBudgetExceededError as exc:
-                    raise Conflict(str(exc), code="budget_exceeded") from None
+            if not guarantee.is_finite:
+                raise ServiceError(f"these parameters give no finite privacy guarantee ({guarantee}); "
+                                   "the service runs private experiments only", code="not_private")
+            run_event = guarantee_event(guarantee)
+            try:
+                spend(accountant, run_event)
+            except PrivacyBudgetExceededError as exc:
+                raise Conflict(str(exc), code="budget_exceeded") from None
         experiment_id = secrets.token_hex(16)
         now = time.time()
         summary = self._summary(kind, agent, privacy=privacy, insecure=insecure_seed is not None)
