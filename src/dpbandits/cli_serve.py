@@ -72,17 +72,15 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8000,
         sqlite_synchronous: Annotated[str, typer.Option(
             "--sqlite-synchronous", help="full (survives power loss) or normal (survives a killed process).")] = "full",
+        lease_seconds: Annotated[float, typer.Option(
+            "--lease-seconds", help="How long a handed-out step is reserved for its client.")] = 10.0,
         allow_insecure_seeded_noise: Annotated[bool, typer.Option(
             "--allow-insecure-seeded-noise", hidden=True,
             help="Accept experiments with insecure_seed (seeded noise, NOT private): tests only.")] = False,
     ) -> None:
         """Run the experiment service (HTTP API, OpenAPI docs at /docs, status page at /status)."""
         _require_serve_extra()
-        import uvicorn
+        from dpbandits.serve.server import run
 
-        from dpbandits.serve.app import create_app
-        from dpbandits.serve.storage import make_engine
-
-        engine = make_engine(db, synchronous=sqlite_synchronous)
-        application = create_app(engine, allow_insecure_seeded_noise=allow_insecure_seeded_noise)
-        uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False)
+        run(db, host=host, port=port, sqlite_synchronous=sqlite_synchronous, lease_seconds=lease_seconds,
+            allow_insecure_seeded_noise=allow_insecure_seeded_noise)

@@ -49,3 +49,23 @@ def test_status_page_shows_progress_changing_after_tells(served: Any) -> None:
             assert "browser test" in page.content()
         finally:
             browser.close()
+
+
+@pytest.mark.parametrize("served", ["sqlite"], indirect=True)
+def test_openapi_docs_render_without_a_network(served: Any) -> None:
+    """/docs (Swagger UI) loads its script from the server itself and renders the API's operations."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    server, _ = served
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page()
+            outside: list[str] = []
+            page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(server.url) else None)
+            page.goto(server.url + "/docs")
+            sync_api.expect(page.get_by_text("/v1/experiments/{experiment_id}/tell")).to_be_visible(timeout=15_000)
+            assert outside == []
+        finally:
+            browser.close()

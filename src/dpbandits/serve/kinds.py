@@ -139,9 +139,11 @@ class Family(ABC):
     def summary(self, agent: Any) -> dict[str, Any]:
         """The public view of the agent (see the module docstring)."""
         done = self.done(agent)
+        estimates = self.estimates(agent)
+        if estimates is not None:  # JSON has no infinity: a non-finite value is shown as missing
+            estimates["values"] = [v if math.isfinite(v) else None for v in estimates["values"]]
         return {"done": done, "steps_total": self.steps_total(agent),
-                "recommendation": self.recommendation(agent) if done else None,
-                "estimates": self.estimates(agent)}
+                "recommendation": self.recommendation(agent) if done else None, "estimates": estimates}
 
 
 def _finite(name: str, value: Any) -> float:
@@ -450,6 +452,14 @@ class _Params(BaseModel):
 Epsilon = Field(gt=0, allow_inf_nan=False, description="ε > 0 of the run (finite).")
 
 
+def _check_features(rows: list[list[float]]) -> None:
+    widths = {len(row) for row in rows}
+    if len(rows) < 2 or len(widths) != 1 or not 1 <= widths.pop() <= MAX_DIMENSION:
+        raise ValueError(f"features must be at least 2 rows of one length in [1, {MAX_DIMENSION}]")
+    if not np.all(np.isfinite(np.asarray(rows, dtype=float))):
+        raise ValueError("features must be finite numbers")
+
+
 class ArmsParams(_Params):
     """Arms given as feature vectors (a linear bandit) or as a count (K orthogonal arms)."""
 
@@ -462,11 +472,7 @@ class ArmsParams(_Params):
         if (self.features is None) == (self.n_arms is None):
             raise ValueError("give exactly one of features and n_arms")
         if self.features is not None:
-            widths = {len(row) for row in self.features}
-            if len(self.features) < 2 or len(widths) != 1 or not 1 <= widths.pop() <= MAX_DIMENSION:
-                raise ValueError(f"features must be at least 2 rows of one length in [1, {MAX_DIMENSION}]")
-            if not np.all(np.isfinite(np.asarray(self.features, dtype=float))):
-                raise ValueError("features must be finite numbers")
+            _check_features(self.features)
         return self
 
     def feature_matrix(self) -> np.ndarray:
@@ -507,11 +513,7 @@ class FeatureDuelingParams(_Params):
 
     @model_validator(mode="after")
     def _features(self) -> FeatureDuelingParams:
-        widths = {len(row) for row in self.features}
-        if len(widths) != 1 or not 1 <= widths.pop() <= MAX_DIMENSION:
-            raise ValueError(f"features must be rows of one length in [1, {MAX_DIMENSION}]")
-        if not np.all(np.isfinite(np.asarray(self.features, dtype=float))):
-            raise ValueError("features must be finite numbers")
+        _check_features(self.features)
         return self
 
 

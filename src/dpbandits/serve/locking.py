@@ -22,12 +22,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine, bindparam, select
 
 from dpbandits.serve.errors import NotFound
 from dpbandits.serve.storage import experiments, is_sqlite
 
-__all__ = ["ExperimentLocks", "lock_experiment_row", "write_transaction"]
+__all__ = ["ROW_WITHOUT_STATE", "SELECT_ROW", "ExperimentLocks", "lock_experiment_row", "write_transaction"]
 
 
 class ExperimentLocks:
@@ -71,18 +71,26 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
             yield connection
 
 
+ROW_WITHOUT_STATE = tuple(column for column in experiments.c if column.name != "state")
+"""The columns of an experiment's row but its (possibly large) state: what requests read."""
+
+SELECT_ROW = select(*ROW_WITHOUT_STATE).where(experiments.c.id == bindparam("experiment_id"))
+"""The row without its state (built once: SQLAlchemy then reuses its compiled form and cache key)."""
+_SELECT_ROW_FOR_UPDATE = SELECT_ROW.with_for_update()
+
+
 def lock_experiment_row(connection: Connection, experiment_id: str) -> Any:
-    """The experiment's row, locked until the transaction ends (FOR UPDATE; a no-op clause on SQLite).
+    """The experiment's row (all but the state), locked until the transaction ends.
+
+    PostgreSQL: ``FOR UPDATE``; SQLite: nothing more, its transaction already holds the write lock.
 
     Raises
     ------
     NotFound
         If there is no such experiment.
     """
-    query = select(experiments).where(experiments.c.id == experiment_id)
-    if not is_sqlite(connection.engine):
-        query = query.with_for_update()
-    row = connection.execute(query).mappings().first()
+    query = SELECT_ROW if is_sqlite(connection.engine) else _SELECT_ROW_FOR_UPDATE
+    row = connection.execute(query, {"experiment_id": experiment_id}).mappings().first()
     if row is None:
         raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
     return row

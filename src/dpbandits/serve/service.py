@@ -6,15 +6,17 @@ Sharing one experiment between clients
 --------------------------------------
 An agent takes feedback in a fixed order (step 0, 1, 2, ...). ``ask`` hands out a *step* of the
 agent's schedule (:meth:`Family.schedule <dpbandits.serve.kinds.Family.schedule>`: the actions
-known without further feedback) with a signed ticket; it chooses the **least recently handed-out
-step that is not told yet**. So with a data-independent schedule (a DP-BAI phase, a GOptimal-DPDB
-phase, USCA's learning rounds) many clients hold different steps at once; when every scheduled step
-is out (at the end of a phase, or always for DP-EBS-Elimination, which knows one duel ahead), a
-step is handed out again, and an abandoned step is handed out again to the next client. The first
-``tell`` of a step counts; a later tell of *another* ticket for the same step gets 409
-``step_already_told`` (ask again); a retried tell of the *same* ticket gets the original
-acknowledgement back. Feedback of a step that arrives before an earlier step's is stored and
-applied in order as soon as the gap is filled.
+known without further feedback) with a signed ticket, on a *lease* (10 s by default): a step never
+handed out if there is one, else the least recently handed-out untold step whose lease expired.
+So with a data-independent schedule (a DP-BAI phase, a GOptimal-DPDB phase, USCA's learning
+rounds) many clients hold different steps at once; when every scheduled step is out on its lease
+(at the end of a phase, or always for DP-EBS-Elimination, which knows one duel ahead) the HTTP
+``ask`` waits until a tell frees one (clients then take turns) or a lease expires (the step of a
+client that went away is handed out again). The first ``tell`` of a step counts; a later tell of
+*another* ticket for the same step (a client slower than its lease) gets 409 ``step_already_told``
+(ask again); a retried tell of the *same* ticket gets the original acknowledgement back. Feedback
+of a step that arrives before an earlier step's is stored and applied in order as soon as the gap
+is filled.
 
 Durability
 ----------
@@ -38,18 +40,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import secrets
 import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 
 from dpbandits._core.errors import (
     DPBanditsError,
@@ -61,7 +66,7 @@ from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.serve.errors import Conflict, NotFound, ServiceError
 from dpbandits.serve.kinds import Action, ExperimentKind, Feedback, get_kind
 from dpbandits.serve.ledger import encode_event, finite_or_none, rebuild_accountant
-from dpbandits.serve.locking import ExperimentLocks, lock_experiment_row, write_transaction
+from dpbandits.serve.locking import SELECT_ROW, ExperimentLocks, lock_experiment_row, write_transaction
 from dpbandits.serve.storage import experiments, feedback, ledger, ticket_secret
 from dpbandits.serve.tickets import issue_ticket, parse_ticket, ticket_matches
 
@@ -69,6 +74,19 @@ __all__ = ["ExperimentService"]
 
 MAX_LIVE = 256
 """Agents kept in memory (least recently used ones are dropped and reloaded from the store)."""
+
+# The statements of the frequent requests, built once (SQLAlchemy reuses their compiled form and cache key).
+_SELECT_STATE = select(experiments.c.state).where(experiments.c.id == bindparam("experiment_id"))
+_SELECT_PENDING = select(feedback.c.step, feedback.c.ticket, feedback.c.payload).where(
+    feedback.c.experiment_id == bindparam("experiment_id"), feedback.c.applied.is_(False))
+_SELECT_TOLD_TICKET = select(feedback.c.feedback_hash, feedback.c.ack).where(feedback.c.ticket == bindparam("ticket_text"))
+_INSERT_FEEDBACK = insert(feedback)
+_MARK_APPLIED = update(feedback).where(feedback.c.ticket == bindparam("applied_ticket")).values(applied=True, payload=None)
+_COUNT_TELL = update(experiments).where(experiments.c.id == bindparam("experiment_id")).values(
+    told=bindparam("new_told"), version=bindparam("new_version"))
+_WRITE_STATE = update(experiments).where(experiments.c.id == bindparam("experiment_id")).values(
+    told=bindparam("new_told"), version=bindparam("new_version"), state=bindparam("new_state"),
+    applied=bindparam("new_applied"), summary=bindparam("new_summary"))
 
 
 @dataclass
@@ -86,8 +104,7 @@ class _Live:
     closed: bool
     insecure_seed: int | None
     buffered: dict[int, tuple[str, dict[str, Any]]]  # step -> (ticket, payload): told, not yet applied
-    issued: dict[int, int] = field(default_factory=dict)  # step -> clock of its latest hand-out
-    clock: int = 0
+    issued: dict[int, float] = field(default_factory=dict)  # step -> monotonic time of its latest hand-out
     fresh: int = 0  # every step from applied to fresh - 1 was handed out at least once
     _window: tuple[int, list[Action]] = (-1, [])  # (first step, actions) of the cached schedule
 
@@ -104,8 +121,12 @@ class _Live:
             return self._window[1]
         return actions[offset:] if offset else actions
 
-    def next_step(self) -> int | None:
-        """The least recently handed-out step of the schedule that is not told yet (None when done)."""
+    def next_step(self, now: float, lease: float) -> int | None:
+        """The step to hand out, or None when every scheduled step is out on a lease.
+
+        A step never handed out if there is one, else the least recently handed-out untold step whose
+        lease (seconds since its hand-out) has expired.
+        """
         size = len(self.schedule())
         end = self.applied + size
         fresh = max(self.applied, self.fresh)
@@ -114,8 +135,9 @@ class _Live:
         self.fresh = fresh
         if fresh < end:
             return fresh
-        free = [s for s in range(self.applied, end) if s not in self.buffered]
-        return min(free, key=lambda s: self.issued.get(s, -1)) if free else None
+        expired = [s for s in range(self.applied, end)
+                   if s not in self.buffered and now - self.issued.get(s, -math.inf) >= lease]
+        return min(expired, key=lambda s: self.issued.get(s, -math.inf)) if expired else None
 
 
 def _feedback_hash(payload: Feedback) -> str:
@@ -154,11 +176,9 @@ class ExperimentService:
     def _load(self, row: Any, connection: Connection) -> _Live:
         kind = get_kind(row["kind"])
         params = kind.params.model_validate_json(row["params"])
-        agent = kind.load(params, bytes(row["state"]))
-        pending = connection.execute(
-            select(feedback.c.step, feedback.c.ticket, feedback.c.payload)
-            .where(feedback.c.experiment_id == row["id"], feedback.c.applied.is_(False))
-        ).all()
+        state = connection.execute(_SELECT_STATE, {"experiment_id": row["id"]}).scalar_one()
+        agent = kind.load(params, bytes(state))
+        pending = connection.execute(_SELECT_PENDING, {"experiment_id": row["id"]}).all()
         live = _Live(row["id"], row["owner_id"], kind, params, agent, row["version"], row["applied"], row["told"],
                      bool(row["closed"]), row["insecure_seed"],
                      {int(step): (ticket, json.loads(payload)) for step, ticket, payload in pending})
@@ -184,10 +204,23 @@ class ExperimentService:
         return live
 
     def _owned_row(self, connection: Connection, owner_id: int, experiment_id: str) -> Any:
-        row = connection.execute(select(experiments).where(experiments.c.id == experiment_id)).mappings().first()
+        row = connection.execute(SELECT_ROW, {"experiment_id": experiment_id}).mappings().first()
         if row is None or row["owner_id"] != owner_id:  # another key's experiment does not exist for this key
             raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
         return row
+
+    @contextmanager
+    def _writing(self, owner_id: int, experiment_id: str) -> Iterator[tuple[Connection, Any]]:
+        """A write transaction holding the experiment's locks and row; the live agent is reloaded after it."""
+        with self._locks(experiment_id):
+            try:
+                with write_transaction(self.engine) as connection:
+                    row = lock_experiment_row(connection, experiment_id)
+                    if row["owner_id"] != owner_id:
+                        raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
+                    yield connection, row
+            finally:
+                self._forget(experiment_id)
 
     # ------------------------------------------------------------------------------ create
     def create(self, owner_id: int, kind_name: str, params: dict[str, Any], *, name: str = "",
@@ -312,8 +345,14 @@ class ExperimentService:
         }
 
     # ------------------------------------------------------------------------------ ask
-    def ask(self, owner_id: int, experiment_id: str) -> dict[str, Any]:
+    def ask(self, owner_id: int, experiment_id: str, *, lease: float = 0.0) -> dict[str, Any] | None:
         """Hand out a step of the schedule with a ticket (see the module docstring); writes nothing.
+
+        Parameters
+        ----------
+        lease : float, default 0
+            Seconds during which a handed-out step is not handed out again; with every scheduled
+            step out on its lease, None is returned (the HTTP layer then waits for a tell).
 
         Raises
         ------
@@ -329,13 +368,15 @@ class ExperimentService:
             if not live.kind.family.interactive:
                 raise Conflict(f"a {live.kind.name} experiment takes no ask/tell: upload data, then sample",
                                code="not_interactive")
-            step = live.next_step()
-            if step is None:
+            if not live.schedule():
                 raise Conflict("the experiment is done: read its status for the recommendation", code="done")
-            live.clock += 1
-            live.issued[step] = live.clock
+            now = time.monotonic()
+            step = live.next_step(now, lease)
+            if step is None:
+                return None
+            live.issued[step] = now
             if len(live.issued) > 4 * len(live.schedule()) + 64:  # forget hand-outs of applied steps
-                live.issued = {s: c for s, c in live.issued.items() if s >= live.applied}
+                live.issued = {s: t for s, t in live.issued.items() if s >= live.applied}
             action = live.schedule()[step - live.applied]
         return {"ticket": issue_ticket(self._secret, experiment_id, step, action), "step": step, **action}
 
@@ -367,9 +408,7 @@ class ExperimentService:
             row = lock_experiment_row(connection, experiment_id)
             if row["owner_id"] != owner_id:
                 raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
-            earlier = connection.execute(
-                select(feedback.c.feedback_hash, feedback.c.ack).where(feedback.c.ticket == ticket.text)
-            ).first()
+            earlier = connection.execute(_SELECT_TOLD_TICKET, {"ticket_text": ticket.text}).first()
             if earlier is not None:
                 if earlier[0] != digest:
                     raise Conflict("this ticket was already told with other feedback", code="ticket_already_told")
@@ -400,19 +439,20 @@ class ExperimentService:
             ack = {"ticket": ticket.text, "step": ticket.step, "counted": True, "steps_told": live.told,
                    "steps_applied": live.applied, "done": done}
             own_applied = ticket.step < live.applied
-            connection.execute(insert(feedback).values(
-                ticket=ticket.text, experiment_id=experiment_id, step=ticket.step, feedback_hash=digest,
-                payload=None if own_applied else json.dumps(payload), applied=own_applied,
-                ack=json.dumps(ack), created_at=time.time(),
-            ))
-            others = [t for t in newly_applied if t != ticket.text]
+            connection.execute(_INSERT_FEEDBACK, {
+                "ticket": ticket.text, "experiment_id": experiment_id, "step": ticket.step, "feedback_hash": digest,
+                "payload": None if own_applied else json.dumps(payload), "applied": own_applied,
+                "ack": json.dumps(ack), "created_at": time.time(),
+            })
+            others = [{"applied_ticket": t} for t in newly_applied if t != ticket.text]
             if others:  # raw feedback is kept only until it is applied
-                connection.execute(update(feedback).where(feedback.c.ticket.in_(others))
-                                   .values(applied=True, payload=None))
-            values: dict[str, Any] = {"told": live.told, "version": live.version + 1}
+                connection.execute(_MARK_APPLIED, others)
+            values: dict[str, Any] = {"experiment_id": experiment_id, "new_told": live.told,
+                                      "new_version": live.version + 1}
             if newly_applied:
                 summary = self._summary(live.kind, live.agent, previous=json.loads(row["summary"]))
-                values.update(state=live.agent.to_bytes(), applied=live.applied, summary=json.dumps(summary))
+                values.update(new_state=live.agent.to_bytes(), new_applied=live.applied,
+                              new_summary=json.dumps(summary))
                 if done and summary.get("recommendation") is not None:
                     connection.execute(insert(ledger).values(
                         experiment_id=experiment_id, created_at=time.time(), release="recommendation",
@@ -420,24 +460,17 @@ class ExperimentService:
                         note=f"recommendation {json.dumps(summary['recommendation'])}: post-processing, "
                              "covered by the run's guarantee",
                     ))
-            connection.execute(update(experiments).where(experiments.c.id == experiment_id).values(**values))
+            connection.execute(_WRITE_STATE if newly_applied else _COUNT_TELL, values)
         live.version += 1
         return ack
 
     # ------------------------------------------------------------------------------ close
     def close(self, owner_id: int, experiment_id: str) -> dict[str, Any]:
         """Close the experiment: no further ask, tell, upload or sample. Idempotent."""
-        with self._locks(experiment_id):
-            try:
-                with write_transaction(self.engine) as connection:
-                    row = lock_experiment_row(connection, experiment_id)
-                    if row["owner_id"] != owner_id:
-                        raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
-                    if not row["closed"]:
-                        connection.execute(update(experiments).where(experiments.c.id == experiment_id)
-                                           .values(closed=True, version=row["version"] + 1))
-            finally:
-                self._forget(experiment_id)
+        with self._writing(owner_id, experiment_id) as (connection, row):
+            if not row["closed"]:
+                connection.execute(update(experiments).where(experiments.c.id == experiment_id)
+                                   .values(closed=True, version=row["version"] + 1))
         return self.status(owner_id, experiment_id)
 
     # ------------------------------------------------------------------------------ offline data
@@ -448,33 +481,26 @@ class ExperimentService:
         The data never leaves the server and nothing about it is returned: the response is the
         status (fitted, and the guarantee of one sample over the declared domain).
         """
-        with self._locks(experiment_id):
-            try:
-                with write_transaction(self.engine) as connection:
-                    row = lock_experiment_row(connection, experiment_id)
-                    if row["owner_id"] != owner_id:
-                        raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
-                    live = self._current(row, connection)
-                    family = live.kind.family
-                    if family.interactive or not hasattr(family, "fit_upload"):
-                        raise Conflict(f"a {live.kind.name} experiment takes ask/tell feedback, not an upload",
-                                       code="not_offline")
-                    if live.closed:
-                        raise Conflict("the experiment is closed", code="closed")
-                    if family.done(live.agent):
-                        raise Conflict("logged data was already uploaded to this experiment", code="already_fitted")
-                    with tempfile.TemporaryDirectory() as directory:
-                        path = Path(directory) / f"upload.{file_format}"
-                        path.write_bytes(data)
-                        family.fit_upload(live.agent, str(path), file_format=file_format,
-                                          action_column=action_column, reward_column=reward_column, clip=clip)
-                    privacy = _guarantee_json(family.guarantee(live.agent))
-                    summary = self._summary(live.kind, live.agent, privacy=privacy,
-                                            previous=json.loads(row["summary"]))
-                    connection.execute(update(experiments).where(experiments.c.id == experiment_id).values(
-                        state=live.agent.to_bytes(), summary=json.dumps(summary), version=row["version"] + 1))
-            finally:
-                self._forget(experiment_id)
+        with self._writing(owner_id, experiment_id) as (connection, row):
+            live = self._current(row, connection)
+            family = live.kind.family
+            if family.interactive or not hasattr(family, "fit_upload"):
+                raise Conflict(f"a {live.kind.name} experiment takes ask/tell feedback, not an upload",
+                               code="not_offline")
+            if live.closed:
+                raise Conflict("the experiment is closed", code="closed")
+            if family.done(live.agent):
+                raise Conflict("logged data was already uploaded to this experiment", code="already_fitted")
+            with tempfile.TemporaryDirectory() as directory:
+                path = Path(directory) / f"upload.{file_format}"
+                path.write_bytes(data)
+                family.fit_upload(live.agent, str(path), file_format=file_format,
+                                  action_column=action_column, reward_column=reward_column, clip=clip)
+            privacy = _guarantee_json(family.guarantee(live.agent))
+            summary = self._summary(live.kind, live.agent, privacy=privacy,
+                                    previous=json.loads(row["summary"]))
+            connection.execute(update(experiments).where(experiments.c.id == experiment_id).values(
+                state=live.agent.to_bytes(), summary=json.dumps(summary), version=row["version"] + 1))
         return self.status(owner_id, experiment_id)
 
     # ------------------------------------------------------------------------------ sample
@@ -490,46 +516,39 @@ class ExperimentService:
         declared domain N(a) >= min_count, add/remove of one logged record; USCA: ε-joint-DP for one
         round's context and reward); samples compose on the experiment's accountant.
         """
-        with self._locks(experiment_id):
+        with self._writing(owner_id, experiment_id) as (connection, row):
+            live = self._current(row, connection)
+            family = live.kind.family
+            if family.run_event:
+                raise Conflict(f"a {live.kind.name} experiment releases its recommendation in its "
+                               "status, not by sampling", code="not_sampling")
+            if live.closed:
+                raise Conflict("the experiment is closed", code="closed")
             try:
-                with write_transaction(self.engine) as connection:
-                    row = lock_experiment_row(connection, experiment_id)
-                    if row["owner_id"] != owner_id:
-                        raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
-                    live = self._current(row, connection)
-                    family = live.kind.family
-                    if family.run_event:
-                        raise Conflict(f"a {live.kind.name} experiment releases its recommendation in its "
-                                       "status, not by sampling", code="not_sampling")
-                    if live.closed:
-                        raise Conflict("the experiment is closed", code="closed")
-                    try:
-                        event = guarantee_event(family.guarantee(live.agent))
-                    except NotFittedError as exc:
-                        raise Conflict(str(exc), code="not_ready") from None
-                    rows = connection.execute(select(ledger.c.event, ledger.c.count)
-                                              .where(ledger.c.experiment_id == experiment_id)
-                                              .order_by(ledger.c.id)).all()
-                    accountant = rebuild_accountant(row["epsilon_budget"], row["delta_budget"],
-                                                    [(r[0], r[1]) for r in rows])
-                    try:
-                        accountant.spend(event, size)  # before anything is drawn
-                    except PrivacyBudgetExceededError as exc:
-                        raise Conflict(str(exc), code="budget_exceeded") from None
-                    seed = (None if live.insecure_seed is None
-                            else np.random.SeedSequence([live.insecure_seed, len(rows)]))
-                    try:
-                        samples = family.sample(live.agent, size, context, seed)
-                    except NotFittedError as exc:
-                        raise Conflict(str(exc), code="not_ready") from None
-                    connection.execute(insert(ledger).values(
-                        experiment_id=experiment_id, created_at=time.time(), release="sample",
-                        event=encode_event(event), count=size, note=f"{size} sample(s)"))
-                    connection.execute(update(experiments).where(experiments.c.id == experiment_id).values(
-                        state=live.agent.to_bytes(), version=row["version"] + 1))
-                spent, remaining = accountant.spent(), accountant.remaining()
-            finally:
-                self._forget(experiment_id)
+                event = guarantee_event(family.guarantee(live.agent))
+            except NotFittedError as exc:
+                raise Conflict(str(exc), code="not_ready") from None
+            rows = connection.execute(select(ledger.c.event, ledger.c.count)
+                                      .where(ledger.c.experiment_id == experiment_id)
+                                      .order_by(ledger.c.id)).all()
+            accountant = rebuild_accountant(row["epsilon_budget"], row["delta_budget"],
+                                            [(r[0], r[1]) for r in rows])
+            try:
+                accountant.spend(event, size)  # before anything is drawn
+            except PrivacyBudgetExceededError as exc:
+                raise Conflict(str(exc), code="budget_exceeded") from None
+            seed = (None if live.insecure_seed is None
+                    else np.random.SeedSequence([live.insecure_seed, len(rows)]))
+            try:
+                samples = family.sample(live.agent, size, context, seed)
+            except NotFittedError as exc:
+                raise Conflict(str(exc), code="not_ready") from None
+            connection.execute(insert(ledger).values(
+                experiment_id=experiment_id, created_at=time.time(), release="sample",
+                event=encode_event(event), count=size, note=f"{size} sample(s)"))
+            connection.execute(update(experiments).where(experiments.c.id == experiment_id).values(
+                state=live.agent.to_bytes(), version=row["version"] + 1))
+        spent, remaining = accountant.spent(), accountant.remaining()
         return {"samples": samples, "spent": {"epsilon": finite_or_none(spent.epsilon), "delta": spent.delta},
                 "remaining": {"epsilon": finite_or_none(remaining.epsilon), "delta": remaining.delta}}
 

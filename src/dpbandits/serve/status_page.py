@@ -45,9 +45,9 @@ def render_login(message: str = "") -> str:
     ), refresh=False)
 
 
-def estimates_svg(arms: Sequence[int], values: Sequence[float], *, width: int = 320, height: int = 120) -> str:
+def estimates_svg(arms: Sequence[int], values: Sequence[float | None], *, width: int = 320, height: int = 120) -> str:
     """A bar chart of released per-arm values as inline SVG (bars from 0; negative values go down)."""
-    finite = [v for v in values if math.isfinite(v)]
+    finite = [v for v in values if v is not None and math.isfinite(v)]
     if not arms or not finite:
         return ""
     low, high = min(0.0, *finite), max(0.0, *finite)
@@ -57,7 +57,7 @@ def estimates_svg(arms: Sequence[int], values: Sequence[float], *, width: int = 
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
              f"class='estimates'><line x1='0' x2='{width}' y1='{zero:.1f}' y2='{zero:.1f}' stroke='#999'/>"]
     for i, (arm, value) in enumerate(zip(arms, values, strict=True)):
-        if not math.isfinite(value):
+        if value is None or not math.isfinite(value):
             continue
         y = height - 14 - (value - low) / span * (height - 24)
         top, size = min(y, zero), abs(zero - y)

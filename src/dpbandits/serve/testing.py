@@ -47,7 +47,7 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    """``python -m dpbandits serve`` in a child process, on 127.0.0.1.
+    """``python -m dpbandits.serve`` (what ``dpbandits serve`` runs) in a child process, on 127.0.0.1.
 
     Parameters
     ----------
@@ -64,7 +64,8 @@ class ServerProcess:
         self.db = db
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.command = [sys.executable, "-m", "dpbandits", "serve", "--db", db, "--port", str(self.port),
+        # python -m dpbandits.serve: the options of `dpbandits serve`, without the CLI's other imports
+        self.command = [sys.executable, "-m", "dpbandits.serve", "--db", db, "--port", str(self.port),
                         "--sqlite-synchronous", synchronous]
         if allow_insecure_seeded_noise:
             self.command.append("--allow-insecure-seeded-noise")

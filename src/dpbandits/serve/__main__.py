@@ -1,0 +1,5 @@
+"""``python -m dpbandits.serve --db PATH|URL``: :func:`dpbandits.serve.server.main`."""
+
+from dpbandits.serve.server import main
+
+main()
