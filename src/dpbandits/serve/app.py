@@ -8,11 +8,11 @@ over budget), 413 body too large, 422 malformed request. OpenAPI docs: ``/docs``
 ``/redoc``, served from files packaged with ``fastapi-offline`` (the network may be closed), and
 ``/openapi.json``. The status page is ``/status``.
 
-Handlers of the frequent, short requests (ask, tell, status, ledger, close) run on the event loop
-itself: their work is a few milliseconds and SQLite takes one writer at a time anyway, so a thread
-pool would add only hand-offs and lock contention (measured: ~20 % more tells/s without it). The
-heavy ones (create, which may build a design or a kernel approximation; sample; upload) run in the
-thread pool.
+Handlers of the frequent requests (ask, tell, close, status, ledger) run on the event loop: reads
+go to the store directly, and writes are jobs of the service's writer thread, awaited as futures
+(group commit: one transaction, one fsync, for every job queued meanwhile; see
+:mod:`dpbandits.serve.locking`). The heavy ones (create, which may build a design or a kernel
+approximation; sample; upload, which parses the file) run in the thread pool.
 """
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         one or a lease to expire.
         """
         experiment_id = _checked_id(experiment_id)
-        while (handed := service.ask(who, experiment_id, lease=lease_seconds)) is None:
+        while (handed := await asyncio.wrap_future(service.ask_later(who, experiment_id, lease=lease_seconds))) is None:
             await steps_freed.wait(experiment_id, timeout=min(lease_seconds, 1.0))
         return JSONResponse(handed)  # no response model: nothing to re-validate
 
@@ -226,7 +226,7 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     async def tell(experiment_id: str, body: TellRequest, who: Owner) -> JSONResponse:
         """Feedback of a ticket's step; acknowledged once committed. A retry returns the same acknowledgement."""
         experiment_id = _checked_id(experiment_id)
-        acknowledged = service.tell(who, experiment_id, body.ticket, body.feedback())
+        acknowledged = await asyncio.wrap_future(service.tell_later(who, experiment_id, body.ticket, body.feedback()))
         steps_freed.notify(experiment_id)
         return JSONResponse(acknowledged)
 
@@ -238,9 +238,9 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     @app.post(path + "/close", tags=["experiments"])
     async def close(experiment_id: str, who: Owner) -> dict[str, Any]:
         """Close the experiment (no further ask, tell, upload or sample)."""
-        closed = service.close(who, _checked_id(experiment_id))
+        await asyncio.wrap_future(service.close_later(who, _checked_id(experiment_id)))
         steps_freed.notify(experiment_id)  # waiting asks see it closed
-        return closed
+        return service.status(who, experiment_id)
 
     @app.post(path + "/data", tags=["offline"], openapi_extra={"requestBody": {
         "required": True, "content": {"text/csv": {"schema": {"type": "string"}},

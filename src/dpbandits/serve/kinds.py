@@ -361,15 +361,18 @@ class _OfflineFamily(Family):
         seeded = {} if seed is None else {"rng": seed, "insecure_seeded_noise": True}
         return [int(a) for a in np.atleast_1d(agent.sample(size=size, **seeded))]
 
-    def fit_upload(self, agent: Any, path: str, *, file_format: str, action_column: str, reward_column: str,
-                   clip: bool) -> None:
-        """Fit the policy to an uploaded CSV or Parquet file (streamed into per-arm statistics)."""
+    def read_upload(self, params: Any, path: str, *, file_format: str, action_column: str, reward_column: str,
+                    clip: bool) -> Any:
+        """Stream an uploaded CSV or Parquet file into per-arm statistics (K and R from ``params``)."""
         from dpbandits.envs.readers import read_bandit_statistics
 
-        stats = read_bandit_statistics(path, n_arms=agent.n_arms, reward_bound=agent.reward_bound,
-                                       action_column=action_column, reward_column=reward_column, clip=clip,
-                                       file_format=file_format)
-        agent.fit_statistics(stats.counts, stats.reward_sums)
+        return read_bandit_statistics(path, n_arms=params.n_arms, reward_bound=params.reward_bound,
+                                      action_column=action_column, reward_column=reward_column, clip=clip,
+                                      file_format=file_format)
+
+    def fit(self, agent: Any, statistics: Any) -> None:
+        """Fit the policy to :meth:`read_upload`'s statistics (refused outside the declared domain)."""
+        agent.fit_statistics(statistics.counts, statistics.reward_sums)
 
     def summary(self, agent: Any) -> dict[str, Any]:
         return {"done": False, "fitted": self.done(agent), "steps_total": None, "recommendation": None,

@@ -1,7 +1,9 @@
-"""Serialising writers of one experiment: a lock per experiment in the process, a row lock in the store.
+"""Serialising writers: one writer thread per process with group commit, a row lock in the store.
 
-A writer (``tell``, ``close``, ``sample``, ``upload``) holds the experiment's in-process lock and,
-inside one database transaction, the experiment's row:
+Every operation that changes or hands out an experiment's state (``ask``, ``tell``, ``close``,
+``sample``, ``upload``, ``create``) runs as a job of the process's :class:`GroupCommitter`: one
+thread, jobs in arrival order (so no two jobs of an experiment interleave: no lost update), many
+jobs per transaction. Inside the transaction a job holds the experiment's row:
 
 * PostgreSQL: ``SELECT ... FOR UPDATE`` on the row, so writers in other server processes wait too;
 * SQLite: the transaction starts with ``BEGIN IMMEDIATE``, which takes the database's write lock
@@ -9,41 +11,94 @@ inside one database transaction, the experiment's row:
   queue on a lock of their own first: SQLite's busy handler polls with sleeps of up to 100 ms, which
   under contention from many threads would cost far more than waiting in line.
 
-Everything a writer changes — the agent's state, the feedback row, the ledger row — is written in
-that transaction, and the response is built only after it committed: no lost update, and nothing
-acknowledged or released that the store does not hold.
+Everything a job changes — the agent's state, the feedback row, the ledger row — is written in
+that transaction, and its result is handed back only after the commit: nothing acknowledged or
+released (no action either, which may depend on a noisy release) that the store does not hold.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, bindparam, select
 
 from dpbandits.serve.errors import NotFound
 from dpbandits.serve.storage import experiments, is_sqlite
 
-__all__ = ["ROW_WITHOUT_STATE", "SELECT_ROW", "ExperimentLocks", "lock_experiment_row", "write_transaction"]
+__all__ = ["ROW_WITHOUT_STATE", "SELECT_ROW", "GroupCommitter", "lock_experiment_row", "write_transaction"]
+
+T = TypeVar("T")
 
 
-class ExperimentLocks:
-    """One re-entrant lock per experiment id, created on first use."""
+class GroupCommitter:
+    """Runs the service's write jobs in one thread, one after the other, many per transaction.
 
-    def __init__(self) -> None:
-        self._locks: dict[str, threading.RLock] = {}
-        self._guard = threading.Lock()
+    ``submit(key, work)`` queues ``work(connection)``; the thread takes every queued job (up to
+    ``max_batch``), runs them in order inside one write transaction, each in a savepoint (a job that
+    raises is rolled back alone and gets its exception), commits once, and only then completes the
+    jobs' futures: one commit (one fsync) acknowledges many tells, and no job's result — an
+    acknowledgement, a handed-out action, a sample — leaves the process before what it depends on is
+    committed. If the commit fails, every job of the batch fails and ``on_abort`` gets their keys
+    (the service forgets those agents and reloads them from the store).
 
-    def __call__(self, experiment_id: str) -> threading.RLock:
-        """The lock of ``experiment_id``."""
-        with self._guard:
-            lock = self._locks.get(experiment_id)
-            if lock is None:
-                lock = self._locks[experiment_id] = threading.RLock()
-            return lock
+    Parameters
+    ----------
+    engine : sqlalchemy.Engine
+    on_abort : callable
+        ``on_abort(keys)`` after a failed commit.
+    max_batch : int, default 256
+    """
+
+    def __init__(self, engine: Engine, *, on_abort: Callable[[set[str]], None], max_batch: int = 256) -> None:
+        self.engine = engine
+        self._on_abort = on_abort
+        self._max_batch = max_batch
+        self._queue: queue.SimpleQueue[tuple[str, Callable[[Connection], Any], Future[Any]]] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="dpbandits-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, key: str, work: Callable[[Connection], T]) -> Future[T]:
+        """Queue ``work`` (about experiment ``key``); its future completes after its batch committed."""
+        future: Future[T] = Future()
+        self._queue.put((key, work, future))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            jobs = [self._queue.get()]
+            while len(jobs) < self._max_batch:
+                try:
+                    jobs.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            self._batch(jobs)
+
+    def _batch(self, jobs: list[tuple[str, Callable[[Connection], Any], Future[Any]]]) -> None:
+        outcomes: list[tuple[Future[Any], bool, Any]] = []
+        try:
+            with write_transaction(self.engine) as connection:
+                for _key, work, future in jobs:
+                    try:
+                        with connection.begin_nested():  # this job's statements alone roll back on error
+                            outcomes.append((future, True, work(connection)))
+                    except Exception as exc:
+                        outcomes.append((future, False, exc))
+        except Exception as exc:
+            self._on_abort({key for key, _work, _future in jobs})
+            for _key, _work, future in jobs:
+                future.set_exception(exc)
+            return
+        for future, succeeded, value in outcomes:
+            if succeeded:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
 
 
 _SQLITE_WRITERS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()

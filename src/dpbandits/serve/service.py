@@ -43,11 +43,9 @@ import json
 import math
 import secrets
 import tempfile
-import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,7 +64,7 @@ from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.serve.errors import Conflict, NotFound, ServiceError
 from dpbandits.serve.kinds import Action, ExperimentKind, Feedback, get_kind
 from dpbandits.serve.ledger import encode_event, finite_or_none, rebuild_accountant
-from dpbandits.serve.locking import SELECT_ROW, ExperimentLocks, lock_experiment_row, write_transaction
+from dpbandits.serve.locking import SELECT_ROW, GroupCommitter, lock_experiment_row
 from dpbandits.serve.storage import experiments, feedback, ledger, ticket_secret
 from dpbandits.serve.tickets import issue_ticket, parse_ticket, ticket_matches
 
@@ -168,9 +166,8 @@ class ExperimentService:
         self.engine = engine
         self.allow_insecure_seeded_noise = allow_insecure_seeded_noise
         self._secret = ticket_secret(engine)
-        self._locks = ExperimentLocks()
-        self._live: OrderedDict[str, _Live] = OrderedDict()
-        self._live_guard = threading.Lock()
+        self._live: OrderedDict[str, _Live] = OrderedDict()  # touched by the writer thread only
+        self._writer = GroupCommitter(engine, on_abort=self._forget_all)
 
     # ------------------------------------------------------------------------------ live agents
     def _load(self, row: Any, connection: Connection) -> _Live:
@@ -182,23 +179,24 @@ class ExperimentService:
         live = _Live(row["id"], row["owner_id"], kind, params, agent, row["version"], row["applied"], row["told"],
                      bool(row["closed"]), row["insecure_seed"],
                      {int(step): (ticket, json.loads(payload)) for step, ticket, payload in pending})
-        with self._live_guard:
-            self._live[live.id] = live
-            self._live.move_to_end(live.id)
-            while len(self._live) > MAX_LIVE:
-                self._live.popitem(last=False)
+        self._live[live.id] = live
+        self._live.move_to_end(live.id)
+        while len(self._live) > MAX_LIVE:
+            self._live.popitem(last=False)
         return live
 
     def _forget(self, experiment_id: str) -> None:
-        with self._live_guard:
-            self._live.pop(experiment_id, None)
+        self._live.pop(experiment_id, None)
+
+    def _forget_all(self, experiment_ids: set[str]) -> None:
+        for experiment_id in experiment_ids:
+            self._forget(experiment_id)
 
     def _current(self, row: Any, connection: Connection) -> _Live:
         """The live agent of ``row`` (reloaded if another process wrote a newer version)."""
-        with self._live_guard:
-            live = self._live.get(row["id"])
-            if live is not None:
-                self._live.move_to_end(row["id"])
+        live = self._live.get(row["id"])
+        if live is not None:
+            self._live.move_to_end(row["id"])
         if live is None or live.version != row["version"]:
             live = self._load(row, connection)
         return live
@@ -209,18 +207,30 @@ class ExperimentService:
             raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
         return row
 
-    @contextmanager
-    def _writing(self, owner_id: int, experiment_id: str) -> Iterator[tuple[Connection, Any]]:
-        """A write transaction holding the experiment's locks and row; the live agent is reloaded after it."""
-        with self._locks(experiment_id):
+    def _locked_row(self, connection: Connection, owner_id: int, experiment_id: str) -> Any:
+        """The experiment's row, locked for the transaction, if ``owner_id`` owns it."""
+        row = lock_experiment_row(connection, experiment_id)
+        if row["owner_id"] != owner_id:
+            raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
+        return row
+
+    def _job(self, experiment_id: str, work: Any, *, reload_after: bool = False) -> Future[Any]:
+        """Run ``work(connection)`` on the writer (see :class:`~dpbandits.serve.locking.GroupCommitter`).
+
+        On an error the experiment's agent is reloaded from the store by the next job (its in-memory
+        state may be ahead of what was stored); with ``reload_after``, after success too.
+        """
+        def job(connection: Connection) -> Any:
             try:
-                with write_transaction(self.engine) as connection:
-                    row = lock_experiment_row(connection, experiment_id)
-                    if row["owner_id"] != owner_id:
-                        raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
-                    yield connection, row
-            finally:
+                result = work(connection)
+            except BaseException:
                 self._forget(experiment_id)
+                raise
+            if reload_after:
+                self._forget(experiment_id)
+            return result
+
+        return self._writer.submit(experiment_id, job)
 
     # ------------------------------------------------------------------------------ create
     def create(self, owner_id: int, kind_name: str, params: dict[str, Any], *, name: str = "",
@@ -266,7 +276,8 @@ class ExperimentService:
         experiment_id = secrets.token_hex(16)
         now = time.time()
         summary = self._summary(kind, agent, privacy=privacy, insecure=insecure_seed is not None)
-        with write_transaction(self.engine) as connection:
+
+        def insert_experiment(connection: Connection) -> None:
             connection.execute(insert(experiments).values(
                 id=experiment_id, owner_id=owner_id, name=name or kind_name, kind=kind_name,
                 params=model.model_dump_json(), created_at=now, closed=False, insecure_seed=insecure_seed,
@@ -279,6 +290,8 @@ class ExperimentService:
                     event=None if run_event is None else encode_event(run_event),
                     note="the whole run (every value it releases, its recommendation) is one release",
                 ))
+
+        self._job(experiment_id, insert_experiment).result()
         return self.status(owner_id, experiment_id)
 
     def _summary(self, kind: ExperimentKind, agent: Any, *, privacy: dict[str, Any] | None = None,
@@ -359,25 +372,30 @@ class ExperimentService:
         Conflict
             If the experiment is closed, done, or takes no feedback (offline kinds).
         """
-        with self._locks(experiment_id):
-            with self.engine.connect() as connection:
-                row = self._owned_row(connection, owner_id, experiment_id)
-                live = self._current(row, connection)
-            if live.closed:
-                raise Conflict("the experiment is closed", code="closed")
-            if not live.kind.family.interactive:
-                raise Conflict(f"a {live.kind.name} experiment takes no ask/tell: upload data, then sample",
-                               code="not_interactive")
-            if not live.schedule():
-                raise Conflict("the experiment is done: read its status for the recommendation", code="done")
-            now = time.monotonic()
-            step = live.next_step(now, lease)
-            if step is None:
-                return None
-            live.issued[step] = now
-            if len(live.issued) > 4 * len(live.schedule()) + 64:  # forget hand-outs of applied steps
-                live.issued = {s: t for s, t in live.issued.items() if s >= live.applied}
-            action = live.schedule()[step - live.applied]
+        return self.ask_later(owner_id, experiment_id, lease=lease).result()
+
+    def ask_later(self, owner_id: int, experiment_id: str, *, lease: float = 0.0) -> Future[Any]:
+        """:meth:`ask` as a future (it completes once every earlier write is committed)."""
+        return self._job(experiment_id, lambda connection: self._ask(connection, owner_id, experiment_id, lease))
+
+    def _ask(self, connection: Connection, owner_id: int, experiment_id: str, lease: float) -> dict[str, Any] | None:
+        row = self._owned_row(connection, owner_id, experiment_id)
+        live = self._current(row, connection)
+        if live.closed:
+            raise Conflict("the experiment is closed", code="closed")
+        if not live.kind.family.interactive:
+            raise Conflict(f"a {live.kind.name} experiment takes no ask/tell: upload data, then sample",
+                           code="not_interactive")
+        if not live.schedule():
+            raise Conflict("the experiment is done: read its status for the recommendation", code="done")
+        now = time.monotonic()
+        step = live.next_step(now, lease)
+        if step is None:
+            return None
+        live.issued[step] = now
+        if len(live.issued) > 4 * len(live.schedule()) + 64:  # forget hand-outs of applied steps
+            live.issued = {s: t for s, t in live.issued.items() if s >= live.applied}
+        action = live.schedule()[step - live.applied]
         return {"ticket": issue_ticket(self._secret, experiment_id, step, action), "step": step, **action}
 
     # ------------------------------------------------------------------------------ tell
@@ -391,87 +409,91 @@ class ExperimentService:
         ------
         ServiceError, Conflict, NotFound
         """
+        return self.tell_later(owner_id, experiment_id, ticket_text, reported).result()
+
+    def tell_later(self, owner_id: int, experiment_id: str, ticket_text: str, reported: Feedback) -> Future[Any]:
+        """:meth:`tell` as a future (it completes once the acknowledged feedback is committed)."""
         ticket = parse_ticket(ticket_text)
         if ticket.experiment_id != experiment_id:
             raise ServiceError("ticket was issued for another experiment", code="invalid_ticket")
         digest = _feedback_hash(reported)
-        with self._locks(experiment_id):
-            try:
-                return self._tell_locked(owner_id, experiment_id, ticket, reported, digest)
-            except BaseException:
-                self._forget(experiment_id)  # the store is the truth: reload on the next request
-                raise
+        return self._job(experiment_id,
+                         lambda connection: self._tell(connection, owner_id, experiment_id, ticket, reported, digest))
 
-    def _tell_locked(self, owner_id: int, experiment_id: str, ticket: Any, reported: Feedback,
-                     digest: str) -> dict[str, Any]:
-        with write_transaction(self.engine) as connection:
-            row = lock_experiment_row(connection, experiment_id)
-            if row["owner_id"] != owner_id:
-                raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
-            earlier = connection.execute(_SELECT_TOLD_TICKET, {"ticket_text": ticket.text}).first()
-            if earlier is not None:
-                if earlier[0] != digest:
-                    raise Conflict("this ticket was already told with other feedback", code="ticket_already_told")
-                return {**json.loads(earlier[1]), "duplicate": True}
-            live = self._current(row, connection)
-            if live.closed:
-                raise Conflict("the experiment is closed", code="closed")
-            if ticket.step < live.applied or ticket.step in live.buffered:
-                raise Conflict("this step was already told through another ticket; ask again",
-                               code="step_already_told")
-            schedule = live.schedule()
-            index = ticket.step - live.applied
-            if index >= len(schedule) or not ticket_matches(self._secret, ticket, schedule[index]):
-                raise ServiceError("ticket is not valid for this experiment (not issued by this server)",
-                                   code="invalid_ticket")
-            family = live.kind.family
-            payload = family.check_feedback(live.agent, schedule[index], reported)
-            start = live.applied
-            live.buffered[ticket.step] = (ticket.text, payload)
-            newly_applied: list[str] = []
-            while live.applied in live.buffered:  # apply every step that is now in order
-                text, step_payload = live.buffered.pop(live.applied)
-                family.apply(live.agent, schedule[live.applied - start], step_payload)
-                live.applied += 1
-                newly_applied.append(text)
-            live.told += 1
-            done = family.done(live.agent)
-            ack = {"ticket": ticket.text, "step": ticket.step, "counted": True, "steps_told": live.told,
-                   "steps_applied": live.applied, "done": done}
-            own_applied = ticket.step < live.applied
-            connection.execute(_INSERT_FEEDBACK, {
-                "ticket": ticket.text, "experiment_id": experiment_id, "step": ticket.step, "feedback_hash": digest,
-                "payload": None if own_applied else json.dumps(payload), "applied": own_applied,
-                "ack": json.dumps(ack), "created_at": time.time(),
-            })
-            others = [{"applied_ticket": t} for t in newly_applied if t != ticket.text]
-            if others:  # raw feedback is kept only until it is applied
-                connection.execute(_MARK_APPLIED, others)
-            values: dict[str, Any] = {"experiment_id": experiment_id, "new_told": live.told,
-                                      "new_version": live.version + 1}
-            if newly_applied:
-                summary = self._summary(live.kind, live.agent, previous=json.loads(row["summary"]))
-                values.update(new_state=live.agent.to_bytes(), new_applied=live.applied,
-                              new_summary=json.dumps(summary))
-                if done and summary.get("recommendation") is not None:
-                    connection.execute(insert(ledger).values(
-                        experiment_id=experiment_id, created_at=time.time(), release="recommendation",
-                        event=None, count=1,
-                        note=f"recommendation {json.dumps(summary['recommendation'])}: post-processing, "
-                             "covered by the run's guarantee",
-                    ))
-            connection.execute(_WRITE_STATE if newly_applied else _COUNT_TELL, values)
+    def _tell(self, connection: Connection, owner_id: int, experiment_id: str, ticket: Any, reported: Feedback,
+              digest: str) -> dict[str, Any]:
+        row = self._locked_row(connection, owner_id, experiment_id)
+        earlier = connection.execute(_SELECT_TOLD_TICKET, {"ticket_text": ticket.text}).first()
+        if earlier is not None:
+            if earlier[0] != digest:
+                raise Conflict("this ticket was already told with other feedback", code="ticket_already_told")
+            return {**json.loads(earlier[1]), "duplicate": True}
+        live = self._current(row, connection)
+        if live.closed:
+            raise Conflict("the experiment is closed", code="closed")
+        if ticket.step < live.applied or ticket.step in live.buffered:
+            raise Conflict("this step was already told through another ticket; ask again",
+                           code="step_already_told")
+        schedule = live.schedule()
+        index = ticket.step - live.applied
+        if index >= len(schedule) or not ticket_matches(self._secret, ticket, schedule[index]):
+            raise ServiceError("ticket is not valid for this experiment (not issued by this server)",
+                               code="invalid_ticket")
+        family = live.kind.family
+        payload = family.check_feedback(live.agent, schedule[index], reported)
+        start = live.applied
+        live.buffered[ticket.step] = (ticket.text, payload)
+        newly_applied: list[str] = []
+        while live.applied in live.buffered:  # apply every step that is now in order
+            text, step_payload = live.buffered.pop(live.applied)
+            family.apply(live.agent, schedule[live.applied - start], step_payload)
+            live.applied += 1
+            newly_applied.append(text)
+        live.told += 1
+        done = family.done(live.agent)
+        ack = {"ticket": ticket.text, "step": ticket.step, "counted": True, "steps_told": live.told,
+               "steps_applied": live.applied, "done": done}
+        own_applied = ticket.step < live.applied
+        connection.execute(_INSERT_FEEDBACK, {
+            "ticket": ticket.text, "experiment_id": experiment_id, "step": ticket.step, "feedback_hash": digest,
+            "payload": None if own_applied else json.dumps(payload), "applied": own_applied,
+            "ack": json.dumps(ack), "created_at": time.time(),
+        })
+        others = [{"applied_ticket": t} for t in newly_applied if t != ticket.text]
+        if others:  # raw feedback is kept only until it is applied
+            connection.execute(_MARK_APPLIED, others)
+        values: dict[str, Any] = {"experiment_id": experiment_id, "new_told": live.told,
+                                  "new_version": live.version + 1}
+        if newly_applied:
+            summary = self._summary(live.kind, live.agent, previous=json.loads(row["summary"]))
+            values.update(new_state=live.agent.to_bytes(), new_applied=live.applied,
+                          new_summary=json.dumps(summary))
+            if done and summary.get("recommendation") is not None:
+                connection.execute(insert(ledger).values(
+                    experiment_id=experiment_id, created_at=time.time(), release="recommendation",
+                    event=None, count=1,
+                    note=f"recommendation {json.dumps(summary['recommendation'])}: post-processing, "
+                         "covered by the run's guarantee",
+                ))
+        connection.execute(_WRITE_STATE if newly_applied else _COUNT_TELL, values)
         live.version += 1
         return ack
 
     # ------------------------------------------------------------------------------ close
     def close(self, owner_id: int, experiment_id: str) -> dict[str, Any]:
         """Close the experiment: no further ask, tell, upload or sample. Idempotent."""
-        with self._writing(owner_id, experiment_id) as (connection, row):
+        self.close_later(owner_id, experiment_id).result()
+        return self.status(owner_id, experiment_id)
+
+    def close_later(self, owner_id: int, experiment_id: str) -> Future[Any]:
+        """:meth:`close` as a future (of None)."""
+        def close(connection: Connection) -> None:
+            row = self._locked_row(connection, owner_id, experiment_id)
             if not row["closed"]:
                 connection.execute(update(experiments).where(experiments.c.id == experiment_id)
                                    .values(closed=True, version=row["version"] + 1))
-        return self.status(owner_id, experiment_id)
+
+        return self._job(experiment_id, close, reload_after=True)
 
     # ------------------------------------------------------------------------------ offline data
     def upload(self, owner_id: int, experiment_id: str, data: bytes, *, file_format: str,
@@ -481,26 +503,33 @@ class ExperimentService:
         The data never leaves the server and nothing about it is returned: the response is the
         status (fitted, and the guarantee of one sample over the declared domain).
         """
-        with self._writing(owner_id, experiment_id) as (connection, row):
+        with self.engine.connect() as connection:  # what to parse: the experiment's kind and parameters
+            row = self._owned_row(connection, owner_id, experiment_id)
+        kind = get_kind(row["kind"])
+        family: Any = kind.family
+        if family.interactive or not callable(getattr(family, "read_upload", None)):
+            raise Conflict(f"a {kind.name} experiment takes ask/tell feedback, not an upload", code="not_offline")
+        with tempfile.TemporaryDirectory() as directory:  # parsed here, not on the writer thread
+            path = Path(directory) / f"upload.{file_format}"
+            path.write_bytes(data)
+            statistics = family.read_upload(kind.params.model_validate_json(row["params"]), str(path),
+                                            file_format=file_format, action_column=action_column,
+                                            reward_column=reward_column, clip=clip)
+
+        def fit(connection: Connection) -> None:
+            row = self._locked_row(connection, owner_id, experiment_id)
             live = self._current(row, connection)
-            family = live.kind.family
-            if family.interactive or not hasattr(family, "fit_upload"):
-                raise Conflict(f"a {live.kind.name} experiment takes ask/tell feedback, not an upload",
-                               code="not_offline")
             if live.closed:
                 raise Conflict("the experiment is closed", code="closed")
             if family.done(live.agent):
                 raise Conflict("logged data was already uploaded to this experiment", code="already_fitted")
-            with tempfile.TemporaryDirectory() as directory:
-                path = Path(directory) / f"upload.{file_format}"
-                path.write_bytes(data)
-                family.fit_upload(live.agent, str(path), file_format=file_format,
-                                  action_column=action_column, reward_column=reward_column, clip=clip)
+            family.fit(live.agent, statistics)
             privacy = _guarantee_json(family.guarantee(live.agent))
-            summary = self._summary(live.kind, live.agent, privacy=privacy,
-                                    previous=json.loads(row["summary"]))
+            summary = self._summary(live.kind, live.agent, privacy=privacy, previous=json.loads(row["summary"]))
             connection.execute(update(experiments).where(experiments.c.id == experiment_id).values(
                 state=live.agent.to_bytes(), summary=json.dumps(summary), version=row["version"] + 1))
+
+        self._job(experiment_id, fit, reload_after=True).result()
         return self.status(owner_id, experiment_id)
 
     # ------------------------------------------------------------------------------ sample
@@ -516,7 +545,8 @@ class ExperimentService:
         declared domain N(a) >= min_count, add/remove of one logged record; USCA: ε-joint-DP for one
         round's context and reward); samples compose on the experiment's accountant.
         """
-        with self._writing(owner_id, experiment_id) as (connection, row):
+        def release(connection: Connection) -> tuple[list[Any], Accountant]:
+            row = self._locked_row(connection, owner_id, experiment_id)
             live = self._current(row, connection)
             family = live.kind.family
             if family.run_event:
@@ -548,6 +578,9 @@ class ExperimentService:
                 event=encode_event(event), count=size, note=f"{size} sample(s)"))
             connection.execute(update(experiments).where(experiments.c.id == experiment_id).values(
                 state=live.agent.to_bytes(), version=row["version"] + 1))
+            return samples, accountant
+
+        samples, accountant = self._job(experiment_id, release, reload_after=True).result()
         spent, remaining = accountant.spent(), accountant.remaining()
         return {"samples": samples, "spent": {"epsilon": finite_or_none(spent.epsilon), "delta": spent.delta},
                 "remaining": {"epsilon": finite_or_none(remaining.epsilon), "delta": remaining.delta}}
