@@ -4,7 +4,8 @@ Every ``/v1`` route needs an API key (``Authorization: Bearer <key>`` or ``X-API
 experiment is visible to its owner's key only (another key gets 404, as for a missing one). Errors
 are JSON ``{"error": {"code": ..., "message": ...}}`` with a 4xx status: 400 invalid values, 401 no
 or unknown key, 404 not found, 409 refused by the experiment's state (done, closed, already told,
-over budget), 413 body too large, 422 malformed request. OpenAPI docs: ``/docs`` (Swagger UI) and
+over budget), 413 body too large, 422 malformed request; 503 when the store refused a
+transaction (nothing was recorded: retry). OpenAPI docs: ``/docs`` (Swagger UI) and
 ``/redoc``, served from files packaged with ``fastapi-offline`` (the network may be closed), and
 ``/openapi.json``. The status page is ``/status``.
 
@@ -29,6 +30,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi_offline import FastAPIOffline
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -174,6 +176,13 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         codes = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}
         return _error(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail))
+
+    @app.exception_handler(DBAPIError)
+    async def _store(request: Request, exc: DBAPIError) -> JSONResponse:
+        # a transaction the store refused (a deadlock between server processes, a lost connection):
+        # nothing of it was committed or acknowledged, the client may retry
+        _log.warning("store error on %s %s: %s", request.method, request.url.path, exc)
+        return _error(503, "store_unavailable", "the store refused the transaction; nothing was recorded: retry")
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:  # a bug: logged, never a traceback
