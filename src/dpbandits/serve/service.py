@@ -22,8 +22,10 @@ Durability
 ----------
 A ``tell`` stores the feedback row, applies every step that is now in order, and writes the agent's
 new state (which holds every value released so far: noisy phase statistics, counter outputs), all
-in one transaction (:mod:`dpbandits.serve.locking`); the acknowledgement is returned only after the
-commit. After a crash the agent is rebuilt from the stored state and the stored, not yet applied
+in one transaction, shared with the other jobs queued meanwhile (group commit,
+:class:`~dpbandits.serve.locking.GroupCommitter`); the acknowledgement is returned only after the
+commit, and so is every action handed out by ``ask`` (a next phase's arms depend on the last
+phase's noisy release). After a crash the agent is rebuilt from the stored state and the stored, not yet applied
 feedback: nothing acknowledged is lost, nothing is counted twice (a step is unique in the feedback
 table), and noise is never drawn again for a value that left the process — a value drawn by a
 transaction that did not commit never left it. Releases on demand (samples) spend the budget,
