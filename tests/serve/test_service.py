@@ -69,3 +69,39 @@ def test_insecure_seeds_are_refused_unless_the_server_allows_them(tmp_path: Path
         secure.create(alice, "dp-bai", {"n_arms": 3, "budget": 60, "epsilon": 1.0}, insecure_seed=1)
     status = secure.create(alice, "dp-bai", {"n_arms": 3, "budget": 60, "epsilon": 1.0})
     assert status["noise"].startswith("secure")
+
+
+def test_usca_learns_through_tickets_then_samples_against_its_budget_after_a_restart(tmp_path: Path) -> None:
+    pytest.importorskip("sklearn", reason="USCA's kernels need scikit-learn (the ml extra)")
+    service, alice, _ = _service(tmp_path)
+    experiment = service.create(alice, "usca", {"horizon": 8, "epsilon": 1.0, "reward_bound": 1.0},
+                                epsilon_budget=2.5)["id"]
+    with pytest.raises(Conflict, match=r"USCA predicts"):
+        service.sample(alice, experiment, 1, [0.5])  # before the horizon nothing can be released
+    for round_ in range(8):
+        handed = service.ask(alice, experiment, lease=10.0)
+        assert len(handed["action"]) == 1
+        service.tell(alice, experiment, handed["ticket"],
+                     Feedback(context=[round_ / 8], reward=handed["action"][0] - 0.5))
+    restarted = ExperimentService(service.engine)  # reloads USCA, its context law passed again
+    released = restarted.sample(alice, experiment, 2, [0.3])
+    assert len(released["samples"]) == 2 and all(0.0 <= x[0] <= 1.0 for x in released["samples"])
+    assert released["spent"]["epsilon"] == 2.0
+    with pytest.raises(Conflict, match="epsilon_budget"):
+        restarted.sample(alice, experiment, 1, [0.3])
+    assert [e["release"] for e in restarted.ledger(alice, experiment)["events"]] == ["sample"]
+
+
+def test_kl_mab_takes_a_parquet_upload(tmp_path: Path) -> None:
+    import io
+
+    import pandas as pd
+
+    service, alice, _ = _service(tmp_path)
+    experiment = service.create(alice, "kl-mab", {"n_arms": 2, "eta": 1.0, "min_count": 3}, epsilon_budget=10.0)["id"]
+    buffer = io.BytesIO()
+    pd.DataFrame({"arm": [0, 1, 0, 1, 0, 1], "click": [1.0, 0.0, 1.0, 0.0, 1.0, 1.0]}).to_parquet(buffer)
+    status = service.upload(alice, experiment, buffer.getvalue(), file_format="parquet", action_column="arm",
+                            reward_column="click")
+    assert status["fitted"] is True and status["privacy"]["per_instance"] is False
+    assert service.sample(alice, experiment, 3, None)["samples"][0] in (0, 1)

@@ -2,4 +2,5 @@
 
 from dpbandits.serve.server import main
 
-main()
+if __name__ == "__main__":
+    main()
