@@ -7,8 +7,8 @@ SQLite with ``synchronous=NORMAL`` (survives a killed process, not a power loss)
 (Debian's package, a throw-away cluster on loopback) — a server process runs, 4 DP-BAI experiments
 (K = 8, budgets large enough never to finish) are created, and 32 client threads (httpx, one process,
 beside the server on the same 2 cores) do ask → tell rounds for a fixed time. Reported: acknowledged
-tells/s, p50/p99 of one round (ask + tell, as a client sees it), the server's CPU seconds per tell,
-and, as the reference in the same run, the rounds/s of the same 32 clients doing two ``GET /healthz``
+tells/s, p50/p99 of one round (ask + tell, as a client sees it), the CPU time per tell of the
+server and of the clients (both share the 2 cores), and, as the reference in the same run, the rounds/s of the same 32 clients doing two ``GET /healthz``
 per round on the same server (the HTTP stack alone): the ratio says how much of the ceiling the
 service's own work (validation, the agent, the transaction) leaves. The machine's load average is
 printed: on a shared machine the figures are a lower bound.
@@ -90,11 +90,13 @@ def bench(label: str, db: str, seconds: float, synchronous: str = "full") -> flo
                 "n_arms": 8, "budget": 10_000_000, "epsilon": 1.0}}).json()["id"] for _ in range(4)]
         assert server.process is not None
         health_rate, health_p50, health_p99, _ = _load(server.url, key, ids, seconds / 2, "health")
-        cpu_before = _cpu_seconds(server.process.pid)
+        cpu_before, client_before = _cpu_seconds(server.process.pid), time.process_time()
         rate, p50, p99, errors = _load(server.url, key, ids, seconds, "service")
         cpu = _cpu_seconds(server.process.pid) - cpu_before
+        client_cpu = time.process_time() - client_before
     print(f"{label:28s} {rate:8.0f} tells/s   p50 {p50:6.1f} ms   p99 {p99:6.1f} ms   "
-          f"server CPU {1e3 * cpu / max(rate * seconds, 1):5.2f} ms/tell   errors {len(errors)}")
+          f"CPU per tell: server {1e3 * cpu / max(rate * seconds, 1):4.2f} ms, clients "
+          f"{1e3 * client_cpu / max(rate * seconds, 1):4.2f} ms   errors {len(errors)}")
     print(f"{'':28s} reference: 2 x GET /healthz rounds {health_rate:8.0f}/s (p50 {health_p50:.1f} ms, "
           f"p99 {health_p99:.1f} ms); ratio tells/s : healthz rounds/s = {rate / health_rate:.2f}")
     if errors:
