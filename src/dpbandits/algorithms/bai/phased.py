@@ -379,6 +379,16 @@ class PhasedAgent(Persistable):
             raise NotFittedError("the algorithm has finished; read recommendation")
         return int(self._queue[self._position])
 
+    def scheduled(self) -> IntArray:
+        """The arms still to pull in the current phase, in order; ``ask()`` is the first.
+
+        The order is fixed when the phase starts, from public state only (the active set), so these
+        pulls may be handed out at once (a service lets several be outstanding); empty once done.
+        """
+        if self.done:
+            return np.zeros(0, dtype=np.int64)
+        return self._queue[self._position:].copy()
+
     def tell(self, arm: int, reward: float) -> None:
         """Report the reward of the arm returned by the last :meth:`ask`.
 

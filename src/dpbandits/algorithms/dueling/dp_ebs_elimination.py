@@ -496,6 +496,17 @@ class DPEBSElimination(Persistable):
         self._asked = (int(self._active[left_index]), int(right[0]))
         return self._asked
 
+    def scheduled(self) -> list[tuple[int, int]]:
+        """The pairs known before the next feedback, in order; ``ask()`` is the first.
+
+        ``[ask()]`` (each round may eliminate arms), the committed self-duel up to the horizon once one
+        arm is left, ``[]`` after the horizon.
+        """
+        left = self.constants.horizon - self.time
+        if left <= 0:
+            return []
+        return [self.ask()] * (left if self.committed else 1)
+
     def tell(self, pair: tuple[int, int], winner: int | None = None, *, first_wins: int | bool | None = None) -> None:
         """Record the outcome of the asked pair.
 
