@@ -1,7 +1,7 @@
 """MkDocs hooks: generate what the docs show from the code itself, at every build.
 
-* ``docs/tutorials/*.py`` run (in parallel); each writes its figure, and its printed output is kept,
-  into ``build/docs-generated/`` (``<name>.png``, ``<name>.txt``): the tutorial pages include the
+* ``docs/tutorials/*.py`` run (in parallel); each writes its figure (``generated/<name>.png``), and
+  its printed output is kept (``<name>.txt``), under ``build/docs-generated/``: the tutorial pages include the
   scripts' code and output with pymdownx.snippets and show the figures, so they show what the code
   produces. The test suite runs the same scripts (tests/integration/test_docs.py).
 * ``cli.md``: the ``--help`` of ``dpbandits`` and of each of its commands, as the installed CLI prints it.
@@ -25,7 +25,8 @@ from mkdocs.structure.files import File, Files
 log = logging.getLogger("mkdocs.hooks.dpbandits")
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIALS = ROOT / "docs" / "tutorials"
-GENERATED = ROOT / "build" / "docs-generated"
+GENERATED = ROOT / "build" / "docs-generated"  # snippets' second base path: <name>.txt, cli.md, public-api.md
+FIGURES = GENERATED / "generated"  # published as generated/<name>.png
 ENV = {**os.environ, "MPLBACKEND": "Agg", "COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb",
        "PYTHONWARNINGS": "ignore::UserWarning"}
 _LIST_COMMANDS = (
@@ -71,10 +72,10 @@ def _public_api_page() -> str:
 
 def on_pre_build(config: Any) -> None:
     """Run the tutorials and the CLI's --help into build/docs-generated."""
-    GENERATED.mkdir(parents=True, exist_ok=True)
+    FIGURES.mkdir(parents=True, exist_ok=True)
     python = sys.executable
     commands = {
-        script.stem: [python, str(script), str(GENERATED)] for script in sorted(TUTORIALS.glob("*.py"))
+        script.stem: [python, str(script), str(FIGURES)] for script in sorted(TUTORIALS.glob("*.py"))
     }
     cli_commands = json.loads(_run_all({"list": [python, "-c", _LIST_COMMANDS]})["list"])
     console = Path(python).with_name("dpbandits")  # the installed console script, as users run it
@@ -91,7 +92,7 @@ def on_pre_build(config: Any) -> None:
 
 def on_files(files: Files, config: Any) -> Files:
     """Publish the generated figures under ``generated/`` (pages link them as ``generated/<name>.png``)."""
-    for figure in sorted(GENERATED.glob("*.png")):
+    for figure in sorted(FIGURES.glob("*.png")):
         files.append(File(f"generated/{figure.name}", src_dir=str(GENERATED), dest_dir=config["site_dir"],
                           use_directory_urls=config["use_directory_urls"]))
     return files
