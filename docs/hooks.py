@@ -31,7 +31,7 @@ ENV = {**os.environ, "MPLBACKEND": "Agg", "COLUMNS": "100", "NO_COLOR": "1", "TE
        "PYTHONWARNINGS": "ignore::UserWarning"}
 _LIST_COMMANDS = (
     "import json, typer.main; from dpbandits.cli import app; "
-    "print(json.dumps(sorted(typer.main.get_command(app).commands)))"
+    "print(json.dumps(list(typer.main.get_command(app).commands)))"  # in the order --help lists them
 )
 
 
