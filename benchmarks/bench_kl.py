@@ -10,7 +10,8 @@
 Usage::
 
     python benchmarks/bench_kl.py                 # full size (the lead's run)
-    python benchmarks/bench_kl.py --scale 0.1     # quick check
+    python benchmarks/bench_kl.py --scale 0.1     # smaller sizes
+    python benchmarks/bench_kl.py --quick         # a smoke run (--scale 0.01 --repeats 1), as run.py --quick
 """
 
 from __future__ import annotations
@@ -84,7 +85,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="Multiply every size by this factor.")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="A smoke run: --scale 0.01 --repeats 1.")
     args = parser.parse_args()
+    if args.quick:
+        args.scale, args.repeats = 0.01, 1
     bench_rlhf(max(1000, int(1_000_000 * args.scale)), 32, args.repeats)
     bench_mab(max(10, int(1_000_000 * args.scale)), max(100, int(10_000_000 * args.scale)), args.repeats)
 

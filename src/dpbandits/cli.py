@@ -1,9 +1,11 @@
 """The ``dpbandits`` command line: thin — parse, build a config, call the library.
 
-Commands: ``list``, ``run``, ``reproduce``, ``plot``, ``status``, ``version``. User errors (any
-:class:`~dpbandits._core.errors.DPBanditsError`: an invalid study, a run directory of another study,
-a bad option value) print one ``Error: ...`` message on stderr and exit with status 1, without a
-traceback.
+Commands: ``list``, ``run``, ``reproduce``, ``status``, ``summary``, ``plot``, ``version``. Every
+error prints one ``Error: ...`` line on stderr and exits non-zero, never a traceback: user errors
+(any :class:`~dpbandits._core.errors.DPBanditsError`: an invalid study, a run directory of another
+study, a study too large for the machine), file-system errors and exhausted memory exit with status
+1, usage errors (an option value that is not a number) with status 2. An interrupted run exits with
+130 (Ctrl-C) or 143 (SIGTERM) after saving its finished cells.
 
 Adding a command from another module
 ------------------------------------
@@ -16,9 +18,12 @@ editing. Such commands get the same user-error handling.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
+import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -30,15 +35,66 @@ from dpbandits._core.errors import DPBanditsError
 __all__ = ["app", "main", "register_extensions"]
 
 
+def _one_line(message: str) -> str:
+    """A possibly multi-line message as one line: ``first line: second; third``."""
+    first, *rest = [line.strip() for line in message.splitlines() if line.strip()] or [""]
+    return first if not rest else f"{first.rstrip(':')}: {'; '.join(rest)}"
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    typer.echo(f"Error: {_one_line(message)}", err=True)
+    raise typer.Exit(code)
+
+
 class _UserErrorGroup(TyperGroup):
-    """Turn library errors raised by any command into one clean message and a non-zero exit."""
+    """Every error of every command ends as one ``Error: ...`` line on stderr and a non-zero exit.
+
+    Library errors (:class:`~dpbandits._core.errors.DPBanditsError`), file-system errors and
+    exhausted memory exit with status 1; usage errors (a bad option value) with status 2; anything
+    else is a bug, reported in one line too (``DPBANDITS_DEBUG=1`` shows the traceback).
+    """
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt, SystemExit):
+            raise
         except DPBanditsError as exc:
-            typer.echo(f"Error: {exc}", err=True)
-            raise typer.Exit(1) from None
+            _fail(str(exc))
+        except OSError as exc:
+            where = f" {exc.filename!r}" if exc.filename else ""
+            _fail(f"cannot access{where}: {exc.strerror or exc}")
+        except MemoryError:
+            _fail("out of memory; lower trials, chunk_size, the study's sizes or --workers")
+        except Exception as exc:
+            if os.environ.get("DPBANDITS_DEBUG"):
+                raise
+            _fail(f"internal error ({type(exc).__name__}: {exc}); please report it "
+                  "(DPBANDITS_DEBUG=1 shows the traceback)")
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the CLI; usage errors are one line too (not a usage block)."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except typer.TyperException as exc:  # usage errors: a bad option value, a missing argument
+            message = _one_line(exc.format_message())
+            if message:  # (no arguments at all: the help was printed, nothing to add)
+                typer.echo(f"Error: {message}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("Error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 app = typer.Typer(
@@ -140,38 +196,49 @@ def _run(
     if trials is not None or seed is not None:
         study = study.with_overrides(trials=trials, seed=seed)
     run_dir = out if out is not None else Path("runs") / study.name
+    from dpbandits.experiments.runner import RunTerminated
+
     try:
         result = run_study(study, run_dir, backend=backend, workers=workers, scheduler=scheduler,
                            resume=resume, progress=progress, source_text=source_text)
-    except KeyboardInterrupt:
-        typer.echo(f"interrupted; finished cells are saved in {run_dir} — continue with --resume", err=True)
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        signal_name, code = ("SIGTERM", 143) if isinstance(exc, RunTerminated) else ("interrupt", 130)
+        typer.echo(f"Error: stopped by {signal_name}; finished cells are saved in {run_dir} — continue with "
+                   "--resume", err=True)
+        raise typer.Exit(code) from None
     typer.echo(f"{result.status}: {result.cells_run} cells run, {result.cells_skipped} already done, "
                f"{result.seconds:.1f} s ({result.backend.get('backend')})")
-    _print_summary(result.run_dir)
+    _print_summary(result.run_dir, max_rows=_MAX_TABLE_ROWS)
     typer.echo(f"run directory: {result.run_dir}")
     typer.echo(f"summary:       {result.summary_path}")
     if study.analyses:
         for path in sorted((result.run_dir / "analyses").glob("*.json")):
             typer.echo(f"analysis:      {path}")
-    if plot:
+    if plot and result.cells_run + result.cells_skipped > 0:
         written = plot_run(result.run_dir)
-        if written:
-            typer.echo(f"plots:         {written[0].parent} ({len(written)} files)")
+        typer.echo(f"plots:         {written[0].parent} ({len(written)} files)")
 
 
 _MAX_TABLE_ROWS = 40
 
 
-def _print_summary(run_dir: Path) -> None:
-    """Print summary.csv as a table: each metric's mean and 95% interval per (grid point, algorithm)."""
+def _print_summary(run_dir: Path, *, max_rows: int | None = None) -> None:
+    """Print summary.csv as a table: each metric's mean and 95% interval per (grid point, algorithm).
+
+    With more than ``max_rows`` rows, say so and where the full table is instead.
+    """
     from rich.console import Console
     from rich.table import Table
 
-    from dpbandits.experiments.store import read_summary, summary_metrics
+    from dpbandits.experiments.store import SUMMARY_NAME, read_summary, summary_metrics
 
     rows = read_summary(run_dir)
-    if not rows or len(rows) > _MAX_TABLE_ROWS:
+    if not rows:
+        typer.echo("summary: no cell has finished yet")
+        return
+    if max_rows is not None and len(rows) > max_rows:
+        typer.echo(f"summary: {len(rows)} rows, more than {max_rows}: not printed here; see "
+                   f"{run_dir / SUMMARY_NAME} or `dpbandits summary {run_dir}`")
         return
     header = list(rows[0])
     swept = header[: header.index("algorithm")]
@@ -202,13 +269,9 @@ def run_command(
     plot: bool = _PLOT,
 ) -> None:
     """Run a study file: results, summary.csv and plots go to the run directory."""
-    from dpbandits._core.errors import StudyError
-    from dpbandits.experiments.config import parse_study_text
+    from dpbandits.experiments.config import parse_study_text, read_study_text
 
-    try:
-        text = study_file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise StudyError(f"study file {str(study_file)!r} cannot be read: {exc.strerror or exc}") from None
+    text = read_study_text(study_file)
     study = parse_study_text(text, source=str(study_file))
     _run(study, text, out=out, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
          trials=trials, seed=seed, progress=progress, plot=plot)
@@ -239,28 +302,63 @@ def reproduce_command(
 
 @app.command("status")
 def status_command(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
-    """Show a run directory's study, status, sessions and how many cells are done."""
-    from dpbandits.experiments.store import read_manifest
+    """Show a run directory's study, status, sessions and how many cells are done (checked on disk).
 
-    manifest = read_manifest(run_dir)
-    cells = manifest.get("cells", {})
-    done = sum(entry.get("status") == "done" for entry in cells.values())
-    typer.echo(f"study:    {manifest.get('study')} (digest {str(manifest.get('study_digest'))[:12]}, "
-               f"seed {manifest.get('seed')}, {manifest.get('trials')} trials per cell)")
-    typer.echo(f"status:   {manifest.get('status')} — {done}/{len(cells)} cells done")
-    for number, session in enumerate(manifest.get("sessions", []), start=1):
+    Every cell file is read and checked (complete, and holding its own cell of this study and
+    seed); whether a session is running is asked of the run's lock, not of the manifest, so a
+    killed session shows as interrupted. Works on a read-only run directory.
+    """
+    from dpbandits.experiments.store import RunStore, is_in_use
+
+    store = RunStore.read_only(run_dir)
+    manifest = store.manifest
+    states = store.cell_states()
+    done = sum(state == "done" for state in states.values())
+    damaged = sum(state == "damaged" for state in states.values())
+    recorded = manifest.get("status", "running")
+    in_use = is_in_use(run_dir)
+    if recorded == "running" and in_use is False:
+        status = "interrupted (its last session ended without recording its end: killed?)"
+    elif recorded == "running" and in_use:
+        status = "running (a live process holds the run)"
+    elif recorded == "complete" and done < len(states):
+        status = (f"incomplete (the manifest says complete, but {len(states) - done} cell file(s) are "
+                  "missing or damaged)")
+    else:
+        status = recorded
+    typer.echo(f"study:    {manifest['study']} (digest {manifest['study_digest'][:12]}, "
+               f"seed {manifest['seed']}, {manifest['trials']} trials per cell)")
+    typer.echo(f"status:   {status} — {done}/{len(states)} cells done"
+               + (f", {damaged} damaged (recomputed on --resume)" if damaged else ""))
+    for number, session in enumerate(manifest["sessions"], start=1):
         typer.echo(f"session {number}: {session.get('started')} → {session.get('ended') or '(no end recorded)'} "
                    f"{session.get('status')} ({session.get('backend')})")
-    if done < len(cells):
+    if done < len(states):
         typer.echo("continue with: dpbandits run STUDY.toml --out RUN_DIR --resume (same --trials/--seed)")
 
 
+@app.command("summary")
+def summary_command(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
+    """Print a run's summary.csv as a table (every row; works on a read-only run directory)."""
+    from dpbandits.experiments.store import SUMMARY_NAME, read_manifest
+
+    read_manifest(run_dir)
+    _print_summary(run_dir)
+    typer.echo(f"summary: {run_dir / SUMMARY_NAME}")
+
+
+_PLOT_OUT = typer.Option(None, "--out", "-o", help="Directory of the plots (default: RUN_DIR/plots).")
+
+
 @app.command("plot")
-def plot_command(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
-    """Draw each metric against each swept parameter (PNG and PDF in RUN_DIR/plots)."""
+def plot_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    out: Path | None = _PLOT_OUT,
+) -> None:
+    """Draw each metric against each swept parameter (PNG and PDF in RUN_DIR/plots or --out)."""
     from dpbandits.experiments.plots import plot_run
 
-    written = plot_run(run_dir)
+    written = plot_run(run_dir, out_dir=out)
     for path in written:
         typer.echo(str(path))
 

@@ -1,6 +1,8 @@
-"""``dpbandits account mab|linear|rlhf``: fit a KL policy to a logged CSV and print its guarantees.
+"""``dpbandits account mab|linear|rlhf``: fit a KL policy to logged data and print its guarantees.
 
-CSV formats (header line first; see :mod:`dpbandits.envs.offline`):
+Logged data is a CSV or Parquet file (see :mod:`dpbandits.envs.readers`); columns are named with
+``--action-col``/``--reward-col`` (mab), ``--feature-cols``/``--reward-col`` (linear) and
+``--feature-cols``/``--label-col`` (rlhf); other columns are ignored:
 
 * ``mab``: ``action,reward``, with the public action space stated: ``--n-arms K`` (arms 0..K-1) or
   ``--arm-ids 3,7,12`` (the listed arm ids, in that order). It is never inferred from the data: a
@@ -11,10 +13,8 @@ CSV formats (header line first; see :mod:`dpbandits.envs.offline`):
 The pure guarantee (``epsilon0``) is always printed; the approximate one (``epsilon``, ``delta``)
 when ``--n0``/``--k`` (mab) or ``--lambda0`` (linear, rlhf) is given, else it repeats the pure one
 with δ = 0. ``--scope instance`` (default) gives per-instance guarantees: they depend on the data,
-are not worst-case DP guarantees, and publishing them leaks. ``--scope domain`` gives ordinary DP
-over a declared public domain (pure only): ``--min-count`` (mab), ``--min-eigenvalue`` and
-``--max-records`` (linear), ``--min-eigenvalue`` (rlhf with ``--neighbouring add_remove``; label DP
-needs nothing more, the comparisons being public); data outside the domain is refused.
+are not worst-case DP guarantees, and publishing them leaks; ``--scope domain`` gives ordinary DP over
+a declared public domain (``--min-count``; ``--min-eigenvalue``, ``--max-records``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -43,16 +44,98 @@ class Setting(StrEnum):
     rlhf = "rlhf"
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How ``account`` reads its files: the column mapping and the file format."""
+
+    action_col: str = "action"
+    reward_col: str = "reward"
+    label_col: str = "label"
+    feature_cols: str | None = None  # "x*" (linear) or "z*" (rlhf) when not given
+    candidate_cols: str = "x*"
+    file_format: str | None = None  # from each file's suffix when not given
+
+    @staticmethod
+    def columns(option: str) -> str | list[str]:
+        """``"a,b,c"`` -> a list of names; ``"x*"`` (a pattern) or one name stays as it is."""
+        return [name.strip() for name in option.split(",")] if "," in option else option.strip()
+
+
+@dataclass(frozen=True)
+class Options:
+    """The accounting options of ``account`` (validated by :func:`_check_options`)."""
+
+    eta: float = 1.0
+    beta0: float = 1.0
+    reward_bound: float = 1.0
+    ridge: float = 2.0
+    norm_bound: float = 1.0
+    variant: str = "corrected"
+    n0: float | None = None
+    k: float | None = None
+    lambda0: float | None = None
+    neighbouring: str = "label"
+    n_arms: int | None = None
+    arm_ids: str | None = None
+    scope: str = "instance"
+    min_count: int | None = None
+    min_eigenvalue: float | None = None
+    max_records: int | None = None
+
+
+def _check_options(setting: Setting, options: Options, actions: Path | None, file_format: str | None) -> None:
+    """Validate the options up front, each error naming the option as typed (never an internal name)."""
+    from dpbandits._core.validation import check_in_interval, check_one_of, check_positive_float
+    from dpbandits.envs.logged import check_n_arms
+
+    o = options
+    check_one_of(o.variant, "--variant", ("corrected", "paper", "tight"))
+    check_one_of(o.neighbouring, "--neighbouring", ("label", "add_remove"))
+    check_one_of(o.scope, "--scope", ("instance", "domain"))
+    check_positive_float(o.eta, "--eta")
+    check_in_interval(o.beta0, "--beta0", 0.0, math.inf, closed="left")
+    check_positive_float(o.reward_bound, "--reward-bound")
+    check_positive_float(o.ridge, "--lambda")
+    check_positive_float(o.norm_bound, "--norm-bound")
+    for value, option in ((o.n0, "--n0"), (o.k, "--k"), (o.lambda0, "--lambda0"), (o.min_eigenvalue, "--min-eigenvalue")):
+        if value is not None:
+            check_positive_float(value, option)
+    for count, option in ((o.min_count, "--min-count"), (o.max_records, "--max-records")):
+        if count is not None and count < 1:
+            raise InvalidParameterError(f"{option} must be an int >= 1; got {count}")
+    if o.n0 is not None and o.k is not None:
+        raise InvalidParameterError(f"give one of --n0 and --k, not both; got --n0 {o.n0!r} and --k {o.k!r}")
+    if o.scope == "domain" and (o.n0 is not None or o.k is not None or o.lambda0 is not None):
+        raise InvalidParameterError(
+            "--scope domain gives pure guarantees only; drop --n0/--k/--lambda0 "
+            f"(got --n0 {o.n0!r}, --k {o.k!r}, --lambda0 {o.lambda0!r})"
+        )
+    if o.n_arms is not None:
+        check_n_arms(o.n_arms, "--n-arms")
+    if file_format is not None:
+        check_one_of(file_format, "--format", ("csv", "parquet"))
+    contextual = (Setting.linear, Setting.rlhf)
+    setting_options: tuple[tuple[str, object, tuple[Setting, ...]], ...] = (
+        ("--n0", o.n0, (Setting.mab,)), ("--k", o.k, (Setting.mab,)), ("--n-arms", o.n_arms, (Setting.mab,)),
+        ("--arm-ids", o.arm_ids, (Setting.mab,)), ("--min-count", o.min_count, (Setting.mab,)),
+        ("--lambda0", o.lambda0, contextual), ("--actions", actions, contextual),
+        ("--min-eigenvalue", o.min_eigenvalue, contextual), ("--max-records", o.max_records, (Setting.linear,)),
+    )
+    for option, given, settings in setting_options:
+        if given is not None and setting not in settings:  # an option silently ignored would mislead
+            raise InvalidParameterError(f"{option} does not apply to {setting.value}; got {option} {given}")
+
+
 def _arm_space(n_arms: int | None, arm_ids: str | None) -> tuple[int, list[int] | None]:
     """The public action space: K, and the arm ids when given as a list (never inferred from data)."""
+    from dpbandits.envs.logged import check_n_arms
+
     if (n_arms is None) == (arm_ids is None):
         raise InvalidParameterError(
             "mab needs the public action space as exactly one of --n-arms K or --arm-ids ID,ID,...; it is never "
             f"inferred from the data; got --n-arms {n_arms!r} and --arm-ids {arm_ids!r}"
         )
     if n_arms is not None:
-        if n_arms < 1:
-            raise InvalidParameterError(f"--n-arms must be an int >= 1; got {n_arms}")
         return n_arms, None
     try:
         ids = [int(part) for part in str(arm_ids).split(",")]
@@ -62,84 +145,87 @@ def _arm_space(n_arms: int | None, arm_ids: str | None) -> tuple[int, list[int] 
     if len(set(ids)) != len(ids) or min(ids) < 0:
         raise InvalidParameterError(
             f"--arm-ids must be a comma-separated list of distinct integers >= 0; got {arm_ids!r}")
+    check_n_arms(max(ids) + 1, "--arm-ids (largest id + 1)")
     return max(ids) + 1, ids
 
 
-def _to_arm_indices(logged: Any, ids: list[int], path: Path) -> Any:
-    """Map the listed arm ids to indices 0..K-1; a record of any other id is an error naming its line."""
-    from dpbandits.envs.offline import LoggedBanditData
+def _mab(data: Path, options: Options, reading: Reading) -> tuple[Any, Any, Any]:
+    """Fit the MAB policy from streamed per-arm statistics; (probabilities, pure, approx)."""
+    from dpbandits.algorithms.offline import KLMABPolicy
+    from dpbandits.envs.readers import read_bandit_statistics
 
-    position = np.full(max(ids) + 1, -1, dtype=np.int64)
-    position[ids] = np.arange(len(ids))
-    mapped = position[logged.actions]
-    unknown = np.flatnonzero(mapped < 0)
-    if unknown.size:
-        record = int(unknown[0])
-        raise InvalidParameterError(
-            f"{path}: line {record + 2}, column 'action': must be one of --arm-ids {ids}; "
-            f"got {int(logged.actions[record])}"
-        )
-    return LoggedBanditData(mapped, logged.rewards, len(ids), logged.reward_bound)
+    o = options
+    n_space, ids = _arm_space(o.n_arms, o.arm_ids)
+    stats = read_bandit_statistics(data, n_arms=n_space, reward_bound=o.reward_bound,
+                                   action_column=reading.action_col, reward_column=reading.reward_col,
+                                   file_format=reading.file_format)
+    counts, sums = stats.counts, stats.reward_sums
+    if ids is not None:  # map the listed ids to 0..K-1; a record of any other id is refused
+        unlisted = np.ones(n_space, dtype=bool)
+        unlisted[ids] = False
+        stray = np.flatnonzero(unlisted & (counts > 0))
+        if stray.size:
+            raise InvalidParameterError(
+                f"--data {data}: column {reading.action_col!r} holds arm id {int(stray[0])}, which is not one of "
+                f"--arm-ids {ids}"
+            )
+        counts, sums = counts[ids], sums[ids]
+    if int(counts.sum()) == 0:
+        raise InvalidParameterError(f"--data {data} holds no records (a header only): no arm has data")
+    mab = KLMABPolicy(len(counts), eta=o.eta, beta0=o.beta0, reward_bound=o.reward_bound, min_count=o.min_count)
+    mab.fit_statistics(counts, sums)
+    pure = mab.guarantee(kind="pure", variant=o.variant, scope=o.scope)
+    approx = (mab.guarantee(kind="approx", variant="corrected" if o.variant == "tight" else o.variant, n0=o.n0, k=o.k)
+              if (o.n0 is not None or o.k is not None) else None)
+    return mab.probabilities(), pure, approx
 
 
-def _account(
-    setting: Setting, data: Path, actions: Path | None, eta: float, beta0: float, reward_bound: float,
-    ridge: float, norm_bound: float, variant: str, n0: float | None, k: float | None,
-    lambda0: float | None, neighbouring: str, n_arms: int | None = None, arm_ids: str | None = None,
-    scope: str = "instance", min_count: int | None = None, min_eigenvalue: float | None = None,
-    max_records: int | None = None,
-) -> tuple[dict[str, Any], list[str]]:
-    from dpbandits.algorithms.offline import KLLinearPolicy, KLMABPolicy, KLRLHFPolicy
-    from dpbandits.envs.offline import (
-        read_action_features_csv,
-        read_logged_bandit_csv,
-        read_logged_contextual_csv,
-        read_preferences_csv,
-    )
+def _contextual(setting: Setting, data: Path, actions: Path | None, options: Options,
+                reading: Reading) -> tuple[Any, Any, Any]:
+    """Fit the linear or RLHF policy and account at the candidates of --actions."""
+    from dpbandits.algorithms.offline import KLLinearPolicy, KLRLHFPolicy
+    from dpbandits.envs.readers import read_action_features, read_logged_contextual, read_preferences
 
-    if scope == "domain" and (n0 is not None or k is not None or lambda0 is not None):
-        raise InvalidParameterError(
-            "--scope domain gives pure guarantees only; drop --n0/--k/--lambda0 "
-            f"(got --n0 {n0!r}, --k {k!r}, --lambda0 {lambda0!r})"
-        )
+    o = options
+    if actions is None:
+        raise InvalidParameterError(f"--actions FILE is required for {setting.value}; got none")
+    features = read_action_features(actions, feature_columns=reading.columns(reading.candidate_cols),
+                                    file_format=reading.file_format)
+    extra: dict[str, Any] = {}
+    if setting is Setting.linear:
+        policy: Any = KLLinearPolicy(eta=o.eta, beta0=o.beta0, ridge=o.ridge, reward_bound=o.reward_bound,
+                                     min_eigenvalue=o.min_eigenvalue, max_records=o.max_records)
+        policy.fit(read_logged_contextual(data, reward_bound=o.reward_bound,
+                                          feature_columns=reading.columns(reading.feature_cols or "x*"),
+                                          reward_column=reading.reward_col, file_format=reading.file_format))
+    else:
+        policy = KLRLHFPolicy(eta=o.eta, beta0=o.beta0, ridge=o.ridge, norm_bound=o.norm_bound,
+                              min_eigenvalue=o.min_eigenvalue)
+        policy.fit(read_preferences(data, feature_columns=reading.columns(reading.feature_cols or "z*"),
+                                    label_column=reading.label_col, file_format=reading.file_format))
+        extra = {"neighbouring": o.neighbouring}
+    pure = policy.guarantee(features, kind="pure", variant=o.variant, scope=o.scope, **extra)
+    approx = (policy.guarantee(features, kind="approx", variant="corrected" if o.variant == "tight" else o.variant,
+                               lambda0=o.lambda0, **extra) if o.lambda0 is not None else None)
+    return policy.probabilities(features), pure, approx
+
+
+def _account(setting: Setting, data: Path, actions: Path | None, options: Options,
+             reading: Reading | None = None) -> tuple[dict[str, Any], list[str]]:
+    reading = reading or Reading()
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PaperVariantWarning)
         if setting is Setting.mab:
-            n_space, ids = _arm_space(n_arms, arm_ids)
-            logged = read_logged_bandit_csv(data, reward_bound=reward_bound, n_arms=n_space)
-            if ids is not None:
-                logged = _to_arm_indices(logged, ids, data)
-            mab = KLMABPolicy(logged.n_arms, eta=eta, beta0=beta0, reward_bound=reward_bound,
-                              min_count=min_count).fit(logged)
-            probabilities = mab.probabilities()
-            pure = mab.guarantee(kind="pure", variant=variant, scope=scope)
-            approx = (mab.guarantee(kind="approx", variant="corrected" if variant == "tight" else variant, n0=n0, k=k)
-                      if (n0 is not None or k is not None) else None)
+            probabilities, pure, approx = _mab(data, options, reading)
         else:
-            if actions is None:
-                raise InvalidParameterError(f"--actions FILE.csv is required for {setting.value}; got none")
-            features = read_action_features_csv(actions)
-            if setting is Setting.linear:
-                policy: Any = KLLinearPolicy(eta=eta, beta0=beta0, ridge=ridge, reward_bound=reward_bound,
-                                             min_eigenvalue=min_eigenvalue, max_records=max_records)
-                policy.fit(read_logged_contextual_csv(data, reward_bound=reward_bound))
-                extra: dict[str, Any] = {}
-            else:
-                policy = KLRLHFPolicy(eta=eta, beta0=beta0, ridge=ridge, norm_bound=norm_bound,
-                                      min_eigenvalue=min_eigenvalue)
-                policy.fit(read_preferences_csv(data))
-                extra = {"neighbouring": neighbouring}
-            probabilities = policy.probabilities(features)
-            pure = policy.guarantee(features, kind="pure", variant=variant, scope=scope, **extra)
-            approx = (policy.guarantee(features, kind="approx", variant="corrected" if variant == "tight" else variant,
-                                     lambda0=lambda0, **extra) if lambda0 is not None else None)
+            probabilities, pure, approx = _contextual(setting, data, actions, options, reading)
     notes.extend(str(w.message) for w in caught if issubclass(w.category, PaperVariantWarning))
     chosen = approx if approx is not None else pure
     result = {
         "setting": setting.value,
-        "variant": variant,
-        "scope": scope,
+        "variant": options.variant,
+        "scope": options.scope,
         "unit": pure.unit,
         "neighbouring": pure.neighbouring.value,
         "per_instance": pure.per_instance,
@@ -168,8 +254,8 @@ def register(app: typer.Typer) -> None:
     @app.command("account")
     def account_command(
         setting: Annotated[Setting, typer.Argument(help="Offline setting: mab, linear or rlhf.")],
-        data: Annotated[Path, typer.Option("--data", help="Logged data CSV (formats above).")],
-        actions: Annotated[Path | None, typer.Option("--actions", help="Candidate features CSV (linear, rlhf).")] = None,
+        data: Annotated[Path, typer.Option("--data", help="Logged data, CSV or Parquet (formats above).")],
+        actions: Annotated[Path | None, typer.Option("--actions", help="Candidate features file (linear, rlhf).")] = None,
         eta: Annotated[float, typer.Option("--eta", help="KL strength eta > 0.")] = 1.0,
         beta0: Annotated[float, typer.Option("--beta0", help="Pessimism beta0 >= 0.")] = 1.0,
         reward_bound: Annotated[float, typer.Option("--reward-bound", help="Reward bound R (mab, linear).")] = 1.0,
@@ -191,27 +277,31 @@ def register(app: typer.Typer) -> None:
             "--min-eigenvalue", help="linear / rlhf add_remove, --scope domain: public floor on lambda_min(Sigma_D).")] = None,
         max_records: Annotated[int | None, typer.Option(
             "--max-records", help="linear, --scope domain: public bound n_max on the number of records.")] = None,
+        action_col: Annotated[str, typer.Option("--action-col", help="mab: column of the arm ids.")] = "action",
+        reward_col: Annotated[str, typer.Option("--reward-col", help="mab, linear: column of the rewards.")] = "reward",
+        label_col: Annotated[str, typer.Option("--label-col", help="rlhf: column of the 0/1 labels.")] = "label",
+        feature_cols: Annotated[str | None, typer.Option("--feature-cols", help="linear, rlhf: feature columns of --data, 'x*' (x0..x{d-1}) or a,b,c (default x* / z*).")] = None,
+        candidate_cols: Annotated[str, typer.Option("--candidate-cols", help="linear, rlhf: feature columns of --actions.")] = "x*",
+        file_format: Annotated[str | None, typer.Option("--format", help="csv or parquet (default: from each file's suffix).")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> None:
         """Fit a KL-regularised offline policy to logged data and print its guarantees.
 
-        CSV formats (a header line, then one record per line; trailing blank lines are ignored): mab: action,reward
-        with the public action space as --n-arms K or --arm-ids ID,ID,... (required, never inferred from the data);
-        linear:
-        x0,...,x{d-1},reward with --actions x0,...,x{d-1} (the candidates at one context); rlhf:
-        z0,...,z{d-1},label (z = phi(x, a1) - phi(x, a2), label 1 if a1 is preferred) with --actions.
-        --scope instance (default) prints per-instance guarantees (they depend on the data and are not worst-case
-        DP guarantees); --scope domain prints ordinary DP over the declared public domain (--min-count;
-        --min-eigenvalue, --max-records).
+        Data: a CSV (UTF-8, header line first) or Parquet file; columns other than those named are
+        ignored. mab: action,reward (--action-col, --reward-col) with the public action space as
+        --n-arms K or --arm-ids ID,ID,... (required, never inferred from the data); linear:
+        x0,...,x{d-1},reward (--feature-cols, --reward-col) with --actions x0,...,x{d-1} (the
+        candidates at one context; --candidate-cols); rlhf: z0,...,z{d-1},label (z = phi(x, a1) -
+        phi(x, a2), label 1 if a1 is preferred; --feature-cols, --label-col) with --actions.
+        --scope instance (default) prints per-instance guarantees (they depend on the data and are not
+        worst-case DP guarantees); --scope domain prints ordinary DP over the declared public domain
+        (--min-count; --min-eigenvalue, --max-records).
         """
-        from dpbandits._core.validation import check_one_of
-
-        check_one_of(variant, "variant", ("corrected", "paper", "tight"))
-        check_one_of(neighbouring, "neighbouring", ("label", "add_remove"))
-        check_one_of(scope, "scope", ("instance", "domain"))
-        result, notes = _account(setting, data, actions, eta, beta0, reward_bound, ridge, norm_bound, variant,
-                                 n0, k, lambda0, neighbouring, n_arms, arm_ids, scope, min_count, min_eigenvalue,
-                                 max_records)
+        options = Options(eta, beta0, reward_bound, ridge, norm_bound, variant, n0, k, lambda0, neighbouring,
+                          n_arms, arm_ids, scope, min_count, min_eigenvalue, max_records)
+        _check_options(setting, options, actions, file_format)
+        reading = Reading(action_col, reward_col, label_col, feature_cols, candidate_cols, file_format)
+        result, notes = _account(setting, data, actions, options, reading)
         if as_json:
             typer.echo(json.dumps({key: _json_number(v) for key, v in result.items()}))
             return

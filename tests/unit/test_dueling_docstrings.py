@@ -8,6 +8,10 @@ from typing import Any
 import pytest
 
 import dpbandits.algorithms.dueling  # noqa: F401  (registers the family)
+from dpbandits.algorithms.dueling.beat_the_mean import BeatTheMean
+from dpbandits.algorithms.dueling.colstim import CoLSTIM
+from dpbandits.algorithms.dueling.copeland_confidence_bound import CopelandConfidenceBound
+from dpbandits.algorithms.dueling.double_thompson import DoubleThompsonSampling
 from dpbandits.algorithms.dueling.dp_ebs_elimination import DPEBSElimination, dp_ebs_guarantee
 from dpbandits.algorithms.dueling.goptimal_dpdb import (
     GOptimalDPDB,
@@ -16,12 +20,15 @@ from dpbandits.algorithms.dueling.goptimal_dpdb import (
 )
 from dpbandits.algorithms.dueling.interleaved_filter import InterleavedFilter
 from dpbandits.algorithms.dueling.ldp_ebs_elimination import LDPEBSElimination
+from dpbandits.algorithms.dueling.maxinp import MaxInP
+from dpbandits.algorithms.dueling.rmed import RMED1
 from dpbandits.algorithms.dueling.rucb import RUCB
 from dpbandits.algorithms.dueling.theory import alg1_heuristic, alg1_upper, thm3_schedule_bound
 from dpbandits.algorithms.registry import list_algorithms
 
 DUELING = [spec for spec in list_algorithms() if spec.family == "dueling"]
 OTHERS: list[Any] = [DPEBSElimination, GOptimalDPDB, LDPEBSElimination, RUCB, InterleavedFilter,
+                     BeatTheMean, RMED1, DoubleThompsonSampling, CopelandConfidenceBound, MaxInP, CoLSTIM,
                      dp_ebs_guarantee, goptimal_dpdb_guarantee, private_logistic_mle,
                      alg1_heuristic, alg1_upper, thm3_schedule_bound]
 

@@ -19,7 +19,7 @@ from dpbandits.algorithms.dueling.dp_ebs_elimination import (
 )
 from dpbandits.algorithms.registry import get_algorithm
 from dpbandits.envs.dueling import finite_instance
-from dpbandits.privacy.counters import TreeNoiseTable, binary_tree_error_bound
+from dpbandits.privacy.counters import TreeNoiseTable, binary_tree_error_bound, tree_levels
 from dpbandits.privacy.guarantees import Neighbouring
 
 
@@ -212,3 +212,47 @@ def test_a_self_duel_must_be_told_with_first_wins() -> None:
     with pytest.raises(InvalidParameterError, match="self-duel"):
         agent.tell(pair, pair[0])
     agent.tell(pair, first_wins=True)
+
+
+@pytest.mark.parametrize(("stats_removal", "counter_epsilon", "check_every", "epsilon"), [
+    ("restart", "whole", 1, 4.0),
+    ("restart", "quarter", 1, math.inf),
+    ("subtract", "quarter", 7, 4.0),
+    ("restart", "whole", 5, 4.0),
+])
+def test_ablations_agree_between_agent_and_simulation(
+    stats_removal: str, counter_epsilon: str, check_every: int, epsilon: float, seed: int
+) -> None:
+    env, horizon, scale = finite_instance("f1"), 3000, 0.2 if math.isinf(epsilon) else 0.02
+    options = {"stats_removal": stats_removal, "check_every": check_every, "conf_scale": scale}
+    metrics = simulate_dp_ebs_elimination(env, n_trials=2, rng=seed, horizon=horizon, epsilon=epsilon,
+                                          counter_epsilon=counter_epsilon, block=256, **options)
+    seq = trial_seed_sequences(seed, 2)[1]
+    agent = DPEBSElimination(env.n_arms, horizon, epsilon, counter_epsilon=counter_epsilon, rng=seq,
+                             insecure_seeded_noise=True, **options)
+    counts = _play_agent(env, agent, env.streams(trial_streams(seq).environment, 1), horizon)
+    assert metrics["reward_regret"][1] == pytest.approx(env.regret_from_pair_counts(counts)["reward_regret"],
+                                                        rel=1e-12)
+    assert len(agent.elimination_rounds) >= 2  # several eliminations (restarts) were exercised
+    assert all(r % check_every == 0 for r in agent.elimination_rounds.values())
+    assert metrics["committed"][1] == float(agent.committed)
+
+
+def test_restart_discards_every_statistic_and_accounts_one_counter_once() -> None:
+    agent = DPEBSElimination(3, 400, 2.0, stats_removal="restart", counter_epsilon="whole", conf_scale=0.05, rng=3,
+                             insecure_seeded_noise=True)
+    while not agent.elimination_rounds:
+        pair = agent.ask()
+        agent.tell(pair, first_wins=pair[0] <= pair[1])
+    # right after the restart every survivor starts from zero with a fresh counter
+    assert np.all(agent._left_counts == 0) and np.all(agent._pair_counts == 0)
+    assert agent._counters.time == 0 and agent._restarts == 1
+    assert agent._counters.scale == pytest.approx(tree_levels(400) / 2.0)  # ε_c = ε
+    assert agent.privacy.epsilon == 2.0 and "restart" in agent.privacy.reason
+    restart = ebs_constants(3, 400, 2.0, stats_removal="restart", counter_epsilon="whole")
+    assert restart.beta == pytest.approx(ebs_constants(3, 400, 2.0).beta / 3)  # β = δ/(2K²T)
+    with pytest.raises(InvalidParameterError, match="counter_epsilon must be 'quarter' or 'half' with "
+                                                    "stats_removal='subtract'"):
+        DPEBSElimination(3, 400, 2.0, counter_epsilon="whole")
+    with pytest.raises(InvalidParameterError, match="check_every must be an int >= 1"):
+        DPEBSElimination(3, 400, 2.0, check_every=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_st
 from dpbandits.algorithms.dueling.goptimal_dpdb import (
     GOptimalDPDB,
     _finish_phase,
+    _lambda_min_condition,
     _plan_phase,
     _settings,
     goptimal_dpdb_guarantee,
@@ -23,21 +25,23 @@ from dpbandits.algorithms.dueling.goptimal_dpdb import (
 from dpbandits.envs.dueling import finite_instance, unit_ball_environment
 
 
-@pytest.mark.parametrize("epsilon", [math.inf, 2.0])
-def test_ask_tell_and_phase_simulation_agree_exactly(epsilon: float, seed: int) -> None:
+@pytest.mark.parametrize(("epsilon", "lambda_min_check"), [(math.inf, "warn"), (2.0, "warn"), (2.0, "enforce")])
+def test_ask_tell_and_phase_simulation_agree_exactly(epsilon: float, lambda_min_check: str, seed: int) -> None:
     env, horizon = finite_instance("f3"), 5_000
-    options = {"play_count_scale": 0.001}
+    options: dict[str, Any] = {"play_count_scale": 0.001, "lambda_min_check": lambda_min_check}
     metrics = simulate_goptimal_dpdb(env, n_trials=2, rng=seed, horizon=horizon, epsilon=epsilon,
                                      feedback="streams", **options)
     seq = trial_seed_sequences(seed, 2)[1]
     feedback = env.streams(trial_streams(seq).environment, 1)
-    agent = GOptimalDPDB(env.features, horizon, epsilon, rng=seq, **options)
+    # the simulation seeds its noise from the trial's noise stream: so must the agent, to agree exactly
+    agent = GOptimalDPDB(env.features, horizon, epsilon, rng=seq, insecure_seeded_noise=True, **options)
     counts = np.zeros((env.n_arms, env.n_arms))
     for _ in range(horizon):
         pair = agent.ask()
         agent.tell(pair, first_wins=feedback.duel(*pair))
         counts[pair] += 1
-    assert len(agent.phases) >= 3  # several phases, eliminations and noise draws were compared
+    # several phases, eliminations and noise draws were compared (enforcing λ_min stretches phase 1 to T)
+    assert len(agent.phases) >= (3 if lambda_min_check == "warn" else 1)
     expected = env.regret_from_pair_counts(counts)["reward_regret"]
     assert metrics["reward_regret"][1] == pytest.approx(expected, rel=1e-12)
 
@@ -118,3 +122,31 @@ def test_play_counts_make_the_lemma7_width_at_most_the_phase_accuracy(epsilon: f
         assert diagnostics["confidence_width"] <= diagnostics["accuracy"] * (1 + 1e-9)
         assert diagnostics["confidence_width"] >= 0.25 * diagnostics["accuracy"]
         assert isinstance(diagnostics["lambda_min_ok"], bool)
+
+
+def test_lambda_min_check_modes() -> None:
+    env = unit_ball_environment([0.6, 0.8], n_points=32)
+    warn, enforce, off = (GOptimalDPDB(env.features, 10**8, 1.0, lambda_min_check=mode, rng=0)
+                          for mode in ("warn", "enforce", "off"))
+    first = warn.phases[0].diagnostics
+    # the paper's schedule misses Li et al.'s condition in phase 1 (spec §9 item 12) ...
+    lambda_min, required = _lambda_min_condition(warn.phases[0].coordinates, warn.phases[0].counts, warn.settings)
+    assert lambda_min < required
+    # ... "enforce" raises N_1 until it holds (the design, hence the ratio, is unchanged) ...
+    forced = enforce.phases[0]
+    lambda_min, required = _lambda_min_condition(forced.coordinates, forced.counts, enforce.settings)
+    assert lambda_min >= required and forced.diagnostics["N_enforcement_factor"] > 1.0
+    assert forced.diagnostics["N"] == pytest.approx(first["N"] * forced.diagnostics["N_enforcement_factor"])
+    capped = GOptimalDPDB(env.features, 200_000, 1.0, lambda_min_check="enforce", rng=0).phases[0]
+    assert capped.diagnostics["N"] == 200_000  # N_ℓ is capped at the horizon
+    # ... and "off" keeps the schedule of "warn" without computing the condition
+    np.testing.assert_array_equal(off.phases[0].counts, warn.phases[0].counts)
+    play = {"warn": warn, "off": off}
+    for mode, agent in play.items():  # finish phase 1: only "warn" records the condition
+        while len(agent.phases) == 1:
+            pair = agent.ask()
+            agent.tell(pair, first_wins=True)
+        assert ("lambda_min_ok" in agent.phases[0].diagnostics) == (mode == "warn")
+    assert warn.phases[0].diagnostics["lambda_min_ok"] is False
+    with pytest.raises(InvalidParameterError, match="lambda_min_check must be one of"):
+        GOptimalDPDB(env.features, 100, 1.0, lambda_min_check="strict")

@@ -163,3 +163,39 @@ def test_swept_environment_parameter_goes_to_the_environment() -> None:
     cells = study.cells()
     assert [c.environment_params for c in cells[::2]] == [{"means": [0.6, 0.5]}, {"means": [0.9, 0.1]}]
     assert all("means" not in c.algorithm_params for c in cells)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"trials": True}, "trials: must be a valid integer, got true"),
+        ({"seed": True}, "seed: must be a valid integer, got true"),
+        ({"trials": "20"}, "trials: must be a valid integer, got '20'"),
+        ({"trials": 20.0}, "trials: must be a valid integer, got 20.0"),
+        ({"chunk_size": False}, "chunk_size: must be a valid integer, got false"),
+        ({"name": 5}, "name: must be a valid string, got 5"),
+        ({"metrics": "success"}, "metrics: must be a valid list, got 'success'"),
+    ],
+)
+def test_top_level_values_are_not_coerced(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(StudyError) as caught:
+        Study.from_mapping(_study(**changes))
+    assert message in str(caught.value)
+
+
+def test_strict_types_in_toml() -> None:
+    for line, message in (("trials = true", "trials: must be a valid integer, got true"),
+                          ('trials = "20"', "trials: must be a valid integer, got '20'"),
+                          ("seed = true", "seed: must be a valid integer, got true")):
+        text = SMOKE.replace("trials = 25", line) if "trials" in line else SMOKE.replace("seed = 3", line)
+        with pytest.raises(StudyError, match=message):
+            parse_study_text(text)
+
+
+def test_a_parameter_given_inline_and_in_params_is_an_error() -> None:
+    data = _study(environment={"name": "bernoulli", "means": [0.7, 0.5], "params": {"means": [0.6, 0.5]}},
+                  grid={"budget": [20], "parameters": {"budget": [40]}})
+    with pytest.raises(StudyError) as caught:
+        Study.from_mapping(data)
+    assert "environment.means: must be given once, inline or in params, got both" in str(caught.value)
+    assert "grid.budget: must be given once, inline or in parameters, got both" in str(caught.value)

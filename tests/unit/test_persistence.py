@@ -24,10 +24,16 @@ from dpbandits.algorithms.bai.dp_od import DPOD
 from dpbandits.algorithms.bai.od_linbai import ODLinBAI
 from dpbandits.algorithms.bai.phased import PhasedAgent
 from dpbandits.algorithms.bai.sequential_halving import SequentialHalving
+from dpbandits.algorithms.dueling.beat_the_mean import BeatTheMean
+from dpbandits.algorithms.dueling.colstim import CoLSTIM
+from dpbandits.algorithms.dueling.copeland_confidence_bound import CopelandConfidenceBound
+from dpbandits.algorithms.dueling.double_thompson import DoubleThompsonSampling
 from dpbandits.algorithms.dueling.dp_ebs_elimination import DPEBSElimination
 from dpbandits.algorithms.dueling.goptimal_dpdb import GOptimalDPDB
 from dpbandits.algorithms.dueling.interleaved_filter import InterleavedFilter
 from dpbandits.algorithms.dueling.ldp_ebs_elimination import LDPEBSElimination
+from dpbandits.algorithms.dueling.maxinp import MaxInP
+from dpbandits.algorithms.dueling.rmed import RMED1
 from dpbandits.algorithms.dueling.rucb import RUCB
 from dpbandits.privacy.counters import BinaryTreeCounter
 from dpbandits.privacy.noise import SecureNoise
@@ -70,6 +76,15 @@ AGENTS: dict[str, tuple[Callable[[], Any], Callable[[Any, int], Any], int]] = {
     "goptimal-dpdb": (lambda: GOptimalDPDB(FEATURES, 300, 2.0, rng=3, insecure_seeded_noise=True,
                                            play_count_scale=0.01), _dueling_step, 300),
     "rucb": (lambda: RUCB(4, 300, rng=3), _dueling_step, 300),
+    "beat-the-mean": (lambda: BeatTheMean(4, 300, rng=3), _dueling_step, 300),
+    "rmed1": (lambda: RMED1(4, 300), _dueling_step, 300),
+    "double-thompson-sampling": (lambda: DoubleThompsonSampling(4, 300, rng=3), _dueling_step, 300),
+    "copeland-confidence-bound": (lambda: CopelandConfidenceBound(4, 300, rng=3), _dueling_step, 300),
+    "maxinp": (lambda: MaxInP(FEATURES[:4], 300, confidence_scale=0.05, rng=3), _dueling_step, 300),
+    "colstim": (lambda: CoLSTIM(FEATURES[:4], 300, rng=3), _dueling_step, 300),
+    "dp-ebs-restart": (lambda: DPEBSElimination(4, 300, 2.0, rng=3, insecure_seeded_noise=True, conf_scale=0.05,
+                                                stats_removal="restart", counter_epsilon="whole", check_every=3),
+                       _dueling_step, 300),
     "interleaved-filter": (lambda: InterleavedFilter(4, 300, rng=3), _dueling_step, 300),
 }
 

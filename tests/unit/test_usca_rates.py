@@ -35,3 +35,18 @@ def test_fit_prefers_the_prior_art_shape_when_it_generated_the_data():
 def test_inputs_are_validated():
     with pytest.raises(InvalidParameterError, match="same length"):
         fit_error_rate([1.0, 2.0], [1.0], [1.0, 1.0], [0.1, 0.2])
+
+
+def test_two_coefficient_nnls_matches_scipy(rng):
+    from scipy.optimize import nnls
+
+    from dpbandits.algorithms.kernel.rates import _relative_nnls
+
+    for _ in range(200):
+        n = int(rng.integers(3, 12))
+        design = np.abs(rng.standard_normal((n, 2))) * rng.random(2) * 10
+        design[rng.random(n) < 0.3, 1] = 0.0  # ε = ∞ rows have no privacy term
+        target, scale = rng.standard_normal(n) + 3 * rng.random(), rng.random(n) + 0.1
+        (ours,), _ = _relative_nnls(design, target, scale)
+        reference, _ = nnls(design / scale[:, None], target / scale)
+        np.testing.assert_allclose(ours, reference, atol=1e-10)

@@ -131,3 +131,81 @@ def test_greedy_information_gain(seed):
     exact = resolve_gamma("greedy", horizon=50, tau=1.0, action_dim=1, dim=2, kernel=SE,
                           context_generator=uniform_contexts, rng=seed)
     assert 1.0 < exact < 50.0
+
+
+class _CountingFeatures:
+    """A feature map that counts its transforms (to see whether the Gram cache recomputed)."""
+
+    def __init__(self, inner, tag: str = "") -> None:
+        self.inner, self.calls, self.tag = inner, 0, tag
+        self.dim, self.max_diag = inner.dim, inner.max_diag
+
+    def transform(self, points, dtype=np.float64):
+        self.calls += 1
+        return self.inner.transform(points, dtype=dtype)
+
+    def distance_bound(self, radius):
+        return self.inner.distance_bound(radius)
+
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint() + self.tag
+
+
+def test_gram_cache_is_keyed_by_content(seed):
+    from dpbandits.algorithms.kernel.surrogate import clear_gram_cache
+
+    clear_gram_cache()
+    features = _CountingFeatures(quadrature_fourier_features(SE, 2, nodes_per_axis=6))
+    first = accumulate_feature_gram(features, ApproximatingSet(3000, 1, uniform_contexts, seed), chunk_size=500)
+    calls = features.calls
+    # a new set object with the same coins and generator: the same points, so a hit (no transform)
+    again = accumulate_feature_gram(features, ApproximatingSet(3000, 1, uniform_contexts, seed), chunk_size=500)
+    assert features.calls == calls
+    np.testing.assert_array_equal(first, again)
+    again[0, 0] += 1.0  # a hit hands out a copy: the cached value is unchanged
+    np.testing.assert_array_equal(accumulate_feature_gram(features, ApproximatingSet(3000, 1, uniform_contexts, seed),
+                                                          chunk_size=500), first)
+    # the same coins through another generator are other points: a miss, and another Gram sum
+    other = accumulate_feature_gram(features, ApproximatingSet(3000, 1, lambda n, gen: 0.5 * gen.random((n, 1)), seed),
+                                    chunk_size=500)
+    assert features.calls > calls and not np.allclose(other, first)
+    # another feature map (fingerprint), precision or chunking: a miss
+    for kwargs, fmap in [({}, _CountingFeatures(features.inner, tag="x")), ({"precision": "float32"}, features),
+                         ({"chunk_size": 400}, features)]:
+        before = fmap.calls
+        accumulate_feature_gram(fmap, ApproximatingSet(3000, 1, uniform_contexts, seed),
+                                **{"chunk_size": 500, **kwargs})
+        assert fmap.calls > before
+    before = features.calls
+    uncached = accumulate_feature_gram(features, ApproximatingSet(3000, 1, uniform_contexts, seed), chunk_size=500,
+                                       cache=False)
+    assert features.calls > before
+    np.testing.assert_allclose(uncached, first, rtol=1e-12)
+    clear_gram_cache()
+
+
+def test_usca_at_several_epsilons_builds_the_gram_sum_once(seed, monkeypatch):
+    from dpbandits.algorithms.kernel import features, surrogate
+    from dpbandits.algorithms.kernel.usca import USCA
+
+    surrogate.clear_gram_cache()
+    env = KernelBanditEnvironment(function_seed=1)
+    accumulations = []  # float32 transforms: only the Gram accumulation (precision="float32") makes them
+    original = features.TrigonometricFeatures.transform
+
+    def spy(self, points, dtype=np.float64):
+        if dtype == np.float32:
+            accumulations.append(len(points))
+        return original(self, points, dtype)
+
+    monkeypatch.setattr(features.TrigonometricFeatures, "transform", spy)
+    agents, built = [], []
+    for eps in (0.5, 2.0):
+        before = len(accumulations)
+        agents.append(USCA(horizon=200, epsilon=eps, reward_bound=1.5, kernel=env.kernel,
+                           context_generator=env.sample_contexts, n_features=8, rng=seed))
+        built.append(len(accumulations) > before)
+    assert built == [True, False]
+    np.testing.assert_array_equal(agents[0].surrogate._chol, agents[1].surrogate._chol)
+    assert agents[0].sensitivity == agents[1].sensitivity
+    surrogate.clear_gram_cache()

@@ -9,6 +9,7 @@ import pytest
 
 from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.validation import (
+    check_arm,
     check_array,
     check_bounded_array,
     check_delta,
@@ -19,6 +20,7 @@ from dpbandits._core.validation import (
     check_one_of,
     check_positive_float,
     check_probability_vector,
+    check_real,
     check_sensitivity,
 )
 
@@ -88,8 +90,25 @@ def test_array_checks() -> None:
     with pytest.raises(InvalidParameterError, match="x must be finite; got nan at flat index 1"):
         check_array([0.0, math.nan], "x")
     assert np.isinf(check_array([math.inf], "x", finite=False)).all()
-    with pytest.raises(InvalidParameterError, match="x must be array-like"):
+    with pytest.raises(InvalidParameterError, match="x must be numeric; got text"):
         check_array(["a"], "x")
+    with pytest.raises(InvalidParameterError, match="x must be numeric; got text"):
+        check_array(["0.5"], "x")  # never a silent coercion of text
+    with pytest.raises(InvalidParameterError, match="x must be numeric; got booleans"):
+        check_array([True, False], "x")
+    with pytest.raises(InvalidParameterError, match="x must be array-like"):
+        check_array([[1.0], [1.0, 2.0]], "x")  # ragged
+
+
+def test_real_and_arm_checks_refuse_coercions() -> None:
+    assert check_real(np.float32(0.5), "reward") == 0.5 and check_real(2, "reward") == 2.0
+    for bad in (True, "0.5", None, [0.5], np.array([0.5]), math.nan, math.inf):
+        with pytest.raises(InvalidParameterError, match="reward must be a"):
+            check_real(bad, "reward")
+    assert check_arm(np.int64(2), "arm", 3) == 2
+    for bad in (True, 1.0, "1", None, -1, 3):
+        with pytest.raises(InvalidParameterError, match="arm must be an"):
+            check_arm(bad, "arm", 3)
 
 
 def test_bounded_array_errors_unless_clipping_asked() -> None:

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpbandits._core.errors import InvalidParameterError
 
 __all__ = [
+    "check_arm",
     "check_array",
     "check_bounded_array",
     "check_delta",
@@ -28,6 +29,7 @@ __all__ = [
     "check_one_of",
     "check_positive_float",
     "check_probability_vector",
+    "check_real",
     "check_sensitivity",
 ]
 
@@ -150,8 +152,17 @@ def check_array(
         Refuse NaN and ±inf (for float arrays).
     """
     try:
-        arr = np.asarray(value, dtype=dtype)
-    except (TypeError, ValueError) as exc:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # ragged nesting, unconvertible objects
+        raise InvalidParameterError(f"{name} must be array-like of {dtype}; got {value!r}") from exc
+    numeric_target = dtype is not None and np.dtype(dtype).kind in "iufc"
+    if numeric_target and (raw.dtype.kind in "USb" or (raw.dtype.kind == "O" and any(
+            isinstance(v, str | bytes | bool | np.bool_) for v in raw.ravel()))):
+        # never coerce text ("0.5") or booleans into numbers silently
+        raise InvalidParameterError(f"{name} must be numeric; got {(raw.dtype.kind == 'b' and 'booleans') or 'text'}: {value!r}")
+    try:
+        arr = np.asarray(raw, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidParameterError(f"{name} must be array-like of {dtype}; got {value!r}") from exc
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else ndim
@@ -205,3 +216,26 @@ def check_probability_vector(value: ArrayLike, name: str, *, atol: float = 1e-9)
     if abs(total - 1.0) > atol:
         raise InvalidParameterError(f"{name} must sum to 1 (within {atol}); got sum {total!r}")
     return p
+
+
+def check_real(value: Any, name: str) -> float:
+    """Return a finite real number: an int or float (NumPy's too); no bool, no text, no NaN or ±inf.
+
+    For values a caller reports (a reward, a context coordinate): nothing is coerced silently.
+    """
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.integer | np.floating):
+        raise InvalidParameterError(f"{name} must be a real number; got {type(value).__name__} {value!r}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise InvalidParameterError(f"{name} must be a finite real number; got {x!r}")
+    return x
+
+
+def check_arm(value: Any, name: str, n_arms: int) -> int:
+    """Return an arm index: an int (NumPy's too; no bool, no float, no text) in [0, n_arms)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise InvalidParameterError(f"{name} must be an int arm index; got {type(value).__name__} {value!r}")
+    v = int(value)
+    if not 0 <= v < n_arms:
+        raise InvalidParameterError(f"{name} must be an arm index in [0, {n_arms}); got {v}")
+    return v

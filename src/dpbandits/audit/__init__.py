@@ -8,6 +8,9 @@
   (:func:`epsilon_lower_bound`).
 * :mod:`dpbandits.audit.floating_point` — the floating-point (low-order bits) attack on released
   values of two neighbours (:func:`float_attack`).
+* :mod:`dpbandits.audit.transcript` — for adaptive algorithms that release through Laplace-type
+  noise: the exact log-density ratio of one run's transcript and its supremum over the noise, by
+  recording the releases and replaying them on a neighbour (:func:`compare_transcripts`).
 
 A violation found by either auditor is evidence against the claim (exact: a counterexample;
 statistical: at the stated confidence). Passing is evidence, not proof, unless the neighbouring
@@ -37,16 +40,21 @@ from dpbandits.audit.statistical import (
     select_events,
     threshold_events,
 )
+from dpbandits.audit.transcript import RecordingNoise, ReplayNoise, TranscriptComparison, compare_transcripts
 
 __all__ = [
     "ExactAuditReport",
     "FloatAttackReport",
     "LaplaceDistribution",
     "OutcomeEvent",
+    "RecordingNoise",
+    "ReplayNoise",
     "StatisticalAuditReport",
     "ThresholdEvent",
+    "TranscriptComparison",
     "audit_exact",
     "clopper_pearson",
+    "compare_transcripts",
     "delta_for_epsilon",
     "delta_for_epsilon_batch",
     "epsilon_lower_bound",

@@ -16,8 +16,9 @@ and a way to observe the algorithm's release on an input:
 * ``transcript_loss(data, neighbour, n, rng)``: for adaptive algorithms whose output law is not
   enumerable (continual counters inside an elimination loop), ``n`` sampled runs on ``data`` and, per
   run, the supremum over the noise of the exact log-density ratio of the released transcript between
-  the two inputs with the run's public choices held fixed — the quantity the privacy proof bounds.
-  The case passes when every run's supremum is at most ε.
+  the two inputs with the run's public choices held fixed — the quantity the privacy proof bounds
+  (:func:`~dpbandits.audit.transcript.compare_transcripts` computes it by recording a run's releases
+  and replaying them on the neighbour). The case passes when every run's supremum is at most ε.
 
 A case passes when no audit refutes its claim on any pair. *Negative controls* are cases with
 ``broken=True``: deliberately broken variants (noise scaled from the data, noise added in NumPy
@@ -106,8 +107,9 @@ class PrivacyCase:
         must hold between that input and its neighbour, in both directions of the ratio).
     pairs : sequence of NeighbourPair
     distribution : callable, optional
-        ``input -> log-probabilities`` over a finite output set, the same ordered set for every input
-        of the case (exact audit).
+        ``input -> log-probabilities`` over a finite output set, the same ordered set for the two
+        inputs of each pair (exact audit; a pair may carry its own output set, for example the
+        intervals of a sufficient one-dimensional projection of a continuous release).
     sample : callable, optional
         ``(input, n, rng) -> releases`` of shape (n, ...) (statistical audit).
     statistic : callable, optional
@@ -166,6 +168,7 @@ class PairReport:
     epsilon_lower_bound: float | None = None
     float_attack_cells: int | None = None
     transcript_loss: float | None = None
+    exact_delta: float | None = None
 
     @property
     def refuted(self) -> bool:
@@ -180,8 +183,10 @@ class PairReport:
 
     def __str__(self) -> str:
         parts = [f"claim ({self.epsilon_claimed:.4g}, {self.delta_claimed:.3g})"]
-        if self.exact_loss is not None:
+        if self.exact_loss is not None and self.delta_claimed == 0.0:
             parts.append(f"exact loss {self.exact_loss:.4g}{'' if self.exact_passed else ' REFUTES'}")
+        elif self.exact_delta is not None:  # an (ε, δ) claim is audited by δ(ε)
+            parts.append(f"exact δ(ε) {self.exact_delta:.3g}{'' if self.exact_passed else ' REFUTES'}")
         if self.epsilon_lower_bound is not None:
             parts.append(f"eps_lb {self.epsilon_lower_bound:.4g}")
         if self.transcript_loss is not None:
@@ -261,11 +266,12 @@ def run_privacy_case(case: PrivacyCase, rng: RNGLike = None) -> CaseReport:
     reports = []
     for pair, gen in zip(case.pairs, generators, strict=True):
         claim = case.claim_at(pair.data)
-        exact_loss, exact_passed, eps_lb, cells = None, None, None, None
+        exact_loss, exact_delta, exact_passed, eps_lb, cells = None, None, None, None, None
         if case.distribution is not None:  # audit_exact checks both directions of the ratio
             exact = audit_exact(case.distribution, [(pair.data, pair.neighbour)], epsilon=claim.epsilon,
                                 delta=claim.delta, log=True)
             exact_loss, exact_passed = float(exact.max_log_ratio), bool(exact.passed)
+            exact_delta = float(exact.delta_at_epsilon)
         if case.sample is not None and math.isfinite(claim.epsilon):
             eps_lb, cells = _statistical(case, pair, claim, gen)
         transcript = None
@@ -273,7 +279,7 @@ def run_privacy_case(case: PrivacyCase, rng: RNGLike = None) -> CaseReport:
             losses = np.asarray(case.transcript_loss(pair.data, pair.neighbour, case.n_samples, gen), dtype=float)
             transcript = float(np.max(losses)) if losses.size else 0.0
         reports.append(PairReport(pair.label, claim.epsilon, claim.delta, exact_loss, exact_passed, eps_lb, cells,
-                                  transcript))
+                                  transcript, exact_delta))
     return CaseReport(case, reports)
 
 

@@ -29,7 +29,7 @@ from dpbandits._core.errors import DependencyNotInstalledError, InvalidParameter
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_one_of
-from dpbandits.envs.offline import LoggedContextualData
+from dpbandits.envs.logged import LoggedContextualData
 from dpbandits.envs.registry import register_environment
 
 __all__ = [
@@ -166,7 +166,7 @@ def load_supervised_bandit(
     bunch = _loader(name)()
     x = np.asarray(bunch.data, dtype=np.float64)
     y = np.asarray(bunch.target, dtype=np.int64)
-    k = int(y.max()) + 1
+    k = len(bunch.target_names)  # K from the public list of classes, not from the labels seen
     gen = as_generator(rng)
     order = gen.permutation(y.size)
     n_public = max(1, round(frac * y.size))

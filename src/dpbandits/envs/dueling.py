@@ -28,6 +28,7 @@ Regret (spec §1.4): per round 2·r(x*) − r(x_t) − r(y_t) (``reward_regret``
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -505,11 +506,13 @@ def _make_utility(features: Any, theta: Any, link: str = "logistic") -> UtilityD
     return UtilityDuelingEnvironment(features, theta, link=link, name="utility")
 
 
-def _make_instance(name: str, link: str = "logistic") -> Callable[..., UtilityDuelingEnvironment]:
-    def factory(n_arms: int = 8, link: str = link) -> UtilityDuelingEnvironment:
-        return finite_instance(name, n_arms=n_arms, link=link)
+def _make_instance(name: str) -> Callable[..., UtilityDuelingEnvironment]:
+    # a partial of a module-level function, not a closure: the runner's process backend pickles it
+    return functools.partial(_instance_factory, name)
 
-    return factory
+
+def _instance_factory(name: str, n_arms: int = 8, link: str = "logistic") -> UtilityDuelingEnvironment:
+    return finite_instance(name, n_arms=n_arms, link=link)
 
 
 register_environment(

@@ -1,32 +1,24 @@
-"""Logged (offline) bandit data: validated containers and synthetic generators.
+"""Synthetic logged (offline) bandit data and the study environments that draw it.
 
-Three kinds of logged data feed the KL-regularised offline policies
-(``specs/spec_kl_regularization.md`` §2):
+The generators draw the logged data of :mod:`dpbandits.envs.logged` from known ground truths
+(Bernoulli arms, a linear model, the Bradley–Terry model with the *standard* logistic
+σ(t) = 1/(1 + e^{−t}); the paper's printed σ(exp(r¹) − exp(r²)) is a typo, spec §7 items 1–2). Each
+takes ``rng`` and documents the order in which it draws.
 
-* :class:`LoggedBanditData` — multi-armed bandit records ``(a_i, r_i)`` with ``r_i ∈ [0, R]``;
-* :class:`LoggedContextualData` — linear contextual records ``(φ(x_i, a_i), r_i)`` with
-  ``‖φ‖ ≤ 1`` and ``r_i ∈ [0, R]``;
-* :class:`PreferenceData` — RLHF comparisons ``(φ(x_i, a¹_i), φ(x_i, a²_i), y_i)`` with
-  ``y_i = 1[a¹_i ≻ a²_i]``; the policies use the feature differences ``z_i = φ(a¹) − φ(a²)``.
-
-The generators draw such data from known ground truths (Bernoulli arms, a linear model, the
-Bradley–Terry model with the *standard* logistic σ(t) = 1/(1 + e^{−t}); the paper's printed
-σ(exp(r¹) − exp(r²)) is a typo, spec §7 items 1–2). Each takes ``rng`` and documents the order in
-which it draws.
+The containers (:mod:`dpbandits.envs.logged`) and the readers' earlier names
+(:mod:`dpbandits.envs.readers`: CSV, Parquet, DataFrames) are re-exported here for existing callers.
 """
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpbandits._core.errors import DataFormatError, InvalidParameterError
+from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike, as_generator
-from dpbandits._core.typing import FloatArray, IntArray
+from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
     check_array,
     check_bounded_array,
@@ -34,6 +26,19 @@ from dpbandits._core.validation import (
     check_one_of,
     check_positive_float,
     check_probability_vector,
+)
+from dpbandits.envs.logged import (
+    FEATURE_NORM_TOLERANCE,
+    LoggedBanditData,
+    LoggedContextualData,
+    PreferenceData,
+    check_feature_norms,
+)
+from dpbandits.envs.readers import (  # their earlier home; new code imports dpbandits.envs.readers
+    read_action_features_csv,
+    read_logged_bandit_csv,
+    read_logged_contextual_csv,
+    read_preferences_csv,
 )
 from dpbandits.envs.registry import register_environment
 
@@ -55,200 +60,6 @@ __all__ = [
     "simulate_logged_contextual",
     "simulate_preferences",
 ]
-
-FEATURE_NORM_TOLERANCE = 1e-9
-"""Slack allowed on ``‖φ‖ ≤ bound`` (spec §2.2: validate with a small tolerance)."""
-
-
-def check_feature_norms(features: ArrayLike, name: str, bound: float = 1.0) -> FloatArray:
-    """Return a 2-d float array whose rows have Euclidean norm ``≤ bound·(1 + 1e-9)``.
-
-    Parameters
-    ----------
-    features : array_like of shape (n, d)
-    name : str
-        Parameter name used in error messages.
-    bound : float, default 1
-        The norm bound (1 for features, 2 for RLHF feature differences).
-
-    Raises
-    ------
-    InvalidParameterError
-        If a row is too long; the message names the row.
-    """
-    arr = check_array(features, name, ndim=2, allow_empty=True)
-    norms = np.sqrt(np.einsum("ij,ij->i", arr, arr))
-    too_long = norms > bound * (1.0 + FEATURE_NORM_TOLERANCE)
-    if np.any(too_long):
-        row = int(np.flatnonzero(too_long)[0])
-        raise InvalidParameterError(
-            f"rows of {name} must have Euclidean norm <= {bound}; got {float(norms[row])!r} in row {row}"
-        )
-    return np.asarray(arr, dtype=np.float64)
-
-
-@dataclass(frozen=True)
-class LoggedBanditData:
-    """Logged multi-armed bandit data ``D = {(a_i, r_i)}``.
-
-    Parameters
-    ----------
-    actions : array_like of int, shape (n,)
-        Arm pulled in each record, in ``[0, n_arms)``.
-    rewards : array_like of float, shape (n,)
-        Observed rewards, in ``[0, reward_bound]``.
-    n_arms : int
-        K >= 1.
-    reward_bound : float, default 1
-        R > 0.
-    clip : bool, default False
-        Clip rewards into ``[0, R]`` instead of raising.
-    """
-
-    actions: IntArray
-    rewards: FloatArray
-    n_arms: int
-    reward_bound: float = 1.0
-
-    def __init__(
-        self,
-        actions: ArrayLike,
-        rewards: ArrayLike,
-        n_arms: int,
-        reward_bound: float = 1.0,
-        *,
-        clip: bool = False,
-    ) -> None:
-        k = check_int(n_arms, "n_arms", minimum=1)
-        bound = check_positive_float(reward_bound, "reward_bound")
-        acts = check_array(actions, "actions", ndim=1, dtype=None, allow_empty=True)
-        if acts.size and acts.dtype.kind not in "iu":
-            if acts.dtype.kind == "f" and np.all(np.isfinite(acts)) and np.all(acts == np.round(acts)):
-                acts = acts.astype(np.int64)
-            else:
-                raise InvalidParameterError(f"actions must be integers; got dtype {acts.dtype}")
-        acts = acts.astype(np.int64, copy=False)
-        if acts.size and (acts.min() < 0 or acts.max() >= k):
-            bad = int(np.flatnonzero((acts < 0) | (acts >= k))[0])
-            raise InvalidParameterError(
-                f"actions must lie in [0, {k}); got {int(acts[bad])} in record {bad}"
-            )
-        rew = check_bounded_array(rewards, "rewards", 0.0, bound, clip=clip, ndim=1, allow_empty=True)
-        if rew.shape != acts.shape:
-            raise InvalidParameterError(
-                f"rewards must have the shape of actions {acts.shape}; got {rew.shape}"
-            )
-        object.__setattr__(self, "actions", acts)
-        object.__setattr__(self, "rewards", rew)
-        object.__setattr__(self, "n_arms", k)
-        object.__setattr__(self, "reward_bound", bound)
-
-    @property
-    def n_records(self) -> int:
-        """Number of logged records n."""
-        return int(self.actions.shape[0])
-
-    def counts(self) -> IntArray:
-        """N(a; D), the number of records of each arm."""
-        return np.bincount(self.actions, minlength=self.n_arms).astype(np.int64)
-
-    def reward_sums(self) -> FloatArray:
-        """S(a; D), the sum of the rewards of each arm."""
-        return np.bincount(self.actions, weights=self.rewards, minlength=self.n_arms).astype(np.float64)
-
-
-@dataclass(frozen=True)
-class LoggedContextualData:
-    """Logged linear contextual bandit data ``D = {(φ(x_i, a_i), r_i)}``.
-
-    Parameters
-    ----------
-    features : array_like, shape (n, d)
-        φ(x_i, a_i), rows of Euclidean norm ≤ 1.
-    rewards : array_like, shape (n,)
-        Rewards in ``[0, reward_bound]``.
-    reward_bound : float, default 1
-        R > 0.
-    clip : bool, default False
-        Clip rewards into ``[0, R]`` instead of raising.
-    """
-
-    features: FloatArray
-    rewards: FloatArray
-    reward_bound: float = 1.0
-
-    def __init__(
-        self, features: ArrayLike, rewards: ArrayLike, reward_bound: float = 1.0, *, clip: bool = False
-    ) -> None:
-        bound = check_positive_float(reward_bound, "reward_bound")
-        phi = check_feature_norms(features, "features")
-        rew = check_bounded_array(rewards, "rewards", 0.0, bound, clip=clip, ndim=1, allow_empty=True)
-        if rew.shape[0] != phi.shape[0]:
-            raise InvalidParameterError(
-                f"rewards must have one entry per row of features ({phi.shape[0]}); got {rew.shape[0]}"
-            )
-        object.__setattr__(self, "features", phi)
-        object.__setattr__(self, "rewards", rew)
-        object.__setattr__(self, "reward_bound", bound)
-
-    @property
-    def n_records(self) -> int:
-        """Number of logged records n."""
-        return int(self.features.shape[0])
-
-    @property
-    def dimension(self) -> int:
-        """Feature dimension d."""
-        return int(self.features.shape[1])
-
-
-@dataclass(frozen=True)
-class PreferenceData:
-    """Pairwise preference data ``D = {(z_i, y_i)}`` with ``z_i = φ(x_i, a¹_i) − φ(x_i, a²_i)``.
-
-    Parameters
-    ----------
-    feature_differences : array_like, shape (n, d)
-        z_i, rows of Euclidean norm ≤ 2 (each φ has norm ≤ 1).
-    labels : array_like of {0, 1}, shape (n,)
-        y_i = 1 when the first response is preferred.
-    """
-
-    feature_differences: FloatArray
-    labels: FloatArray
-
-    def __init__(self, feature_differences: ArrayLike, labels: ArrayLike) -> None:
-        z = check_feature_norms(feature_differences, "feature_differences", bound=2.0)
-        y = check_array(labels, "labels", ndim=1, allow_empty=True)
-        not_binary = (y != 0.0) & (y != 1.0)
-        if np.any(not_binary):
-            row = int(np.flatnonzero(not_binary)[0])
-            raise InvalidParameterError(f"labels must be 0 or 1; got {float(y[row])!r} in row {row}")
-        if y.shape[0] != z.shape[0]:
-            raise InvalidParameterError(
-                f"labels must have one entry per row of feature_differences ({z.shape[0]}); got {y.shape[0]}"
-            )
-        object.__setattr__(self, "feature_differences", z)
-        object.__setattr__(self, "labels", y)
-
-    @classmethod
-    def from_pairs(cls, first: ArrayLike, second: ArrayLike, labels: ArrayLike) -> PreferenceData:
-        """Build from the features of both responses (rows of norm ≤ 1 each)."""
-        phi1 = check_feature_norms(first, "first")
-        phi2 = check_feature_norms(second, "second")
-        if phi1.shape != phi2.shape:
-            raise InvalidParameterError(f"second must have the shape of first {phi1.shape}; got {phi2.shape}")
-        return cls(phi1 - phi2, labels)
-
-    @property
-    def n_records(self) -> int:
-        """Number of comparisons n."""
-        return int(self.labels.shape[0])
-
-    @property
-    def dimension(self) -> int:
-        """Feature dimension d."""
-        return int(self.feature_differences.shape[1])
 
 
 def logging_distribution(n_arms: int, logging: str | ArrayLike = "balanced") -> FloatArray:
@@ -389,135 +200,6 @@ def simulate_preferences(
     return PreferenceData(z, labels)
 
 
-
-# ---------------------------------------------------------------------------------------- CSV
-# Documented formats (a header line, then one record per line; extra columns are an error):
-#   MAB:          action,reward                     action an int in [0, K), reward in [0, R]
-#   linear:       x0,...,x{d-1},reward              ‖x‖ <= 1, reward in [0, R]
-#   RLHF:         z0,...,z{d-1},label               z = φ(x, a¹) − φ(x, a²), ‖z‖ <= 2, label 0 or 1
-#   actions:      x0,...,x{d-1}                     candidate features φ(x, a) at one context, ‖x‖ <= 1
-
-
-def _read_numeric_csv(path: str | Path, expected: list[str] | None, prefix: str | None,
-                      tail: list[str]) -> tuple[list[str], FloatArray]:
-    """Read a numeric CSV; columns are ``expected`` or ``prefix0..prefix{d-1}`` followed by ``tail``."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataFormatError(f"{file}: cannot read the file ({exc.strerror})") from None
-    rows = list(csv.reader(text.splitlines()))
-    if not rows or not rows[0]:
-        raise DataFormatError(f"{file}: line 1: missing header (expected columns {expected or prefix})")
-    header = [h.strip() for h in rows[0]]
-    if expected is not None:
-        if header != expected:
-            raise DataFormatError(f"{file}: line 1: header must be {','.join(expected)}; got {','.join(header)}")
-    else:
-        n_lead = len(header) - len(tail)
-        lead = [f"{prefix}{j}" for j in range(max(n_lead, 0))]
-        if n_lead < 1 or header != lead + tail:
-            want = ",".join([f"{prefix}0", "...", f"{prefix}{{d-1}}", *tail])
-            raise DataFormatError(f"{file}: line 1: header must be {want}; got {','.join(header)}")
-    while len(rows) > 1 and not any(cell.strip() for cell in rows[-1]):
-        rows.pop()  # trailing blank lines are not records (a blank line inside the data still is an error)
-    values = np.empty((len(rows) - 1, len(header)))
-    for line, row in enumerate(rows[1:], start=2):
-        if len(row) != len(header):
-            raise DataFormatError(f"{file}: line {line}: expected {len(header)} columns; got {len(row)}")
-        for col, (name, cell) in enumerate(zip(header, row, strict=True)):
-            try:
-                values[line - 2, col] = float(cell)
-            except ValueError:
-                raise DataFormatError(
-                    f"{file}: line {line}, column {name!r}: cannot parse {cell!r} as a number"
-                ) from None
-            if not np.isfinite(values[line - 2, col]):
-                raise DataFormatError(f"{file}: line {line}, column {name!r}: value must be finite; got {cell!r}")
-    return header, values
-
-
-def _check_column(file: str | Path, header: list[str], values: FloatArray, name: str, ok: np.ndarray,
-                  constraint: str) -> None:
-    bad = np.flatnonzero(~ok)
-    if bad.size:
-        row = int(bad[0])
-        raise DataFormatError(
-            f"{file}: line {row + 2}, column {name!r}: {constraint}; got {float(values[row, header.index(name)])!r}"
-        )
-
-
-def _check_norms(file: str | Path, header: list[str], block: FloatArray, bound: float, prefix: str) -> None:
-    norms = np.linalg.norm(block, axis=1)
-    ok = norms <= bound * (1.0 + FEATURE_NORM_TOLERANCE)
-    bad = np.flatnonzero(~ok)
-    if bad.size:
-        raise DataFormatError(
-            f"{file}: line {int(bad[0]) + 2}, columns {prefix}0..{prefix}{block.shape[1] - 1}: "
-            f"Euclidean norm must be <= {bound}; got {float(norms[bad[0]])!r}"
-        )
-
-
-def read_logged_bandit_csv(path: str | Path, *, reward_bound: float = 1.0,
-                           n_arms: int | None = None) -> LoggedBanditData:
-    """Read MAB logged data from a CSV with header ``action,reward``.
-
-    Parameters
-    ----------
-    path : str or Path
-    reward_bound : float, default 1
-        R; rewards outside [0, R] are an error naming the line and column.
-    n_arms : int, optional
-        K; by default ``max(action) + 1``.
-
-    Raises
-    ------
-    DataFormatError
-        On a malformed file; the message names the line and the column.
-    """
-    bound = check_positive_float(reward_bound, "reward_bound")
-    header, values = _read_numeric_csv(path, ["action", "reward"], None, [])
-    actions = values[:, 0]
-    if n_arms is not None:
-        k = check_int(n_arms, "n_arms", minimum=1)
-    else:
-        k = int(actions.max()) + 1 if actions.size else 1
-    _check_column(path, header, values, "action", (actions == np.round(actions)) & (actions >= 0) & (actions < k),
-                  f"must be an integer arm in [0, {k})")
-    _check_column(path, header, values, "reward", (values[:, 1] >= 0) & (values[:, 1] <= bound),
-                  f"must lie in [0, {bound}]")
-    return LoggedBanditData(actions.astype(np.int64), values[:, 1], k, bound)
-
-
-def read_logged_contextual_csv(path: str | Path, *, reward_bound: float = 1.0) -> LoggedContextualData:
-    """Read linear contextual logged data from a CSV with header ``x0,...,x{d-1},reward``."""
-    bound = check_positive_float(reward_bound, "reward_bound")
-    header, values = _read_numeric_csv(path, None, "x", ["reward"])
-    _check_norms(path, header, values[:, :-1], 1.0, "x")
-    _check_column(path, header, values, "reward", (values[:, -1] >= 0) & (values[:, -1] <= bound),
-                  f"must lie in [0, {bound}]")
-    return LoggedContextualData(values[:, :-1], values[:, -1], bound)
-
-
-def read_preferences_csv(path: str | Path) -> PreferenceData:
-    """Read RLHF preference data from a CSV with header ``z0,...,z{d-1},label``."""
-    header, values = _read_numeric_csv(path, None, "z", ["label"])
-    _check_norms(path, header, values[:, :-1], 2.0, "z")
-    _check_column(path, header, values, "label", np.isin(values[:, -1], (0.0, 1.0)), "must be 0 or 1")
-    return PreferenceData(values[:, :-1], values[:, -1])
-
-
-def read_action_features_csv(path: str | Path) -> FloatArray:
-    """Read candidate action features φ(x, a) at one context from a CSV with header ``x0,...,x{d-1}``."""
-    header, values = _read_numeric_csv(path, None, "x", [])
-    if values.shape[0] == 0:
-        raise DataFormatError(f"{path}: line 2: at least one action is needed")
-    _check_norms(path, header, values, 1.0, "x")
-    return values
-
-
-
-
 # ----------------------------------------------------------------------- study environments
 @dataclass(frozen=True)
 class OfflineBanditEnvironment:
@@ -626,7 +308,3 @@ register_environment("offline-linear", kind="offline", factory=_make_offline_lin
 register_environment("offline-preferences", kind="offline", factory=_make_offline_preferences,
                      description="Bradley-Terry preferences + one query prompt; params: dimension, n_records, "
                                  "theta_norm")
-
-# The bundled-dataset environment lives in envs/datasets.py (which imports this module); importing it
-# here registers it whenever the built-in environments are loaded.
-from dpbandits.envs import datasets as _datasets  # noqa: E402, F401

@@ -29,6 +29,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "dpbandits.envs.dueling",
     "dpbandits.envs.kernel",
     "dpbandits.envs.offline",
+    "dpbandits.envs.datasets",
 )
 
 

@@ -9,7 +9,9 @@ completion order.
 * ``process`` — a local pool of processes (default: all cores), started with ``forkserver`` where
   available (``spawn`` elsewhere) so that worker start-up is safe in a multi-threaded parent. As with
   any such pool, the main module must be importable: a script file or ``python -m``, not code piped
-  on standard input.
+  on standard input. Workers leave SIGINT and SIGTERM to the parent (which stops them when a run is
+  interrupted) and die with it: a watchdog thread in each worker exits the worker when the parent
+  process ends, even by SIGKILL (then the fork server and resource tracker exit too).
 * ``dask`` — a ``dask.distributed`` cluster: connect to ``scheduler`` (``tcp://host:8786``), or start
   a local cluster when none is given. Needs the ``dask`` extra (``pip install "dpbandits[dask]"``).
 """
@@ -18,6 +20,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import select
+import signal
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from types import TracebackType
@@ -25,6 +31,8 @@ from typing import Any, Protocol, Self
 
 from dpbandits._core.errors import DependencyNotInstalledError, InvalidParameterError
 from dpbandits._core.validation import check_int, check_one_of
+from dpbandits.algorithms.registry import BUILTIN_MODULES
+from dpbandits.experiments.interrupts import interrupts_deferred
 
 __all__ = [
     "BACKENDS",
@@ -37,9 +45,10 @@ __all__ = [
 
 BACKENDS: tuple[str, ...] = ("serial", "process", "dask")
 
-FORKSERVER_PRELOAD: tuple[str, ...] = ("__main__", "dpbandits.experiments.runner")
-"""Modules the ``forkserver`` process imports once, so that each worker starts with them loaded
-(``__main__`` is multiprocessing's default: without it every worker re-imports the main script)."""
+FORKSERVER_PRELOAD: tuple[str, ...] = ("__main__", "dpbandits.experiments.runner", *BUILTIN_MODULES)
+"""Modules the ``forkserver`` process imports once, so that each worker starts with them loaded: the
+runner and every built-in algorithm family (``__main__`` is multiprocessing's default: without it
+every worker re-imports the main script)."""
 
 
 class Backend(Protocol):
@@ -85,6 +94,46 @@ class SerialBackend:
         return {"backend": self.name, "workers": 1}
 
 
+def _parent_has_exited(pid: int) -> None:
+    """Block until process ``pid`` has exited (a pidfd on Linux, else polling twice a second)."""
+    try:
+        descriptor = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except (AttributeError, OSError):  # not Linux >= 5.3
+        while True:
+            time.sleep(0.5)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            except PermissionError:  # exists, owned by someone else (cannot be our parent, but wait on)
+                continue
+    select.select([descriptor], [], [])  # readable once the process has exited
+    os.close(descriptor)
+
+
+def _watch_parent(pid: int) -> None:
+    _parent_has_exited(pid)
+    os._exit(1)  # ends the worker from this thread, whatever the main thread is doing
+
+
+def _worker_initializer(parent_pid: int) -> None:
+    """Set up a worker: interrupts are the parent's business, and the worker dies with the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), name="dpbandits-parent-watchdog",
+                     daemon=True).start()
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    processes = getattr(pool, "_processes", None) or {}  # no public way before Python 3.14
+    for process in list(processes.values()):
+        if process.is_alive():
+            process.kill()
+
+
 def _start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
@@ -99,6 +148,12 @@ class ProcessBackend:
     max_pending : int, optional
         Tasks submitted ahead of completion (default ``4 × workers``), which bounds memory and
         lets a cell's results be written while later cells are still queued.
+
+    Notes
+    -----
+    The runner enters the backend for each study; to run several studies on one pool of warm
+    workers, enter it yourself around them (``with backend: run_study(a, ..., backend=backend)``):
+    a nested ``with`` reuses the outer pool.
     """
 
     name = "process"
@@ -109,22 +164,31 @@ class ProcessBackend:
             check_int(max_pending, "max_pending", minimum=1) if max_pending is not None else 4 * self.workers
         )
         self._pool: ProcessPoolExecutor | None = None
+        self._depth = 0
 
     def __enter__(self) -> Self:
-        context = multiprocessing.get_context(_start_method())
-        if isinstance(context, multiprocessing.context.ForkServerContext):
-            # The fork server imports the runner once; workers forked from it start with it loaded
-            # (effective when the fork server starts, i.e. on the first pool of this process).
-            context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        """Start the pool; a nested ``with`` reuses the pool of the outer one (warm workers)."""
+        if self._depth == 0:
+            context = multiprocessing.get_context(_start_method())
+            if isinstance(context, multiprocessing.context.ForkServerContext):
+                # The fork server imports the runner once; workers forked from it start with it loaded
+                # (effective when the fork server starts, i.e. on the first pool of this process).
+                context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
+                                             initializer=_worker_initializer, initargs=(os.getpid(),))
+        self._depth += 1
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=exc_type is None, cancel_futures=True)
+        self._depth -= 1
+        if self._depth == 0 and self._pool is not None:
+            if exc_type is not None:  # interrupted or failed: the tasks still running are not needed
+                _kill_workers(self._pool)
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
 
     def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         """Yield ``(index, fn(task))`` as the pool finishes them (at most ``max_pending`` in flight)."""
@@ -132,14 +196,19 @@ class ProcessBackend:
             raise InvalidParameterError("ProcessBackend must be used inside a `with` block")
         pending: dict[Future[Any], int] = {}
         next_index = 0
-        while next_index < len(tasks) or pending:
-            while next_index < len(tasks) and len(pending) < self.max_pending:
-                pending[self._pool.submit(fn, tasks[next_index])] = next_index
-                next_index += 1
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                index = pending.pop(future)
-                yield index, future.result()
+        try:
+            while next_index < len(tasks) or pending:
+                while next_index < len(tasks) and len(pending) < self.max_pending:
+                    with interrupts_deferred():  # a submit may start a worker: never half-start one
+                        pending[self._pool.submit(fn, tasks[next_index])] = next_index
+                    next_index += 1
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index = pending.pop(future)
+                    yield index, future.result()
+        finally:  # stopped early (an error, an interrupt): queued tasks must not run on
+            for future in pending:
+                future.cancel()
 
     def describe(self) -> dict[str, Any]:
         """Backend name, worker count and start method."""
@@ -184,7 +253,7 @@ class DaskBackend:
         if self.scheduler is not None:
             try:
                 self._client = Client(self.scheduler, timeout="10s")
-            except OSError as exc:
+            except (OSError, ValueError, TypeError) as exc:  # unreachable, or not an address at all
                 raise InvalidParameterError(
                     f"scheduler must be the address of a running dask scheduler; got {self.scheduler!r} ({exc})"
                 ) from None

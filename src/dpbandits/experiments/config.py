@@ -83,6 +83,7 @@ import itertools
 import json
 import math
 import tomllib
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +98,7 @@ from dpbandits.envs.registry import get_environment
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "PRESENTATION_FIELDS",
     "AlgorithmConfig",
     "Cell",
     "EnvironmentConfig",
@@ -104,10 +106,17 @@ __all__ = [
     "Study",
     "load_study",
     "parse_study_text",
+    "read_study_text",
 ]
 
 DEFAULT_CHUNK_SIZE = 100
 """Trials per task when a study does not say: small enough to balance, large enough to vectorise."""
+
+MAX_ENVIRONMENTS_CHECKED = 256
+"""Distinct environments (grid points of the environment's parameters) built when a study is validated."""
+
+PRESENTATION_FIELDS: tuple[str, ...] = ("description", "analyses")
+"""Study fields that do not change results: left out of the digest (editing them keeps --resume)."""
 
 # Keys of an [environment] / [[algorithms]] table that are not parameters.
 _ENVIRONMENT_KEYS = frozenset({"name", "params"})
@@ -247,7 +256,7 @@ class EnvironmentConfig(BaseModel):
     as ``params={...}``.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1)
     params: dict[str, Any] = Field(default_factory=dict)
@@ -261,7 +270,7 @@ class EnvironmentConfig(BaseModel):
 class AlgorithmConfig(BaseModel):
     """One algorithm entry of a study: a registered name, a unique label and fixed parameters."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1)
     label: str | None = Field(default=None, min_length=1)
@@ -281,7 +290,7 @@ class AlgorithmConfig(BaseModel):
 class GridConfig(BaseModel):
     """The swept parameters of a study (see the module docstring for the three modes)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     mode: Literal["product", "zip", "cases"] = "product"
     parameters: dict[str, list[Any]] = Field(default_factory=dict)
@@ -407,7 +416,7 @@ class Study(BaseModel):
     with keyword arguments (raises pydantic's ``ValidationError``, a ``ValueError``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
@@ -420,6 +429,29 @@ class Study(BaseModel):
     grid: GridConfig = Field(default_factory=GridConfig)
     analyses: list[str] = Field(default_factory=list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _given_once(cls, data: Any) -> Any:
+        """A parameter given both inline and in ``params`` (or ``grid.parameters``) is an error."""
+        if not isinstance(data, Mapping):
+            return data
+        tables: list[tuple[str, Any, frozenset[str], str]] = [
+            ("environment", data.get("environment"), _ENVIRONMENT_KEYS, "params"),
+            ("grid", data.get("grid"), _GRID_KEYS, "parameters"),
+        ]
+        if isinstance(data.get("algorithms"), list):
+            tables += [(f"algorithms[{index}]", algorithm, _ALGORITHM_KEYS, "params")
+                       for index, algorithm in enumerate(data["algorithms"])]
+        problems = [
+            f"{path}.{key}: must be given once, inline or in {explicit}, got both"
+            for path, table, reserved, explicit in tables
+            if isinstance(table, Mapping) and isinstance(table.get(explicit), Mapping)
+            for key in sorted(set(table[explicit]) & (set(table) - reserved), key=str)
+        ]
+        if problems:
+            raise ValueError("\n".join(problems))
+        return data
+
     # ---------------------------------------------------------------- construction
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str | None = None) -> Study:
@@ -430,11 +462,13 @@ class Study(BaseModel):
         StudyError
             Listing every problem as ``key: constraint, got value``.
         """
+        where = f" {source}" if source else ""
+        if not isinstance(data, Mapping):
+            raise StudyError(f"invalid study{where}: must be a table of keys and values, got {type(data).__name__}")
         try:
             return cls.model_validate(dict(data))
         except ValidationError as exc:
             lines = [line for error in exc.errors() for line in _describe_error(error).splitlines()]
-            where = f" {source}" if source else ""
             raise StudyError(f"invalid study{where}:\n  " + "\n  ".join(lines)) from None
 
     def with_overrides(self, *, trials: int | None = None, seed: int | None = None) -> Study:
@@ -445,6 +479,45 @@ class Study(BaseModel):
         if seed is not None:
             data["seed"] = seed
         return Study.from_mapping(data, source=f"{self.name!r} with overrides")
+
+    def scaled_down(self, *, trials: int, max_points: int, parameters: Mapping[str, Any] | None = None) -> Study:
+        """A small copy of this study, to check quickly that it runs (smoke tests, backend checks).
+
+        Parameters
+        ----------
+        trials : int
+            Trials per cell; the chunk size becomes ⌈trials/2⌉, so a cell has two chunks.
+        max_points : int
+            Keep the first ``max_points`` grid points (as explicit ``[[grid.cases]]``).
+        parameters : mapping, optional
+            Values that replace a parameter of that name wherever the study gives it (environment,
+            algorithms, kept grid points) and are given to every other environment or algorithm
+            that accepts it (``horizon = 200``, ``grid_points_per_dim = 64``).
+
+        Returns
+        -------
+        Study
+            Validated again; without ``analyses`` (they need the full grid).
+        """
+        parameters = dict(parameters or {})
+        points = self.grid_points()[:max_points]
+        swept = {key for point in points for key in point}
+        env_accepts = self._check_environment([])
+        data = self.model_dump()
+        data.update(trials=trials, chunk_size=max(1, -(-trials // 2)), analyses=[])
+        for key, value in parameters.items():
+            if key in swept:
+                for point in points:
+                    point[key] = value
+                continue
+            if key in data["environment"]["params"] or (env_accepts is not None and env_accepts.accepts(key)):
+                data["environment"]["params"][key] = value
+            for index, algorithm in enumerate(data["algorithms"]):
+                accepts = _signature_of(self.algorithm_spec(index).simulate, _RUNNER_ARGUMENTS)
+                if key in algorithm["params"] or key in accepts.names:
+                    algorithm["params"][key] = value
+        data["grid"] = {"mode": "cases", "cases": points} if swept else {}
+        return Study.from_mapping(data, source=f"{self.name!r} scaled down")
 
     # ---------------------------------------------------------------- semantic validation
     @model_validator(mode="after")
@@ -474,9 +547,42 @@ class Study(BaseModel):
         problems += self._check_algorithm_params(algo_accepts)
         problems += self._check_metrics(algo_specs)
         problems += self._check_compatibility(algo_specs)
+        if not problems and env_accepts is not None:
+            problems += self._check_environments_build(env_accepts)
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _check_environments_build(self, env_accepts: _Accepts) -> list[str]:
+        """Build the environment of each grid point (its parameters, reward bounds...) now, not mid-run.
+
+        At most :data:`MAX_ENVIRONMENTS_CHECKED` distinct environments are built (the others are
+        checked when their cells run); their warnings are left to the run.
+        """
+        factory = get_environment(self.environment.name).factory
+        swept = [key for key in self.grid.keys if env_accepts.accepts(key)]
+        if self.grid.mode == "product":  # only the environment's keys: not the whole grid
+            variants = [dict(zip(swept, values, strict=True))
+                        for values in itertools.islice(itertools.product(*(self.grid.parameters[k] for k in swept)),
+                                                       MAX_ENVIRONMENTS_CHECKED)]
+        else:
+            variants = [{key: point[key] for key in swept} for point in self.grid.points()]
+        problems: list[str] = []
+        seen: list[dict[str, Any]] = []
+        for variant in variants:
+            if variant in seen:
+                continue
+            if len(seen) == MAX_ENVIRONMENTS_CHECKED:
+                break
+            seen.append(variant)
+            where = f" at grid point {variant}" if variant else ""
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    factory(**{**self.environment.params, **variant})
+            except Exception as exc:  # any failure to build it is a problem of the study
+                problems.append(f"environment: {self.environment.name!r}{where} cannot be built: {exc}")
+        return problems
 
     def _check_grid(self, env_accepts: _Accepts | None, algo_accepts: Sequence[_Accepts | None]) -> list[str]:
         """Known rules on every swept value; every swept key must be taken by someone."""
@@ -665,10 +771,11 @@ class Study(BaseModel):
     def canonical_json(self) -> str:
         """The study as canonical JSON (sorted keys); what :meth:`digest` hashes.
 
-        ``analyses`` is left out: analyses read results and never change them.
+        Only what changes results is in it: ``description`` (words) and ``analyses`` (they read
+        results and never change them) are left out, so editing them does not block ``--resume``.
         """
-        return json.dumps(self.model_dump(exclude={"analyses"}), sort_keys=True, separators=(",", ":"),
-                          allow_nan=True)
+        return json.dumps(self.model_dump(exclude=set(PRESENTATION_FIELDS)), sort_keys=True,
+                          separators=(",", ":"), allow_nan=True)
 
     def digest(self) -> str:
         """SHA-256 of :meth:`canonical_json`: two studies with equal digests give equal results."""
@@ -713,12 +820,25 @@ def load_study(path: str | Path) -> Study:
     StudyError
         If the file cannot be read, is not TOML, or is not a valid study.
     """
+    return parse_study_text(read_study_text(path), source=str(path))
+
+
+def read_study_text(path: str | Path) -> str:
+    """The text of a study file (UTF-8; a byte-order mark is allowed).
+
+    Raises
+    ------
+    StudyError
+        If the file cannot be read or is not UTF-8 text.
+    """
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        return file.read_bytes().decode("utf-8-sig")
     except OSError as exc:
         raise StudyError(f"study file {str(file)!r} cannot be read: {exc.strerror or exc}") from None
-    return parse_study_text(text, source=str(file))
+    except UnicodeDecodeError as exc:
+        raise StudyError(f"study file {str(file)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                         "save it as UTF-8") from None
 
 
 def _format_location(location: Sequence[int | str]) -> str:
@@ -751,9 +871,10 @@ def _describe_error(error: ErrorDetails) -> str:
     context = error.get("ctx") or {}
     found = error.get("input")
     if kind == "value_error":
-        # Our own validators already wrote full "path: constraint, got value" lines.
-        message = str(context.get("error", error["msg"]))
-        return message if not path else f"{path}: {message}"
+        # Our own validators write "path: constraint, got value" lines (full paths, or paths
+        # inside the location of the validator's model).
+        lines = str(context.get("error", error["msg"])).splitlines()
+        return "\n".join(line if not path or line.startswith(path) else f"{path}: {line}" for line in lines)
     if kind == "missing":
         return f"{path}: is required but missing"
     if kind == "extra_forbidden":

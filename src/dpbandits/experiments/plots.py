@@ -1,7 +1,8 @@
 """Plots of a run directory: each metric against each swept parameter, one line per algorithm.
 
 :func:`plot_run` reads only ``summary.csv`` (the swept parameters are its columns before
-``algorithm``), so it works on any run directory, finished or not. For a metric ``m`` and a swept
+``algorithm``), so it works on any run directory, finished or not, even on a read-only medium
+(with ``out_dir`` elsewhere). For a metric ``m`` and a swept
 parameter ``x`` it draws ``plots/m_vs_x.png`` and ``.pdf``: one line per algorithm (the mean) with
 its 95% confidence band, and one panel per combination of the *other* swept parameters (leaving out
 combinations at which ``x`` takes a single value, unless all are like that). Numeric
@@ -9,7 +10,9 @@ parameters are drawn on a numeric axis (logarithmic when they span a factor of 1
 positive); other values as categories. The y-axis is logarithmic when every value of a panel is
 positive and they span a factor of 100 or more. Rows whose algorithm label starts with ``Theory``
 are theory curves (computed from the instance, not estimated): dashed and grey, without a band.
-With nothing swept, ``plots/m.png`` shows each algorithm's mean with its interval.
+With nothing swept, ``plots/m.png`` shows each algorithm's mean with its interval. When the run has
+a ``usca-rate-shape`` analysis, ``plots/usca-rate-shape.png`` draws it (one figure per family): ER
+against T per ε with both fitted shapes, and the privacy excess against γ_T/(Tε) with its exponent.
 
 Figures are built with :class:`matplotlib.figure.Figure` directly (no ``pyplot``, no GUI): headless
 whatever the configured backend.
@@ -17,13 +20,21 @@ whatever the configured backend.
 
 from __future__ import annotations
 
+import io
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from dpbandits._core.errors import StudyError
-from dpbandits.experiments.store import read_summary, summary_metrics
+from dpbandits.experiments.store import (
+    SUMMARY_NAME,
+    atomic_write_bytes,
+    describe_os_error,
+    read_summary,
+    summary_metrics,
+)
 
 __all__ = ["MAX_PANELS", "plot_run"]
 
@@ -53,41 +64,63 @@ def _unique(values: Sequence[Any]) -> list[Any]:
     return list(dict.fromkeys(values))
 
 
-def plot_run(run_dir: str | Path, *, formats: Sequence[str] = _FORMATS) -> list[Path]:
+def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
+             formats: Sequence[str] = _FORMATS) -> list[Path]:
     """Draw every metric of a run directory against every swept parameter.
 
     Parameters
     ----------
     run_dir : str or Path
-        A run directory with a ``summary.csv``.
+        A run directory with a ``summary.csv``; only read.
+    out_dir : str or Path, optional
+        Where the plots go (created if needed); default ``run_dir / "plots"``. Give another
+        directory to plot a run on a read-only medium.
     formats : sequence of str, default ("png", "pdf")
         File formats written.
 
     Returns
     -------
     list of Path
-        The files written, in ``run_dir / "plots"``.
+        The files written.
 
     Raises
     ------
     StudyError
-        If the directory has no summary.
+        If the directory has no summary, the summary has no rows (no cell has finished: nothing
+        to draw), or the plots cannot be written (each file is written atomically: none is left
+        half-written).
     """
     directory = Path(run_dir)
     rows = read_summary(directory)
     if not rows:
-        return []
+        raise StudyError(f"{str(directory / SUMMARY_NAME)!r} has no rows: no cell of the run has finished, so "
+                         "there is nothing to plot; run or resume the study first")
     swept, metrics = _swept_and_metrics(list(rows[0]))
-    out_dir = directory / "plots"
-    out_dir.mkdir(exist_ok=True)
+    target = directory / "plots" if out_dir is None else Path(out_dir)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        hint = "; pass --out DIR to write them elsewhere" if out_dir is None else ""
+        raise StudyError(f"cannot write plots to {str(target)!r}: {describe_os_error(exc)}{hint}") from None
     written: list[Path] = []
-    for metric, estimate in metrics.items():
-        if not swept:
-            written += _save(_bars(rows, metric, estimate), out_dir / metric, formats)
-            continue
-        for parameter in swept:
-            figure = _lines(rows, metric, estimate, parameter, [p for p in swept if p != parameter])
-            written += _save(figure, out_dir / f"{metric}_vs_{parameter}", formats)
+    try:
+        for metric, estimate in metrics.items():
+            if not swept:
+                written += _save(_bars(rows, metric, estimate), target / metric, formats)
+                continue
+            for parameter in swept:
+                figure = _lines(rows, metric, estimate, parameter, [p for p in swept if p != parameter])
+                written += _save(figure, target / f"{metric}_vs_{parameter}", formats)
+        rate_shape = directory / "analyses" / "usca-rate-shape.json"
+        if rate_shape.exists():
+            fits = json.loads(rate_shape.read_text(encoding="utf-8")).get("fits", {})
+            for index, fit in enumerate(fits.values()):
+                stem = "usca-rate-shape" + (f"-{index}" if index else "")
+                written += _save(_rate_shape_figure(fit), target / stem, formats)
+    except StudyError as exc:
+        if out_dir is not None:
+            raise
+        raise StudyError(f"{exc}; pass --out DIR to write the plots elsewhere") from None
     return written
 
 
@@ -95,7 +128,9 @@ def _save(figure: Any, stem: Path, formats: Sequence[str]) -> list[Path]:
     paths = []
     for fmt in formats:
         path = stem.with_suffix(f".{fmt}")
-        figure.savefig(path, format=fmt, bbox_inches="tight")
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format=fmt, bbox_inches="tight")
+        atomic_write_bytes(path, buffer.getvalue())
         paths.append(path)
     return paths
 
@@ -195,4 +230,79 @@ def _bars(rows: list[dict[str, str]], metric: str, estimate: str) -> Any:
     axis.set_ylabel(_axis_label(metric, estimate))
     axis.grid(alpha=0.3)
     figure.suptitle(metric)
+    return figure
+
+
+def _rate_shape_figure(fit: dict[str, Any]) -> Any:
+    """ER vs T per ε with both fitted shapes; the privacy excess vs u = γ_T/(Tε) with its exponent."""
+    import numpy as np
+
+    from dpbandits.algorithms.kernel.rates import prior_art_privacy_term, privacy_term, statistical_term
+
+    figure, (left, right) = _new_figure(2)
+    cells = fit["cells"]
+    epsilons = sorted({cell["epsilon"] for cell in cells})
+    shapes = [(name, style) for name, style in (("usca_shape", "-"), ("prior_art_shape", ":")) if name in fit]
+    for epsilon in epsilons:
+        rows = sorted((c for c in cells if c["epsilon"] == epsilon), key=lambda c: c["horizon"])
+        horizon = [c["horizon"] for c in rows]
+        mean = [c["error"]["estimate"] for c in rows]
+        errors = [[m - c["error"]["ci_low"] for m, c in zip(mean, rows, strict=True)],
+                  [c["error"]["ci_high"] - m for m, c in zip(mean, rows, strict=True)]]
+        label = "eps=inf" if math.isinf(epsilon) else f"eps={epsilon:g}"
+        container = left.errorbar(horizon, mean, yerr=errors, marker="o", markersize=3, linestyle="none",
+                                  capsize=2, label=label)
+        colour = container[0].get_color()
+        saturated = [(t, m) for t, m, c in zip(horizon, mean, rows, strict=True) if c["saturated"]]
+        if saturated:
+            left.plot(*zip(*saturated, strict=True), marker="o", markersize=7, linestyle="none",
+                      markerfacecolor="none", color=colour)
+        t, g = np.array(horizon, dtype=float), np.array([c["gamma"] for c in rows], dtype=float)
+        e = np.full_like(t, epsilon)
+        for name, style in shapes:
+            term = privacy_term(t, e, g) if name == "usca_shape" else (
+                np.zeros_like(t) if math.isinf(epsilon) else prior_art_privacy_term(t, e, g))
+            value = fit[name]["statistical"]["estimate"] * statistical_term(t, g) + fit[name]["privacy"]["estimate"] * term
+            left.plot(t, value, linestyle=style, color=colour, linewidth=1)
+    left.set_xscale("log")
+    left.set_yscale("log")
+    left.set_xlabel("horizon T")
+    left.set_ylabel("ER (mean, 95% bootstrap CI)")
+    left.set_title("solid: Theorem 4.1 fit, dotted: prior-art fit; hollow: saturated (not fitted)", fontsize=8)
+    left.grid(alpha=0.3)
+    left.legend(fontsize=7)
+    resolved = [c for c in cells if c.get("excess_resolved")]
+    for epsilon in epsilons:
+        rows = [c for c in resolved if c["epsilon"] == epsilon]
+        if rows:
+            right.errorbar([c["u"] for c in rows], [c["excess"]["estimate"] for c in rows],
+                           yerr=[[c["excess"]["estimate"] - c["excess"]["ci_low"] for c in rows],
+                                 [c["excess"]["ci_high"] - c["excess"]["estimate"] for c in rows]],
+                           marker="o", markersize=3, linestyle="none", capsize=2, label=f"eps={epsilon:g}")
+    exponent = fit.get("privacy_exponent")
+    if exponent and resolved:
+        us = sorted(c["u"] for c in resolved)
+        # the lines pass through the geometric means of the resolved cells' u and excess
+        anchor = math.exp(sum(math.log(c["excess"]["estimate"]) for c in resolved) / len(resolved))
+        anchor_u = math.exp(sum(math.log(c["u"]) for c in resolved) / len(resolved))
+        for slope, style, text in ((exponent["estimate"], "-", f"fit p={exponent['estimate']:.2f} "
+                                    f"[{exponent['ci_low']:.2f}, {exponent['ci_high']:.2f}]"),
+                                   (exponent["predicted_usca_shape"], "--",
+                                    f"Theorem 4.1 shape p={exponent['predicted_usca_shape']:.2f}"),
+                                   (0.5, ":", "prior art p=0.5")):
+            right.plot([us[0], us[-1]], [anchor * (u / anchor_u) ** slope for u in (us[0], us[-1])],
+                       linestyle=style, color="0.3", linewidth=1, label=text)
+    from matplotlib.ticker import NullFormatter
+
+    right.set_xscale("log")
+    right.set_yscale("log")
+    for axis in (right.xaxis, right.yaxis):
+        axis.set_minor_formatter(NullFormatter())  # minor labels collide on spans under two decades
+    right.set_xlabel("u = gamma_T / (T eps)")
+    right.set_ylabel("ER(eps) - ER(inf) (95% CI)")
+    right.set_title("privacy excess on the resolved, unsaturated cells", fontsize=8)
+    right.grid(alpha=0.3)
+    right.legend(fontsize=7)
+    verdict = {"usca": "the data support Theorem 4.1's shape", "prior-art": "the data support the prior-art shape"}
+    figure.suptitle("USCA rate shape: " + verdict.get(str(fit.get("supported_shape")), "the data do not separate the shapes"))
     return figure

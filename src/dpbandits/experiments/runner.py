@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+import dpbandits.audit.kl  # noqa: F401  (registers the auditors of studies with audit = true, in every worker)
 from dpbandits._core.errors import DPBanditsError, StudyError
 from dpbandits._core.rng import as_seed_sequence
 from dpbandits._core.typing import FloatArray
@@ -55,11 +56,13 @@ from dpbandits.envs.registry import get_environment
 from dpbandits.experiments.analyses import run_analyses
 from dpbandits.experiments.backends import Backend, make_backend
 from dpbandits.experiments.config import Cell, Study
+from dpbandits.experiments.costs import check_study_cost
+from dpbandits.experiments.interrupts import RunTerminated, interrupts_deferred, sigterm_as_interrupt
 from dpbandits.experiments.progress import ProgressReporter, make_progress
 from dpbandits.experiments.store import RunStore
 
-__all__ = ["RunResult", "Task", "TaskResult", "chunk_seed_sequence", "make_tasks", "run_study", "run_task"]
-
+__all__ = ["RunResult", "RunTerminated", "Task", "TaskResult", "chunk_seed_sequence", "make_tasks", "run_study",
+           "run_task"]
 
 def chunk_seed_sequence(root_seed: int, point_index: int, chunk_index: int) -> np.random.SeedSequence:
     """The seed sequence of one (grid point, chunk): ``root.spawn(·)[p].spawn(·)[c]``.
@@ -197,18 +200,52 @@ def run_study(
     -------
     RunResult
 
+    Interrupts: Ctrl-C (SIGINT) and SIGTERM stop the run: finished cells are kept, the run is
+    recorded as ``interrupted`` and :class:`KeyboardInterrupt` (:class:`RunTerminated` for
+    SIGTERM) propagates; ``resume=True`` continues it.
+
     Raises
     ------
     StudyError
-        If the run directory holds another study, or holds results and ``resume`` is false, or an
-        algorithm returns malformed metrics.
+        If the study cannot run here (memory or time, see :mod:`dpbandits.experiments.costs`; checked
+        before anything is written), the run directory holds another study, or holds results and
+        ``resume`` is false, or an algorithm returns malformed metrics.
     """
+    with sigterm_as_interrupt():
+        return _run_study(study, out_dir, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
+                          progress=progress, source_text=source_text)
+
+
+def _run_study(
+    study: Study,
+    out_dir: str | Path,
+    *,
+    backend: str | Backend,
+    workers: int | None,
+    scheduler: str | None,
+    resume: bool,
+    progress: str | ProgressReporter,
+    source_text: str | None,
+) -> RunResult:
     started = time.monotonic()
     engine = make_backend(backend, workers=workers, scheduler=scheduler) if isinstance(backend, str) else backend
+    facts = engine.describe()
+    local = facts.get("backend") == "process" or facts.get("scheduler") == "local"
+    check_study_cost(study, workers=int(facts.get("workers", 1)), local_processes=int(facts["workers"]) if local else 0)
     reporter = make_progress(progress) if isinstance(progress, str) else progress
-    store = RunStore.open(out_dir, study, source_text=source_text, resume=resume, session=engine.describe())
+    # A run is either not started or recorded as started, never half-opened: an interrupt that
+    # arrives while the run directory is opened is delivered once the run can record it.
+    with interrupts_deferred() as deliver_interrupts:
+        store = RunStore.open(out_dir, study, source_text=source_text, resume=resume, session=engine.describe())
+        return _run_opened(study, store, engine, reporter, started, deliver_interrupts)
+
+
+def _run_opened(study: Study, store: RunStore, engine: Backend, reporter: ProgressReporter, started: float,
+                deliver_interrupts: Callable[[], None]) -> RunResult:
     status = "failed"
+    error: BaseException | None = None
     try:
+        deliver_interrupts()
         cells = study.cells()
         finished = store.finished_cells()
         pending = [cell for cell in cells if cell.key not in finished]
@@ -231,8 +268,11 @@ def run_study(
                     _write_cell(store, task.cell, partial.pop(task.cell.key))
                 reporter.advance(trials=task.n_trials, cells=int(done))
         status = "complete"
-    except KeyboardInterrupt:
-        status = "interrupted"
+    except KeyboardInterrupt as exc:
+        status, error = "interrupted", exc
+        raise
+    except BaseException as exc:
+        error = exc
         raise
     finally:
         reporter.close()
@@ -240,11 +280,15 @@ def run_study(
             store.finish(status)
             summary_path = store.write_summary()
             if store.manifest["status"] == "complete":
-                run_analyses(out_dir, study.analyses)
+                run_analyses(store.run_dir, study.analyses)
+        except StudyError as exc:  # e.g. the disk is full: report the error that stopped the run
+            if error is None:
+                raise
+            error.add_note(f"and the end of the run could not be recorded: {exc}")
         finally:
             store.close()
     return RunResult(
-        run_dir=Path(out_dir),
+        run_dir=store.run_dir,
         summary_path=summary_path,
         cells_run=len(pending),
         cells_skipped=len(finished),

@@ -28,6 +28,7 @@ releases when that process dies, even by SIGKILL) is refused too.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -55,6 +56,8 @@ __all__ = [
     "RunStore",
     "atomic_write_bytes",
     "atomic_write_text",
+    "describe_os_error",
+    "is_in_use",
     "load_trials",
     "read_manifest",
     "read_summary",
@@ -66,7 +69,8 @@ LOCK_NAME = ".lock"
 STUDY_COPY_NAME = "study.toml"
 STUDY_JSON_NAME = "study.json"
 CELLS_DIR = "cells"
-RUN_FORMAT = 1
+RUN_FORMAT = 2
+_IDENTITY_KEY = "__identity__"  # in every cell file: the cell key, study digest and seed
 _TMP_MARK = ".tmp-"
 _MANIFEST_INTERVAL_SECONDS = 1.0
 _VERSIONED_PACKAGES = ("dpbandits", "numpy", "scipy", "pydantic", "typer", "rich", "matplotlib", "dask",
@@ -88,20 +92,39 @@ def _fsync_directory(directory: Path) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync, rename."""
+    """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync, rename.
+
+    Raises
+    ------
+    StudyError
+        If the file cannot be written (disk full, read-only file system, no permission...);
+        the temporary file is removed and ``path`` is left as it was.
+    """
     path = Path(path)
     tmp = path.with_name(f"{_TMP_MARK}{os.getpid()}-{path.name}")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:  # a full disk, a read-only file system, an interrupt: no leftover
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise StudyError(f"cannot write {str(path)!r}: {describe_os_error(exc)}") from None
+        raise
     _fsync_directory(path.parent)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write_bytes`)."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def describe_os_error(exc: OSError) -> str:
+    """The reason of an OS error in words (``No space left on device``), without the path."""
+    return exc.strerror or str(exc) or type(exc).__name__
 
 
 def _now() -> str:
@@ -118,22 +141,59 @@ def _versions() -> dict[str, str]:
     return found
 
 
+_MANIFEST_FIELDS: dict[str, tuple[type, ...]] = {
+    "format": (int,), "study": (str,), "study_digest": (str,), "seed": (int,), "trials": (int,),
+    "chunk_size": (int,), "sessions": (list,),
+}
+_MANIFEST_OPTIONAL_FIELDS: dict[str, tuple[type, ...]] = {
+    "cells": (dict,), "status": (str,), "versions": (dict,), "created": (str,), "started": (str,),
+    "ended": (str, type(None)),
+}
+
+
+def _manifest_problem(manifest: Any) -> str | None:
+    """What is wrong with the shape of a parsed manifest, or None."""
+    if not isinstance(manifest, dict):
+        return f"must be a JSON object, got {type(manifest).__name__}"
+    for fields, required in ((_MANIFEST_FIELDS, True), (_MANIFEST_OPTIONAL_FIELDS, False)):
+        for key, types in fields.items():
+            if key not in manifest:
+                if required:
+                    return f"must have the key {key!r}"
+                continue
+            value = manifest[key]
+            if isinstance(value, bool) or not isinstance(value, types):
+                return f"{key!r} must be {' or '.join(t.__name__ for t in types)}, got {json.dumps(value)[:40]}"
+    if not all(isinstance(session, dict) for session in manifest["sessions"]):
+        return "'sessions' must be a list of objects"
+    if not all(isinstance(entry, dict) for entry in manifest.get("cells", {}).values()):
+        return "'cells' must map cell keys to objects"
+    return None
+
+
 def read_manifest(run_dir: str | Path) -> dict[str, Any]:
-    """Read ``manifest.json`` of a run directory.
+    """Read and check ``manifest.json`` of a run directory.
 
     Raises
     ------
     StudyError
-        If the directory holds no readable manifest.
+        If the directory holds no manifest, or one that is unreadable, not JSON or of the wrong shape.
     """
     path = Path(run_dir) / MANIFEST_NAME
+    if Path(run_dir).is_file():
+        raise StudyError(f"{str(run_dir)!r} is a file, not a dpbandits run directory")
     try:
-        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise StudyError(f"{str(run_dir)!r} is not a dpbandits run directory (no {MANIFEST_NAME})") from None
-    except (OSError, ValueError) as exc:
-        raise StudyError(f"{str(path)!r} cannot be read: {exc}") from None
-    return manifest
+    except OSError as exc:
+        raise StudyError(f"{str(path)!r} cannot be read: {describe_os_error(exc)}") from None
+    except ValueError as exc:  # not UTF-8, not JSON
+        raise StudyError(f"{str(path)!r} is not a dpbandits manifest (not UTF-8 JSON: {exc})") from None
+    problem = _manifest_problem(manifest)
+    if problem is not None:
+        raise StudyError(f"{str(path)!r} is not a dpbandits manifest: {problem}")
+    return dict(manifest)
 
 
 def estimate_column(metric: str, proportion: bool) -> str:
@@ -164,19 +224,52 @@ def summary_metrics(header: Sequence[str]) -> dict[str, str]:
 
 
 def read_summary(run_dir: str | Path) -> list[dict[str, str]]:
-    """Rows of ``summary.csv`` as dicts of strings.
+    """Rows of ``summary.csv`` as dicts of strings, checked to be a summary written by dpbandits.
 
     Raises
     ------
     StudyError
-        If the run directory has no summary (the run has not finished a cell yet).
+        If the run directory has no summary (the run has not finished a cell yet), or the file is
+        unreadable, not UTF-8 CSV, lacks the ``algorithm`` column, has ragged rows or a statistic
+        column that is not a number.
     """
     path = Path(run_dir) / SUMMARY_NAME
     try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            return list(csv.DictReader(handle))
+        text = path.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
         raise StudyError(f"{str(run_dir)!r} has no {SUMMARY_NAME}; run the study first") from None
+    except OSError as exc:
+        raise StudyError(f"{str(path)!r} cannot be read: {describe_os_error(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise StudyError(f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); it was not "
+                         "written by dpbandits: rewrite it with `dpbandits run ... --resume`") from None
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        header = list(reader.fieldnames or [])
+        rows = list(reader)
+    except csv.Error as exc:
+        raise StudyError(f"{str(path)!r} is not a CSV file: {exc}") from None
+    for needed in ("algorithm", "n_trials"):
+        if needed not in header:
+            raise StudyError(f"{str(path)!r} has no {needed!r} column; it was not written by dpbandits")
+    numeric = [name for metric in summary_metrics(header) for name in
+               (summary_metrics(header)[metric], f"{metric}_stderr", f"{metric}_ci_low", f"{metric}_ci_high")
+               if name in header]
+    for line, row in enumerate(rows, start=2):
+        if None in row or any(value is None for value in row.values()):
+            raise StudyError(f"{str(path)!r} line {line}: must have {len(header)} fields like its header")
+        for name in numeric:
+            if row[name] != "" and not _is_number(row[name]):
+                raise StudyError(f"{str(path)!r} line {line}: {name} must be a number, got {row[name]!r}")
+    return rows
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def load_trials(run_dir: str | Path) -> list[tuple[Cell, dict[str, FloatArray]]]:
@@ -196,13 +289,7 @@ def load_trials(run_dir: str | Path) -> list[tuple[Cell, dict[str, FloatArray]]]
     StudyError
         If the directory is not a run directory.
     """
-    path = Path(run_dir)
-    manifest = read_manifest(path)
-    try:
-        data = json.loads((path / STUDY_JSON_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise StudyError(f"{str(path / STUDY_JSON_NAME)!r} cannot be read: {exc}") from None
-    store = RunStore(path, Study.from_mapping(data, source=str(path / STUDY_JSON_NAME)), manifest)
+    store = RunStore.read_only(run_dir)
     found = []
     for cell in store.study.cells():
         values = store.read_cell(cell)
@@ -228,12 +315,23 @@ def _acquire_lock(directory: Path) -> IO[str] | None:
     """Hold an exclusive ``flock`` on ``RUN_DIR/.lock`` (released by the OS if the process dies).
 
     Returns None where ``fcntl`` does not exist (Windows): the directory is then not guarded.
+
+    Raises
+    ------
+    StudyError
+        If another process holds the lock, or the directory is not writable.
     """
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         return None
-    handle = open(directory / LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole run
+    try:
+        handle = open(directory / LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole run
+    except OSError as exc:
+        raise StudyError(
+            f"run directory {str(directory)!r} is not writable ({describe_os_error(exc)}); a finished run can "
+            "still be read there (status, summary, plot --out DIR), but not run or resumed"
+        ) from None
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -248,6 +346,31 @@ def _acquire_lock(directory: Path) -> IO[str] | None:
 def _release_lock(handle: IO[str] | None) -> None:
     if handle is not None:
         handle.close()  # closing the file releases the flock
+
+
+def is_in_use(run_dir: str | Path) -> bool | None:
+    """Whether a live process holds the run directory's lock (None where this cannot be known).
+
+    Works on a read-only run directory: the lock file is opened for reading only, and a run
+    directory without one has never been opened for writing by a live process.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    try:
+        handle = open(Path(run_dir) / LOCK_NAME, encoding="utf-8")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return False
 
 
 # ------------------------------------------------------------------------------ the store
@@ -302,12 +425,17 @@ class RunStore:
         if path.exists() and not path.is_dir():
             raise StudyError(f"run directory {str(path)!r} is a file, not a directory")
         manifest_path = path / MANIFEST_NAME
-        if not manifest_path.exists() and path.exists() and any(p.name != LOCK_NAME for p in path.iterdir()):
+        try:
+            foreign = (not manifest_path.exists() and path.exists()
+                       and any(p.name != LOCK_NAME for p in path.iterdir()))
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StudyError(f"cannot create run directory {str(path)!r}: {describe_os_error(exc)}") from None
+        if foreign:
             raise StudyError(
                 f"run directory {str(path)!r} is not empty and holds no dpbandits run "
                 f"(no {MANIFEST_NAME}); refusing to write into it: choose another --out"
             )
-        path.mkdir(parents=True, exist_ok=True)
         lock = _acquire_lock(path)
         try:
             store = cls._open_locked(path, study, source_text=source_text, resume=resume)
@@ -328,6 +456,11 @@ class RunStore:
     def _open_locked(cls, path: Path, study: Study, *, source_text: str | None, resume: bool) -> RunStore:
         if (path / MANIFEST_NAME).exists():
             manifest = read_manifest(path)
+            if manifest["format"] != RUN_FORMAT:
+                raise StudyError(
+                    f"run directory {str(path)!r} was written by another version of dpbandits (run format "
+                    f"{manifest['format']}, this version reads format {RUN_FORMAT}); choose another --out"
+                )
             if manifest.get("study_digest") != study.digest():
                 raise StudyError(
                     f"run directory {str(path)!r} holds another study ({manifest.get('study')!r}, digest "
@@ -336,6 +469,7 @@ class RunStore:
                     "overwrite it: choose another --out"
                 )
             store = cls(path, study, manifest)
+            store._check_cells_dir()
             store._remove_temporary_files()
             if store.finished_cells() and not resume:
                 raise StudyError(
@@ -354,6 +488,7 @@ class RunStore:
                 "sessions": [],
             }
             store = cls(path, study, manifest)
+            store._check_cells_dir()
             store._remove_temporary_files()
             # the manifest first: a directory with a manifest is recognised as this study's run
             store.write_manifest(force=True)
@@ -362,8 +497,45 @@ class RunStore:
             atomic_write_text(path / STUDY_COPY_NAME, source_text)
         if not (path / STUDY_JSON_NAME).exists():
             atomic_write_text(path / STUDY_JSON_NAME, json.dumps(study.model_dump(), indent=2, allow_nan=True))
-        store.cells_dir.mkdir(exist_ok=True)
+        try:
+            store.cells_dir.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise StudyError(f"cannot create {str(store.cells_dir)!r}: {describe_os_error(exc)}") from None
         return store
+
+    @classmethod
+    def read_only(cls, run_dir: str | Path) -> RunStore:
+        """The store of an existing run directory, to read (no lock; works on a read-only medium).
+
+        Raises
+        ------
+        StudyError
+            If the directory is not a run directory of this format, or its study copy is damaged.
+        """
+        path = Path(run_dir)
+        manifest = read_manifest(path)
+        if manifest["format"] != RUN_FORMAT:
+            raise StudyError(f"run directory {str(path)!r} was written by another version of dpbandits (run "
+                             f"format {manifest['format']}, this version reads format {RUN_FORMAT})")
+        study_path = path / STUDY_JSON_NAME
+        try:
+            data = json.loads(study_path.read_bytes().decode("utf-8"))
+        except OSError as exc:
+            raise StudyError(f"{str(study_path)!r} cannot be read: {describe_os_error(exc)}") from None
+        except ValueError as exc:
+            raise StudyError(f"{str(study_path)!r} is not UTF-8 JSON: {exc}") from None
+        study = Study.from_mapping(data, source=str(study_path))
+        if study.digest() != manifest["study_digest"]:
+            raise StudyError(f"{str(study_path)!r} does not hold the study of {MANIFEST_NAME} (digest "
+                             f"{study.digest()[:12]}, manifest {manifest['study_digest'][:12]})")
+        store = cls(path, study, manifest)
+        store._check_cells_dir()
+        return store
+
+    def _check_cells_dir(self) -> None:
+        if self.cells_dir.exists() and not self.cells_dir.is_dir():
+            raise StudyError(f"{str(self.cells_dir)!r} must be the directory of cell files, but it is a file; "
+                             "the run directory is damaged")
 
     def close(self) -> None:
         """Release the run directory's lock (another process may then open it)."""
@@ -381,28 +553,71 @@ class RunStore:
         """The file of ``cell``'s raw per-trial values."""
         return self.cells_dir / f"{cell.key}.npz"
 
+    def identity(self, cell: Cell) -> dict[str, str]:
+        """What a cell file records about itself: its cell key, the study digest and the root seed."""
+        return {"cell": cell.key, "study_digest": self.study.digest(), "seed": str(self.study.seed)}
+
     def read_cell(self, cell: Cell) -> dict[str, FloatArray] | None:
-        """The per-trial values of a finished cell, or None if it has no complete valid file."""
+        """The per-trial values of a finished cell, or None if it has no complete valid file.
+
+        Raises
+        ------
+        StudyError
+            If the file is complete but belongs to another cell, study or seed (copied or moved
+            there): it is refused, never summarised, never overwritten.
+        """
+        path = self.cell_path(cell)
         try:
             # open the file ourselves: np.load leaks its handle when the zip is damaged
-            with open(self.cell_path(cell), "rb") as handle, np.load(handle, allow_pickle=False) as data:
+            with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
                 values = {metric: np.asarray(data[metric], dtype=np.float64)
                           for metric in self._metrics[cell.algorithm_index]}
+                identity = str(data[_IDENTITY_KEY]) if _IDENTITY_KEY in data.files else None
         except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):  # missing or damaged
             return None
         if any(arr.shape != (self.study.trials,) or not np.all(np.isfinite(arr)) for arr in values.values()):
             return None
+        expected = self.identity(cell)
+        try:
+            found = json.loads(identity) if identity is not None else {}
+        except ValueError:
+            found = {}
+        if found != expected:
+            described = (f"cell {found.get('cell')!r} of study digest {str(found.get('study_digest'))[:12]}, "
+                         f"seed {found.get('seed')}") if isinstance(found, dict) and found else "no identity"
+            raise StudyError(
+                f"cell file {str(path)!r} holds {described}, not cell {cell.key!r} of this run (digest "
+                f"{expected['study_digest'][:12]}, seed {expected['seed']}): it was copied or moved there; "
+                "delete it to recompute the cell"
+            )
         return values
+
+    def cell_states(self) -> dict[str, str]:
+        """Every cell's state from its file: ``done``, ``missing`` or ``damaged`` (incomplete, unreadable).
+
+        Raises
+        ------
+        StudyError
+            If a cell file belongs to another cell, study or seed (see :meth:`read_cell`).
+        """
+        states = {}
+        for key, cell in self._cells.items():
+            if self.read_cell(cell) is not None:
+                states[key] = "done"
+            else:
+                states[key] = "damaged" if self.cell_path(cell).exists() else "missing"
+        return states
 
     def finished_cells(self) -> set[str]:
         """Keys of the cells whose result files are complete and valid."""
-        return {key for key, cell in self._cells.items() if self.read_cell(cell) is not None}
+        return {key for key, state in self.cell_states().items() if state == "done"}
 
     def write_cell(self, cell: Cell, values: Mapping[str, FloatArray], *, seconds: float) -> None:
         """Store the per-trial values of a finished cell atomically and record it in the manifest."""
         buffer = io.BytesIO()
         arrays: dict[str, Any] = {metric: np.asarray(values[metric], dtype=np.float64)
                                   for metric in self._metrics[cell.algorithm_index]}
+        arrays[_IDENTITY_KEY] = np.array(json.dumps(self.identity(cell), sort_keys=True))
         np.savez(buffer, **arrays)
         atomic_write_bytes(self.cell_path(cell), buffer.getvalue())
         self.manifest.setdefault("cells", {})[cell.key] = {

@@ -40,7 +40,7 @@ from dpbandits._core.errors import InvalidActionError, InvalidParameterError, No
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, spawn_generators
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
-from dpbandits._core.validation import check_int, check_one_of
+from dpbandits._core.validation import check_arm, check_int, check_one_of, check_real
 from dpbandits.envs.base import BanditEnvironment, segment_sums
 from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee
@@ -389,11 +389,11 @@ class PhasedAgent(Persistable):
             If ``reward`` is outside ``reward_bounds`` and clipping was not asked for.
         """
         expected = self.ask()
-        if int(arm) != expected:
+        if check_arm(arm, "arm", self._planner.n_arms) != expected:
             raise InvalidActionError(f"arm must be the arm returned by ask(), {expected}; got {arm!r}")
-        value = float(reward)
+        value = check_real(reward, "reward")
         low, high = self._bounds
-        if not np.isfinite(value) or ((value < low or value > high) and not self._clip):
+        if (value < low or value > high) and not self._clip:
             raise InvalidParameterError(
                 f"reward must lie in [{low}, {high}] (pass clip_rewards=True to clip); got {value!r}"
             )

@@ -32,7 +32,7 @@ from dpbandits._core.errors import InvalidActionError, InvalidParameterError, No
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator, spawn_generators
 from dpbandits._core.typing import FloatArray, IntArray
-from dpbandits._core.validation import check_int, check_one_of
+from dpbandits._core.validation import check_arm, check_int, check_one_of, check_real
 from dpbandits.algorithms.registry import register_algorithm
 
 __all__ = [
@@ -299,8 +299,9 @@ class SequentialHalving(Persistable):
         InvalidActionError
             If ``arm`` is not the arm last asked.
         """
-        if self._pending is None or int(arm) != self._pending:
+        if self._pending is None or check_arm(arm, "arm", self.n_arms) != self._pending:
             raise InvalidActionError(f"arm must be the arm last asked ({self._pending}); got {arm!r}")
+        reward = check_real(reward, "reward")
         self._pending = None
         self._round_sums[arm] += reward
         self._total_sums[arm] += reward

@@ -7,9 +7,36 @@ from typing import Any
 import numpy as np
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError
+from dpbandits._core.validation import check_int
 from dpbandits.envs.dueling import UtilityDuelingEnvironment
 
-__all__ = ["check_dueling_env", "check_told"]
+__all__ = [
+    "DUELING_ENVIRONMENTS",
+    "ELIMINATION_MAX_ARM_ROUNDS",
+    "ROUND_BY_ROUND_MAX_HORIZON",
+    "check_dueling_env",
+    "check_elimination_horizon",
+    "check_round_horizon",
+    "check_told",
+]
+
+DUELING_ENVIRONMENTS: tuple[str, ...] = (
+    "dueling-f1", "dueling-f2", "dueling-f3", "dueling-f4", "dueling-utility", "dueling-unit-ball",
+)
+"""The registered environments every finite-arm dueling algorithm runs on."""
+
+ROUND_BY_ROUND_MAX_HORIZON = 10**8
+"""Largest horizon of a simulation that advances one round at a time (RUCB, BTM, RMED1, DTS, CCB,
+MaxInP, CoLSTIM). Such a round costs about 0.1–5 ms for a batch of 20 trials with K = 10
+(``benchmarks/bench_dueling.py`` prints the measured costs), so T = 10⁸ already takes hours to days
+per call and T = 10⁹ weeks. Memory does not grow with T."""
+
+ELIMINATION_MAX_ARM_ROUNDS = 5 * 10**10
+"""Largest K·T of a block-vectorised elimination simulation (DP-EBS-Elimination, its twins, IF2).
+Its worst case (no elimination before T, so no commit fast-forward) costs about 0.05 µs per arm
+and round on an idle core (0.2 µs measured on the shared machine under load; see
+``benchmarks/bench_dueling.py``), so K·T = 5·10¹⁰ is 45 minutes to 3 hours per trial. Memory does
+not grow with T."""
 
 
 def check_dueling_env(env: Any) -> UtilityDuelingEnvironment:
@@ -43,7 +70,10 @@ def check_told(
         If both or neither of ``winner`` and ``first_wins`` are given, ``winner`` is not an arm of
         the pair (or the pair is a self-duel), or ``first_wins`` is not 0/1 (or a bool).
     """
-    if asked is None or tuple(int(a) for a in pair) != asked:
+    if (not isinstance(pair, tuple | list) or len(pair) != 2
+            or any(isinstance(a, bool | np.bool_) or not isinstance(a, int | np.integer) for a in pair)):
+        raise InvalidActionError(f"pair must be the last asked pair, two int arm indices; got {pair!r}")
+    if asked is None or (int(pair[0]), int(pair[1])) != asked:
         raise InvalidActionError(f"pair must be the last asked pair {asked}; got {pair!r}")
     if (winner is None) == (first_wins is None):
         raise InvalidParameterError(
@@ -51,13 +81,36 @@ def check_told(
             f"got winner={winner!r}, first_wins={first_wins!r}"
         )
     if first_wins is not None:
-        if first_wins not in (0, 1):
+        if not isinstance(first_wins, bool | np.bool_ | int | np.integer) or first_wins not in (0, 1):
             raise InvalidParameterError(f"first_wins must be 0 or 1 (or a bool); got {first_wins!r}")
         return asked, int(first_wins)
-    if isinstance(winner, bool | np.bool_) or winner not in asked:
+    if isinstance(winner, bool | np.bool_) or not isinstance(winner, int | np.integer) or winner not in asked:
         raise InvalidParameterError(f"winner must be one of the asked arms {asked}; got {winner!r}")
     if asked[0] == asked[1]:
         raise InvalidParameterError(
             f"winner cannot say which side of the self-duel {asked} won; tell it with first_wins=True/False"
         )
     return asked, int(winner == asked[0])
+
+
+def check_round_horizon(horizon: Any, algorithm: str) -> int:
+    """``horizon`` as an int in [1, ROUND_BY_ROUND_MAX_HORIZON], else one-line :class:`InvalidParameterError`."""
+    value = check_int(horizon, "horizon", minimum=1)
+    if value > ROUND_BY_ROUND_MAX_HORIZON:
+        raise InvalidParameterError(
+            f"horizon must be <= {ROUND_BY_ROUND_MAX_HORIZON} for {algorithm} (simulated round by round at about "
+            f"0.1-5 ms per round, so T = {value:.0e} would take weeks); got {value}"
+        )
+    return value
+
+
+def check_elimination_horizon(horizon: Any, n_arms: int, algorithm: str) -> int:
+    """``horizon`` as an int >= 1 with K·T <= ELIMINATION_MAX_ARM_ROUNDS, else one-line :class:`InvalidParameterError`."""
+    value = check_int(horizon, "horizon", minimum=1)
+    limit = ELIMINATION_MAX_ARM_ROUNDS // n_arms
+    if value > limit:
+        raise InvalidParameterError(
+            f"horizon must be <= {limit} for {algorithm} with K = {n_arms} arms (worst case 0.05-0.2 us per arm "
+            f"and round: K*T <= {ELIMINATION_MAX_ARM_ROUNDS:.0e}, 45 min to 3 h per trial); got {value}"
+        )
+    return value

@@ -15,6 +15,12 @@ SeedSequence's ``spawn`` is stateful) and spawned into three children, in this o
 A simulation of ``n_trials`` trials uses ``fresh(rng).spawn(n_trials)[k]`` as trial k's sequence, so an
 agent built with ``rng=trial_seed_sequences(rng, n)[k]`` and fed by ``env.streams(...)`` of the same
 trial reproduces trial k of the simulation.
+
+Counter layout of the algorithm key (uint64 counters of :func:`dpbandits.envs.base.counter_uniforms`)
+--------------------------------------------------------------------------------------------------
+* coins of round t: counters ``t·n + k`` for k = 0..n−1 (:func:`round_coins`; n fixed per algorithm);
+* Gamma/Beta variates (:func:`counter_beta`, Double Thompson Sampling): counters with bit 62 set,
+  ``2⁶² | (c << 17) | (attempt << 1) | b`` for the variate's index c < 2⁴⁵, so they never meet the coins.
 """
 
 from __future__ import annotations
@@ -22,11 +28,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
+from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike, as_seed_sequence
+from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_int
+from dpbandits.envs.base import counter_uniforms
 
-__all__ = ["TrialStreams", "fresh_seed_sequence", "trial_seed_sequences", "trial_streams"]
+__all__ = [
+    "GAMMA_INDEX_LIMIT",
+    "TrialStreams",
+    "counter_beta",
+    "counter_gumbel",
+    "counter_standard_gamma",
+    "fresh_seed_sequence",
+    "round_coins",
+    "trial_seed_sequences",
+    "trial_streams",
+]
+
+GAMMA_INDEX_LIMIT = 1 << 45
+"""Variate indices of :func:`counter_standard_gamma` must lie below this (counter layout above)."""
+_GAMMA_REGION = np.uint64(1 << 62)
+_ATTEMPT_BITS = 16  # attempts per variate: acceptance >= 0.95 each, so 2¹⁶ attempts are never all used
 
 
 def fresh_seed_sequence(rng: RNGLike) -> np.random.SeedSequence:
@@ -64,3 +89,81 @@ def trial_streams(rng: RNGLike) -> TrialStreams:
     env_seq, algo_seq, noise_seq = fresh_seed_sequence(rng).spawn(3)
     key = algo_seq.generate_state(1, dtype=np.uint64)[0]
     return TrialStreams(environment=env_seq, algorithm_key=np.uint64(key), noise=noise_seq)
+
+
+def round_coins(keys: np.ndarray, t: int, per_round: int) -> FloatArray:
+    """The ``per_round`` coins of round t for every trial: uniforms at counters t·n + k, shape (n_trials, n)."""
+    return counter_uniforms(np.asarray(keys, dtype=np.uint64)[:, None], t * per_round + np.arange(per_round)[None, :])
+
+
+def counter_gumbel(keys: np.ndarray, t: int, per_round: int) -> FloatArray:
+    """Standard Gumbel variates −ln(−ln u) from the coins of round t (inverse CDF), shape (n_trials, n)."""
+    return np.asarray(-np.log(-np.log(round_coins(keys, t, per_round))))
+
+
+def counter_standard_gamma(keys: np.ndarray, indices: np.ndarray, shape: np.ndarray) -> FloatArray:
+    """Gamma(shape, 1) variates (shape >= 1) that are pure functions of (key, index).
+
+    Marsaglia & Tsang's rejection method: with d = shape − ⅓ and c = 1/√(9d), attempt a draws
+    x = Φ⁻¹(u₁) and accepts d·v, v = (1 + c·x)³, iff v > 0 and ln u₂ < x²/2 + d − d·v + d·ln v, where
+    u₁, u₂ are the uniforms at counters ``2⁶² | (index << 17) | (a << 1) | {0, 1}``. The attempts of
+    one variate are read in order until one is accepted, so the variate does not depend on which
+    other variates are drawn with it (ask/tell agents and batched simulations agree exactly).
+
+    Parameters
+    ----------
+    keys, indices, shape : array_like, broadcast together
+        Stream keys (uint64), variate indices (0 <= index < 2⁴⁵) and shapes (>= 1).
+
+    References
+    ----------
+    G. Marsaglia and W. W. Tsang, "A simple method for generating gamma variables", ACM TOMS 26(3),
+    2000.
+    """
+    key_arr, index_arr, shape_arr = np.broadcast_arrays(
+        np.asarray(keys, dtype=np.uint64), np.asarray(indices, dtype=np.int64), np.asarray(shape, dtype=np.float64)
+    )
+    if index_arr.size and (index_arr.min() < 0 or index_arr.max() >= GAMMA_INDEX_LIMIT):
+        raise InvalidParameterError(f"indices must lie in [0, 2**45); got range [{index_arr.min()}, {index_arr.max()}]")
+    if shape_arr.size and not shape_arr.min() >= 1.0:
+        raise InvalidParameterError(f"shape must be >= 1; got min {shape_arr.min()!r}")
+    flat_keys, flat_shape = key_arr.ravel(), shape_arr.ravel()
+    base = _GAMMA_REGION | (index_arr.ravel().astype(np.uint64) << np.uint64(_ATTEMPT_BITS + 1))
+    d = flat_shape - 1.0 / 3.0  # d = a − ⅓
+    c = 1.0 / np.sqrt(9.0 * d)  # c = 1/√(9d)
+    out = np.empty(flat_shape.size)
+    pending = np.arange(flat_shape.size)
+    first_attempt, block = 0, 1  # attempts are evaluated in blocks; the first accepted one is taken
+    while pending.size:
+        if first_attempt + block > 1 << _ATTEMPT_BITS:  # probability < 0.05^(2^16): never in practice
+            raise InvalidParameterError("shape gave no accepted Gamma attempt in 2**16 tries; it must be >= 1")
+        attempts = np.arange(first_attempt, first_attempt + block, dtype=np.uint64)
+        counter = (base[pending, None, None] | (attempts[None, :, None] << np.uint64(1))) | np.arange(2, dtype=np.uint64)
+        uniforms = counter_uniforms(flat_keys[pending, None, None], counter)
+        x = special.ndtri(uniforms[:, :, 0])
+        dp, cp = d[pending, None], c[pending, None]
+        v = (1.0 + cp * x) ** 3  # v = (1 + c·x)³
+        with np.errstate(invalid="ignore", divide="ignore"):
+            accept = (v > 0) & (np.log(uniforms[:, :, 1]) < 0.5 * x * x + dp - dp * v + dp * np.log(v))
+        found = accept.any(axis=1)
+        chosen = np.argmax(accept, axis=1)
+        rows = np.flatnonzero(found)
+        out[pending[rows]] = d[pending[rows]] * v[rows, chosen[rows]]
+        pending = pending[~found]
+        first_attempt, block = first_attempt + block, 4
+    return out.reshape(shape_arr.shape)
+
+
+def counter_beta(keys: np.ndarray, indices: np.ndarray, a: np.ndarray, b: np.ndarray) -> FloatArray:
+    """Beta(a, b) variates (a, b >= 1) as G_a/(G_a + G_b) of two :func:`counter_standard_gamma` draws.
+
+    Variate ``index`` uses the Gamma indices 2·index (for a) and 2·index + 1 (for b), so ``index``
+    must lie below 2⁴⁴.
+    """
+    key_arr, index_arr, a_arr, b_arr = np.broadcast_arrays(
+        np.asarray(keys, dtype=np.uint64), np.asarray(indices, dtype=np.int64),
+        np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64),
+    )
+    both = counter_standard_gamma(np.stack([key_arr, key_arr]), np.stack([2 * index_arr, 2 * index_arr + 1]),
+                                  np.stack([a_arr, b_arr]))
+    return np.asarray(both[0] / (both[0] + both[1]))

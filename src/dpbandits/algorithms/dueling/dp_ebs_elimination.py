@@ -28,13 +28,13 @@ with an elimination and the next block starts after it).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dpbandits._core.errors import PrivacyBudgetExceededError
+from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
@@ -44,8 +44,8 @@ from dpbandits._core.validation import (
     check_int,
     check_one_of,
 )
-from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
-from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
+from dpbandits.algorithms.dueling._common import check_dueling_env, check_elimination_horizon, check_told
+from dpbandits.algorithms.dueling._streams import fresh_seed_sequence, trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
@@ -76,7 +76,8 @@ REFERENCE = (
     "Saha & Asi (2024), DP-Dueling, Lemma 2 and Theorem 1 (DP-EBS-Elimination); "
     "reconstruction in specs/spec_dp_dueling.md §3.7"
 )
-_BUDGET_SPLIT = {"quarter": 4.0, "half": 2.0}
+_BUDGET_SPLIT = {"quarter": 4.0, "half": 2.0, "whole": 1.0}
+STATS_REMOVAL = ("subtract", "restart")
 SIMULATION_METRICS: tuple[str, ...] = (*REGRET_METRICS, "identified_best", "committed", "last_elimination_round")
 
 
@@ -127,8 +128,9 @@ def ebs_constants(
     counter_epsilon: str = "quarter",
     tree_bound: str = "css",
     union_bound: str = "paper",
+    stats_removal: str = "subtract",
 ) -> EBSConstants:
-    """Compute the constants of spec §3.3.
+    """Compute the constants of spec §3.3 (and of the restart variant, §3.9).
 
     Parameters
     ----------
@@ -140,30 +142,48 @@ def ebs_constants(
         ε > 0 or ``inf``.
     failure_probability : float, optional
         δ in (0, 1); default 1/T (the paper's choice in the proof of Theorem 1), or ½ when T = 1.
-    counter_epsilon : {"quarter", "half"}
+    counter_epsilon : {"quarter", "half", "whole"}
         ε_c = ε/4 (the paper's Lemma 2 proof; default) or ε/2 (its main text; valid because a user
-        touches one counter, at most twice, in this bookkeeping, spec §3.7).
+        touches one counter, at most twice, in this bookkeeping, spec §3.7), or ε (only with
+        ``stats_removal="restart"``, where a user enters one counter once).
     tree_bound : {"css", "union"}
         Which bound B_tree of :func:`dpbandits.privacy.counters.binary_tree_error_bound`.
     union_bound : {"paper", "rigorous"}
         λ = ln(4K²T/δ) or ln(4K·2^K·T/δ) (spec §9 item 8).
+    stats_removal : {"subtract", "restart"}
+        How eliminated opponents' statistics leave the survivors' counters: subtracted through the
+        counters' streams (the paper, default) or by restarting every counter at each elimination
+        (ablation, spec §3.9: the tree bound then holds per (arm, phase), β = δ/(2K²T)).
+
+    Raises
+    ------
+    InvalidParameterError
+        If an option is unknown, or ``counter_epsilon="whole"`` is asked with subtraction (a label
+        then changes two elements of its counter: ε_c = ε would give 2ε).
     """
     k = check_int(n_arms, "n_arms", minimum=2)
     t = check_int(horizon, "horizon", minimum=1)
     eps = check_epsilon(epsilon, allow_inf=True)
     split = _BUDGET_SPLIT[check_one_of(counter_epsilon, "counter_epsilon", tuple(_BUDGET_SPLIT))]
+    removal = check_one_of(stats_removal, "stats_removal", STATS_REMOVAL)
+    if counter_epsilon == "whole" and removal != "restart":
+        raise InvalidParameterError(
+            "counter_epsilon must be 'quarter' or 'half' with stats_removal='subtract' (a label changes two "
+            f"elements of its counter, so ε_c = ε would give 2ε); got {counter_epsilon!r}"
+        )
     check_one_of(tree_bound, "tree_bound", ("css", "union"))
     check_one_of(union_bound, "union_bound", ("paper", "rigorous"))
     if failure_probability is None:
         delta = 1.0 / t if t > 1 else 0.5
     else:
         delta = check_in_interval(failure_probability, "failure_probability", 0.0, 1.0, closed="neither")
-    eps_c = eps / split  # ε_c = ε/4 or ε/2
+    eps_c = eps / split  # ε_c = ε/4, ε/2 or ε
     if union_bound == "paper":
         lam = math.log(4 * k * k * t / delta)  # λ = ln(4K²T/δ)
     else:
         lam = math.log(4 * k * t / delta) + k * math.log(2)  # λ = ln(4K·2^K·T/δ)
-    beta = delta / (2 * k * t)  # β = δ/(2KT)
+    # β = δ/(2KT); with restarts the union also runs over the <= K phases: β = δ/(2K²T)
+    beta = delta / (2 * k * t) if removal == "subtract" else delta / (2 * k * k * t)
     bound = binary_tree_error_bound(t, eps_c, beta, tree_bound)
     return EBSConstants(
         n_arms=k,
@@ -216,15 +236,17 @@ def ebs_confidence_bounds(
     return upper, lower
 
 
-def dp_ebs_guarantee(epsilon: float, counter_epsilon: str = "quarter") -> PureDP:
+def dp_ebs_guarantee(epsilon: float, counter_epsilon: str = "quarter", stats_removal: str = "subtract") -> PureDP:
     """The guarantee of DP-EBS-Elimination.
 
-    Each user's label enters one counter (that of its left arm), at most twice (added at its round,
-    subtracted when its opponent is eliminated), each time changing one stream element by <= 1, so
-    that counter's releases are 2ε_c-DP (group privacy); the paper counts two counters, giving 4ε_c.
-    With ε_c = ε/4 the paper's accounting gives ε (our tight accounting ε/2); with ε_c = ε/2 the
-    tight accounting gives ε. Everything else the algorithm outputs is post-processing of the counter
-    releases and of data-independent coins.
+    With subtraction (the paper), each user's label enters one counter (that of its left arm), at
+    most twice (added at its round, subtracted when its opponent is eliminated), each time changing
+    one stream element by <= 1, so that counter's releases are 2ε_c-DP (group privacy); the paper
+    counts two counters, giving 4ε_c. With ε_c = ε/4 the paper's accounting gives ε (our tight
+    accounting ε/2); with ε_c = ε/2 the tight accounting gives ε. With restarts (spec §3.9), each label
+    enters one counter of one phase, once: every counter's releases are ε_c-DP and the counters of
+    all arms and phases hold disjoint labels (parallel composition), so ε_c <= ε gives ε. Everything
+    else the algorithm outputs is post-processing of the counter releases and of data-independent coins.
 
     Privacy
     -------
@@ -234,28 +256,30 @@ def dp_ebs_guarantee(epsilon: float, counter_epsilon: str = "quarter") -> PureDP
     References
     ----------
     Saha & Asi (2024), Lemma 2 (privacy of Algorithm 1); Chan, Shi & Song (2011), Theorem 3.5
-    (binary mechanism); ``specs/spec_dp_dueling.md`` §3.7 (accounting).
+    (binary mechanism); ``specs/spec_dp_dueling.md`` §3.7 (accounting) and §3.9 (restart).
     """
     eps = check_epsilon(epsilon, allow_inf=True)
     check_one_of(counter_epsilon, "counter_epsilon", tuple(_BUDGET_SPLIT))
+    removal = check_one_of(stats_removal, "stats_removal", STATS_REMOVAL)
     if math.isinf(eps):
         return PureDP.infinite(
             unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
             reason="epsilon = inf: the non-private twin releases exact counts",
         )
-    reason = (
-        "paper accounting: 2 counters × group of 2 × ε/4 (tight accounting: ε/2)"
-        if counter_epsilon == "quarter"
-        else "tight accounting: 1 counter × group of 2 × ε/2"
-    )
+    if removal == "restart":
+        reason = f"restart: each label enters one counter of one phase once (parallel composition), ε_c = ε/{_BUDGET_SPLIT[counter_epsilon]:g}"
+    elif counter_epsilon == "quarter":
+        reason = "paper accounting: 2 counters × group of 2 × ε/4 (tight accounting: ε/2)"
+    else:
+        reason = "tight accounting: 1 counter × group of 2 × ε/2"
     return PureDP(epsilon=eps, unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
                   reason=reason)
 
 
-def _check_options(opponent: str, conf_scale: float) -> tuple[str, float]:
+def _check_options(opponent: str, conf_scale: float, check_every: int = 1) -> tuple[str, float, int]:
     opp = check_one_of(opponent, "opponent", ("with_self", "without_self"))
     scale = check_in_interval(conf_scale, "conf_scale", 0.0, math.inf, closed="left")
-    return opp, scale
+    return opp, scale, check_int(check_every, "check_every", minimum=1)
 
 
 def _opponents(uniforms: FloatArray, active: IntArray, left_index: IntArray, opponent: str) -> IntArray:
@@ -283,13 +307,21 @@ class DPEBSElimination(Persistable):
         δ of the good event (default 1/T); not a DP parameter: the guarantee is pure ε-DP.
     opponent : {"with_self", "without_self"}, default "with_self"
         Whether the random right arm may equal the left arm.
-    counter_epsilon : {"quarter", "half"}, default "quarter"
-        ε_c = ε/4 or ε/2 per counter (see :func:`dp_ebs_guarantee`).
+    counter_epsilon : {"quarter", "half", "whole"}, default "quarter"
+        ε_c = ε/4, ε/2 or (restart only) ε per counter (see :func:`dp_ebs_guarantee`).
     tree_bound : {"css", "union"}, default "css"
     union_bound : {"paper", "rigorous"}, default "paper"
     conf_scale : float, default 1.0
         Multiplier of the confidence widths. Change it only for privacy audits (privacy does not
         depend on the widths; regret guarantees do).
+    stats_removal : {"subtract", "restart"}, default "subtract"
+        Subtract eliminated opponents' wins through the counters' streams (the paper), or, as an
+        ablation (spec §3.9), restart every surviving counter (fresh tree, fresh noise, counts and
+        wins discarded) at each elimination. Restarted counters take their node noise from the next
+        children spawned from the trial's noise stream.
+    check_every : int, default 1
+        Screen for eliminations only in rounds t with t ≡ 0 (mod ``check_every``) (ablation; the
+        paper screens every round). The counters still release every round.
     rng : int, SeedSequence, Generator or None
         The trial's seed; split as in :mod:`dpbandits.algorithms.dueling._streams` (the environment
         child is not used by the agent). It seeds the opponents' coins; the counters' privacy noise
@@ -340,7 +372,7 @@ class DPEBSElimination(Persistable):
     """
 
     _state_fields = ("_key", "_counters", "_active", "_pointer", "_left_counts", "_pending", "_released",
-                     "_pair_counts", "_pair_wins", "elimination_rounds", "time", "_asked", "transcript")
+                     "_pair_counts", "_pair_wins", "elimination_rounds", "time", "_asked", "transcript", "_restarts")
 
     def __init__(
         self,
@@ -354,6 +386,8 @@ class DPEBSElimination(Persistable):
         tree_bound: str = "css",
         union_bound: str = "paper",
         conf_scale: float = 1.0,
+        stats_removal: str = "subtract",
+        check_every: int = 1,
         rng: RNGLike = None,
         noise_backend: NoiseBackend | None = None,
         insecure_seeded_noise: bool = False,
@@ -361,24 +395,22 @@ class DPEBSElimination(Persistable):
         accountant: Accountant | None = None,
     ) -> None:
         self.constants = ebs_constants(
-            n_arms, horizon, epsilon, failure_probability,
-            counter_epsilon=counter_epsilon, tree_bound=tree_bound, union_bound=union_bound,
+            n_arms, horizon, epsilon, failure_probability, counter_epsilon=counter_epsilon,
+            tree_bound=tree_bound, union_bound=union_bound, stats_removal=stats_removal,
         )
-        self.opponent, self.conf_scale = _check_options(opponent, conf_scale)
+        self.opponent, self.conf_scale, self.check_every = _check_options(opponent, conf_scale, check_every)
         self.counter_epsilon_rule = counter_epsilon
+        self.stats_removal = stats_removal
         if math.isfinite(self.privacy.epsilon):
             spend(accountant, self.privacy)  # the whole run is one ε-DP release, spent before any noise
         k = self.constants.n_arms
         streams = trial_streams(rng)
         self._key = streams.algorithm_key
-        backend: NoiseBackend | list[NoiseBackend] | None = noise_backend
-        if insecure_seeded_noise and noise_backend is None:  # one stream per counter, as TreeNoiseTable
-            backend = [NumpyNoise(child) for child in streams.noise.spawn(k)]
-        # each counter's stream: win indicators minus removed wins, integers with Δ = 1
-        self._counters = BinaryTreeCounterBank(
-            k, self.constants.horizon, self._counter_epsilon(), integer=True, backend=backend,
-            insecure_seeded_noise=insecure_seeded_noise,
-        )
+        self._noise_seed = streams.noise
+        self._noise_backend = noise_backend
+        self._insecure_seeded_noise = bool(insecure_seeded_noise)
+        self._restarts = 0  # counter generations started after the first (stats_removal="restart")
+        self._counters = self._new_counters()
         self._active = np.arange(k, dtype=np.int64)
         self._pointer = -1
         self._left_counts = np.zeros(k, dtype=np.int64)  # n_i
@@ -397,10 +429,26 @@ class DPEBSElimination(Persistable):
         """ε_c given to every counter (a test's broken variant overrides this, never the library)."""
         return self.constants.counter_epsilon
 
+    def _new_counters(self) -> BinaryTreeCounterBank:
+        """One fresh counter per arm (generation g = number of restarts so far).
+
+        With ``insecure_seeded_noise`` counter i of generation g draws from child g·K + i of the
+        trial's noise stream (as the simulation's successive ``spawn(K)`` calls); a saved and loaded
+        agent rebuilds the same children from ``_restarts``.
+        """
+        k = self.constants.n_arms
+        backend: NoiseBackend | list[NoiseBackend] | None = self._noise_backend
+        if self._insecure_seeded_noise and backend is None:  # one stream per counter, as TreeNoiseTable
+            children = fresh_seed_sequence(self._noise_seed).spawn((self._restarts + 1) * k)[self._restarts * k:]
+            backend = [NumpyNoise(child) for child in children]
+        # each counter's stream: win indicators minus removed wins, integers with Δ = 1
+        return BinaryTreeCounterBank(k, self.constants.horizon, self._counter_epsilon(), integer=True,
+                                     backend=backend, insecure_seeded_noise=self._insecure_seeded_noise)
+
     @property
     def privacy(self) -> PureDP:
         """The guarantee (see :func:`dp_ebs_guarantee`)."""
-        return dp_ebs_guarantee(self.constants.epsilon, self.counter_epsilon_rule)
+        return dp_ebs_guarantee(self.constants.epsilon, self.counter_epsilon_rule, self.stats_removal)
 
     @property
     def active_arms(self) -> list[int]:
@@ -485,7 +533,8 @@ class DPEBSElimination(Persistable):
                 "released": {int(i): int(self._released[i]) for i in self._active},
                 "stream_elements": {int(i): int(elements[i]) for i in self._active},
             })
-        self._screen()
+        if self.time % self.check_every == 0:
+            self._screen()
 
     def _screen(self) -> None:
         """Eliminate every arm whose UCB is below the largest LCB; remove their statistics."""
@@ -498,12 +547,19 @@ class DPEBSElimination(Persistable):
         if eliminated.size == 0:
             return
         self._active = active[~np.isin(active, eliminated)]
+        for arm in eliminated:
+            self.elimination_rounds[int(arm)] = self.time
+        if self.stats_removal == "restart":  # fresh counters; every statistic is discarded
+            self._restarts += 1
+            self._counters = self._new_counters()
+            self._counters.retire(np.setdiff1d(np.arange(self.constants.n_arms), self._active))
+            for table in (self._left_counts, self._pending, self._released, self._pair_counts, self._pair_wins):
+                table[...] = 0
+            return
         self._counters.retire(eliminated)
         for j in self._active:
             self._pending[j] += self._pair_wins[j, eliminated].sum()
             self._left_counts[j] -= self._pair_counts[j, eliminated].sum()
-        for arm in eliminated:
-            self.elimination_rounds[int(arm)] = self.time
 
 
 # ---------------------------------------------------------------------- vectorised simulation
@@ -527,6 +583,8 @@ def run_trial(
     first_block: int = 256,
     flip_key: np.uint64 | None = None,
     flip_probability: float = 0.0,
+    check_every: int = 1,
+    renew_noise: Callable[[], TreeNoiseTable] | None = None,
 ) -> _TrialResult:
     """Simulate one trial by blocks of rounds; identical to :class:`DPEBSElimination` on the same seeds.
 
@@ -550,26 +608,34 @@ def run_trial(
     flip_key, flip_probability
         Local-DP baseline only: user t reports the opposite outcome iff
         ``counter_uniforms(flip_key, t) < flip_probability``, and the estimates are debiased.
+    check_every : int, default 1
+        Screen only in rounds t ≡ 0 (mod ``check_every``).
+    renew_noise : callable, optional
+        ``stats_removal="restart"``: returns the node noise of the next phase's fresh counters (as
+        the agent's next K noise children); every statistic restarts at each elimination and the
+        counters' times count from the restart. None: the paper's subtraction.
     """
     k, horizon = constants.n_arms, constants.horizon
     active = np.arange(k, dtype=np.int64)
     left_counts = np.zeros(k, dtype=np.int64)
     pending = np.zeros(k)
     exact_sums = np.zeros(k)
-    pair_counts = np.zeros(k * k, dtype=np.int64)
-    pair_wins = np.zeros(k * k, dtype=np.int64)
+    pair_counts = np.zeros(k * k, dtype=np.int64)  # every round played (the regret)
+    stat_counts = np.zeros(k * k, dtype=np.int64)  # N_ik and W_ik since the last restart (all rounds if none)
+    stat_wins = np.zeros(k * k, dtype=np.int64)
     elimination_rounds = np.full(k, horizon + 1, dtype=np.int64)
     pointer, t, length = -1, 0, first_block
+    phase_start = 0  # counters' time 0 (the last restart)
     block = min(block, max(first_block, (1 << 21) // k))  # bound the (arms × rounds) arrays to ~2M cells
-    widths = ebs_widths(np.arange(horizon + 1), constants, conf_scale)  # table of wid(n), n = 0..T
     while t < horizon:
         m = active.size
         if m == 1:
             pair_counts[active[0] * k + active[0]] += horizon - t  # commit: (a, a) to the end
             break
         size = min(length, horizon - t)
-        chunk_end = (((t + 1) // noise.chunk) + 1) * noise.chunk  # keep a block inside one noise chunk
-        size = min(size, chunk_end - (t + 1))
+        local = t - phase_start  # counter time of the round before the block
+        chunk_end = (((local + 1) // noise.chunk) + 1) * noise.chunk  # keep a block inside one noise chunk
+        size = min(size, chunk_end - (local + 1))
         times = np.arange(t + 1, t + size + 1)
         start = int(np.searchsorted(active, pointer, side="right")) % m
         left_index = (start + np.arange(size)) % m
@@ -582,18 +648,22 @@ def run_trial(
         elements = is_left * outcome.astype(np.float64)
         elements[:, 0] -= pending[active]
         sums = exact_sums[active][:, None] + np.cumsum(elements, axis=1)
-        errors = noise.errors(t + 1, t + size + 1)
+        errors = noise.errors(local + 1, local + size + 1)
         released = sums + (errors if m == k else errors[active])
         counts = left_counts[active][:, None] + np.cumsum(is_left, axis=1)
-        upper, lower = ebs_confidence_bounds(released, counts, constants, conf_scale, widths=widths[counts],
+        # widths computed per block (a table of wid(n) for n = 0..T would hold memory linear in T)
+        upper, lower = ebs_confidence_bounds(released, counts, constants, conf_scale,
                                              flip_probability=flip_probability)
         eliminate = upper < lower.max(axis=0)[None, :]
+        if check_every > 1:
+            eliminate[:, times % check_every != 0] = False  # screen only every check_every rounds
         hits = np.flatnonzero(eliminate.any(axis=0))
         played = int(hits[0]) + 1 if hits.size else size
         streams.advance(left[:played], right[:played], trial)
         flat = left[:played] * k + right[:played]
         pair_counts += np.bincount(flat, minlength=k * k)
-        pair_wins += np.bincount(flat, weights=outcome[:played], minlength=k * k).astype(np.int64)
+        stat_counts += np.bincount(flat, minlength=k * k)
+        stat_wins += np.bincount(flat, weights=outcome[:played], minlength=k * k).astype(np.int64)
         left_counts[active] = counts[:, played - 1]
         exact_sums[active] = sums[:, played - 1]
         pending[active] = 0.0
@@ -605,13 +675,20 @@ def run_trial(
         gone = active[eliminate[:, played - 1]]
         elimination_rounds[gone] = t
         active = active[~np.isin(active, gone)]
-        wins = pair_wins.reshape(k, k)
-        plays = pair_counts.reshape(k, k)
+        length = first_block
+        if renew_noise is not None:  # restart: fresh counters, every statistic discarded
+            for table in (left_counts, pending, exact_sums, stat_counts, stat_wins):
+                table[...] = 0
+            noise, phase_start = renew_noise(), t
+            for arm in np.setdiff1d(np.arange(k), active):
+                noise.retire(int(arm))
+            continue
+        wins = stat_wins.reshape(k, k)
+        plays = stat_counts.reshape(k, k)
         pending[active] += wins[np.ix_(active, gone)].sum(axis=1)
         left_counts[active] -= plays[np.ix_(active, gone)].sum(axis=1)
         for arm in gone:
             noise.retire(int(arm))
-        length = first_block
     return _TrialResult(pair_counts.reshape(k, k), elimination_rounds, active)
 
 
@@ -628,14 +705,18 @@ def _simulate(
     union_bound: str,
     conf_scale: float,
     block: int,
+    stats_removal: str = "subtract",
+    check_every: int = 1,
 ) -> dict[str, FloatArray]:
     check_dueling_env(env)
+    eps = check_epsilon(epsilon, allow_inf=True)
+    check_elimination_horizon(horizon, env.n_arms, "ebs-elimination" if math.isinf(eps) else "dp-ebs-elimination")
     n = check_int(n_trials, "n_trials", minimum=1)
     constants = ebs_constants(
-        env.n_arms, horizon, epsilon, failure_probability,
-        counter_epsilon=counter_epsilon, tree_bound=tree_bound, union_bound=union_bound,
+        env.n_arms, horizon, epsilon, failure_probability, counter_epsilon=counter_epsilon,
+        tree_bound=tree_bound, union_bound=union_bound, stats_removal=stats_removal,
     )
-    opponent, conf_scale = _check_options(opponent, conf_scale)
+    opponent, conf_scale, check_every = _check_options(opponent, conf_scale, check_every)
     size = check_int(block, "block", minimum=1)
     pair_counts = np.zeros((n, env.n_arms, env.n_arms))
     identified = np.zeros(n)
@@ -644,10 +725,13 @@ def _simulate(
     for trial, seq in enumerate(trial_seed_sequences(rng, n)):
         parts = trial_streams(seq)
         feedback = env.streams(parts.environment, 1)
-        generators = [np.random.default_rng(s) for s in parts.noise.spawn(env.n_arms)]
-        table = TreeNoiseTable(constants.horizon, constants.counter_epsilon, generators, chunk=size, integer=True)
-        result = run_trial(feedback, 0, constants, parts.algorithm_key, table, opponent=opponent,
-                           conf_scale=conf_scale, block=size, first_block=min(256, size))
+        def next_table(noise_seed: np.random.SeedSequence = parts.noise) -> TreeNoiseTable:
+            generators = [np.random.default_rng(s) for s in noise_seed.spawn(env.n_arms)]  # as the agent's
+            return TreeNoiseTable(constants.horizon, constants.counter_epsilon, generators, chunk=size, integer=True)
+
+        result = run_trial(feedback, 0, constants, parts.algorithm_key, next_table(), opponent=opponent,
+                           conf_scale=conf_scale, block=size, first_block=min(256, size), check_every=check_every,
+                           renew_noise=next_table if stats_removal == "restart" else None)
         pair_counts[trial] = result.pair_counts
         committed[trial] = float(result.active.size == 1)
         identified[trial] = float(result.active.size == 1 and result.active[0] == env.best_arm)
@@ -686,6 +770,8 @@ def simulate_dp_ebs_elimination(
     tree_bound: str = "css",
     union_bound: str = "paper",
     conf_scale: float = 1.0,
+    stats_removal: str = "subtract",
+    check_every: int = 1,
     block: int = 16384,
 ) -> Mapping[str, FloatArray]:
     """DP-EBS-Elimination (Saha & Asi 2024, Algorithm 1), simulated for many trials.
@@ -703,6 +789,9 @@ def simulate_dp_ebs_elimination(
         ε > 0 (``inf`` is the non-private twin).
     failure_probability, opponent, counter_epsilon, tree_bound, union_bound, conf_scale
         As in :class:`DPEBSElimination`.
+    stats_removal, check_every
+        Ablations of spec §3.9 (restart the counters at each elimination; screen every k rounds), as
+        in :class:`DPEBSElimination`; the defaults are the paper's algorithm.
     block : int, default 16384
         Largest block of rounds evaluated at once (and noise chunk length).
 
@@ -714,14 +803,15 @@ def simulate_dp_ebs_elimination(
 
     Privacy
     -------
-    ε-DP for one preference label per trial (see :class:`DPEBSElimination`).
+    ε-DP for one preference label per trial (see :class:`DPEBSElimination` and
+    :func:`dp_ebs_guarantee`, which covers both ways of removing statistics).
 
     References
     ----------
     Saha & Asi (2024), Algorithm 1, Lemma 2, Theorem 1.
     """
     return _simulate(env, n_trials, rng, horizon, epsilon, failure_probability, opponent,
-                     counter_epsilon, tree_bound, union_bound, conf_scale, block)
+                     counter_epsilon, tree_bound, union_bound, conf_scale, block, stats_removal, check_every)
 
 
 @register_algorithm(
@@ -742,6 +832,8 @@ def simulate_ebs_elimination(
     opponent: str = "with_self",
     union_bound: str = "paper",
     conf_scale: float = 1.0,
+    stats_removal: str = "subtract",
+    check_every: int = 1,
     block: int = 16384,
 ) -> Mapping[str, FloatArray]:
     """Non-private EBS-Elimination: the ε = ∞ twin of DP-EBS-Elimination (exact counts, B = 0).
@@ -758,4 +850,4 @@ def simulate_ebs_elimination(
     Saha & Asi (2024), Algorithm 1 with ε = ∞ (regret O(Σ_i log(KT)/Δ_i), Theorem 1).
     """
     return _simulate(env, n_trials, rng, horizon, math.inf, failure_probability, opponent,
-                     "quarter", "css", union_bound, conf_scale, block)
+                     "quarter", "css", union_bound, conf_scale, block, stats_removal, check_every)

@@ -21,7 +21,8 @@ With one arm left (or no distinct pair) it commits to (a, a).
 
 Where this implementation settles what the spec leaves open: κ defaults to σ'(2·S_θ) = σ'(2) (the
 slope at θ*; ``kappa="li_et_al"`` gives σ'(4)); Li et al.'s λ_min condition is only recorded as a
-diagnostic (the spec's default "warn"; "enforce" is not implemented); inside a phase nothing depends
+diagnostic by default (the spec's "warn"; ``lambda_min_check="enforce"`` raises N_ℓ until it holds,
+capped at T; "off" skips it); inside a phase nothing depends
 on that phase's data, so the vectorised simulation draws each pair's wins as one Binomial
 (``feedback="binomial"``, spec §1.6) or, for exact agreement with the ask/tell agent, reads the
 pull-consistent per-pair streams (``feedback="streams"``).
@@ -53,7 +54,7 @@ from dpbandits.algorithms.bai.designs import g_optimal_design
 from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
-from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
+from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
@@ -94,6 +95,9 @@ class GOptimalSettings:
     phase_union : int
         L_T = ⌈log₂T⌉ (at least 1).
     fw_tol, c_elim, play_count_scale : float
+    lambda_min_check : {"warn", "enforce", "off"}
+        Li, Lu & Zhou's λ_min condition (spec §4.8): recorded in the phase diagnostics ("warn",
+        default), enforced by raising N_ℓ ("enforce"), or not computed ("off").
     """
 
     n_arms: int
@@ -105,6 +109,7 @@ class GOptimalSettings:
     fw_tol: float
     c_elim: float
     play_count_scale: float
+    lambda_min_check: str = "warn"
 
 
 def _settings(
@@ -117,6 +122,7 @@ def _settings(
     fw_tol: float,
     c_elim: float,
     play_count_scale: float,
+    lambda_min_check: str = "warn",
 ) -> GOptimalSettings:
     k = check_int(n_arms, "n_arms", minimum=2)
     t = check_int(horizon, "horizon", minimum=1)
@@ -142,6 +148,7 @@ def _settings(
         fw_tol=check_positive_float(fw_tol, "fw_tol"),
         c_elim=check_positive_float(c_elim, "c_elim"),
         play_count_scale=check_positive_float(play_count_scale, "play_count_scale"),
+        lambda_min_check=check_one_of(lambda_min_check, "lambda_min_check", ("warn", "enforce", "off")),
     )
 
 
@@ -277,8 +284,27 @@ def _plan_phase(
     weights = np.asarray(design.weights)[support]
     total = phase_play_count(settings, phase, design.g_value, support.size)
     counts = np.ceil(weights * total).astype(np.int64)  # t_ℓ = ⌈π·N_ℓ⌉
-    return _Phase(phase, pairs[support], counts, coords[support], basis, float(design.g_value), coords,
-                  {"g": float(design.g_value), "support": int(support.size), "N": float(total)})
+    diagnostics: dict[str, Any] = {"g": float(design.g_value), "support": int(support.size), "N": float(total)}
+    if settings.lambda_min_check == "enforce":
+        # raise N_ℓ until λ_min(V_ℓ) >= the requirement (V_ℓ grows linearly in N_ℓ), capped at T: a
+        # function of the public schedule only, so privacy is unaffected
+        base = total
+        for _ in range(8):
+            lambda_min, required = _lambda_min_condition(coords[support], counts, settings)
+            if lambda_min >= required or total >= settings.horizon:
+                break
+            total = min(float(settings.horizon), total * required / lambda_min * (1.0 + 1e-9))
+            counts = np.ceil(weights * total).astype(np.int64)
+        diagnostics.update({"N": float(total), "N_enforcement_factor": float(total / base)})
+    return _Phase(phase, pairs[support], counts, coords[support], basis, float(design.g_value), coords, diagnostics)
+
+
+def _lambda_min_condition(coordinates: FloatArray, counts: IntArray, settings: GOptimalSettings) -> tuple[float, float]:
+    """(λ_min(V_ℓ), 8/κ⁴·(r² + ln(1/δ₁))) with V_ℓ = Σ_s t_s·y_s y_sᵀ in span coordinates, δ₁ = δ/(6K²L_T)."""
+    gram = (coordinates * counts.astype(np.float64)[:, None]).T @ coordinates
+    log_inv_delta1 = math.log(6 * settings.n_arms**2 * settings.phase_union / settings.failure_probability)
+    required = 8.0 / settings.kappa**4 * (coordinates.shape[1] ** 2 + log_inv_delta1)
+    return float(np.linalg.eigvalsh(gram)[0]), required
 
 
 def _release_wins(noise: NoiseBackend, wins: IntArray, scale: float) -> FloatArray:
@@ -309,7 +335,8 @@ def _width_diagnostics(plan: _Phase, settings: GOptimalSettings) -> dict[str, fl
 
     width = 3/(2κ)·√ln(1/δ₁)·max_z ‖z‖_{V⁻¹} + u/(κε)·max_z ‖z‖_{V⁻¹}·Σ_{s∈S} ‖z_s‖_{V⁻¹}, with
     δ₁ = δ/(6K²L_T) and u = ln(2mL_T/δ) (spec §4.8); the play counts make it <= ε_ℓ (Corollary 2).
-    λ_min(V) >= 8/κ⁴·(r² + ln(1/δ₁)) is Li, Lu & Zhou's condition (3), recorded only (spec §9 item 12).
+    λ_min(V) >= 8/κ⁴·(r² + ln(1/δ₁)) is Li, Lu & Zhou's condition (3), recorded unless
+    ``lambda_min_check="off"`` (spec §9 item 12; "enforce" has already raised N_ℓ to meet it).
     Everything here depends on the public schedule only, not on the data.
     """
     counts = plan.counts.astype(np.float64)
@@ -323,11 +350,11 @@ def _width_diagnostics(plan: _Phase, settings: GOptimalSettings) -> dict[str, fl
     if math.isfinite(settings.epsilon):
         u = math.log(2 * counts.size * lt / delta)
         width += u / (kappa * settings.epsilon) * float(norms_all.max()) * float(norms_support.sum())
-    rank = plan.coordinates.shape[1]
-    lambda_min = float(np.linalg.eigvalsh(gram)[0])
-    required = 8.0 / kappa**4 * (rank**2 + log_inv_delta1)
-    return {"confidence_width": width, "accuracy": 2.0 ** (-plan.index), "lambda_min": lambda_min,
-            "lambda_min_required": required, "lambda_min_ok": lambda_min >= required}
+    out: dict[str, float | bool] = {"confidence_width": width, "accuracy": 2.0 ** (-plan.index)}
+    if settings.lambda_min_check != "off":
+        lambda_min, required = _lambda_min_condition(plan.coordinates, plan.counts, settings)
+        out.update({"lambda_min": lambda_min, "lambda_min_required": required, "lambda_min_ok": lambda_min >= required})
+    return out
 
 
 class GOptimalDPDB(Persistable):
@@ -352,6 +379,9 @@ class GOptimalDPDB(Persistable):
     c_elim : float, default 2.0
     play_count_scale : float, default 1.0
         Multiplies N_ℓ; values != 1 are not the paper's schedule (label such runs).
+    lambda_min_check : {"warn", "enforce", "off"}, default "warn"
+        Li, Lu & Zhou's λ_min(V_ℓ) condition (spec §4.8): recorded in ``phases[ℓ].diagnostics``
+        ("warn"), met by raising N_ℓ (capped at T; "enforce", an ablation), or not computed ("off").
     rng : int, SeedSequence, Generator or None
         The trial's seed (its privacy-noise child seeds the noise only with ``insecure_seeded_noise``).
     noise_backend : NoiseBackend, optional
@@ -391,6 +421,7 @@ class GOptimalDPDB(Persistable):
         fw_tol: float = 0.01,
         c_elim: float = 2.0,
         play_count_scale: float = 1.0,
+        lambda_min_check: str = "warn",
         rng: RNGLike = None,
         noise_backend: NoiseBackend | None = None,
         insecure_seeded_noise: bool = False,
@@ -398,7 +429,7 @@ class GOptimalDPDB(Persistable):
     ) -> None:
         self.features = check_array(features, "features", ndim=2)
         self.settings = _settings(self.features.shape[0], horizon, epsilon, failure_probability, kappa,
-                                  theta_bound, fw_tol, c_elim, play_count_scale)
+                                  theta_bound, fw_tol, c_elim, play_count_scale, lambda_min_check)
         if math.isfinite(self.settings.epsilon):
             spend(accountant, self.privacy)  # the whole run is one ε-DP release, spent before any noise
         noise_seed = trial_streams(rng).noise if insecure_seeded_noise and noise_backend is None else None
@@ -471,6 +502,26 @@ class GOptimalDPDB(Persistable):
         return 1.0 / self.settings.epsilon
 
 
+_STREAM_CHUNK = 1 << 16  # duels read from a pair's feedback stream at once (memory constant in T)
+
+
+def _stream_wins(duels: DuelStreams, pairs: IntArray, played: IntArray) -> IntArray:
+    """Wins of ``pairs[s, 0]`` in its next ``played[s]`` duels against ``pairs[s, 1]`` (pull-consistent streams).
+
+    The support pairs are distinct, so each pair's duels are read from its own stream in order, by
+    chunks of at most 2¹⁶ duels: the same outcomes as reading them all at once, in memory constant
+    in the phase length.
+    """
+    wins = np.zeros(played.size, dtype=np.int64)
+    for slot, ((first, second), count) in enumerate(zip(pairs.tolist(), played.tolist(), strict=True)):
+        for start in range(0, count, _STREAM_CHUNK):
+            size = min(_STREAM_CHUNK, count - start)
+            firsts, seconds = np.full(size, first), np.full(size, second)
+            wins[slot] += int(duels.peek(firsts, seconds).sum())
+            duels.advance(firsts, seconds)
+    return wins
+
+
 def _run_trial(
     env: UtilityDuelingEnvironment, settings: GOptimalSettings, streams: Any, feedback: str
 ) -> tuple[FloatArray, bool, int]:
@@ -494,12 +545,7 @@ def _run_trial(
         if duels is None:  # one Binomial per pair: no adaptivity inside a phase
             wins = draws.binomial(played, env.preference_matrix[plan.pairs[:, 0], plan.pairs[:, 1]])
         else:
-            firsts = np.repeat(plan.pairs[:, 0], played)
-            seconds = np.repeat(plan.pairs[:, 1], played)
-            outcome = duels.peek(firsts, seconds)
-            duels.advance(firsts, seconds)
-            wins = np.bincount(np.repeat(np.arange(played.size), played), weights=outcome,
-                               minlength=played.size).astype(np.int64)
+            wins = _stream_wins(duels, plan.pairs, played)
         np.add.at(pair_counts, (plan.pairs[:, 0], plan.pairs[:, 1]), played)
         t += int(played.sum())
         if t >= horizon and not np.array_equal(played, plan.counts):
@@ -549,6 +595,7 @@ def simulate_goptimal_dpdb(
     fw_tol: float = 0.01,
     c_elim: float = 2.0,
     play_count_scale: float = 1.0,
+    lambda_min_check: str = "warn",
     feedback: str = "binomial",
 ) -> Mapping[str, FloatArray]:
     """GOptimal-DPDB (Saha & Asi 2024, Algorithm 2), simulated phase by phase.
@@ -559,7 +606,7 @@ def simulate_goptimal_dpdb(
         Finite arms, or a net of the unit ball (``dueling-unit-ball``; regret against ‖θ*‖).
     n_trials, rng, horizon, epsilon
         As for the other dueling algorithms (trial k: ``trial_seed_sequences(rng, n)[k]``).
-    failure_probability, kappa, theta_bound, fw_tol, c_elim, play_count_scale
+    failure_probability, kappa, theta_bound, fw_tol, c_elim, play_count_scale, lambda_min_check
         As in :class:`GOptimalDPDB`.
     feedback : {"binomial", "streams"}, default "binomial"
         One Binomial per (phase, pair) from the environment stream (fast; no adaptivity inside a
@@ -579,7 +626,8 @@ def simulate_goptimal_dpdb(
     Saha & Asi (2024), Algorithm 2 and Theorem 3; reconstruction in ``specs/spec_dp_dueling.md`` §4.
     """
     options = {"failure_probability": failure_probability, "kappa": kappa, "theta_bound": theta_bound,
-               "fw_tol": fw_tol, "c_elim": c_elim, "play_count_scale": play_count_scale, "feedback": feedback}
+               "fw_tol": fw_tol, "c_elim": c_elim, "play_count_scale": play_count_scale,
+               "lambda_min_check": lambda_min_check, "feedback": feedback}
     return _simulate(env, n_trials, rng, horizon, epsilon, options)
 
 
@@ -603,6 +651,7 @@ def simulate_goptimal_nonprivate(
     fw_tol: float = 0.01,
     c_elim: float = 2.0,
     play_count_scale: float = 1.0,
+    lambda_min_check: str = "warn",
     feedback: str = "binomial",
 ) -> Mapping[str, FloatArray]:
     """The ε = ∞ twin of GOptimal-DPDB (exact counts, N^priv = 0); see :func:`simulate_goptimal_dpdb`.
@@ -617,5 +666,6 @@ def simulate_goptimal_nonprivate(
     (phased elimination with G-optimal exploration).
     """
     options = {"failure_probability": failure_probability, "kappa": kappa, "theta_bound": theta_bound,
-               "fw_tol": fw_tol, "c_elim": c_elim, "play_count_scale": play_count_scale, "feedback": feedback}
+               "fw_tol": fw_tol, "c_elim": c_elim, "play_count_scale": play_count_scale,
+               "lambda_min_check": lambda_min_check, "feedback": feedback}
     return _simulate(env, n_trials, rng, horizon, math.inf, options)

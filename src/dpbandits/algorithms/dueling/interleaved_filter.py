@@ -33,7 +33,7 @@ from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int
-from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
+from dpbandits.algorithms.dueling._common import check_dueling_env, check_elimination_horizon, check_told
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniforms
@@ -238,6 +238,7 @@ def simulate_interleaved_filter(
     Yue et al. (2012), Algorithm 1 and §5 (IF2), expected regret O(K·log T/Δ).
     """
     check_dueling_env(env)
+    check_elimination_horizon(horizon, env.n_arms, "interleaved-filter")
     n = check_int(n_trials, "n_trials", minimum=1)
     horizon = check_int(horizon, "horizon", minimum=1)
     size = check_int(block, "block", minimum=1)

@@ -19,7 +19,7 @@ import numpy as np
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_epsilon, check_int
-from dpbandits.algorithms.dueling._common import check_dueling_env
+from dpbandits.algorithms.dueling._common import check_dueling_env, check_elimination_horizon
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.dueling.dp_ebs_elimination import (
     SIMULATION_METRICS,
@@ -164,10 +164,11 @@ def simulate_ldp_ebs(
     Warner (1965); spec §7.4.
     """
     check_dueling_env(env)
+    check_elimination_horizon(horizon, env.n_arms, "ldp-ebs-elimination")
     eps = check_epsilon(epsilon)
     n = check_int(n_trials, "n_trials", minimum=1)
     constants = ebs_constants(env.n_arms, horizon, math.inf, failure_probability, union_bound=union_bound)
-    opponent, conf_scale = _check_options(opponent, conf_scale)
+    opponent, conf_scale, _ = _check_options(opponent, conf_scale)
     size = check_int(block, "block", minimum=1)
     q = flip_probability(eps)
     pair_counts = np.zeros((n, env.n_arms, env.n_arms))

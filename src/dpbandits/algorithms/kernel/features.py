@@ -22,6 +22,7 @@ Maps:
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from typing import Protocol, runtime_checkable
@@ -51,6 +52,14 @@ __all__ = [
 FEATURE_METHODS = ("auto", "qff", "rff", "nystrom")
 _WEIGHT_FLOOR = 1e-12  # QFF nodes with weight below this are dropped (spec §4.2)
 _NYSTROM_ROUNDING_SLACK = 1e-10  # measured rounding excess of ‖φ(w) − φ(g)‖ over d_k: < 3e-14
+
+
+def _hash_arrays(tag: str, *arrays: FloatArray) -> str:
+    digest = hashlib.blake2b(tag.encode(), digest_size=20)
+    for array in arrays:
+        digest.update(repr(array.shape).encode())
+        digest.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
+    return digest.hexdigest()
 
 
 @runtime_checkable
@@ -104,6 +113,10 @@ class TrigonometricFeatures:
     def dim(self) -> int:
         """D_f = 2m."""
         return 2 * self.frequencies.shape[0]
+
+    def fingerprint(self) -> str:
+        """A hash of the frequencies and weights (equal hashes: the same map); keys the Gram cache."""
+        return _hash_arrays("trigonometric", self.frequencies, self.weights)
 
     @property
     def max_diag(self) -> float:
@@ -238,6 +251,10 @@ class NystromFeatures:
     def dim(self) -> int:
         """D_f = number of landmarks."""
         return int(self.landmarks.shape[0])
+
+    def fingerprint(self) -> str:
+        """A hash of the kernel, the landmarks and the factor (equal hashes: the same map); keys the Gram cache."""
+        return _hash_arrays(f"nystrom {self.kernel!r}", self.landmarks, self._chol)
 
     @property
     def max_diag(self) -> float:

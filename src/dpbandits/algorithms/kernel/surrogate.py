@@ -8,10 +8,18 @@ The paper's M = T·K gives the factor 1/K (Lemma 4.4); another M is the flagged 
 (``specs/spec_usca_kernel.md`` §2.2). Two backends compute the same quantities:
 
 * :class:`ExactKernelSurrogate` — the kernel-trick form (eqs. 4–5 with regulariser (M/T)·τ = Kτ),
-  an M × M Cholesky factor: O(M²) memory, only for small T and as the reference in tests.
+  an M × M Cholesky factor: O(M²) memory (:func:`exact_kernel_peak_bytes`), only for small T and
+  as the reference in tests.
 * :class:`FeatureSurrogate` — the feature form for a data-independent feature map φ (§4.2): a
   D_f × D_f Cholesky factor accumulated by streaming over 𝒵 in blocks; memory O(D_f²) independent
   of T and M.
+
+The Gram sum G = Σᵢ φ(zᵢ)φ(zᵢ)ᵀ is the one expensive step of the feature backend (O(M·D_f²), M ≈
+T²/γ_T). It does not depend on ε, so :func:`accumulate_feature_gram` keeps the last results in a
+small in-process cache, **keyed by content**: a hash of every point of 𝒵 and of the feature map's
+parameters (:meth:`ApproximatingSet.fingerprint`, ``feature_map.fingerprint()``). Runs that share
+coins — USCA at several ε, or its variants, at the same grid point and trial of a study — then
+build G once; a cached G is exactly the G that would be recomputed, so results do not change.
 
 Both expose ``variance(points)``, ``min_eigenvalue`` (a λ > 0 with Z̃ ≽ λ·Id), ``max_diag`` and
 ``distance_bound(r)``, which is what the
@@ -20,6 +28,8 @@ certified supremum (:mod:`dpbandits.algorithms.kernel.sup_bound`) needs.
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
@@ -35,6 +45,7 @@ from dpbandits.algorithms.kernel.features import FeatureMap
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
+    "EXACT_WORK_ARRAYS",
     "PRECISIONS",
     "ApproximatingSet",
     "ContextGenerator",
@@ -42,9 +53,14 @@ __all__ = [
     "FeatureSurrogate",
     "KernelFunction",
     "accumulate_feature_gram",
+    "clear_gram_cache",
+    "exact_kernel_peak_bytes",
+    "exact_query_chunk",
 ]
 
 DEFAULT_BLOCK_SIZE = 16_384
+GRAM_CACHE_BYTES = 128 * 2**20
+"""Memory budget of the in-process cache of Gram sums (least recently used entries are evicted)."""
 PRECISIONS = ("float64", "float32")
 ContextGenerator = Callable[[int, np.random.Generator], FloatArray]
 """``generator(size, rng) -> contexts`` of shape (size, dc): draws from κ (Assumption 2.10)."""
@@ -105,6 +121,7 @@ class ApproximatingSet:
         self._context_generator = context_generator
         n_blocks = -(-self.size // self.block_size)
         self._block_seeds = spawn_seed_sequences(as_seed_sequence(rng), n_blocks)
+        self._fingerprint: str | None = None
 
     def blocks(self) -> Iterator[FloatArray]:
         """Yield the points block by block, each of shape (≤ block_size, D)."""
@@ -119,12 +136,34 @@ class ApproximatingSet:
         """All M points, shape (M, D) (O(M) memory)."""
         return np.concatenate(list(self.blocks()), axis=0)
 
+    def fingerprint(self) -> str:
+        """A BLAKE2b hash of every point (in order) and of the shape: equal hashes mean equal sets.
+
+        Computed once, streaming over the blocks (about 0.2 s per 10⁷ points).
+        """
+        if self._fingerprint is None:
+            digest = hashlib.blake2b(f"{self.size},{self.action_dim}".encode(), digest_size=20)
+            for block in self.blocks():
+                digest.update(np.ascontiguousarray(block, dtype=np.float64).tobytes())
+            self._fingerprint = digest.hexdigest()
+        return self._fingerprint
+
+
+_GRAM_CACHE: OrderedDict[tuple[str, str, int, str], FloatArray] = OrderedDict()
+
+
+def clear_gram_cache() -> None:
+    """Empty the in-process cache of :func:`accumulate_feature_gram`."""
+    _GRAM_CACHE.clear()
+
 
 def accumulate_feature_gram(
     feature_map: FeatureMap,
     approx_set: ApproximatingSet,
     chunk_size: int = 8192,
     precision: str = "float64",
+    *,
+    cache: bool = True,
 ) -> FloatArray:
     """G = Σᵢ φ(zᵢ)φ(zᵢ)ᵀ (D_f × D_f), streamed over 𝒵 in chunks of ``chunk_size``.
 
@@ -141,9 +180,22 @@ def accumulate_feature_gram(
         chunks in float64 (several times faster). Privacy does not depend on it: any
         data-independent Z̃ ≽ τ·I gives the same sensitivity argument, provided σ̄², μ̄ and the
         certified bound all use the same Z̃; only utility sees the rounding.
+    cache : bool, default True
+        Look G up in (and store it into) the in-process cache, keyed by the content hash of 𝒵, the
+        feature map's ``fingerprint()``, ``chunk_size`` and ``precision`` (see the module
+        docstring). Feature maps without a ``fingerprint`` method are never cached. The cache holds
+        at most :data:`GRAM_CACHE_BYTES`; a hit returns a copy.
     """
     chunk = check_int(chunk_size, "chunk_size", minimum=1)
-    dtype = np.float32 if check_one_of(precision, "precision", PRECISIONS) == "float32" else np.float64
+    precision = check_one_of(precision, "precision", PRECISIONS)
+    fingerprint = getattr(feature_map, "fingerprint", None)
+    key = None
+    if cache and callable(fingerprint):
+        key = (str(fingerprint()), approx_set.fingerprint(), chunk, precision)
+        if key in _GRAM_CACHE:
+            _GRAM_CACHE.move_to_end(key)
+            return _GRAM_CACHE[key].copy()
+    dtype = np.float32 if precision == "float32" else np.float64
     gram = np.zeros((feature_map.dim, feature_map.dim), dtype=np.float64)
     for block in approx_set.blocks():
         for start in range(0, block.shape[0], chunk):
@@ -151,7 +203,12 @@ def accumulate_feature_gram(
             # G ← G + φᵀφ  (accumulated in float64 across chunks)
             gram += phi.T @ phi
     # exact symmetry (the two triangles of φᵀφ can differ in the last bit)
-    return np.asarray(0.5 * (gram + gram.T))
+    gram = np.asarray(0.5 * (gram + gram.T))
+    if key is not None and gram.nbytes <= GRAM_CACHE_BYTES:
+        _GRAM_CACHE[key] = gram.copy()
+        while sum(entry.nbytes for entry in _GRAM_CACHE.values()) > GRAM_CACHE_BYTES:
+            _GRAM_CACHE.popitem(last=False)
+    return gram
 
 
 class FeatureSurrogate:
@@ -226,13 +283,49 @@ class FeatureSurrogate:
         return np.asarray(self.feature_map.transform(points) @ np.asarray(coefficients))
 
 
+EXACT_WORK_ARRAYS = 6
+"""Work arrays of shape (q, M + T) the exact backend holds at once, at most (kernel temporaries included)."""
+_MIN_QUERY_CHUNK = 256
+
+
+def exact_query_chunk(approx_size: int) -> int:
+    """The exact backend's chunk q = max(256, ⌈M/16⌉): it handles query points (and Gram rows) q at a time."""
+    return max(_MIN_QUERY_CHUNK, -(-check_int(approx_size, "approx_size", minimum=1) // 16))
+
+
+def exact_kernel_peak_bytes(approx_size: int, horizon: int) -> int:
+    """The exact backend's documented peak memory: 8·M² + 8·6·q·(M + T) bytes, q = max(256, ⌈M/16⌉).
+
+    8·M² bytes hold the Cholesky factor of A = K_𝒵𝒵 + (M/T)·τ·I (built row block by row block
+    and factorised in place); everything else is processed in chunks of q query points (or Gram
+    rows), each needing at most :data:`EXACT_WORK_ARRAYS` arrays of q × (M + T) float64 values (the
+    kernel's temporaries, the triangular solve, the products). For large M the total is about
+    11·M² bytes; for small M the q >= 256 floor dominates. The learning data (O(T·D)) and the
+    approximating points (O(M·D)) are small next to it. This is what ``USCA(max_exact_size=…)``
+    refers to, and what tests/unit/test_usca_memory.py measures.
+
+    Parameters
+    ----------
+    approx_size : int
+        M.
+    horizon : int
+        T.
+    """
+    m = check_int(approx_size, "approx_size", minimum=1)
+    t = check_int(horizon, "horizon", minimum=1)
+    return 8 * m * m + 8 * EXACT_WORK_ARRAYS * exact_query_chunk(m) * (m + t)
+
+
 class ExactKernelSurrogate:
     """Kernel-trick form (Lemma 3.1 / eqs. 4–5) with A = K_𝒵𝒵 + (M/T)·τ·I_M = L Lᵀ.
 
     σ̄²(w) = (k(w, w) − ‖L⁻¹k_𝒵(w)‖²)/τ ;
     μ̄_T(w) = (k_W(w)ᵀY − k_𝒵(w)ᵀ A⁻¹ K_𝒵W Y)/τ.
 
-    Memory is O(M²) (8·M² bytes): use it for small T (M up to about 10⁴) and as the reference.
+    Memory is O(M²): the factor L takes 8·M² bytes (A is built in place, q rows at a time, and
+    factorised in place), and query points are handled q = :func:`exact_query_chunk` at a time,
+    so the peak is :func:`exact_kernel_peak_bytes` (about 11·M² bytes for large M). Use it for small
+    T (M up to about 10⁴) and as the reference.
 
     Parameters
     ----------
@@ -252,10 +345,17 @@ class ExactKernelSurrogate:
         self.points: FloatArray = np.asarray(approx_points, dtype=np.float64)
         horizon = check_int(horizon, "horizon", minimum=1)
         m = self.points.shape[0]
-        # A = K_𝒵𝒵 + (M/T)·τ·I   ((M/T)·τ = K·τ when M = T·K)
-        a = kernel(self.points)
+        self._chunk = exact_query_chunk(m)
+        # A = K_𝒵𝒵 + (M/T)·τ·I   ((M/T)·τ = K·τ when M = T·K), built q rows at a time in Fortran
+        # order so that LAPACK factorises it in place (no second M × M array)
+        a = np.empty((m, m), dtype=np.float64, order="F")
+        for start in range(0, m, self._chunk):
+            a[start : start + self._chunk] = kernel(self.points[start : start + self._chunk], self.points)
         a[np.diag_indices_from(a)] += (m / horizon) * self.tau
-        self._chol = linalg.cholesky(a, lower=True, overwrite_a=True, check_finite=False)
+        factor, info = linalg.lapack.dpotrf(a, lower=1, clean=1, overwrite_a=1)
+        if info != 0:
+            raise InvalidParameterError(f"K_ZZ + K*tau*I must be positive definite; LAPACK potrf returned info={info}")
+        self._chol: FloatArray = factor
 
     @property
     def max_diag(self) -> float:
@@ -266,23 +366,36 @@ class ExactKernelSurrogate:
         """ρ_k(r) of the kernel."""
         return self.kernel.distance_bound(radius)
 
-    def variance(self, points: ArrayLike) -> FloatArray:
-        """σ̄²(w) at points (n, D) (eq. 5)."""
+    def _chunks(self, points: ArrayLike) -> Iterator[FloatArray]:
         w = np.atleast_2d(np.asarray(points, dtype=np.float64))
-        half = linalg.solve_triangular(self._chol, self.kernel(self.points, w), lower=True, check_finite=False)
-        # σ̄² = (k(w,w) − k_𝒵ᵀ A⁻¹ k_𝒵)/τ
-        return np.asarray((self.kernel.diag(w) - np.einsum("ij,ij->j", half, half)) / self.tau)
+        for start in range(0, w.shape[0], self._chunk):
+            yield w[start : start + self._chunk]
+
+    def variance(self, points: ArrayLike) -> FloatArray:
+        """σ̄²(w) at points (n, D) (eq. 5), q points at a time."""
+        parts = []
+        for w in self._chunks(points):
+            # k_𝒵(w) as an (M, q) Fortran-ordered view: the triangular solve needs no copy of it
+            half = linalg.solve_triangular(self._chol, self.kernel(w, self.points).T, lower=True,
+                                           check_finite=False, overwrite_b=True)
+            # σ̄² = (k(w,w) − k_𝒵ᵀ A⁻¹ k_𝒵)/τ
+            parts.append((self.kernel.diag(w) - np.einsum("ij,ij->j", half, half)) / self.tau)
+        return np.concatenate(parts) if parts else np.zeros(0)
 
     def fit(self, data_points: ArrayLike, rewards: ArrayLike) -> Callable[[ArrayLike], FloatArray]:
         """Return w ↦ μ̄_T(w) for the learning data (points (T, D), rewards (T,)) (eq. 4)."""
-        w_data = np.asarray(data_points, dtype=np.float64)
+        w_data = np.atleast_2d(np.asarray(data_points, dtype=np.float64))
         y = np.asarray(rewards, dtype=np.float64)
-        # u = A⁻¹ K_𝒵W Y
-        u = linalg.cho_solve((self._chol, True), self.kernel(self.points, w_data) @ y, check_finite=False)
+        # v = K_𝒵W Y, accumulated q data points at a time ;  u = A⁻¹ v
+        v = np.zeros(self.points.shape[0])
+        for start in range(0, w_data.shape[0], self._chunk):
+            v += self.kernel(self.points, w_data[start : start + self._chunk]) @ y[start : start + self._chunk]
+        u = linalg.cho_solve((self._chol, True), v, check_finite=False)
 
         def mean(points: ArrayLike) -> FloatArray:
-            w = np.atleast_2d(np.asarray(points, dtype=np.float64))
-            # μ̄ = (k_W(w)ᵀY − k_𝒵(w)ᵀu)/τ
-            return np.asarray((self.kernel(w, w_data) @ y - self.kernel(w, self.points) @ u) / self.tau)
+            # μ̄ = (k_W(w)ᵀY − k_𝒵(w)ᵀu)/τ, q query points at a time
+            parts = [(self.kernel(w, w_data) @ y - self.kernel(w, self.points) @ u) / self.tau
+                     for w in self._chunks(points)]
+            return np.concatenate(parts) if parts else np.zeros(0)
 
         return mean

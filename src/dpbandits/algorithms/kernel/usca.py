@@ -29,15 +29,18 @@ from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
+    check_array,
     check_bounded_array,
     check_epsilon,
     check_int,
     check_one_of,
     check_positive_float,
+    check_real,
 )
 from dpbandits.algorithms.kernel.evaluation import (
     argmax_log_probabilities,
     draw_trial_data,
+    expected_regret,
     grid_points,
     grid_reward_table,
     score_policy,
@@ -52,6 +55,7 @@ from dpbandits.algorithms.kernel.surrogate import (
     ExactKernelSurrogate,
     FeatureSurrogate,
     accumulate_feature_gram,
+    exact_kernel_peak_bytes,
 )
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.kernel import KernelBanditEnvironment, StationaryKernel, joint_points
@@ -78,7 +82,7 @@ USCA_REFERENCE = (
     "Theorem 4.1 (= Theorem 7.3; Lemmas 7.1-7.2), with a certified sup of the surrogate variance "
     "(specs/spec_usca_kernel.md §2.5)"
 )
-_DEFAULT_MAX_EXACT_SIZE = 12_000  # M × M float64 Gram matrix: 1.15 GB at this size
+_DEFAULT_MAX_EXACT_SIZE = 12_000  # exact_kernel_peak_bytes(12 000, T) ≈ 1.6 GB (an M × M factor of 1.15 GB)
 
 
 def default_grid_points(action_dim: int) -> int:
@@ -138,7 +142,9 @@ class USCA(Persistable):
         (the certified sup uses the computed Z̃ and its smallest eigenvalue); μ̄ and σ̄² are always
         evaluated in float64.
     max_exact_size : int, default 12000
-        Largest M the exact backend accepts (it needs 8·M² bytes).
+        Largest M the exact backend accepts. Its peak memory is
+        :func:`~dpbandits.algorithms.kernel.surrogate.exact_kernel_peak_bytes` (8·M² bytes for the
+        Cholesky factor plus a chunked workspace, about 11·M² bytes for large M): 1.6 GB at M = 12 000.
 
     Privacy
     -------
@@ -257,9 +263,11 @@ class USCA(Persistable):
         else:
             limit = check_int(max_exact_size, "max_exact_size", minimum=1)
             if self.approx_size > limit:
+                need = exact_kernel_peak_bytes(self.approx_size, self.horizon)
                 raise InvalidParameterError(
                     f"approx_size must be <= max_exact_size={limit} for the exact kernel backend "
-                    f"(it needs 8*M^2 bytes); got M={self.approx_size}. Use backend='features'."
+                    f"(its peak memory is 8*M^2 + 48*q*(M + T) bytes, q = max(256, M/16): {need / 2**30:.2f} GiB "
+                    f"here); got M={self.approx_size}. Use backend='features'."
                 )
             self.surrogate = ExactKernelSurrogate(kernel, approx_set.points(), self.horizon, self.tau)
         self.sup: SupBound = sup_bound(
@@ -323,7 +331,8 @@ class USCA(Persistable):
 
     def tell(self, context: ArrayLike, reward: float) -> None:
         """Record the current round's context cₜ and reward yₜ (for the action of :meth:`ask`)."""
-        self.observe(np.reshape(np.asarray(context, dtype=np.float64), (1, -1)), np.array([reward], dtype=float))
+        c = check_array(context, "context", ndim=(0, 1))
+        self.observe(np.reshape(c, (1, -1)), np.array([check_real(reward, "reward")]))
 
     def observe(self, contexts: ArrayLike, rewards: ArrayLike) -> None:
         """Record a batch of consecutive rounds (the actions are the next ``learning_actions``).
@@ -371,6 +380,15 @@ class USCA(Persistable):
             self._exact_mean = self.surrogate.fit(np.concatenate(self._data_points), np.concatenate(self._data_rewards))
         return np.asarray(self._exact_mean(points))
 
+    def _check_context(self, context: ArrayLike) -> FloatArray:
+        """One context c (a scalar when dc = 1, or dc coordinates), as an array of shape (1, dc)."""
+        c = check_bounded_array(context, "context", 0.0, 1.0, clip=self.clip, ndim=(0, 1)).reshape(1, -1)
+        if c.shape[1] != self.context_dim:
+            raise InvalidParameterError(
+                f"context must be one context of {self.context_dim} coordinate(s); got {c.shape[1]} values"
+            )
+        return c
+
     def _check_contexts(self, contexts: ArrayLike) -> FloatArray:
         c = check_bounded_array(contexts, "context", 0.0, 1.0, clip=self.clip, ndim=(1, 2))
         c = c.reshape(-1, self.context_dim) if c.ndim == 2 else c.reshape(1, -1)
@@ -400,7 +418,7 @@ class USCA(Persistable):
         """
         if self.sensitivity_method == "paper":
             return self.sensitivity
-        c = self._check_contexts(np.reshape(np.asarray(context, dtype=float), (1, -1)))
+        c = self._check_context(context)
         grid_max = float(np.max(self.surrogate.variance(grid_points(self.grid, c))))
         # Δ_ref(c) = 2·B_y·√(max_{X_N} σ̄²(·, c))·√Ŝ, never above Δ
         refined = 2.0 * self.reward_bound * math.sqrt(max(grid_max, 0.0) * self.sup.upper) * (1.0 + 1e-9)
@@ -447,7 +465,7 @@ class USCA(Persistable):
     def _draw(self, context: ArrayLike, noise: NoiseBackend, size: int | None = None) -> FloatArray:
         """Draw from the grid mechanism with an explicit noise source (simulations pass NumpyNoise)."""
         n = 1 if size is None else check_int(size, "size", minimum=1)
-        c = self._check_contexts(np.reshape(np.asarray(context, dtype=float), (1, -1)))
+        c = self._check_context(context)
         if math.isinf(self.epsilon):
             log_p = self.mechanism_log_probabilities(c)[0]
             index = np.flatnonzero(log_p > -np.inf)[0] if size is None else np.full(n, np.argmax(log_p))
@@ -494,7 +512,9 @@ class USCA(Persistable):
         }
 
 
-USCA_METRICS = ("error", "sampled_regret", "sup_error", "sensitivity", "sup_variance", "gamma", "approx_size")
+USCA_METRICS = (
+    "error", "sampled_regret", "sup_error", "sensitivity", "sup_variance", "gamma", "approx_size", "uniform_error",
+)
 
 
 def _simulate(
@@ -522,8 +542,11 @@ def _simulate(
         log_p = agent.mechanism_log_probabilities(data.test_contexts)
         x_hat = agent._draw(data.next_context, NumpyNoise(noise_seed))  # simulation: seeded NumPy noise
         out["error"][i], out["sampled_regret"][i] = score_policy(env, agent.grid, data, log_p, x_hat)
-        truth = grid_reward_table(env, agent.grid, data.test_contexts).ravel()
-        out["sup_error"][i] = float(np.max(np.abs(agent._surrogate_mean(grid_points(agent.grid, data.test_contexts)) - truth)))
+        truth = grid_reward_table(env, agent.grid, data.test_contexts)
+        out["sup_error"][i] = float(np.max(np.abs(agent._surrogate_mean(grid_points(agent.grid, data.test_contexts))
+                                                  - truth.ravel())))
+        # ER of a uniformly random grid action: the level at which a flat (saturated) mechanism sits
+        out["uniform_error"][i] = float(np.mean(expected_regret(truth, np.full(truth.shape, 1.0 / truth.shape[1]))))
         out["sensitivity"][i] = agent.sensitivity
         out["sup_variance"][i] = agent.sup.upper
         out["gamma"][i] = agent.gamma
@@ -566,7 +589,8 @@ def simulate_usca(
     evaluation protocol, see :mod:`~dpbandits.algorithms.kernel.evaluation`), ``sampled_regret`` (one
     private prediction at c_{T+1}), ``sup_error`` (max |μ̄_T − f| on grid × evaluation contexts),
     ``sensitivity`` (the paper's Δ, also with ``sensitivity_method="refined"``), ``sup_variance`` (Ŝ),
-    ``gamma`` (γ̂), ``approx_size`` (M).
+    ``gamma`` (γ̂), ``approx_size`` (M), ``uniform_error`` (ER of a uniformly random grid action at
+    the same evaluation contexts: where a saturated mechanism sits).
 
     Privacy
     -------

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -293,37 +294,40 @@ def _simulate_baseline(cls: type, env: Any, n_trials: int, rng: RNGLike, epsilon
     return {"regret": np.asarray(regret), "epsilon": np.asarray(eps)}
 
 
-_BASELINE_DOC = """Baseline {name}: per-trial exact (or Monte-Carlo) regret and its ε.
+@dataclass(frozen=True)
+class _BaselineSimulation:
+    """The simulation entry point of one baseline class (a module-level callable, so it pickles)."""
 
-    Parameters
-    ----------
-    env : OfflineBanditEnvironment
-    n_trials : int
-    rng : int, SeedSequence, Generator or None
-    epsilon : float
-        Target ε, DP over the public domain N(a) >= ``min_count``.
-    beta0 : float, default 0
-    mc_samples : int, default 2000
-        Samples for report-noisy-max's output distribution.
-    min_count : int, optional
-        The public per-arm floor; default the environment's logging design
-        (:func:`design_min_count`).
+    baseline: type
 
-    Notes
-    -----
-    Simulation noise: seeded NumPy floats, not a deployment release.
-    """
+    def __call__(self, env: Any, *, n_trials: int, rng: RNGLike, epsilon: float = 1.0, beta0: float = 0.0,
+                 mc_samples: int = 2000, min_count: int | None = None) -> dict[str, FloatArray]:
+        """Per-trial exact (or Monte-Carlo) regret of the baseline and its ε.
+
+        Parameters
+        ----------
+        env : OfflineBanditEnvironment
+        n_trials : int
+        rng : int, SeedSequence, Generator or None
+        epsilon : float
+            Target ε, DP over the public domain N(a) >= ``min_count``.
+        beta0 : float, default 0
+        mc_samples : int, default 2000
+            Samples for report-noisy-max's output distribution.
+        min_count : int, optional
+            The public per-arm floor; default the environment's logging design
+            (:func:`design_min_count`).
+
+        Notes
+        -----
+        Simulation noise: seeded NumPy floats, not a deployment release.
+        """
+        return _simulate_baseline(self.baseline, env, n_trials, rng, epsilon, beta0, mc_samples, min_count)
 
 
 def _register_baseline(name: str, cls: type, privacy: str, description: str) -> None:
-    def simulate(env: Any, *, n_trials: int, rng: RNGLike, epsilon: float = 1.0, beta0: float = 0.0,
-                 mc_samples: int = 2000, min_count: int | None = None) -> dict[str, FloatArray]:
-        return _simulate_baseline(cls, env, n_trials, rng, epsilon, beta0, mc_samples, min_count)
-
-    simulate.__doc__ = _BASELINE_DOC.format(name=name)
-    simulate.__name__ = f"simulate_{name.replace('-', '_')}"
     register_algorithm(name, family="offline", privacy=privacy, metrics=("regret", "epsilon"),
-                       environments=("offline-bandit",), description=description)(simulate)
+                       environments=("offline-bandit",), description=description)(_BaselineSimulation(cls))
 
 
 _register_baseline("em-mab", ExponentialMechanismMAB,

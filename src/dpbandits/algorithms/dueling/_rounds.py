@@ -1,0 +1,236 @@
+"""Round-by-round dueling algorithms: one step written for a batch of trials, two drivers.
+
+An algorithm whose every round depends on the previous round's outcome (RUCB, Beat-the-Mean, RMED1,
+Double Thompson Sampling, Copeland Confidence Bound, MaxInP, CoLSTIM) is written once as a
+:class:`RoundPolicy`: ``choose(t)`` returns the pair of round t in every trial (batch dimension
+first) and ``observe(first, second, outcome)`` records the outcomes. Two drivers run it:
+
+* :func:`simulate_policy` advances every trial of a simulation together, one round at a time (all
+  trials in one array operation per round), and fast-forwards once every trial has committed to a
+  self-duel (a, a) for the rest of the horizon;
+* :class:`RoundAgent` is the ask/tell form: the same policy on a batch of one trial.
+
+Random choices read the counter-based coins of :mod:`dpbandits.algorithms.dueling._streams`, which
+are pure functions of (trial key, round), so both drivers make the same choices from the same seeds
+and an agent reproduces the simulation's trial exactly. Memory is constant in the horizon: the state
+is a few (n_trials, K, K) arrays, whatever T.
+
+An agent saves and loads like every dpbandits agent (:class:`~dpbandits._core.persistence.Persistable`):
+its policy lists in ``_state_fields`` the attributes (dotted paths into owned objects allowed) that
+change while it runs, and the agent saves them with its clock.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpbandits._core.errors import PrivacyBudgetExceededError
+from dpbandits._core.persistence import Persistable
+from dpbandits._core.rng import RNGLike
+from dpbandits._core.typing import BoolArray, FloatArray, IntArray
+from dpbandits._core.validation import check_int
+from dpbandits.algorithms.dueling._common import check_dueling_env, check_round_horizon, check_told
+from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
+from dpbandits.envs.dueling import DuelStreams, UtilityDuelingEnvironment
+
+__all__ = ["RoundAgent", "RoundPolicy", "simulate_policy", "uniform_distinct_pair", "uniform_pick"]
+
+
+def uniform_pick(mask: BoolArray, coins: FloatArray) -> IntArray:
+    """Per row, the ⌊u·count⌋-th True column of ``mask`` (a uniform choice among the True entries).
+
+    Rows of ``mask`` must hold at least one True; ``coins`` holds one uniform u per row.
+    """
+    counts = mask.sum(axis=1)
+    target = np.minimum((coins * counts).astype(np.int64), counts - 1)
+    ranks = np.cumsum(mask, axis=1) - 1
+    return np.asarray(np.argmax(mask & (ranks == target[:, None]), axis=1), dtype=np.int64)
+
+
+def uniform_distinct_pair(coins: FloatArray, n_arms: int) -> tuple[IntArray, IntArray]:
+    """One ordered pair (i, j), i != j, drawn uniformly per coin u: pair ⌊u·K(K−1)⌋ in row-major order."""
+    index = np.minimum((coins * n_arms * (n_arms - 1)).astype(np.int64), n_arms * (n_arms - 1) - 1)
+    first, offset = np.divmod(index, n_arms - 1)
+    return first, offset + (offset >= first)  # skip j = i
+
+
+class RoundPolicy(ABC):
+    """The state and step of a round-by-round dueling algorithm for ``n_trials`` independent trials.
+
+    Parameters
+    ----------
+    n_arms : int
+        K.
+    keys : ndarray of uint64 (n_trials,)
+        Each trial's algorithm key (its coins).
+
+    Attributes
+    ----------
+    _state_fields : tuple of str
+        The attributes that change while the policy runs (dotted paths reach into owned objects);
+        :meth:`get_state` and :meth:`set_state` save and restore them.
+    """
+
+    _state_fields: ClassVar[tuple[str, ...]] = ("keys", "first_counts")
+
+    def __init__(self, n_arms: int, keys: np.ndarray) -> None:
+        self.n_arms = int(n_arms)
+        self.keys = np.asarray(keys, dtype=np.uint64)
+        self.n_trials = int(self.keys.shape[0])
+        self.first_counts = np.zeros((self.n_trials, self.n_arms), dtype=np.int64)
+
+    @abstractmethod
+    def choose(self, t: int) -> tuple[IntArray, IntArray]:
+        """The pair (first, second) of round t >= 1 in every trial, arrays of shape (n_trials,)."""
+
+    @abstractmethod
+    def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
+        """Record the outcomes of round t (``outcome[n] = 1`` iff ``first[n]`` won in trial n)."""
+
+    def observe(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
+        """Record round t: count the first arms, then :meth:`update`."""
+        self.first_counts[np.arange(self.n_trials), first] += 1
+        self.update(first, second, outcome, t)
+
+    def committed_arms(self) -> IntArray:
+        """Per trial, the arm a it plays as (a, a) in every later round, or −1 (default: never)."""
+        return np.full(self.n_trials, -1, dtype=np.int64)
+
+    def recommendation(self) -> IntArray:
+        """Per trial, the arm the algorithm would name best now (default: its most frequent first arm)."""
+        return np.asarray(np.argmax(self.first_counts, axis=1), dtype=np.int64)
+
+    def get_state(self) -> dict[str, Any]:
+        """The values of ``_state_fields``, by path."""
+        state = {}
+        for path in self._state_fields:
+            owner, name = self._owner(path)
+            state[path] = getattr(owner, name)
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore values saved by :meth:`get_state`."""
+        for path in self._state_fields:
+            if path in state:
+                owner, name = self._owner(path)
+                setattr(owner, name, state[path])
+
+    def _owner(self, path: str) -> tuple[Any, str]:
+        *parents, name = path.split(".")
+        owner: Any = self
+        for parent in parents:
+            owner = getattr(owner, parent)
+        return owner, name
+
+
+def simulate_policy(
+    env: UtilityDuelingEnvironment,
+    n_trials: int,
+    rng: RNGLike,
+    horizon: int,
+    make_policy: Callable[[np.ndarray], RoundPolicy],
+    *,
+    algorithm: str,
+) -> tuple[dict[str, FloatArray], RoundPolicy]:
+    """Run a round-by-round policy on every trial together; return regret metrics and the final policy.
+
+    Parameters
+    ----------
+    env : UtilityDuelingEnvironment
+    n_trials : int
+    rng : int, SeedSequence, Generator or None
+        Trial k uses ``trial_seed_sequences(rng, n_trials)[k]`` (environment, algorithm streams).
+    horizon : int
+        T (at most :data:`dpbandits.algorithms.dueling._common.ROUND_BY_ROUND_MAX_HORIZON`).
+    make_policy : callable
+        Builds the policy from the trials' algorithm keys.
+    algorithm : str
+        The algorithm's name, for error messages.
+
+    Returns
+    -------
+    (metrics, policy)
+        The regret metrics of the pair counts plus ``identified_best`` (the policy's recommendation
+        is the best arm), and the policy after the last round.
+    """
+    check_dueling_env(env)
+    n = check_int(n_trials, "n_trials", minimum=1)
+    horizon = check_round_horizon(horizon, algorithm)
+    k = env.n_arms
+    parts = [trial_streams(seq) for seq in trial_seed_sequences(rng, n)]
+    keys = np.array([p.algorithm_key for p in parts], dtype=np.uint64)
+    env_keys = np.concatenate([env.streams(p.environment, 1).keys for p in parts])
+    feedback = DuelStreams(env, env_keys)
+    policy = make_policy(keys)
+    pair_counts = np.zeros((n, k * k))
+    rows = np.arange(n)
+    for t in range(1, horizon + 1):
+        committed = policy.committed_arms()
+        if np.all(committed >= 0):  # every trial plays (a, a) to the end: fast-forward
+            pair_counts[rows, committed * k + committed] += horizon - t + 1
+            break
+        first, second = policy.choose(t)
+        outcome = feedback.duel_trials(first, second)
+        policy.observe(first, second, outcome, t)
+        pair_counts[rows, first * k + second] += 1
+    metrics = env.regret_from_pair_counts(pair_counts.reshape(n, k, k))
+    identified = (policy.recommendation() == env.best_arm).astype(np.float64)
+    return {**metrics, "identified_best": identified}, policy
+
+
+class RoundAgent(Persistable):
+    """Ask/tell form of a round-by-round policy (a batch of one trial).
+
+    Parameters
+    ----------
+    policy : RoundPolicy
+        Built with one key (``trial_streams(rng).algorithm_key``).
+    horizon : int
+        T; asking beyond it raises :class:`~dpbandits._core.errors.PrivacyBudgetExceededError`.
+    """
+
+    _state_fields = ("time", "_asked")
+
+    def __init__(self, policy: RoundPolicy, horizon: int) -> None:
+        self._policy = policy
+        self.n_arms = policy.n_arms
+        self.horizon = check_int(horizon, "horizon", minimum=1)
+        self.time = 0
+        self._asked: tuple[int, int] | None = None
+
+    @property
+    def recommendation(self) -> int:
+        """The arm the algorithm names best now."""
+        return int(self._policy.recommendation()[0])
+
+    def _get_state(self) -> dict[str, Any]:
+        return {**super()._get_state(), "policy": self._policy.get_state()}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        super()._set_state(state)
+        if "policy" in state:
+            self._policy.set_state(state["policy"])
+
+    def ask(self) -> tuple[int, int]:
+        """Return the next pair; asking again before ``tell`` returns the same pair."""
+        if self._asked is not None:
+            return self._asked
+        if self.time >= self.horizon:
+            raise PrivacyBudgetExceededError(f"horizon={self.horizon} rounds were played")
+        first, second = self._policy.choose(self.time + 1)
+        self._asked = (int(first[0]), int(second[0]))
+        return self._asked
+
+    def tell(self, pair: tuple[int, int], winner: int | None = None, *, first_wins: int | bool | None = None) -> None:
+        """Record the outcome: ``winner`` is the arm that won, or ``first_wins`` is True iff ``pair[0]`` won.
+
+        See :meth:`DPEBSElimination.tell <dpbandits.algorithms.dueling.dp_ebs_elimination.DPEBSElimination.tell>`.
+        """
+        told, outcome = check_told(self._asked, pair, winner, first_wins)
+        self._asked = None
+        self.time += 1
+        self._policy.observe(np.array([told[0]]), np.array([told[1]]), np.array([outcome]), self.time)

@@ -1,0 +1,219 @@
+"""Beat-the-Mean (BTM, online), a classic non-private explore-then-exploit dueling-bandit baseline.
+
+BTM keeps a working set W of arms and, for each b ∈ W, the wins w_b and comparisons n_b of b (as the
+arm played) against opponents drawn uniformly from W: P̂_b = w_b/n_b estimates the probability that
+b beats the *mean bandit* of W (the average of P(b ≻ b') over b' ∈ W, b' = b included, P(b ≻ b) = ½).
+Every round (Yue & Joachims 2011, Algorithm 1 with Algorithm 2's online constants):
+
+* b ← argmin_{b ∈ W} n_b (ties broken uniformly at random), b' ~ Unif(W), duel (b, b');
+* with n* = min_{b ∈ W} n_b and c* = c(n*) (c* = 1 if n* = 0), where
+  c(n) = 3γ²·√(ln(1/δ)/n) and δ = 1/(2TK): if min_b P̂_b + c* <= max_b P̂_b − c*, the arm
+  b' = argmin_b P̂_b (lowest index on ties) leaves W and every comparison against it is deleted from
+  the other arms' w_b, n_b.
+
+When |W| = 1 the algorithm exploits: it plays (b̂, b̂) to the end (regret counted against the best
+arm, as every dueling algorithm here). P̂_b = ½ while n_b = 0. This is the EBS estimate of
+DP-EBS-Elimination, which is built on BTM (with a round-robin instead of least-played first arm and
+an elimination rule on every arm instead of the worst only).
+
+The batched form advances all trials one round at a time and fast-forwards once every trial has
+committed; the ask/tell :class:`BeatTheMean` runs the same step on a batch of one
+(:mod:`dpbandits.algorithms.dueling._rounds`). Coins: 2t (tie-break of b), 2t + 1 (b').
+
+References
+----------
+Y. Yue and T. Joachims, "Beat the Mean Bandit", ICML 2011, Algorithm 1 (Beat-the-Mean) and
+Algorithm 2 (online: δ = 1/(2TK), c_{δ,γ}(n) = 3γ²√(ln(1/δ)/n)); expected regret
+O(γ⁷·K·log T/ε*) under relaxed SST (γ) and the stochastic triangle inequality, with ε* the smallest
+gap to the best arm (Theorem 2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from dpbandits._core.rng import RNGLike
+from dpbandits._core.typing import FloatArray, IntArray
+from dpbandits._core.validation import check_int, check_positive_float
+from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS
+from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, simulate_policy, uniform_pick
+from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
+from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
+
+__all__ = ["BeatTheMean", "BeatTheMeanPolicy", "btm_radius", "simulate_beat_the_mean"]
+
+
+def btm_radius(comparisons: FloatArray | float, n_arms: int, horizon: int, gamma: float = 1.0) -> FloatArray:
+    """c(n) = 3γ²·√(ln(1/δ)/n) with δ = 1/(2TK); c(0) = 1 (Yue & Joachims 2011, Algorithm 2)."""
+    n = np.asarray(comparisons, dtype=np.float64)
+    log_inv_delta = math.log(2 * horizon * n_arms)  # ln(1/δ), δ = 1/(2TK)
+    with np.errstate(divide="ignore"):
+        return np.asarray(np.where(n > 0, 3.0 * gamma**2 * np.sqrt(log_inv_delta / np.maximum(n, 1)), 1.0))
+
+
+class BeatTheMeanPolicy(RoundPolicy):
+    """BTM's state for a batch of trials: working sets, per-pair wins and comparisons.
+
+    Attributes
+    ----------
+    working : ndarray of bool (n_trials, K)
+        W.
+    wins, comparisons : ndarray (n_trials, K, K)
+        Wins and comparisons of arm b (played first) against opponent b'.
+    win_sums, comparison_sums : ndarray (n_trials, K)
+        w_b and n_b: the same summed over the opponents still in W (kept up to date incrementally).
+    """
+
+    _state_fields = (*RoundPolicy._state_fields, "working", "wins", "comparisons", "win_sums", "comparison_sums")
+
+    def __init__(self, n_arms: int, keys: np.ndarray, horizon: int, gamma: float) -> None:
+        super().__init__(n_arms, keys)
+        self.horizon, self.gamma = horizon, gamma
+        self.working = np.ones((self.n_trials, n_arms), dtype=bool)
+        self.wins = np.zeros((self.n_trials, n_arms, n_arms))
+        self.comparisons = np.zeros((self.n_trials, n_arms, n_arms))
+        self.win_sums = np.zeros((self.n_trials, n_arms))
+        self.comparison_sums = np.zeros((self.n_trials, n_arms))
+
+    def _estimates(self) -> FloatArray:
+        """P̂_b = w_b/n_b (½ while n_b = 0), shape (n_trials, K)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.comparison_sums > 0, self.win_sums / self.comparison_sums, 0.5)
+
+    def committed_arms(self) -> IntArray:
+        """The arm a trial plays as (a, a) from now on (one arm left), else −1."""
+        single = self.working.sum(axis=1) == 1
+        return np.where(single, np.argmax(self.working, axis=1), -1).astype(np.int64)
+
+    def choose(self, t: int) -> tuple[IntArray, IntArray]:
+        """The pair of round t in every trial (the step in the module docstring)."""
+        coins = round_coins(self.keys, t, 2)
+        masked = np.where(self.working, self.comparison_sums, np.inf)
+        least = self.working & (masked == masked.min(axis=1, keepdims=True))  # argmin n_b, ties
+        first = uniform_pick(least, coins[:, 0])
+        second = uniform_pick(self.working, coins[:, 1])  # b' ~ Unif(W), b' = b allowed
+        return first, second
+
+    def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
+        """Record the outcomes of round t."""
+        live = self.committed_arms() < 0
+        rows = np.flatnonzero(live)
+        self.wins[rows, first[rows], second[rows]] += outcome[rows]
+        self.comparisons[rows, first[rows], second[rows]] += 1
+        self.win_sums[rows, first[rows]] += outcome[rows]  # b' ∈ W always
+        self.comparison_sums[rows, first[rows]] += 1
+        estimate = self._estimates()
+        least_count = np.where(self.working, self.comparison_sums, np.inf).min(axis=1)  # n*
+        radius = btm_radius(least_count, self.n_arms, self.horizon, self.gamma)  # c*
+        low = np.where(self.working, estimate, np.inf)
+        high = np.where(self.working, estimate, -np.inf).max(axis=1)
+        eliminate = live & (low.min(axis=1) + radius <= high - radius)
+        worst = np.argmin(low, axis=1)  # b' = argmin P̂_b (lowest index on ties)
+        gone_rows, gone = np.flatnonzero(eliminate), worst[eliminate]
+        self.working[gone_rows, gone] = False
+        self.win_sums[gone_rows] -= self.wins[gone_rows, :, gone]  # delete comparisons with b'
+        self.comparison_sums[gone_rows] -= self.comparisons[gone_rows, :, gone]
+
+    def recommendation(self) -> IntArray:
+        """The committed arm, else the working arm of largest P̂ (lowest index on ties)."""
+        return np.asarray(np.argmax(np.where(self.working, self._estimates(), -np.inf), axis=1), dtype=np.int64)
+
+
+def _check(horizon: int, gamma: float) -> tuple[int, float]:
+    return check_int(horizon, "horizon", minimum=1), check_positive_float(gamma, "gamma")
+
+
+class BeatTheMean(RoundAgent):
+    """Ask/tell Beat-the-Mean agent (online version; non-private).
+
+    Parameters
+    ----------
+    n_arms : int
+        K >= 2.
+    horizon : int
+        T (sets δ = 1/(2TK)).
+    gamma : float, default 1.0
+        γ >= 1 of relaxed stochastic transitivity (1: strong stochastic transitivity, which the
+        utility environments satisfy).
+    rng : int, SeedSequence, Generator or None
+        The trial's seed (its algorithm stream gives the coins).
+
+    Privacy
+    -------
+    None: a non-private baseline (it stores every raw outcome).
+
+    References
+    ----------
+    Yue & Joachims (2011), Algorithms 1 and 2.
+
+    Examples
+    --------
+    >>> from dpbandits.algorithms.dueling.beat_the_mean import BeatTheMean
+    >>> agent = BeatTheMean(3, horizon=100, rng=0)
+    >>> agent.tell(agent.ask(), first_wins=True)
+    """
+
+    def __init__(self, n_arms: int, horizon: int, gamma: float = 1.0, *, rng: RNGLike = None) -> None:
+        horizon, gamma = _check(horizon, gamma)
+        keys = np.array([trial_streams(rng).algorithm_key])
+        super().__init__(BeatTheMeanPolicy(check_int(n_arms, "n_arms", minimum=2), keys, horizon, gamma), horizon)
+
+    @property
+    def working_set(self) -> list[int]:
+        """The working set W."""
+        return [int(a) for a in np.flatnonzero(self._policy.working[0])]  # type: ignore[attr-defined]
+
+
+@register_algorithm(
+    "beat-the-mean",
+    family="dueling",
+    privacy="none (non-private)",
+    metrics=(*REGRET_METRICS, "identified_best", "committed"),
+    proportion_metrics=("identified_best", "committed"),
+    environments=DUELING_ENVIRONMENTS,
+)
+def simulate_beat_the_mean(
+    env: UtilityDuelingEnvironment,
+    *,
+    n_trials: int,
+    rng: RNGLike,
+    horizon: int,
+    gamma: float = 1.0,
+) -> Mapping[str, FloatArray]:
+    """Beat-the-Mean (Yue & Joachims 2011, online), all trials advanced together one round at a time.
+
+    Parameters
+    ----------
+    env : UtilityDuelingEnvironment
+    n_trials : int
+    rng : int, SeedSequence, Generator or None
+        Trial k uses ``trial_seed_sequences(rng, n_trials)[k]`` (environment, algorithm streams).
+    horizon : int
+        T (at most 10⁸); once every trial has one arm left the rest is fast-forwarded.
+    gamma : float, default 1.0
+        γ of relaxed stochastic transitivity.
+
+    Returns
+    -------
+    dict of str to ndarray (n_trials,)
+        Regret metrics, ``identified_best`` (the recommended arm is the best arm) and ``committed``
+        (one arm left before T).
+
+    Privacy
+    -------
+    None: a non-private baseline.
+
+    References
+    ----------
+    Yue & Joachims (2011), Algorithms 1–2, Theorem 2 (regret O(γ⁷·K·log T/ε*)).
+    """
+    horizon, gamma = _check(horizon, gamma)
+    metrics, policy = simulate_policy(
+        env, n_trials, rng, horizon, lambda keys: BeatTheMeanPolicy(env.n_arms, keys, horizon, gamma),
+        algorithm="beat-the-mean",
+    )
+    return {**metrics, "committed": (policy.committed_arms() >= 0).astype(np.float64)}

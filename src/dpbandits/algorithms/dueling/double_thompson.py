@@ -1,0 +1,214 @@
+"""Double Thompson Sampling (D-TS), a classic non-private dueling-bandit baseline.
+
+With B the matrix of wins (b_ij = times i beat j), N = B + Bᵀ and, elementwise,
+
+    U = B/N + √(α·ln t/N),   L = B/N − √(α·ln t/N)   (N = 0: U = +∞, L = −∞),   u_ii = l_ii = ½,
+
+every round of D-TS (Wu & Liu 2016, Algorithm 1) is:
+
+1. *first candidate*: the upper Copeland scores ζ̂_i = #{j ≠ i : u_ij > ½}/(K − 1) give the candidate
+   set C = argmax ζ̂; samples θ⁽¹⁾_ij ~ Beta(b_ij + 1, b_ji + 1) (i < j; θ⁽¹⁾_ji = 1 − θ⁽¹⁾_ij) give
+   a⁽¹⁾ = argmax_{i ∈ C} #{j ≠ i : θ⁽¹⁾_ij > ½} (ties broken uniformly at random);
+2. *second candidate*: samples θ⁽²⁾_i ~ Beta(b_{i a⁽¹⁾} + 1, b_{a⁽¹⁾ i} + 1) for i ≠ a⁽¹⁾,
+   θ⁽²⁾_{a⁽¹⁾} = ½, give a⁽²⁾ = argmax θ⁽²⁾_i over the arms i with l_{i a⁽¹⁾} <= ½ (a⁽¹⁾ is one);
+   ties go to the lowest index (continuous samples make them a null event, except at ½).
+
+The Beta samples are counter-based (:func:`dpbandits.algorithms.dueling._streams.counter_beta`): a
+pure function of (trial key, round, pair), so a sample that the round does not need (|C| = 1, or a
+single eligible second arm) is simply not drawn, without shifting any other draw, and the ask/tell
+:class:`DoubleThompsonSampling` reproduces the batched simulation exactly. Coin t (one per round)
+breaks the ties of step 1.
+
+References
+----------
+H. Wu and X. Liu, "Double Thompson Sampling for Dueling Bandits", NeurIPS 2016, Algorithm 1 (D-TS,
+α > ½; the paper's experiments use α = 0.51); regret O(K·log T + K²·log log T) in Condorcet dueling
+bandits (Theorem 2 and Corollary 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from dpbandits._core.errors import InvalidParameterError
+from dpbandits._core.rng import RNGLike
+from dpbandits._core.typing import FloatArray, IntArray
+from dpbandits._core.validation import check_in_interval, check_int
+from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, check_dueling_env, check_round_horizon
+from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, simulate_policy, uniform_pick
+from dpbandits.algorithms.dueling._streams import GAMMA_INDEX_LIMIT, counter_beta, round_coins, trial_streams
+from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
+
+__all__ = ["DoubleThompsonPolicy", "DoubleThompsonSampling", "simulate_double_thompson"]
+
+
+def confidence_bounds(wins: FloatArray, t: int, alpha: float) -> tuple[FloatArray, FloatArray]:
+    """U and L of a batch of win matrices (n, K, K) at round t: B/N ± √(α ln t/N), ±∞ where N = 0, ½ on the diagonal."""
+    totals = wins + np.swapaxes(wins, 1, 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = wins / totals
+        radius = np.sqrt(alpha * np.log(t) / totals)
+    upper = np.where(totals > 0, ratio + radius, np.inf)
+    lower = np.where(totals > 0, ratio - radius, -np.inf)
+    diagonal = np.arange(wins.shape[1])
+    upper[:, diagonal, diagonal] = 0.5
+    lower[:, diagonal, diagonal] = 0.5
+    return upper, lower
+
+
+class DoubleThompsonPolicy(RoundPolicy):
+    """D-TS's state (the win matrix B) and step for a batch of trials.
+
+    The Beta sample of pair slot s at round t has variate index t·2K² + s, with slots
+    s = i·K + j (first candidate, i < j) and K² + i·K + a⁽¹⁾ (second candidate).
+    """
+
+    _state_fields = (*RoundPolicy._state_fields, "wins")
+
+    def __init__(self, n_arms: int, keys: np.ndarray, alpha: float) -> None:
+        super().__init__(n_arms, keys)
+        self.alpha = alpha
+        self.wins = np.zeros((self.n_trials, n_arms, n_arms))
+        self._slots = 2 * n_arms * n_arms
+
+    def choose(self, t: int) -> tuple[IntArray, IntArray]:
+        """The pair of round t in every trial (the step in the module docstring)."""
+        k, n = self.n_arms, self.n_trials
+        rows = np.arange(n)
+        upper, lower = confidence_bounds(self.wins, t, self.alpha)
+        off_diagonal = ~np.eye(k, dtype=bool)
+        copeland = ((upper > 0.5) & off_diagonal).sum(axis=2)  # (K − 1)·ζ̂_i
+        candidates = copeland == copeland.max(axis=1, keepdims=True)  # C
+        first = np.asarray(np.argmax(candidates, axis=1), dtype=np.int64)
+        several = np.flatnonzero(candidates.sum(axis=1) > 1)
+        if several.size:  # sample θ⁽¹⁾ only where C has more than one arm, for the pairs that touch C
+            lo, hi = np.triu_indices(k, k=1)
+            cand = candidates[several]
+            trial, pair = np.nonzero(cand[:, lo] | cand[:, hi])
+            wins = self.wins[several[trial]]
+            rank = np.arange(trial.size)
+            theta = counter_beta(self.keys[several[trial]], t * self._slots + lo[pair] * k + hi[pair],
+                                 wins[rank, lo[pair], hi[pair]] + 1, wins[rank, hi[pair], lo[pair]] + 1)
+            beats = np.zeros((several.size, k, k), dtype=bool)
+            beats[trial, lo[pair], hi[pair]] = theta > 0.5
+            beats[trial, hi[pair], lo[pair]] = theta < 0.5  # θ⁽¹⁾_ji = 1 − θ⁽¹⁾_ij > ½
+            score = np.where(cand, beats.sum(axis=2), -1)
+            best = score == score.max(axis=1, keepdims=True)
+            first[several] = uniform_pick(best, round_coins(self.keys[several], t, 1)[:, 0])
+        eligible = lower[rows, :, first] <= 0.5  # l_{i a⁽¹⁾} <= ½ (a⁽¹⁾ itself: ½)
+        second = first.copy()
+        several = np.flatnonzero(eligible.sum(axis=1) > 1)
+        if several.size:
+            a1, arms, sub = first[several][:, None], np.arange(k)[None, :], np.arange(several.size)[:, None]
+            wins = self.wins[several]
+            index = t * self._slots + k * k + arms * k + a1
+            theta = counter_beta(self.keys[several, None], index, wins[sub, arms, a1] + 1, wins[sub, a1, arms] + 1)
+            theta[sub[:, 0], a1[:, 0]] = 0.5  # θ⁽²⁾_{a⁽¹⁾ a⁽¹⁾} = ½
+            second[several] = np.argmax(np.where(eligible[several], theta, -np.inf), axis=1)
+        return first, second
+
+    def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
+        """Record the outcomes of round t."""
+        rows = np.arange(self.n_trials)
+        real = first != second  # a self-duel carries no information
+        self.wins[rows[real], first[real], second[real]] += outcome[real]
+        self.wins[rows[real], second[real], first[real]] += 1 - outcome[real]
+
+
+def _check(n_arms: int, horizon: int, alpha: float) -> tuple[int, float]:
+    horizon = check_int(horizon, "horizon", minimum=1)
+    if (horizon + 1) * 2 * n_arms * n_arms >= GAMMA_INDEX_LIMIT // 2:
+        raise InvalidParameterError(
+            f"horizon must be < {GAMMA_INDEX_LIMIT // (4 * n_arms * n_arms)} with K = {n_arms} arms "
+            f"(the Beta samples' counter space); got {horizon}"
+        )
+    return horizon, check_in_interval(alpha, "alpha", 0.5, np.inf, closed="neither")
+
+
+class DoubleThompsonSampling(RoundAgent):
+    """Ask/tell Double Thompson Sampling agent (non-private).
+
+    Parameters
+    ----------
+    n_arms : int
+        K >= 2.
+    horizon : int
+        T (only enforced: D-TS is anytime).
+    alpha : float, default 0.51
+        α > ½ of the confidence bounds.
+    rng : int, SeedSequence, Generator or None
+        The trial's seed (its algorithm stream gives the Beta samples and coins).
+
+    Privacy
+    -------
+    None: a non-private baseline (it stores every raw outcome).
+
+    References
+    ----------
+    Wu & Liu (2016), Algorithm 1.
+
+    Examples
+    --------
+    >>> from dpbandits.algorithms.dueling.double_thompson import DoubleThompsonSampling
+    >>> agent = DoubleThompsonSampling(3, horizon=100, rng=0)
+    >>> agent.tell(agent.ask(), first_wins=True)
+    """
+
+    def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:
+        k = check_int(n_arms, "n_arms", minimum=2)
+        horizon, alpha = _check(k, horizon, alpha)
+        super().__init__(DoubleThompsonPolicy(k, np.array([trial_streams(rng).algorithm_key]), alpha), horizon)
+
+
+@register_algorithm(
+    "double-thompson-sampling",
+    family="dueling",
+    privacy="none (non-private)",
+    metrics=(*REGRET_METRICS, "identified_best"),
+    proportion_metrics=("identified_best",),
+    environments=DUELING_ENVIRONMENTS,
+)
+def simulate_double_thompson(
+    env: UtilityDuelingEnvironment,
+    *,
+    n_trials: int,
+    rng: RNGLike,
+    horizon: int,
+    alpha: float = 0.51,
+) -> Mapping[str, FloatArray]:
+    """Double Thompson Sampling (Wu & Liu 2016), all trials advanced together one round at a time.
+
+    Parameters
+    ----------
+    env : UtilityDuelingEnvironment
+    n_trials : int
+    rng : int, SeedSequence, Generator or None
+        Trial k uses ``trial_seed_sequences(rng, n_trials)[k]`` (environment, algorithm streams).
+    horizon : int
+        T (at most 10⁸).
+    alpha : float, default 0.51
+
+    Returns
+    -------
+    dict of str to ndarray (n_trials,)
+        Regret metrics and ``identified_best`` (the most frequent first candidate is the best arm).
+
+    Privacy
+    -------
+    None: a non-private baseline.
+
+    References
+    ----------
+    Wu & Liu (2016), Algorithm 1, Theorem 2 (regret O(K·log T + K²·log log T) with a Condorcet
+    winner).
+    """
+    check_dueling_env(env)
+    horizon = check_round_horizon(horizon, "double-thompson-sampling")
+    horizon, alpha = _check(env.n_arms, horizon, alpha)
+    metrics, _ = simulate_policy(env, n_trials, rng, horizon,
+                                 lambda keys: DoubleThompsonPolicy(env.n_arms, keys, alpha),
+                                 algorithm="double-thompson-sampling")
+    return metrics
