@@ -10,8 +10,8 @@ once the whole package is loaded, this rewrites each role:
   leading ``.`` relative to the current module or its package, as Sphinx does. A reference that does
   not resolve is left as a link to its literal target, so ``mkdocs build --strict`` fails on it: a
   broken reference in a docstring breaks the docs build.
-* a reference outside dpbandits (NumPy, SciPy, the standard library: no inventory is fetched, the
-  build is offline) or to a private object (not rendered) becomes inline code.
+* a reference outside dpbandits (NumPy, SciPy, the standard library and builtins: no inventory is
+  fetched, the build is offline) or to a private object (not rendered) becomes inline code.
 
 A leading ``~`` shows the last component only. Packages re-export their submodules' classes
 (``dpbandits.privacy.Accountant``); each object is rendered once, where it is defined, so those
@@ -20,6 +20,7 @@ re-exports are dropped from the rendered tree after the references are resolved.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import re
 from collections.abc import Iterator
@@ -98,7 +99,8 @@ def convert_roles(text: str, obj: griffe.Object, root: griffe.Module) -> str:
             text = target.rsplit(".", 1)[-1] if body.startswith("~") else target
         target = _resolve(target.removesuffix("()"), obj, root)
         parts = target.split(".")
-        external = len(parts) > 1 and parts[0] != PACKAGE
+        builtin = len(parts) == 1 and hasattr(builtins, target)  # KeyboardInterrupt, ValueError, ...
+        external = builtin or (len(parts) > 1 and parts[0] != PACKAGE)
         private = any(part.startswith("_") and not part.startswith("__") for part in parts)
         if external or private:
             return f"`{text}`"
