@@ -91,6 +91,12 @@ def test_cited_bundled_studies_exist() -> None:
     assert cited <= bundled, f"the docs cite studies that are not bundled: {sorted(cited - bundled)}"
 
 
+def test_cited_test_files_exist() -> None:
+    cited = {path for page in PAGES for path in re.findall(r"\b(tests/[\w/]+\.py)", page.read_text("utf-8"))}
+    missing = sorted(path for path in cited if not (ROOT / path).exists())
+    assert not missing, f"the docs cite test files that do not exist: {missing}"
+
+
 def _rendered_modules() -> set[str]:
     directives = set()
     for page in (DOCS / "reference").glob("*.md"):
