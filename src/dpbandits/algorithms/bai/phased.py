@@ -588,7 +588,7 @@ class PhasedAlgorithm(Persistable, ABC):
             Simulation only: not private in deployment; warns.
         accountant : Accountant, optional
             Records the run's guarantee (:attr:`privacy`) before the agent exists: a run that would
-            exceed the accountant's budget raises :class:`PrivacyBudgetExceededError` and draws nothing.
+            exceed the accountant's budget raises :class:`~dpbandits._core.errors.PrivacyBudgetExceededError` and draws nothing.
 
         Notes
         -----
