@@ -25,7 +25,9 @@ from dpbandits.serve.storage import api_keys
 __all__ = ["CACHE_SECONDS", "KEY_PREFIX", "ApiKey", "KeyCache", "create_key", "hash_key", "list_keys", "revoke_key"]
 
 KEY_PREFIX = "dpb_"
+"""Prefix of every API key (so a leaked key is recognisable)."""
 CACHE_SECONDS = 5.0
+"""How long a key's lookup is cached: a revoked key keeps working for at most this long."""
 
 
 @dataclass(frozen=True)

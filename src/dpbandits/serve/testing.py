@@ -128,8 +128,8 @@ def postgres_binaries() -> tuple[str, str] | None:
 class LocalPostgres:
     """A PostgreSQL cluster in ``directory``, listening on 127.0.0.1 only, trust authentication.
 
-    Use :meth:`start`, then :attr:`url` (a database ``dpbandits``), then :meth:`stop` (which removes
-    the directory).
+    Use :meth:`start`, then ``url`` (the SQLAlchemy URL of a database ``dpbandits``), then
+    :meth:`stop` (which removes the directory).
     """
 
     def __init__(self, directory: Path | None = None) -> None:
