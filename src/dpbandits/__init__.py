@@ -58,6 +58,8 @@ _EXPORTS: dict[str, str] = {
     "load_bundled_study": "dpbandits.experiments.bundled",
     "run_study": "dpbandits.experiments.runner",
     "plot_run": "dpbandits.experiments.plots",
+    "load_run": "dpbandits.experiments.frames",
+    "export_run": "dpbandits.experiments.frames",
     # errors and warnings
     "DPBanditsError": "dpbandits._core.errors",
     "InvalidParameterError": "dpbandits._core.errors",

@@ -40,9 +40,13 @@ def small_study(name: str) -> Study:
 @pytest.fixture(scope="module")
 def dask_scheduler() -> Iterator[str]:
     """One local cluster of worker *processes* (tasks are pickled to them), shared by the module."""
+    import dask
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    # generous start-up timeouts: on a loaded 2-core machine the workers' imports can take a while
+    with dask.config.set({"distributed.comm.timeouts.connect": "120s", "distributed.deploy.lost-worker-timeout": "120s"}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                         timeout="120s") as cluster:
         yield cluster.scheduler_address
 
 

@@ -119,3 +119,12 @@ def test_rate_shape_needs_gamma(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(StudyError, match="needs the metric 'gamma'"):
         run_analyses(tmp_path / "run", ["usca-rate-shape"])
+
+
+def test_every_catalogued_analysis_is_implemented_and_nothing_else() -> None:
+    """The study loader validates names against the catalogue; the implementations must match it."""
+    from dpbandits.experiments.analyses import list_analyses
+    from dpbandits.experiments.analysis_catalog import ANALYSES
+
+    assert [analysis.name for analysis in list_analyses()] == sorted(ANALYSES)
+    assert all(analysis.description == ANALYSES[analysis.name] for analysis in list_analyses())

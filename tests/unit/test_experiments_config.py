@@ -199,3 +199,27 @@ def test_a_parameter_given_inline_and_in_params_is_an_error() -> None:
         Study.from_mapping(data)
     assert "environment.means: must be given once, inline or in params, got both" in str(caught.value)
     assert "grid.budget: must be given once, inline or in parameters, got both" in str(caught.value)
+
+
+def test_algorithm_prechecks_refuse_a_study_before_it_runs() -> None:
+    """Issue 13: an oversized horizon or rewards outside [0, 1] for a private BAI algorithm are refused
+    when the study is validated (one line naming the parameter and the limit), not when a cell runs."""
+    from dpbandits._core.errors import StudyError
+    from dpbandits.experiments.config import Study
+
+    dueling = {"name": "big", "trials": 2, "seed": 1, "environment": {"name": "dueling-f1"},
+               "algorithms": [{"name": "rucb", "horizon": 10**9}]}
+    with pytest.raises(StudyError, match=r"algorithms\[0\] \(rucb\): horizon must be <= 100000000"):
+        Study.from_mapping(dueling)
+    dueling["algorithms"] = [{"name": "dp-ebs-elimination", "epsilon": 1.0}]
+    dueling["grid"] = {"horizon": [1000, 10**11]}
+    with pytest.raises(StudyError, match="horizon must be <= 10000000000 for dp-ebs-elimination"):
+        Study.from_mapping(dueling)
+    bai = {"name": "bounds", "trials": 2, "seed": 1,
+           "environment": {"name": "linear", "features": [[1.0, 0.0], [0.0, 1.0]], "theta": [0.6, 0.5],
+                           "reward": "uniform"},
+           "algorithms": [{"name": "dp-bai", "budget": 100, "epsilon": 1.0}]}
+    with pytest.raises(StudyError, match=r"env.reward_bounds must lie within \[0, 1\]"):
+        Study.from_mapping(bai)
+    bai["algorithms"][0]["clip_rewards"] = True
+    assert Study.from_mapping(bai).trials == 2

@@ -58,8 +58,10 @@ def test_workers_multiply_the_memory_of_tasks() -> None:
 
 
 def test_a_horizon_beyond_any_cpu_time_is_refused_naming_horizon() -> None:
+    # (rucb's own precheck refuses such a horizon at validation already; GOptimal-DPDB has no per-round
+    # limit, so this is the cost model's refusal)
     study = Study.from_mapping({"name": "cost", "seed": 1, "trials": 20, "environment": {"name": "dueling-f1"},
-                                "algorithms": [{"name": "rucb"}], "grid": {"horizon": [10**18]}})
+                                "algorithms": [{"name": "goptimal-dpdb-nonprivate"}], "grid": {"horizon": [10**18]}})
     with pytest.raises(StudyError) as caught:
         check_study_cost(study, limit_bytes=16 * GB)
     message = _one_line(caught)

@@ -20,6 +20,7 @@ LAYER_RANK = {
     "experiments": 5,
     "cli": 6,
     "__main__": 6,
+    "serve": 7,  # the experiment service: above everything, imported only by its cli_serve command
 }
 
 

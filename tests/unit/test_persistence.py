@@ -217,3 +217,22 @@ def test_fitted_policies_save_and_load_to_the_same_policy(tmp_path: Path) -> Non
     greedy = policies[5]
     loaded = LaplaceStatisticsGreedyMAB.load(tmp_path / "policy5.dpb")
     np.testing.assert_array_equal(loaded.noisy_utilities_, greedy.noisy_utilities_)  # the release, not redrawn
+
+
+def test_to_bytes_is_the_file_format_and_from_bytes_continues(tmp_path: Path) -> None:
+    """The bytes API holds exactly what save() writes (one format), and from_bytes continues the agent."""
+    from dpbandits._core.persistence import Persistable, read_state
+
+    agent = DPEBSElimination(4, horizon=40, epsilon=1.0, rng=3, insecure_seeded_noise=True)
+    for step in range(7):
+        _dueling_step(agent, step)
+    data = agent.to_bytes()
+    path = agent.save(tmp_path / "agent.npz")
+    _, from_bytes, _ = read_state(data)
+    _, from_file, _ = read_state(path)
+    assert from_bytes == from_file
+    copy = Persistable.from_bytes(data)
+    assert isinstance(copy, DPEBSElimination)
+    assert [_dueling_step(copy, s) for s in range(7, 20)] == [_dueling_step(agent, s) for s in range(7, 20)]
+    with pytest.raises(DataFormatError, match="holds a DPEBSElimination, not a RUCB"):
+        RUCB.from_bytes(data)

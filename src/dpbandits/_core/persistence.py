@@ -63,6 +63,7 @@ __all__ = [
     "atomic_write_bytes",
     "read_state",
     "register_codec",
+    "state_bytes",
     "write_state",
 ]
 
@@ -232,8 +233,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return target
 
 
-def write_state(path: str | os.PathLike[str], obj: Persistable) -> Path:
-    """Save ``obj`` (see the module docstring for the format); returns the path written."""
+def state_bytes(obj: Persistable) -> bytes:
+    """Encode ``obj`` in the state format (see the module docstring): the bytes a state file holds."""
     from dpbandits import __version__
 
     encoder = _Encoder()
@@ -248,31 +249,43 @@ def write_state(path: str | os.PathLike[str], obj: Persistable) -> Path:
     buffer = io.BytesIO()
     members = {_META: np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8), **encoder.arrays}
     np.savez(buffer, **members)  # type: ignore[arg-type]
-    return atomic_write_bytes(path, buffer.getvalue())
+    return buffer.getvalue()
 
 
-def read_state(path: str | os.PathLike[str]) -> tuple[type, dict[str, Any], Any]:
-    """Read a state file: (class, meta, arrays). Refuses other files and newer format versions."""
-    file = Path(path)
+def write_state(path: str | os.PathLike[str], obj: Persistable) -> Path:
+    """Save ``obj`` (see the module docstring for the format); returns the path written."""
+    return atomic_write_bytes(path, state_bytes(obj))
+
+
+def read_state(path: str | os.PathLike[str] | bytes) -> tuple[type, dict[str, Any], Any]:
+    """Read a state file, or the bytes of one: (class, meta, arrays).
+
+    Refuses other files and newer format versions.
+    """
+    source: io.BytesIO | Path
+    if isinstance(path, bytes | bytearray | memoryview):
+        name, source = "state bytes", io.BytesIO(bytes(path))
+    else:
+        name, source = str(Path(path)), Path(path)
     try:
-        archive = np.load(file, allow_pickle=False)
+        archive = np.load(source, allow_pickle=False)
     except FileNotFoundError:
-        raise DataFormatError(f"{file}: no such state file") from None
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise DataFormatError(f"{file}: not a dpbandits state file ({exc})") from None
-    if _META not in archive.files:
-        raise DataFormatError(f"{file}: not a dpbandits state file (no {_META} member)")
+        raise DataFormatError(f"{name}: no such state file") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise DataFormatError(f"{name}: not a dpbandits state file ({exc})") from None
+    if not hasattr(archive, "files") or _META not in archive.files:
+        raise DataFormatError(f"{name}: not a dpbandits state file (no {_META} member)")
     try:
         meta = json.loads(bytes(archive[_META]).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
-        raise DataFormatError(f"{file}: damaged state file header ({exc})") from None
+        raise DataFormatError(f"{name}: damaged state file header ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise DataFormatError(f"{file}: not a dpbandits state file (format {meta.get('format')!r})"
-                              if isinstance(meta, dict) else f"{file}: damaged state file header")
+        raise DataFormatError(f"{name}: not a dpbandits state file (format {meta.get('format')!r})"
+                              if isinstance(meta, dict) else f"{name}: damaged state file header")
     version = meta.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
         raise DataFormatError(
-            f"{file}: state format version {version!r} (written by dpbandits {meta.get('library_version')}); "
+            f"{name}: state format version {version!r} (written by dpbandits {meta.get('library_version')}); "
             f"this dpbandits reads version {FORMAT_VERSION}: upgrade dpbandits to load it"
         )
     return _resolve_class(str(meta.get("class"))), meta, archive
@@ -410,9 +423,34 @@ class Persistable:
             If the file is not a dpbandits state file, comes from a newer format version, or holds
             another class.
         """
-        stored_cls, meta, archive = read_state(path)
+        return cls._from_state(read_state(path), str(path), overrides)
+
+    def to_bytes(self) -> bytes:
+        """Encode the object in the state format of :meth:`save`, as bytes (for a database, a socket...).
+
+        Returns
+        -------
+        bytes
+            Exactly what :meth:`save` would write to a file.
+        """
+        return state_bytes(self)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, **overrides: Any) -> Self:
+        """Rebuild an object from :meth:`to_bytes` (or a state file's content); as :meth:`load`.
+
+        Raises
+        ------
+        DataFormatError
+            As :meth:`load`.
+        """
+        return cls._from_state(read_state(bytes(data)), "state bytes", overrides)
+
+    @classmethod
+    def _from_state(cls, stored: tuple[type, dict[str, Any], Any], name: str, overrides: dict[str, Any]) -> Self:
+        stored_cls, meta, archive = stored
         if not issubclass(stored_cls, cls):
-            raise DataFormatError(f"{path}: holds a {stored_cls.__name__}, not a {cls.__name__}")
+            raise DataFormatError(f"{name}: holds a {stored_cls.__name__}, not a {cls.__name__}")
         decoder = _Decoder(archive, overrides)
         params = decoder.decode(meta["params"])
         state = decoder.decode(meta["state"])

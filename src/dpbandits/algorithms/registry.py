@@ -71,6 +71,11 @@ class AlgorithmSpec:
         Registered environment names (or kinds) the algorithm runs on.
     description : str
         One line for ``dpbandits list``.
+    precheck : callable, optional
+        ``precheck(env, **params)``: a cheap check, run when a study is validated, that raises a
+        :class:`~dpbandits._core.errors.DPBanditsError` if a cell with these parameters cannot run
+        (an oversized horizon, rewards outside the bounds the privacy calibration assumes), so the
+        study is refused before its run directory exists.
     """
 
     name: str
@@ -82,6 +87,7 @@ class AlgorithmSpec:
     environments: tuple[str, ...] = ()
     description: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    precheck: Callable[..., object] | None = None
 
 
 _REGISTRY: dict[str, AlgorithmSpec] = {}
@@ -96,6 +102,7 @@ def register_algorithm(
     proportion_metrics: tuple[str, ...] = (),
     environments: tuple[str, ...] = (),
     description: str = "",
+    precheck: Callable[..., object] | None = None,
 ) -> Callable[[F], F]:
     """Register a simulation entry point under ``name`` (decorator).
 
@@ -119,6 +126,7 @@ def register_algorithm(
             proportion_metrics=tuple(proportion_metrics),
             environments=tuple(environments),
             description=description or _first_line(fn.__doc__),
+            precheck=precheck,
         )
         return fn
 

@@ -282,7 +282,7 @@ def select_events(
 
 @dataclass(frozen=True)
 class StatisticalAuditReport:
-    """Result of :func:`epsilon_lower_bound`.
+    """Result of :func:`~dpbandits.audit.statistical.epsilon_lower_bound`.
 
     Attributes
     ----------

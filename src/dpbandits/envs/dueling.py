@@ -67,6 +67,7 @@ REGRET_METRICS: tuple[str, ...] = (
     "weak_regret",
     "strong_regret",
 )
+"""The regret metrics of a duel: the keys of :meth:`UtilityDuelingEnvironment.pair_costs`."""
 
 
 class UtilityDuelingEnvironment:

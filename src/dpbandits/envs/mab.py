@@ -237,8 +237,8 @@ class ClippedGaussianBandit(BanditEnvironment):
     Parameters
     ----------
     means : array_like of float, shape (n_arms,)
-        Means m_a of the Gaussians **before** clipping (kept as :attr:`locations`). The arms'
-        expected rewards :attr:`means` are the exact clipped means, which differ from m_a when
+        Means m_a of the Gaussians **before** clipping (kept as ``locations``). The arms'
+        expected rewards ``means`` are the exact clipped means, which differ from m_a when
         clipping is not symmetric around m_a. Use :meth:`from_clipped_means` to fix the clipped
         means instead.
     sigma : float or array_like of float

@@ -12,15 +12,19 @@ The main entry points::
 
 from dpbandits.experiments.bundled import list_bundled_studies, load_bundled_study
 from dpbandits.experiments.config import Study, load_study, parse_study_text
+from dpbandits.experiments.frames import RunFrames, export_run, load_run
 from dpbandits.experiments.plots import plot_run
 from dpbandits.experiments.runner import RunResult, run_study
 from dpbandits.experiments.store import load_trials, read_summary
 
 __all__ = [
+    "RunFrames",
     "RunResult",
     "Study",
+    "export_run",
     "list_bundled_studies",
     "load_bundled_study",
+    "load_run",
     "load_study",
     "load_trials",
     "parse_study_text",

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from dpbandits._core.errors import StudyError
+from dpbandits.experiments.analysis_catalog import ANALYSES, check_analysis_name
 from dpbandits.experiments.config import Cell
 from dpbandits.experiments.store import atomic_write_text, load_trials, read_summary, summary_metrics
 
@@ -65,7 +66,10 @@ class Analysis:
 _ANALYSES: dict[str, Analysis] = {}
 
 
-def _register(name: str, description: str) -> Callable[[Compute], Compute]:
+def _register(name: str) -> Callable[[Compute], Compute]:
+    """Implement the catalogued analysis ``name`` (:mod:`dpbandits.experiments.analysis_catalog`)."""
+    description = ANALYSES[name]
+
     def decorate(compute: Compute) -> Compute:
         _ANALYSES[name] = Analysis(name, description, compute)
         return compute
@@ -73,14 +77,14 @@ def _register(name: str, description: str) -> Callable[[Compute], Compute]:
     return decorate
 
 
-def _register_rows(name: str, description: str) -> Callable[[Callable[[Rows], dict[str, Any]]], Compute]:
-    """Register an analysis computed from the rows of ``summary.csv`` (rather than from the trials)."""
+def _register_rows(name: str) -> Callable[[Callable[[Rows], dict[str, Any]]], Compute]:
+    """Implement a catalogued analysis computed from the rows of ``summary.csv`` (not from the trials)."""
+
     def decorate(from_rows: Callable[[Rows], dict[str, Any]]) -> Compute:
         def compute(run_dir: Path) -> dict[str, Any]:
             return from_rows(read_summary(run_dir))
 
-        _ANALYSES[name] = Analysis(name, description, compute)
-        return compute
+        return _register(name)(compute)
 
     return decorate
 
@@ -98,10 +102,7 @@ def get_analysis(name: str) -> Analysis:
     StudyError
         If no analysis has that name.
     """
-    try:
-        return _ANALYSES[name]
-    except KeyError:
-        raise StudyError(f"analysis must be one of {sorted(_ANALYSES)}; got {name!r}") from None
+    return _ANALYSES[check_analysis_name(name)]
 
 
 def run_analyses(run_dir: str | Path, names: Sequence[str]) -> dict[str, Path]:
@@ -159,10 +160,7 @@ def _usca_families(trials: Sequence[tuple[Cell, Mapping[str, Any]]]) -> dict[str
     return families
 
 
-@_register("usca-rate-shape",
-           "Theorem 4.1's rate sqrt(gamma/T) + gamma/(T eps) log(e + T eps/gamma) against the prior-art "
-           "sqrt(gamma/T) + sqrt(gamma/(T eps)): relative NNLS fits on the unsaturated cells, the exponent of "
-           "the privacy excess in gamma/(T eps), bootstrap intervals over trials, and which shape the data support")
+@_register("usca-rate-shape")
 def _usca_rate_shape(run_dir: Path) -> dict[str, Any]:
     from dpbandits.algorithms.kernel.rates import RateCell, compare_rate_shapes, fit_error_rate
 
@@ -253,10 +251,7 @@ def _guarded(row: Mapping[str, str], estimates: Mapping[str, str]) -> bool:
     return "committed" not in estimates or _value(row, estimates["committed"]) >= _GUARD
 
 
-@_register_rows("dueling-epsilon-fit",
-           "E2(a): fits R = a + b/eps to each private algorithm's reward regret over epsilon at fixed T, using only "
-           "epsilons where >= 90% of trials committed (the spec's guard); pass: R^2 >= 0.95 and a within 20% of "
-           "the non-private regret")
+@_register_rows("dueling-epsilon-fit")
 def _dueling_epsilon_fit(rows: Rows) -> dict[str, Any]:
     from dpbandits.algorithms.dueling.fits import fit_inverse_epsilon
 
@@ -286,9 +281,7 @@ def _dueling_epsilon_fit(rows: Rows) -> dict[str, Any]:
     return {"guard": f"committed_rate >= {_GUARD}", "fits": fits}
 
 
-@_register_rows("dueling-excess-vs-arms",
-           "E2(b): the privacy excess R(eps) - R(inf) against K for each epsilon (guarded points only), a line fit "
-           "with its slope, the slope times epsilon (constant if the slope is proportional to 1/eps) and R^2")
+@_register_rows("dueling-excess-vs-arms")
 def _dueling_excess_vs_arms(rows: Rows) -> dict[str, Any]:
     from dpbandits.algorithms.dueling.fits import fit_line
 
@@ -319,9 +312,7 @@ def _dueling_excess_vs_arms(rows: Rows) -> dict[str, Any]:
     return {"guard": f"committed_rate >= {_GUARD}", "fits": fits}
 
 
-@_register_rows("dueling-excess-vs-horizon",
-           "E2(c): the privacy excess R(eps) - R(inf) against T (guarded points only): its T-exponent from a log-log "
-           "fit (polylog growth has a small, falling exponent) and its degree p in ln T, with 95% intervals")
+@_register_rows("dueling-excess-vs-horizon")
 def _dueling_excess_vs_horizon(rows: Rows) -> dict[str, Any]:
     from dpbandits.algorithms.dueling.fits import fit_log_log
 
@@ -363,9 +354,7 @@ def _dimension(row: Mapping[str, str]) -> int:
         raise StudyError("the dueling dimension analyses need a theta column (a JSON list) in summary.csv") from None
 
 
-@_register_rows("dueling-horizon-slope",
-           "E3: the log-log slope of reward regret against T (expected about 1/2) for each algorithm, dimension d "
-           "(the length of theta) and epsilon with three or more horizons, with 95% intervals")
+@_register_rows("dueling-horizon-slope")
 def _dueling_horizon_slope(rows: Rows) -> dict[str, Any]:
     from dpbandits.algorithms.dueling.fits import fit_log_log
 
@@ -386,10 +375,7 @@ def _dueling_horizon_slope(rows: Rows) -> dict[str, Any]:
     return {"slopes": slopes}
 
 
-@_register_rows("dueling-dimension-exponent",
-           "E4: per dimension d, fits R = a + b/eps over epsilon at fixed T, then the exponent e of b ~ d^e with 95% "
-           "intervals (trial noise; residuals) and which of 3 (the spec's reconstruction) and 6 (the paper's bound) the "
-           "wider interval holds")
+@_register_rows("dueling-dimension-exponent")
 def _dueling_dimension_exponent(rows: Rows) -> dict[str, Any]:
     from dpbandits.algorithms.dueling.fits import fit_inverse_epsilon, fit_log_log
 

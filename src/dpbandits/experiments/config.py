@@ -95,6 +95,7 @@ from pydantic_core import ErrorDetails
 from dpbandits._core.errors import DPBanditsError, StudyError
 from dpbandits.algorithms.registry import AlgorithmSpec, get_algorithm
 from dpbandits.envs.registry import get_environment
+from dpbandits.experiments.analysis_catalog import check_analysis_name
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -525,11 +526,9 @@ class Study(BaseModel):
         """Check names against the registries and parameters against signatures and known rules."""
         problems: list[str] = []
         problems += self._check_labels()
-        from dpbandits.experiments.analyses import get_analysis  # analyses -> store -> config: import late
-
         for index, name in enumerate(self.analyses):
             try:
-                get_analysis(name)
+                check_analysis_name(name)
             except StudyError as exc:
                 problems.append(f"analyses[{index}]: {exc}")
         env_accepts = self._check_environment(problems)
@@ -548,12 +547,15 @@ class Study(BaseModel):
         problems += self._check_metrics(algo_specs)
         problems += self._check_compatibility(algo_specs)
         if not problems and env_accepts is not None:
-            problems += self._check_environments_build(env_accepts)
+            built: dict[str, Any] = {}
+            problems += self._check_environments_build(env_accepts, built)
+            if not problems:
+                problems += self._check_algorithm_prechecks(env_accepts, algo_specs, built)
         if problems:
             raise ValueError("\n".join(problems))
         return self
 
-    def _check_environments_build(self, env_accepts: _Accepts) -> list[str]:
+    def _check_environments_build(self, env_accepts: _Accepts, built: dict[str, Any] | None = None) -> list[str]:
         """Build the environment of each grid point (its parameters, reward bounds...) now, not mid-run.
 
         At most :data:`MAX_ENVIRONMENTS_CHECKED` distinct environments are built (the others are
@@ -579,9 +581,38 @@ class Study(BaseModel):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    factory(**{**self.environment.params, **variant})
+                    env = factory(**{**self.environment.params, **variant})
             except Exception as exc:  # any failure to build it is a problem of the study
                 problems.append(f"environment: {self.environment.name!r}{where} cannot be built: {exc}")
+                continue
+            if built is not None:
+                built[repr(sorted(variant.items()))] = env
+        return problems
+
+    def _check_algorithm_prechecks(self, env_accepts: _Accepts, specs: Sequence[AlgorithmSpec | None],
+                                   built: Mapping[str, Any]) -> list[str]:
+        """Run each algorithm's registry ``precheck`` (horizon limits, reward bounds) on the built environments.
+
+        Grid points whose environment was not built (beyond :data:`MAX_ENVIRONMENTS_CHECKED`) are
+        checked when their cells run.
+        """
+        problems: list[str] = []
+        for point in itertools.islice(self.grid_points(), MAX_ENVIRONMENTS_CHECKED * 16):
+            variant = {key: value for key, value in point.items() if env_accepts.accepts(key)}
+            env = built.get(repr(sorted(variant.items())))
+            if env is None:
+                continue
+            for index, (algorithm, spec) in enumerate(zip(self.algorithms, specs, strict=True)):
+                if spec is None or spec.precheck is None:
+                    continue
+                accepts = _signature_of(spec.simulate, _RUNNER_ARGUMENTS)
+                params = {**algorithm.params, **{k: v for k, v in point.items() if accepts.accepts(k)}}
+                try:
+                    spec.precheck(env, **params)
+                except DPBanditsError as exc:
+                    message = f"algorithms[{index}] ({algorithm.display_name}): {exc}"
+                    if message not in problems:
+                        problems.append(message)
         return problems
 
     def _check_grid(self, env_accepts: _Accepts | None, algo_accepts: Sequence[_Accepts | None]) -> list[str]:

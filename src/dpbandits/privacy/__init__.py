@@ -1,7 +1,8 @@
 """dpbandits.privacy: guarantees, mechanisms, accounting and noise backends.
 
-Seeded NumPy noise (the default) is for simulation ("idealised numerics"); pass ``backend="opendp"``
-to a mechanism for deployment-grade, floating-point-safe noise (extra ``secure``).
+Every release is secure by default: its noise comes from OpenDP (the OS CSPRNG, floating-point
+safe) through :func:`~dpbandits.privacy.noise.privacy_noise`; seeded NumPy noise is for simulation,
+and seeding a release needs ``insecure_seeded_noise=True``.
 """
 
 from dpbandits.privacy.accounting import (

@@ -25,7 +25,7 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.validation import check_array, check_epsilon, check_int, check_one_of
 from dpbandits.algorithms.bai.dp_bai import REWARD_TABLE_UNIT, environment_features
 from dpbandits.algorithms.bai.od_linbai import L_MODES, OptimalDesignPlanner
-from dpbandits.algorithms.bai.phased import PhasedAlgorithm
+from dpbandits.algorithms.bai.phased import PhasedAlgorithm, check_reward_bounds
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import BanditEnvironment
 from dpbandits.privacy.guarantees import Guarantee, Neighbouring, PureDP
@@ -97,7 +97,7 @@ class DPOD(PhasedAlgorithm):
 
 
 @register_algorithm("dp-od", family="bai", privacy="ε-DP for one entry of the reward table",
-                    metrics=("success", "pulls_used"), proportion_metrics=("success",), environments=("linear",))
+                    metrics=("success", "pulls_used"), proportion_metrics=("success",), environments=("linear",), precheck=check_reward_bounds)
 def simulate_dp_od(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
                    l_mode: str = "l1", tie_break: str = "random", clip_rewards: bool = False,
                    allow_out_of_range: bool = False, pull_consistent: bool = False) -> Mapping[str, np.ndarray]:

@@ -53,6 +53,7 @@ __all__ = [
     "PhasedAlgorithm",
     "PhasedResult",
     "Planner",
+    "check_reward_bounds",
     "run_vectorised",
     "select_top",
 ]
@@ -382,6 +383,16 @@ class PhasedAgent(Persistable):
             raise NotFittedError("the algorithm has finished; read recommendation")
         return self._queue[self._position]
 
+    def scheduled(self) -> IntArray:
+        """The arms still to pull in the current phase, in order; ``ask()`` is the first.
+
+        The order is fixed when the phase starts, from public state only (the active set), so these
+        pulls may be handed out at once (a service lets several be outstanding); empty once done.
+        """
+        if self.done:
+            return np.zeros(0, dtype=np.int64)
+        return np.array(self._queue[self._position:], dtype=np.int64)
+
     def tell(self, arm: int, reward: float) -> None:
         """Report the reward of the arm returned by the last :meth:`ask`.
 
@@ -472,6 +483,31 @@ class PhasedAgent(Persistable):
 TIE_BREAKS = ("random", "index")
 
 
+def check_reward_bounds(env: BanditEnvironment, *, clip_rewards: bool = False, allow_out_of_range: bool = False,
+                        **_: Any) -> bool:
+    """Check that ``env``'s rewards lie in [0, 1], as the privacy calibration assumes; return whether to clip.
+
+    Also the registry's ``precheck`` of the private BAI algorithms (run when a study is validated).
+
+    Raises
+    ------
+    InvalidParameterError
+        If the bounds exceed [0, 1] and neither ``clip_rewards`` nor ``allow_out_of_range`` is set.
+    """
+    low, high = env.reward_bounds
+    if low >= 0.0 and high <= 1.0:
+        return False
+    if clip_rewards:
+        return True
+    if allow_out_of_range:
+        return False
+    raise InvalidParameterError(
+        f"env.reward_bounds must lie within [0, 1] (the privacy calibration assumes it); got "
+        f"{env.reward_bounds!r}; pass clip_rewards=True to clip, or allow_out_of_range=True to "
+        "replicate an experiment whose rewards exceed [0, 1] (the guarantee then does not hold)"
+    )
+
+
 class PhasedAlgorithm(Persistable, ABC):
     """Common front end of the phased BAI algorithms: validation, streams, the two drivers.
 
@@ -505,18 +541,7 @@ class PhasedAlgorithm(Persistable, ABC):
             raise InvalidParameterError(
                 f"env.n_arms must equal the algorithm's number of arms {self.planner.n_arms}; got {env.n_arms}"
             )
-        low, high = env.reward_bounds
-        if low >= 0.0 and high <= 1.0:
-            return False
-        if self.clip_rewards:
-            return True
-        if self.allow_out_of_range:
-            return False
-        raise InvalidParameterError(
-            f"env.reward_bounds must lie within [0, 1] (the privacy calibration assumes it); got "
-            f"{env.reward_bounds!r}; pass clip_rewards=True to clip, or allow_out_of_range=True to "
-            "replicate an experiment whose rewards exceed [0, 1] (the guarantee then does not hold)"
-        )
+        return check_reward_bounds(env, clip_rewards=self.clip_rewards, allow_out_of_range=self.allow_out_of_range)
 
     def simulate(self, env: BanditEnvironment, n_trials: int, rng: RNGLike = None, *,
                  pull_consistent: bool = False) -> PhasedResult:
@@ -574,7 +599,7 @@ class PhasedAlgorithm(Persistable, ABC):
             Simulation only: not private in deployment; warns.
         accountant : Accountant, optional
             Records the run's guarantee (:attr:`privacy`) before the agent exists: a run that would
-            exceed the accountant's budget raises :class:`PrivacyBudgetExceededError` and draws nothing.
+            exceed the accountant's budget raises :class:`~dpbandits._core.errors.PrivacyBudgetExceededError` and draws nothing.
 
         Notes
         -----

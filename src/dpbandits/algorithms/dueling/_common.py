@@ -18,6 +18,8 @@ __all__ = [
     "check_elimination_horizon",
     "check_round_horizon",
     "check_told",
+    "elimination_horizon_precheck",
+    "round_horizon_precheck",
 ]
 
 DUELING_ENVIRONMENTS: tuple[str, ...] = (
@@ -120,3 +122,15 @@ def check_elimination_horizon(horizon: Any, n_arms: int, algorithm: str) -> int:
             f"and round: K*T <= {ELIMINATION_MAX_ARM_ROUNDS:.0e}, 45 min to 3 h per trial); got {value}"
         )
     return value
+
+
+def round_horizon_precheck(env: Any, *, algorithm: str, horizon: Any = None, **_: Any) -> None:
+    """Registry ``precheck`` of a round-by-round simulation: the horizon limit, at study validation."""
+    if horizon is not None:
+        check_round_horizon(horizon, algorithm)
+
+
+def elimination_horizon_precheck(env: Any, *, algorithm: str, horizon: Any = None, **_: Any) -> None:
+    """Registry ``precheck`` of a block-vectorised elimination: the K·T limit, at study validation."""
+    if horizon is not None:
+        check_elimination_horizon(horizon, check_dueling_env(env).n_arms, algorithm)

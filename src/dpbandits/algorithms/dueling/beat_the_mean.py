@@ -30,6 +30,7 @@ gap to the best arm (Theorem 2).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 
@@ -38,7 +39,7 @@ import numpy as np
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
-from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS
+from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
 from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, simulate_policy, uniform_pick
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
@@ -173,6 +174,7 @@ class BeatTheMean(RoundAgent):
 
 @register_algorithm(
     "beat-the-mean",
+    precheck=functools.partial(round_horizon_precheck, algorithm="beat-the-mean"),
     family="dueling",
     privacy="none (non-private)",
     metrics=(*REGRET_METRICS, "identified_best", "committed"),

@@ -27,6 +27,7 @@ Transitivity Models", ICML 2022, Algorithm 1 (CoLSTIM) and Theorem 3.2 (regret Ã
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -36,7 +37,11 @@ import numpy as np
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_positive_float
-from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, check_dueling_env
+from dpbandits.algorithms.dueling._common import (
+    DUELING_ENVIRONMENTS,
+    check_dueling_env,
+    round_horizon_precheck,
+)
 from dpbandits.algorithms.dueling._pairwise_logistic import PairwiseLogistic
 from dpbandits.algorithms.dueling._rounds import (
     RoundAgent,
@@ -145,6 +150,7 @@ class CoLSTIM(RoundAgent):
 
 @register_algorithm(
     "colstim",
+    precheck=functools.partial(round_horizon_precheck, algorithm="colstim"),
     family="dueling",
     privacy="none (non-private)",
     metrics=(*REGRET_METRICS, "identified_best"),

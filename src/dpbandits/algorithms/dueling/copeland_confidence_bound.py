@@ -33,6 +33,7 @@ winners (Theorem 3).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -40,7 +41,7 @@ import numpy as np
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
-from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS
+from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
 from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, simulate_policy, uniform_pick
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
@@ -206,6 +207,7 @@ class CopelandConfidenceBound(RoundAgent):
 
 @register_algorithm(
     "copeland-confidence-bound",
+    precheck=functools.partial(round_horizon_precheck, algorithm="copeland-confidence-bound"),
     family="dueling",
     privacy="none (non-private)",
     metrics=(*REGRET_METRICS, "identified_best"),

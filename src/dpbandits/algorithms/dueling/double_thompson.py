@@ -28,6 +28,7 @@ bandits (Theorem 2 and Corollary 1).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -36,7 +37,12 @@ from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
-from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, check_dueling_env, check_round_horizon
+from dpbandits.algorithms.dueling._common import (
+    DUELING_ENVIRONMENTS,
+    check_dueling_env,
+    check_round_horizon,
+    round_horizon_precheck,
+)
 from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, simulate_policy, uniform_pick
 from dpbandits.algorithms.dueling._streams import GAMMA_INDEX_LIMIT, counter_beta, round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
@@ -195,6 +201,7 @@ class DoubleThompsonSampling(RoundAgent):
 
 @register_algorithm(
     "double-thompson-sampling",
+    precheck=functools.partial(round_horizon_precheck, algorithm="double-thompson-sampling"),
     family="dueling",
     privacy="none (non-private)",
     metrics=(*REGRET_METRICS, "identified_best"),

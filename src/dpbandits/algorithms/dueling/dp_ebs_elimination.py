@@ -28,6 +28,7 @@ with an elimination and the next block starts after it).
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -45,7 +46,12 @@ from dpbandits._core.validation import (
     check_int,
     check_one_of,
 )
-from dpbandits.algorithms.dueling._common import check_dueling_env, check_elimination_horizon, check_told
+from dpbandits.algorithms.dueling._common import (
+    check_dueling_env,
+    check_elimination_horizon,
+    check_told,
+    elimination_horizon_precheck,
+)
 from dpbandits.algorithms.dueling._streams import fresh_seed_sequence, trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniform, counter_uniforms
@@ -516,6 +522,17 @@ class DPEBSElimination(Persistable):
         self._asked = (active[left_index], right)
         return self._asked
 
+    def scheduled(self) -> list[tuple[int, int]]:
+        """The pairs known before the next feedback, in order; ``ask()`` is the first.
+
+        ``[ask()]`` (each round may eliminate arms), the committed self-duel up to the horizon once one
+        arm is left, ``[]`` after the horizon.
+        """
+        left = self.constants.horizon - self.time
+        if left <= 0:
+            return []
+        return [self.ask()] * (left if self.committed else 1)
+
     def tell(self, pair: tuple[int, int], winner: int | None = None, *, first_wins: int | bool | None = None) -> None:
         """Record the outcome of the asked pair.
 
@@ -793,6 +810,7 @@ _DUELING_ENVS = ("dueling-f1", "dueling-f2", "dueling-f3", "dueling-f4", "duelin
 
 @register_algorithm(
     "dp-ebs-elimination",
+    precheck=functools.partial(elimination_horizon_precheck, algorithm="dp-ebs-elimination"),
     family="dueling",
     privacy="ε-DP for one preference label",
     metrics=SIMULATION_METRICS,
@@ -858,6 +876,7 @@ def simulate_dp_ebs_elimination(
 
 @register_algorithm(
     "ebs-elimination",
+    precheck=functools.partial(elimination_horizon_precheck, algorithm="ebs-elimination"),
     family="dueling",
     privacy="none (non-private)",
     metrics=SIMULATION_METRICS,

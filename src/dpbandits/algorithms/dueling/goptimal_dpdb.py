@@ -484,6 +484,23 @@ class GOptimalDPDB(Persistable):
             self._asked = self._pair_list[self._slot]
         return self._asked
 
+    def scheduled(self) -> list[tuple[int, int]]:
+        """The pairs still to play in the current phase, in order; ``ask()`` is the first.
+
+        A phase's pairs and counts are fixed from earlier phases' releases only, so these duels may
+        be handed out at once. Once committed, the self-duel (a, a) up to the horizon.
+        """
+        left = self.settings.horizon - self.time
+        if left <= 0:
+            return []
+        if self._committed_arm is not None:
+            return [(self._committed_arm, self._committed_arm)] * left
+        plan = self.phases[-1]
+        remaining = plan.counts[self._slot:].copy()
+        remaining[0] -= self._played_in_slot
+        pairs = np.repeat(plan.pairs[self._slot:], remaining, axis=0)[:left]
+        return [(int(a), int(b)) for a, b in pairs]
+
     def tell(self, pair: tuple[int, int], winner: int | None = None, *, first_wins: int | bool | None = None) -> None:
         """Record the outcome: ``winner`` is the arm that won, or ``first_wins`` is True iff ``pair[0]`` won.
 

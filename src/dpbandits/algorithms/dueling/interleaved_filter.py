@@ -23,6 +23,7 @@ O(K·log T / Δ) under SST and STI.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -34,7 +35,12 @@ from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int
-from dpbandits.algorithms.dueling._common import check_dueling_env, check_elimination_horizon, check_told
+from dpbandits.algorithms.dueling._common import (
+    check_dueling_env,
+    check_elimination_horizon,
+    check_told,
+    elimination_horizon_precheck,
+)
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniforms
@@ -204,6 +210,7 @@ def _run_trial(
 
 @register_algorithm(
     "interleaved-filter",
+    precheck=functools.partial(elimination_horizon_precheck, algorithm="interleaved-filter"),
     family="dueling",
     privacy="none (non-private)",
     metrics=(*REGRET_METRICS, "identified_best"),

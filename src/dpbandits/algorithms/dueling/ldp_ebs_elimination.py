@@ -11,6 +11,7 @@ K·polylog(T)/ε privacy term of the central-model DP-EBS-Elimination: the centr
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 
@@ -19,7 +20,11 @@ import numpy as np
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_epsilon, check_int
-from dpbandits.algorithms.dueling._common import check_dueling_env, check_elimination_horizon
+from dpbandits.algorithms.dueling._common import (
+    check_dueling_env,
+    check_elimination_horizon,
+    elimination_horizon_precheck,
+)
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.dueling.dp_ebs_elimination import (
     SIMULATION_METRICS,
@@ -129,6 +134,7 @@ class LDPEBSElimination(DPEBSElimination):
 
 @register_algorithm(
     "ldp-ebs-elimination",
+    precheck=functools.partial(elimination_horizon_precheck, algorithm="ldp-ebs-elimination"),
     family="dueling",
     privacy="ε-LDP for one preference label (local randomised response)",
     metrics=SIMULATION_METRICS,

@@ -29,6 +29,7 @@ Algorithms for Generalized Linear Contextual Bandits", ICML 2017, Theorem 1 (the
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -39,7 +40,11 @@ from scipy import special
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_array, check_int, check_positive_float
-from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, check_dueling_env
+from dpbandits.algorithms.dueling._common import (
+    DUELING_ENVIRONMENTS,
+    check_dueling_env,
+    round_horizon_precheck,
+)
 from dpbandits.algorithms.dueling._pairwise_logistic import PairwiseLogistic
 from dpbandits.algorithms.dueling._rounds import (
     RoundAgent,
@@ -188,6 +193,7 @@ class MaxInP(RoundAgent):
 
 @register_algorithm(
     "maxinp",
+    precheck=functools.partial(round_horizon_precheck, algorithm="maxinp"),
     family="dueling",
     privacy="none (non-private)",
     metrics=(*REGRET_METRICS, "identified_best"),

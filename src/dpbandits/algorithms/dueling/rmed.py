@@ -32,6 +32,7 @@ which is the case under strong stochastic transitivity.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -40,7 +41,7 @@ from scipy import special
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
-from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS
+from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
 from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, simulate_policy
 from dpbandits.algorithms.dueling._streams import trial_streams
 from dpbandits.algorithms.registry import register_algorithm
@@ -188,6 +189,7 @@ class RMED1(RoundAgent):
 
 @register_algorithm(
     "rmed1",
+    precheck=functools.partial(round_horizon_precheck, algorithm="rmed1"),
     family="dueling",
     privacy="none (non-private)",
     metrics=(*REGRET_METRICS, "identified_best"),

@@ -21,6 +21,7 @@ Dueling Bandit Problem", ICML 2014, Algorithm 1 (α > ½; regret O(K² + K·log 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -28,7 +29,7 @@ import numpy as np
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
-from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS
+from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
 from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, simulate_policy, uniform_pick
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
@@ -148,6 +149,7 @@ class RUCB(RoundAgent):
 
 @register_algorithm(
     "rucb",
+    precheck=functools.partial(round_horizon_precheck, algorithm="rucb"),
     family="dueling",
     privacy="none (non-private)",
     metrics=(*REGRET_METRICS, "identified_best"),

@@ -20,6 +20,7 @@ from dpbandits._core.errors import InvalidParameterError, NotFittedError
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
+from dpbandits.algorithms.offline.accountants import rejection_sampling_guarantee
 from dpbandits.algorithms.offline.kl_mab import kl_log_policy, log_reference_policy
 from dpbandits.envs.offline import check_feature_norms
 from dpbandits.privacy.accounting import Accountant, spend
@@ -282,9 +283,7 @@ class EllipticalKLPolicy(ABC):
             )
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
         if accountant is not None:  # the sampler's guarantee at every context, before any draw
-            from dpbandits.algorithms.offline.accountants import rejection_sampling_guarantee
-
-            spend(accountant, rejection_sampling_guarantee(self.privacy, self.rejection_failure_bound(t, bound)))
+                spend(accountant, rejection_sampling_guarantee(self.privacy, self.rejection_failure_bound(t, bound)))
         # proposals come from the seeded stream when seeded, else from fresh OS entropy
         gen = noise.rng if isinstance(noise, NumpyNoise) else as_generator(None)
         chosen: FloatArray | None = None

@@ -29,14 +29,14 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from dpbandits._core.errors import InvalidParameterError, PaperVariantWarning
-from dpbandits._core.typing import FloatArray
+from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
     check_in_interval,
     check_int,
@@ -46,11 +46,6 @@ from dpbandits._core.validation import (
 from dpbandits.privacy.accounting import advanced_composition, basic_composition
 from dpbandits.privacy.guarantees import ApproxDP, Guarantee, Neighbouring, PureDP
 
-if TYPE_CHECKING:
-    from dpbandits.algorithms.offline.kl_linear import KLLinearPolicy
-    from dpbandits.algorithms.offline.kl_mab import KLMABPolicy
-    from dpbandits.algorithms.offline.kl_rlhf import KLRLHFPolicy
-
 __all__ = [
     "PAPER",
     "SCOPES",
@@ -58,6 +53,10 @@ __all__ = [
     "UNIT_MAB",
     "UNIT_RLHF_LABEL",
     "UNIT_RLHF_RECORD",
+    "FittedElliptical",
+    "FittedLinear",
+    "FittedMAB",
+    "FittedRLHF",
     "account_linear",
     "account_mab",
     "account_rlhf",
@@ -79,6 +78,73 @@ __all__ = [
     "theorem3_label_epsilon",
     "theorem4_add_remove_epsilon",
 ]
+
+
+# ----------------------------------------------------------------- what the accountants read
+# The accountants read a fitted policy through these protocols, so they depend on no policy class
+# (the policies import this module to compute their guarantees).
+class FittedMAB(Protocol):
+    """What :func:`account_mab` reads of a fitted :class:`~dpbandits.algorithms.offline.KLMABPolicy`."""
+
+    eta: float
+    beta0: float
+    n_arms: int
+    reward_bound: float
+    min_count: int | None
+    log_reference: FloatArray
+    counts_: IntArray
+    reward_sums_: FloatArray
+    reward_minima_: FloatArray
+    reward_maxima_: FloatArray
+    log_probabilities_: FloatArray
+
+    def _check_fitted(self) -> None: ...
+
+
+class FittedElliptical(Protocol):
+    """What the linear and RLHF accountants read of a fitted elliptical KL policy."""
+
+    eta: float
+    beta0: float
+    ridge: float
+    lambda_min_: float
+    n_features_in_: int
+    n_records_: int
+    min_eigenvalue: float | None
+
+    def _check_fitted(self) -> None: ...
+
+    def _check_query(self, action_features: ArrayLike) -> FloatArray: ...
+
+    def penalties(self, action_features: ArrayLike) -> FloatArray:
+        """Γ(x, a) = ‖φ(x, a)‖_{Σ_D⁻¹} of each candidate."""
+
+    def log_probabilities(self, action_features: ArrayLike, reference: ArrayLike | None = None) -> FloatArray:
+        """Log π̃(a|x; D) of the candidates."""
+
+
+class FittedLinear(FittedElliptical, Protocol):
+    """What :func:`account_linear` reads of a fitted :class:`~dpbandits.algorithms.offline.KLLinearPolicy`."""
+
+    reward_bound: float
+    max_records: int | None
+
+
+class FittedRLHF(FittedElliptical, Protocol):
+    """What :func:`account_rlhf` reads of a fitted :class:`~dpbandits.algorithms.offline.KLRLHFPolicy`."""
+
+    norm_bound: float
+    solver_tolerance: float
+
+    @property
+    def max_difference_leverage_(self) -> float:
+        """max_i ‖z_i‖_{M⁻¹}."""
+
+    def solver_divergence(self, action_features: ArrayLike | None, solver_error: float | None = None) -> float:
+        """ε̂: D∞ between the computed and the exact policy at a context."""
+
+    def feature_range_metric(self, features: ArrayLike) -> float:
+        """max_{a,a'} ‖φ_a − φ_a'‖_{M⁻¹} over the candidates."""
 
 PAPER = "Zhang, Panaganti, Shi, Ziani, Wierman (2025), KL-regularization itself is DP"
 UNIT_MAB = "one logged record (arm, reward)"
@@ -432,13 +498,13 @@ def mab_exact_loss(
     return float(loss[row, col]), worst
 
 
-def _mab_domain(policy: KLMABPolicy) -> str:
+def _mab_domain(policy: FittedMAB) -> str:
     return (f"N(a) >= min_count = {policy.min_count} for every arm with pi0(a) > 0, rewards in "
             f"[0, {policy.reward_bound:g}]; every pair of add/remove neighbours in it")
 
 
 def account_mab(
-    policy: KLMABPolicy,
+    policy: FittedMAB,
     *,
     kind: str = "pure",
     variant: str = "corrected",
@@ -452,7 +518,7 @@ def account_mab(
 
     Parameters
     ----------
-    policy : KLMABPolicy
+    policy : KLMABPolicy (any :class:`FittedMAB`)
         Fitted policy.
     kind : {"pure", "approx"}
         Pure ε0 (Theorem 1, eq. 9; valid) or approximate (ε, δ).
@@ -721,7 +787,7 @@ def corollary2_paper(
 
 
 def account_linear(
-    policy: KLLinearPolicy,
+    policy: FittedLinear,
     action_features: ArrayLike | None = None,
     reference: ArrayLike | None = None,
     *,
@@ -736,7 +802,7 @@ def account_linear(
 
     Parameters
     ----------
-    policy : KLLinearPolicy
+    policy : KLLinearPolicy (any :class:`FittedLinear`)
     action_features : array_like of shape (K, d), optional
         φ(x, a) for the candidate actions of the fixed public context x. Omitted: the pure
         guarantee at every context (features of norm <= 1), which is what ``policy.privacy`` gives.
@@ -929,7 +995,7 @@ def corollary3_paper(k1: float, c: float | None = None, *, lambda_min: float, ri
 
 
 def account_rlhf(
-    policy: KLRLHFPolicy,
+    policy: FittedRLHF,
     action_features: ArrayLike | None = None,
     reference: ArrayLike | None = None,
     *,
@@ -946,7 +1012,7 @@ def account_rlhf(
 
     Parameters
     ----------
-    policy : KLRLHFPolicy
+    policy : KLRLHFPolicy (any :class:`FittedRLHF`)
     action_features : array_like of shape (K, d), optional
         φ(x, a) of the candidate responses to the public prompt x. Omitted: the pure (non-tight)
         guarantee at every prompt (features of norm <= 1; the solver error at the worst-case
@@ -1032,7 +1098,7 @@ def account_rlhf(
     return replace(adjusted, reference=f"{guarantee.reference} + solver error at D and at the neighbour")
 
 
-def _rlhf_solver_divergences(policy: KLRLHFPolicy, action_features: ArrayLike | None, *, label: bool, domain: bool,
+def _rlhf_solver_divergences(policy: FittedRLHF, action_features: ArrayLike | None, *, label: bool, domain: bool,
                              floor: float | None) -> tuple[float, float]:
     """(ε̂_D, ε̂_{D'}): divergences of the computed from the exact policy at D and at any neighbour."""
     tolerance = policy.solver_tolerance
@@ -1051,7 +1117,7 @@ def _rlhf_solver_divergences(policy: KLRLHFPolicy, action_features: ArrayLike | 
 
 
 def _account_rlhf_exact(
-    policy: KLRLHFPolicy, action_features: ArrayLike | None, reference: ArrayLike | None, *, kind: str,
+    policy: FittedRLHF, action_features: ArrayLike | None, reference: ArrayLike | None, *, kind: str,
     variant: str, neighbouring: str, lambda0: float | None, c: float | None, strict: bool,
     lambda_min: float | None = None, domain: str | None = None,
 ) -> Guarantee:

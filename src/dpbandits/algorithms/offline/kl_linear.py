@@ -16,6 +16,7 @@ from scipy.linalg import cho_solve, cholesky, eigvalsh
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
+from dpbandits.algorithms.offline.accountants import account_linear
 from dpbandits.envs.offline import LoggedContextualData
 from dpbandits.privacy.guarantees import Guarantee
 
@@ -132,8 +133,6 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
                   kind: str = "pure", variant: str = "corrected", scope: str = "instance",
                   **kwargs: Any) -> Guarantee:
         """Guarantee at one context (or every context); see :func:`accountants.account_linear`."""
-        from dpbandits.algorithms.offline.accountants import account_linear
-
         return account_linear(self, action_features, reference, kind=kind, variant=variant, scope=scope, **kwargs)
 
     def _public_theta_norm_bound(self) -> float | None:

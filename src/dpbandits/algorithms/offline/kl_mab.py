@@ -24,6 +24,7 @@ from dpbandits._core.validation import (
     check_positive_float,
     check_probability_vector,
 )
+from dpbandits.algorithms.offline.accountants import account_mab
 from dpbandits.envs.offline import LoggedBanditData
 from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee
@@ -389,6 +390,4 @@ class KLMABPolicy(Persistable):
     def guarantee(self, kind: str = "pure", variant: str = "corrected", scope: str = "instance",
                   **kwargs: Any) -> Guarantee:
         """Return the guarantee of one sample; see :func:`accountants.account_mab`."""
-        from dpbandits.algorithms.offline.accountants import account_mab
-
         return account_mab(self, kind=kind, variant=variant, scope=scope, **kwargs)

@@ -24,6 +24,7 @@ from dpbandits._core.persistence import Persistable
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_in_interval, check_positive_float
 from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
+from dpbandits.algorithms.offline.accountants import account_rlhf
 from dpbandits.envs.offline import PreferenceData
 from dpbandits.privacy.guarantees import Guarantee
 
@@ -496,7 +497,5 @@ class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
                   kind: str = "pure", variant: str = "corrected", neighbouring: str = "label",
                   scope: str = "instance", **kwargs: Any) -> Guarantee:
         """Guarantee at one prompt (or every prompt); see :func:`accountants.account_rlhf`."""
-        from dpbandits.algorithms.offline.accountants import account_rlhf
-
         return account_rlhf(self, action_features, reference, kind=kind, variant=variant,
                             neighbouring=neighbouring, scope=scope, **kwargs)

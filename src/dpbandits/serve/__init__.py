@@ -1,0 +1,32 @@
+"""``dpbandits serve``: private bandit experiments as a durable, authenticated HTTP service.
+
+Modules, one idea each:
+
+* :mod:`~dpbandits.serve.storage` — tables and engines (SQLite in WAL mode, PostgreSQL by URL);
+* :mod:`~dpbandits.serve.auth` — API keys, stored hashed;
+* :mod:`~dpbandits.serve.kinds` — the registry of experiment kinds (one entry per agent type);
+* :mod:`~dpbandits.serve.tickets` — signed tickets linking an ask to its tell;
+* :mod:`~dpbandits.serve.locking` — serialising writers of one experiment;
+* :mod:`~dpbandits.serve.ledger` — the privacy ledger's events;
+* :mod:`~dpbandits.serve.service` — the operations, and how clients share an experiment;
+* :mod:`~dpbandits.serve.app` — the HTTP routes; :mod:`~dpbandits.serve.status_page` — the page.
+
+Start it with ``dpbandits serve --db experiments.db`` after ``dpbandits api-key create``. Needs the
+``serve`` extra (``pip install "dpbandits[serve]"``).
+"""
+
+from __future__ import annotations
+
+__all__ = ["create_app", "make_engine"]
+
+
+def __getattr__(name: str) -> object:  # lazy: importing dpbandits.serve loads no web framework
+    if name == "create_app":
+        from dpbandits.serve.app import create_app
+
+        return create_app
+    if name == "make_engine":
+        from dpbandits.serve.storage import make_engine
+
+        return make_engine
+    raise AttributeError(name)

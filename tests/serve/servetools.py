@@ -1,0 +1,47 @@
+"""Helpers shared by the service tests (imported by conftest.py and the test modules)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from dpbandits.serve.auth import create_key
+from dpbandits.serve.storage import make_engine
+from dpbandits.serve.testing import ServerProcess
+
+
+@dataclass
+class Store:
+    """A store URL with two API keys (alice, bob)."""
+
+    db: str
+    alice: str
+    bob: str
+
+
+def make_store(db: str) -> Store:
+    engine = make_engine(db)
+    _, alice = create_key(engine, "alice")
+    _, bob = create_key(engine, "bob")
+    engine.dispose()
+    return Store(db, alice, bob)
+
+
+def client(server: ServerProcess, key: str | None) -> httpx.Client:
+    """An HTTP client of ``server`` authenticated with ``key`` (None: no key)."""
+    headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+    http = httpx.Client(base_url=server.url, headers=headers, timeout=30.0)
+    OPEN_CLIENTS.append(http)
+    return http
+
+
+OPEN_CLIENTS: list[httpx.Client] = []
+"""Clients made by :func:`client`, closed after each test (conftest)."""
+
+
+def create(http: httpx.Client, kind: str, params: dict[str, Any], **extra: Any) -> str:
+    response = http.post("/v1/experiments", json={"kind": kind, "params": params, **extra})
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
