@@ -355,8 +355,8 @@ class BinaryTreeCounterBank(Persistable):
         so each update is one call for all live counters (one OpenDP call on the secure backend).
         One seeded NumPy stream per counter: each stream is read ahead by blocks of
         ``_READ_AHEAD`` node values (the same numbers, in the same order, as one value per update),
-        so each update takes one column for all live counters. Other per-counter backends: one
-        prepared verb per counter.
+        so each update takes one column for all live counters. Other per-counter backends (or
+        NumPy backends sharing a Generator): one prepared verb per counter, in counter order.
         """
         kind = "discrete_laplace" if self.integer else "laplace"
         self._add: NoiseAdder | None = None
@@ -366,7 +366,9 @@ class BinaryTreeCounterBank(Persistable):
             return
         if isinstance(self._noise, NoiseBackend):
             self._add = self._noise.adder(kind, self.scale)
-        elif all(type(b) is NumpyNoise for b in self._noise):
+        elif (all(type(b) is NumpyNoise for b in self._noise)
+              and len({id(cast(NumpyNoise, b).rng) for b in self._noise}) == len(self._noise)):
+            # distinct streams only: reading one ahead then leaves the others' numbers unchanged
             self._streams = [cast(NumpyNoise, b).rng for b in self._noise]
         else:
             self._adders = [b.adder(kind, self.scale) for b in self._noise]
