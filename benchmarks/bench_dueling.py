@@ -1,45 +1,60 @@
-"""Benchmark of DP-EBS-Elimination against RUCB's one-step loop (duelpy), printed as ratios.
+"""Speed of the dueling simulations (issue 6), as ratios of medians of interleaved runs, like for like.
 
 Usage::
 
     python benchmarks/bench_dueling.py            # full size (lead's run)
     python benchmarks/bench_dueling.py --quick    # reduced size, to check the script works
 
-Issue 6's targets, on instance F2 (K = 10 arms, spec §8.1) at epsilon = 1:
+On instance F2 (K = 10 arms, spec §8.1) at epsilon = 1:
 
-1. DP-EBS-Elimination (block-vectorised simulation) runs T = 10^6 rounds for 20 trials in < 30 s.
-2. Per round it is >= 20× faster than RUCB's one-step-at-a-time loop in the duelpy package, run in
-   the same process on the same preference matrix (``RelativeUCB(MatrixFeedback(P)).run()``).
-   Our own batched RUCB (all trials advanced together, one round at a time) is timed as well.
+1. DP-EBS-Elimination (block-vectorised simulation) runs T = 10^6 rounds for 20 trials in < 30 s
+   (issue 6's target), in one process and split over 2 worker processes.
+2. Like for like, per round of one trial: the vectorised DP-EBS-Elimination simulation against a
+   plain per-round NumPy loop of the same algorithm (``plain_loops.dp_ebs_elimination``), and our
+   batched RUCB simulation (all trials advanced together) against duelpy's one-step-at-a-time RUCB
+   (``RelativeUCB(MatrixFeedback(P)).run()``) on the same preference matrix.
+3. Issue 6's original figure, duelpy RUCB per round / DP-EBS per round (target >= 20), compares two
+   different algorithms: it is printed as such (the cost per round of each library's way to run a
+   dueling study), not as a like-for-like ratio.
+4. The per-round costs behind the horizon limits of :mod:`dpbandits.algorithms.dueling._common` (a
+   round-by-round simulation of 20 trials is assumed to cost at most 5 ms per round, a
+   block-vectorised elimination 0.05-0.2 us per arm and round when no elimination happens).
+
+The ask/tell agents' per-step costs (against plain loops and duelpy) are in ``bench_agents.py``.
 
 duelpy 1.0.0 (2021) does not import on NumPy >= 1.24 (``np.float``) nor use ``np.infty`` on NumPy 2; the
 shim ``np.float = float; np.infty = np.inf`` is applied here, before the import, and nowhere else in
-the project. duelpy is not a dependency of dpbandits: install it in a benchmark-only environment::
+the project. duelpy is not a dependency of dpbandits: install it where the benchmarks find it
+(``.venv-bench/peers``, git-ignored, added to ``sys.path`` when present)::
 
-    python -m venv --system-site-packages .venv-bench        # reuses the installed dpbandits + NumPy
-    .venv-bench/bin/python -m pip install --no-deps duelpy==1.0.0
-    .venv-bench/bin/python benchmarks/bench_dueling.py
+    python -m pip install --no-deps --target .venv-bench/peers duelpy==1.0.0
 
 Without duelpy the comparison is skipped (and said so); the other figures are still printed.
-
-It also measures the per-round costs behind the horizon limits of
-:mod:`dpbandits.algorithms.dueling._common` (a round-by-round simulation of 20 trials is assumed to
-cost at most 5 ms per round, a block-vectorised elimination 0.05-0.2 us per arm and round when no
-elimination happens), printing each measured cost as a ratio to the assumed bound.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dpbandits.algorithms.dueling.dp_ebs_elimination import simulate_dp_ebs_elimination
-from dpbandits.algorithms.dueling.rucb import simulate_rucb
-from dpbandits.envs.dueling import finite_instance
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+PEERS = HERE.parent / ".venv-bench" / "peers"
+if PEERS.is_dir():
+    sys.path.append(str(PEERS))
+
+import plain_loops  # noqa: E402
+from _harness import interleaved, load_average, report_ratio, report_value  # noqa: E402
+
+from dpbandits.algorithms.dueling.dp_ebs_elimination import simulate_dp_ebs_elimination  # noqa: E402
+from dpbandits.algorithms.dueling.rucb import simulate_rucb  # noqa: E402
+from dpbandits.envs.dueling import finite_instance  # noqa: E402
 
 
 def load_duelpy() -> Any:
@@ -75,15 +90,16 @@ def _round_costs(quick: bool) -> None:
         started = time.perf_counter()
         simulate(env, n_trials=20, rng=1, horizon=rounds)
         per_round = (time.perf_counter() - started) / rounds
-        print(f"{simulate.__name__}: {per_round * 1e6:.0f} us per round (20 trials); "
-              f"ratio to the assumed 5 ms: {per_round / 5e-3:.2f}")
+        report_ratio(f"{simulate.__name__} per round (20 trials) / the assumed 5 ms", per_round / 5e-3,
+                     numerator=f"{per_round * 1e6:.0f} us", denominator="5 ms", target="<= 1", met=per_round <= 5e-3)
     # worst case of the elimination simulations: eps so small that nothing is eliminated before T
     horizon = 100_000 if quick else 1_000_000
     started = time.perf_counter()
     simulate_dp_ebs_elimination(env, n_trials=1, rng=1, horizon=horizon, epsilon=0.01)
     per_arm_round = (time.perf_counter() - started) / (horizon * env.n_arms)
-    print(f"DP-EBS-Elimination without eliminations: {per_arm_round * 1e9:.1f} ns per arm and round; "
-          f"ratio to the assumed 200 ns: {per_arm_round / 200e-9:.2f}")
+    report_ratio("DP-EBS-Elimination without eliminations, per arm and round / the assumed 200 ns",
+                 per_arm_round / 200e-9, numerator=f"{per_arm_round * 1e9:.1f} ns", denominator="200 ns",
+                 target="<= 1", met=per_arm_round <= 200e-9)
 
 
 def main() -> None:
@@ -92,52 +108,73 @@ def main() -> None:
     args = parser.parse_args()
     horizon, trials = (100_000, 2) if args.quick else (1_000_000, 20)
     reference_rounds = 2_000 if args.quick else 20_000
+    loop_rounds = 1_000 if args.quick else 5_000
+    rounds = 3 if args.quick else 5
     epsilon = 1.0
     env = finite_instance("f2")
-    print(f"# instance F2: K = {env.n_arms}, epsilon = {epsilon}; DP-EBS: T = {horizon}, {trials} trials")
+    print(f"# instance F2: K = {env.n_arms}, epsilon = {epsilon}; DP-EBS: T = {horizon}, {trials} trials; {load_average()}")
 
+    # 1. issue 6's target (one timing each: a run is long)
     started = time.perf_counter()
     out = simulate_dp_ebs_elimination(env, n_trials=trials, rng=20240322, horizon=horizon, epsilon=epsilon)
     ebs_seconds = time.perf_counter() - started
-    ebs_per_round = ebs_seconds / (horizon * trials)
     print(f"DP-EBS-Elimination, 1 process: {ebs_seconds:.2f} s for {trials} trials x {horizon} rounds "
-          f"({ebs_per_round * 1e9:.1f} ns per round); mean reward regret {out['reward_regret'].mean():.4g}")
-    # the same trials split over 2 worker processes (2 cores), as the study runner's process backend does
-    seeds = np.random.SeedSequence(20240322).spawn(2)
+          f"({ebs_seconds / (horizon * trials) * 1e9:.1f} ns per round); mean reward regret {out['reward_regret'].mean():.4g}")
+    seeds = np.random.SeedSequence(20240322).spawn(2)  # the same trials split over 2 worker processes
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=2) as pool:
         halves = list(pool.map(_half, [(seed, trials // 2, horizon, epsilon) for seed in seeds]))
     parallel_seconds = time.perf_counter() - started
-    print(f"DP-EBS-Elimination, 2 processes: {parallel_seconds:.2f} s for {sum(halves)} trials; "
-          f"speed-up ratio vs 1 process: {ebs_seconds / parallel_seconds:.2f}")
+    print(f"DP-EBS-Elimination, 2 processes: {parallel_seconds:.2f} s for {sum(halves)} trials")
+    report_ratio("DP-EBS simulation: 1 process / 2 processes (speed-up)", ebs_seconds / parallel_seconds,
+                 numerator=f"1 process {ebs_seconds:.2f} s", denominator=f"2 processes {parallel_seconds:.2f} s")
     if not args.quick:
         best = min(ebs_seconds, parallel_seconds)
-        verdict = "meets" if best < 30 else "MISSES"
-        print(f"target 10^6 rounds x 20 trials < 30 s on 2 cores: {verdict} ({best:.1f} s)")
+        report_ratio("DP-EBS 10^6 rounds x 20 trials / the 30 s target", best / 30.0, numerator=f"{best:.1f} s",
+                     denominator="30 s", target="<= 1", met=best < 30)
 
-    started = time.perf_counter()
-    simulate_rucb(env, n_trials=trials, rng=20240322, horizon=reference_rounds)
-    ours_rucb_per_round = (time.perf_counter() - started) / (reference_rounds * trials)
-    print(f"dpbandits RUCB (batched over {trials} trials): {ours_rucb_per_round * 1e6:.2f} us per round")
-    print(f"ratio (dpbandits RUCB per round / DP-EBS per round): {ours_rucb_per_round / ebs_per_round:.1f}")
+    # 2. like for like, per round of one trial (medians of interleaved runs)
+    u = np.random.default_rng(20240322).random(loop_rounds).tolist()
+    duelpy = load_duelpy()
+    runs: dict[str, Any] = {
+        "dp-ebs vectorised": lambda: simulate_dp_ebs_elimination(
+            env, n_trials=trials, rng=20240322, horizon=horizon, epsilon=epsilon) and horizon * trials,
+        "dp-ebs plain loop": lambda: plain_loops.dp_ebs_elimination(
+            env.preference_matrix, loop_rounds, u, np.random.default_rng(1), horizon, epsilon) is not None
+        and loop_rounds,
+        "rucb batched": lambda: simulate_rucb(env, n_trials=trials, rng=20240322, horizon=reference_rounds)
+        and reference_rounds * trials,
+    }
+    if duelpy is not None:
+        relative_ucb, matrix_feedback = duelpy
+
+        def duelpy_rucb() -> int:
+            feedback = matrix_feedback(env.preference_matrix.copy(), random_state=np.random.RandomState(0))
+            relative_ucb(feedback, time_horizon=reference_rounds, random_state=np.random.RandomState(0)).run()
+            return reference_rounds
+
+        runs["duelpy rucb"] = duelpy_rucb
+    medians = interleaved(runs, rounds)
+    for name, seconds in medians.items():
+        report_value(f"{name}", seconds * 1e9, "ns per round of one trial")
+    ebs, ebs_loop = medians["dp-ebs vectorised"], medians["dp-ebs plain loop"]
+    report_ratio("DP-EBS: plain per-round loop / vectorised simulation (per round of one trial)", ebs_loop / ebs,
+                 numerator=f"plain loop {ebs_loop * 1e9:.0f} ns", denominator=f"vectorised {ebs * 1e9:.1f} ns")
+    if duelpy is None:
+        print("# duelpy is not importable here: the duelpy comparisons are skipped (see the module docstring)")
+    else:
+        rucb, peer = medians["rucb batched"], medians["duelpy rucb"]
+        report_ratio("RUCB: duelpy one step at a time / ours batched (per round of one trial)", peer / rucb,
+                     numerator=f"duelpy {peer * 1e6:.2f} us", denominator=f"ours {rucb * 1e6:.2f} us",
+                     target="> 1", met=peer > rucb)
+        # 3. issue 6's cross-algorithm figure, labelled as such
+        report_ratio("cross-algorithm (issue 6's figure, NOT like for like): duelpy RUCB / our DP-EBS per round",
+                     peer / ebs, numerator=f"duelpy RUCB {peer * 1e6:.2f} us",
+                     denominator=f"DP-EBS vectorised {ebs * 1e9:.1f} ns", target=">= 20", met=peer / ebs >= 20,
+                     note="two different algorithms")
 
     _round_costs(args.quick)
-
-    duelpy = load_duelpy()
-    if duelpy is None:
-        print("# duelpy is not importable here: the duelpy comparison is skipped (see the module docstring)")
-        return
-    relative_ucb, matrix_feedback = duelpy
-    started = time.perf_counter()
-    for seed in range(2 if args.quick else 3):
-        state = np.random.RandomState(seed)
-        feedback = matrix_feedback(env.preference_matrix.copy(), random_state=state)
-        relative_ucb(feedback, time_horizon=reference_rounds, random_state=np.random.RandomState(seed)).run()
-    runs = 2 if args.quick else 3
-    duelpy_per_round = (time.perf_counter() - started) / (reference_rounds * runs)
-    print(f"duelpy RelativeUCB (one step at a time): {duelpy_per_round * 1e6:.2f} us per round")
-    ratio = duelpy_per_round / ebs_per_round
-    print(f"ratio (duelpy RUCB per round / DP-EBS per round): {ratio:.1f} (target >= 20)")
+    print(f"# {load_average()}")
 
 
 if __name__ == "__main__":

@@ -17,22 +17,17 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import time
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-from dpbandits.algorithms.offline import KLMABPolicy, bradley_terry_mle
-from dpbandits.envs.offline import simulate_preferences
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import interleaved, load_average, report_ratio  # noqa: E402
 
-
-def best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from dpbandits.algorithms.offline import KLMABPolicy, bradley_terry_mle  # noqa: E402
+from dpbandits.envs.offline import simulate_preferences  # noqa: E402
 
 
 def bench_rlhf(n: int, d: int, repeats: int) -> None:
@@ -44,7 +39,6 @@ def bench_rlhf(n: int, d: int, repeats: int) -> None:
     data = simulate_preferences(theta, n, n_prompts=2000, responses_per_prompt=10, rng=rng)
     z, y = data.feature_differences, data.labels
     bound = 10.0  # interior solution, the same optimum as the unpenalised logistic regression
-    ours = best_of(lambda: bradley_terry_mle(z, y, bound), repeats)
     fit = bradley_terry_mle(z, y, bound)
 
     def sklearn_fit() -> LogisticRegression:
@@ -52,11 +46,15 @@ def bench_rlhf(n: int, d: int, repeats: int) -> None:
             warnings.simplefilter("ignore")
             return LogisticRegression(penalty=None, fit_intercept=False, tol=1e-8, max_iter=1000).fit(z, y)
 
-    ref = best_of(sklearn_fit, repeats)
+    medians = interleaved({"ours": lambda: bradley_terry_mle(z, y, bound), "sklearn": sklearn_fit}, repeats,
+                          warmup=False)
+    ours, ref = medians["ours"], medians["sklearn"]
     gap = float(np.max(np.abs(sklearn_fit().coef_[0] - fit.theta)))
     print(f"rlhf  n={n:>9,d} d={d:3d}: ours {ours:7.3f}s  sklearn LogisticRegression {ref:7.3f}s  "
-          f"ratio ours/sklearn {ours / ref:5.2f}  (target <= 1)  max|theta diff| {gap:.1e}  "
-          f"KKT residual {fit.kkt_residual:.1e}")
+          f"max|theta diff| {gap:.1e}  KKT residual {fit.kkt_residual:.1e}")
+    report_ratio(f"rlhf MLE n={n} d={d}: ours / sklearn LogisticRegression", ours / ref,
+                 numerator=f"bradley_terry_mle {ours:.3f} s", denominator=f"sklearn {ref:.3f} s", target="<= 1",
+                 met=ours <= ref)
 
 
 def bench_mab(n_arms: int, n_records: int, repeats: int) -> None:
@@ -73,22 +71,26 @@ def bench_mab(n_arms: int, n_records: int, repeats: int) -> None:
                 warnings.simplefilter("ignore")
                 policy.sample(rng=rng, insecure_seeded_noise=True)
 
-    secure = best_of(lambda: fit_and_sample(True), repeats)
-    seeded = best_of(lambda: fit_and_sample(False), repeats)
-    ref = best_of(lambda: np.bincount(actions, weights=rewards, minlength=n_arms), repeats)
+    medians = interleaved({"secure": lambda: fit_and_sample(True), "seeded": lambda: fit_and_sample(False),
+                           "bincount": lambda: np.bincount(actions, weights=rewards, minlength=n_arms)}, repeats)
+    secure, seeded, ref = medians["secure"], medians["seeded"], medians["bincount"]
     print(f"mab   K={n_arms:>9,d} n={n_records:>11,d}: fit + 1 secure sample {secure:7.3f}s  (target < 1 s)  "
-          f"fit + 1 seeded sample {seeded:7.3f}s  ratio secure/seeded {secure / seeded:5.2f}  "
-          f"ratio secure to one weighted bincount {secure / ref:5.1f}")
+          f"fit + 1 seeded sample {seeded:7.3f}s")
+    report_ratio(f"mab K={n_arms} n={n_records}: secure / seeded (fit + 1 sample)", secure / seeded,
+                 numerator=f"secure {secure:.3f} s", denominator=f"seeded {seeded:.3f} s")
+    report_ratio(f"mab K={n_arms} n={n_records}: secure fit + sample / one weighted bincount", secure / ref,
+                 numerator=f"secure {secure:.3f} s", denominator=f"bincount {ref:.4f} s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="Multiply every size by this factor.")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds (medians are reported)")
     parser.add_argument("--quick", action="store_true", help="A smoke run: --scale 0.01 --repeats 1.")
     args = parser.parse_args()
     if args.quick:
         args.scale, args.repeats = 0.01, 1
+    print(f"# medians of {args.repeats} interleaved runs; {load_average()}")
     bench_rlhf(max(1000, int(1_000_000 * args.scale)), 32, args.repeats)
     bench_mab(max(10, int(1_000_000 * args.scale)), max(100, int(10_000_000 * args.scale)), args.repeats)
 

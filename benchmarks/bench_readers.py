@@ -32,6 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import load_average, report_ratio  # noqa: E402
+
 N_ARMS = 100
 
 
@@ -62,9 +65,14 @@ def measure(command: list[str]) -> tuple[float, float, str]:
     return seconds, usage.ru_maxrss / 1024, out
 
 
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
 def best(command: list[str], repeats: int) -> tuple[float, float]:
+    """Median wall seconds and median peak MB of ``repeats`` runs of a command."""
     runs = [measure(command)[:2] for _ in range(repeats)]
-    return min(r[0] for r in runs), min(r[1] for r in runs)
+    return median([r[0] for r in runs]), median([r[1] for r in runs])
 
 
 # In a fresh process: import, warm up on the 2-row file (code pages, pools), then time one call and
@@ -93,7 +101,7 @@ def in_process(name: str, big: Path, tiny: Path, repeats: int) -> tuple[float, f
 
     runs = [json.loads(measure([sys.executable, "-c", IN_PROCESS, name, str(big), str(tiny)])[2])
             for _ in range(repeats)]
-    return min(r["seconds"] for r in runs), min(r["mb"] for r in runs)
+    return median([r["seconds"] for r in runs]), median([r["mb"] for r in runs])
 
 
 def main() -> None:
@@ -123,14 +131,21 @@ def main() -> None:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
+    print(f"# medians of {repeats} runs (each in a fresh process, run one after the other); {load_average()}")
     print(f"file: {n_rows:,} rows, {size_mb:.1f} MB (action,reward; K = {N_ARMS})")
     print(f"dpbandits account mab, whole command: {cli_s:6.2f} s, peak {cli_mb:6.1f} MB "
           f"(on a 2-row file: {base_s:5.2f} s, {base_mb:6.1f} MB)")
     print(f"read_bandit_statistics (what account reads with): {stats_s:6.2f} s, +{stats_mb:6.1f} MB")
     print(f"pyarrow.csv.read_csv (reference, parse only):     {arrow_s:6.2f} s, +{arrow_mb:6.1f} MB")
     print(f"read_logged_bandit (the records, for the library): {records_s:5.2f} s, +{records_mb:6.1f} MB")
-    print(f"ratio read_bandit_statistics / pyarrow read_csv: time {stats_s / arrow_s:5.2f}, "
-          f"memory {stats_mb / max(arrow_mb, 0.1):5.2f}")
+    report_ratio("read_bandit_statistics / pyarrow read_csv, time", stats_s / arrow_s,
+                 numerator=f"ours {stats_s:.2f} s", denominator=f"pyarrow {arrow_s:.2f} s")
+    report_ratio("read_bandit_statistics / pyarrow read_csv, memory", stats_mb / max(arrow_mb, 0.1),
+                 numerator=f"ours +{stats_mb:.1f} MB", denominator=f"pyarrow +{arrow_mb:.1f} MB")
+    if full_size:
+        report_ratio("account mab: memory of the data / file size", (cli_mb - base_mb) / size_mb,
+                     numerator=f"{cli_mb - base_mb:.1f} MB", denominator=f"file {size_mb:.1f} MB", target="< 3",
+                     met=(cli_mb - base_mb) / size_mb < 3)
     target = " (target < 3)" if full_size else " (a small file: allocator noise, no target)"
     print(f"ratio memory of the data / file size: account {(cli_mb - base_mb) / size_mb:5.2f}{target}, "
           f"read_bandit_statistics {stats_mb / size_mb:5.2f}, pyarrow table {arrow_mb / size_mb:5.2f}, "

@@ -19,16 +19,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from dpbandits.algorithms.registry import get_algorithm
-from dpbandits.envs.registry import make_environment
-from dpbandits.experiments.backends import DaskBackend
-from dpbandits.experiments.config import Study
-from dpbandits.experiments.runner import chunk_seed_sequence, make_tasks, run_study
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import interleaved, load_average, report_ratio  # noqa: E402
+
+from dpbandits.algorithms.registry import get_algorithm  # noqa: E402
+from dpbandits.envs.registry import make_environment  # noqa: E402
+from dpbandits.experiments.backends import DaskBackend  # noqa: E402
+from dpbandits.experiments.config import Study  # noqa: E402
+from dpbandits.experiments.runner import chunk_seed_sequence, make_tasks, run_study  # noqa: E402
 
 
 def make_study(name: str, *, trials: int, chunk_size: int, budgets: list[int]) -> Study:
@@ -66,8 +70,15 @@ def runner_time(study: Study, backend: Any = "serial", workers: int | None = Non
         return time.perf_counter() - start
 
 
-def best_of(repeats: int, fn: Any, *args: Any, **kwargs: Any) -> float:
-    return min(fn(*args, **kwargs) for _ in range(repeats))
+def medians(repeats: int, **runs: Any) -> dict[str, float]:
+    """Median seconds of each ``name=(fn, *args)``, timed by the functions themselves, in interleaved rounds."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            fn, *args = runs[name]
+            times[name].append(fn(*args))
+    return {name: sorted(values)[len(values) // 2] for name, values in times.items()}
 
 
 def main() -> None:
@@ -77,14 +88,14 @@ def main() -> None:
     args = parser.parse_args()
     repeats = 1 if args.quick else 3
     cores = os.cpu_count() or 1
+    print(f"# medians of {repeats} interleaved runs; {load_average()}")
 
     print("# 1. runner overhead (serial backend vs direct simulate calls, same tasks and seeds)")
     runner_time(make_study("warm-up", trials=10, chunk_size=10, budgets=[64]))  # imports (scipy, ...)
 
     def overhead(study: Study) -> tuple[float, float, int]:
-        direct = best_of(repeats, direct_calls, study)
-        ran = best_of(repeats, runner_time, study)
-        return direct, ran, len(study.cells()) * study.n_chunks()
+        timed = medians(repeats, direct=(direct_calls, study), runner=(runner_time, study))
+        return timed["direct"], timed["runner"], len(study.cells()) * study.n_chunks()
 
     tiny = make_study("tiny", trials=50, chunk_size=50, budgets=[64])
     direct, ran, _ = overhead(tiny)
@@ -103,17 +114,25 @@ def main() -> None:
     for study in (many, heavy):
         direct, ran, n_tasks = overhead(study)
         print(f"{study.name:6s} {n_tasks:4d} tasks of {study.chunk_size} trials: direct {direct * 1e3:9.1f} ms | "
-              f"runner {ran * 1e3:9.1f} ms | ratio runner/direct {ran / direct:5.2f}")
+              f"runner {ran * 1e3:9.1f} ms")
+        report_ratio(f"runner / direct calls, {study.name} ({n_tasks} tasks)", ran / direct,
+                     numerator=f"runner {ran * 1e3:.1f} ms", denominator=f"direct {direct * 1e3:.1f} ms")
 
     print(f"# 2. process backend speed-up on {cores} cores (serial time / process time; ideal {cores})")
     big = make_study("speedup", trials=1000 if args.quick else 8000, chunk_size=500,
                      budgets=[8192, 16384] if args.quick else [16384, 32768, 65536, 131072])
-    serial = best_of(repeats, runner_time, big, "serial")
-    process = best_of(repeats, runner_time, big, "process", cores)
-    print(f"serial {serial:7.2f} s | process ({cores} workers) {process:7.2f} s | speed-up {serial / process:5.2f}")
+    runs: dict[str, Any] = {"serial": (runner_time, big, "serial"), "process": (runner_time, big, "process", cores)}
     if args.dask:
-        dask = best_of(repeats, runner_time, big, DaskBackend(workers=cores, processes=True))
-        print(f"dask local cluster ({cores} workers, incl. start-up) {dask:7.2f} s | speed-up {serial / dask:5.2f}")
+        runs["dask"] = (runner_time, big, DaskBackend(workers=cores, processes=True))
+    timed = medians(repeats, **runs)
+    serial, process = timed["serial"], timed["process"]
+    print(f"serial {serial:7.2f} s | process ({cores} workers) {process:7.2f} s")
+    report_ratio(f"process backend speed-up on {cores} cores (serial / process)", serial / process,
+                 numerator=f"serial {serial:.2f} s", denominator=f"process {process:.2f} s", target=f"-> {cores}")
+    if args.dask:
+        dask = timed["dask"]
+        report_ratio(f"dask local cluster speed-up on {cores} cores, incl. start-up (serial / dask)", serial / dask,
+                     numerator=f"serial {serial:.2f} s", denominator=f"dask {dask:.2f} s")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -31,9 +32,12 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from dpbandits.serve.auth import create_key
-from dpbandits.serve.storage import make_engine
-from dpbandits.serve.testing import LocalPostgres, ServerProcess, drive_clients, postgres_binaries
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import report_ratio  # noqa: E402
+
+from dpbandits.serve.auth import create_key  # noqa: E402
+from dpbandits.serve.storage import make_engine  # noqa: E402
+from dpbandits.serve.testing import LocalPostgres, ServerProcess, drive_clients, postgres_binaries  # noqa: E402
 
 N_CLIENTS = 32
 
@@ -101,6 +105,11 @@ def bench(label: str, db: str, seconds: float, synchronous: str = "full") -> flo
           f"p99 {health_p99:.1f} ms); ratio tells/s : healthz rounds/s = {rate / health_rate:.2f}")
     if errors:
         print(f"{'':28s} first errors: {errors}")
+    # for run.py's table of ratios (issue 17); one timed run per store, the reference in the same run
+    report_ratio(f"{label}: tells/s / healthz rounds/s", rate / health_rate, numerator=f"{rate:.0f} tells/s",
+                 denominator=f"{health_rate:.0f} healthz rounds/s")
+    report_ratio(f"{label}: tells/s / the 500 tells/s target", rate / 500.0, numerator=f"{rate:.0f} tells/s",
+                 denominator="500 tells/s", target=">= 1", met=rate >= 500.0)
     return rate
 
 

@@ -7,6 +7,12 @@ study, a study too large for the machine), file-system errors and exhausted memo
 1, usage errors (an option value that is not a number) with status 2. An interrupted run exits with
 130 (Ctrl-C) or 143 (SIGTERM) after saving its finished cells.
 
+Start-up
+--------
+Importing this module (every ``dpbandits`` invocation, ``--help`` included) imports typer and the
+standard library only: each command imports what it uses (NumPy, SciPy, the runner, matplotlib, the
+KL policies) in its body, and so must every ``cli_*`` module below, at its top level.
+
 Adding a command from another module
 ------------------------------------
 Create ``src/dpbandits/cli_<name>.py`` defining ``register(app: typer.Typer) -> None``, which adds
@@ -29,7 +35,6 @@ import typer
 from typer.core import TyperGroup
 
 import dpbandits
-from dpbandits import __version__
 from dpbandits._core.errors import DPBanditsError
 
 __all__ = ["app", "main", "register_extensions"]
@@ -109,7 +114,7 @@ app = typer.Typer(
 
 def _version_callback(value: bool) -> None:
     if value:
-        typer.echo(f"dpbandits {__version__}")
+        typer.echo(f"dpbandits {dpbandits.__version__}")  # read from the package metadata only when asked
         raise typer.Exit()
 
 
@@ -128,7 +133,7 @@ def version_command() -> None:
     import numpy
     import scipy
 
-    typer.echo(f"dpbandits {__version__} (numpy {numpy.__version__}, scipy {scipy.__version__})")
+    typer.echo(f"dpbandits {dpbandits.__version__} (numpy {numpy.__version__}, scipy {scipy.__version__})")
 
 
 @app.command("list")

@@ -1,5 +1,8 @@
 """``dpbandits account mab|linear|rlhf``: fit a KL policy to logged data and print its guarantees.
 
+Importing this module is light (the command is registered on every ``dpbandits`` start-up, even
+``--help``): NumPy, the readers and the KL policies are imported when the command runs.
+
 Logged data is a CSV or Parquet file (see :mod:`dpbandits.envs.readers`); columns are named with
 ``--action-col``/``--reward-col`` (mab), ``--feature-cols``/``--reward-col`` (linear) and
 ``--feature-cols``/``--label-col`` (rlhf); other columns are ignored:
@@ -27,10 +30,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import typer
 
-import dpbandits.audit.kl  # noqa: F401  (registers the auditors of the kl-* studies with audit = true)
 from dpbandits._core.errors import InvalidParameterError, PaperVariantWarning
 
 __all__ = ["register"]
@@ -151,6 +152,8 @@ def _arm_space(n_arms: int | None, arm_ids: str | None) -> tuple[int, list[int] 
 
 def _mab(data: Path, options: Options, reading: Reading) -> tuple[Any, Any, Any]:
     """Fit the MAB policy from streamed per-arm statistics; (probabilities, pure, approx)."""
+    import numpy as np
+
     from dpbandits.algorithms.offline import KLMABPolicy
     from dpbandits.envs.readers import read_bandit_statistics
 

@@ -36,7 +36,7 @@ def test_serial_process_and_dask_give_identical_results(tmp_path: Path, seed: in
     study = _study(seed)
     backends = {
         "serial": SerialBackend(),
-        "process": ProcessBackend(workers=2, max_pending=3),
+        "process": ProcessBackend(workers=2, max_pending=3, startup_seconds=1e-6),  # the pool, even for a small study
         "dask": DaskBackend(workers=2, processes=False),
     }
     results = {name: run_study(study, tmp_path / name, backend=backend, progress="none")
@@ -75,3 +75,25 @@ def test_dask_backend_connects_to_a_running_scheduler(tmp_path: Path, seed: int)
         result = run_study(study, tmp_path / "dask", backend=backend, progress="none")
     assert result.backend["scheduler"] == cluster.scheduler_address
     assert (tmp_path / "dask" / "summary.csv").read_bytes() == serial.summary_path.read_bytes()
+
+
+def test_the_process_backend_runs_a_small_study_here_and_says_so(tmp_path: Path, seed: int) -> None:
+    """Issue 17: never slower than serial — a study too small for the pool to gain runs in this process."""
+    notes: list[str] = []
+
+    class Notes:
+        def start(self, **_: int) -> None: ...
+        def advance(self, **_: int) -> None: ...
+        def close(self) -> None: ...
+        def note(self, text: str) -> None:
+            notes.append(text)
+
+    backend = ProcessBackend(workers=2, startup_seconds=60.0)
+    result = run_study(_study(seed), tmp_path / "small", backend=backend, progress=Notes())
+    assert result.status == "complete" and backend.ran_here == len(_study(seed).cells()) * _study(seed).n_chunks()
+    assert len(notes) == 1 and "ran the" in notes[0] and "in this process" in notes[0]
+    notes.clear()
+    forced = ProcessBackend(workers=2, startup_seconds=1e-6, batch_seconds=10.0)  # the pool, batches of tasks
+    run_study(_study(seed), tmp_path / "forced", backend=forced, progress=Notes())
+    assert forced.ran_here == 1 and "worker processes" in notes[0] and "in batches of" in notes[0]
+    assert (tmp_path / "forced" / "summary.csv").read_bytes() == (tmp_path / "small" / "summary.csv").read_bytes()

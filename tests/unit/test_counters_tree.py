@@ -210,3 +210,17 @@ def test_prefix_sums_validation() -> None:
         binary_tree_prefix_sums([1.0, math.inf], 1.0)
     with pytest.raises(InvalidParameterError, match="sensitivity must be"):
         BinaryTreeCounter(4, 1.0, 0.0)
+
+
+def test_counters_sharing_one_stream_draw_in_counter_order_each_update(seed: int) -> None:
+    """Per-counter backends on one Generator are not read ahead: the numbers are those of one call per counter."""
+    shared = NumpyNoise(seed)
+    bank = BinaryTreeCounterBank(3, 40, 1.0, integer=True, insecure_seeded_noise=True, backend=[shared] * 3)
+    reference = NumpyNoise(seed)
+    exact = np.zeros(3, dtype=np.int64)
+    for t in range(1, 9):  # at t = 1, 2, 4, 8 the release is the exact prefix plus one fresh node per counter
+        released = bank.update([1, 2, 3])
+        exact += [1, 2, 3]
+        noise = [reference.add_discrete_laplace(np.zeros(1, dtype=np.int64), bank.scale)[0] for _ in range(3)]
+        if t & (t - 1) == 0:
+            np.testing.assert_array_equal(released, exact + noise)

@@ -42,6 +42,18 @@ def test_counter_uniforms_match_the_integer_reference(rng: np.random.Generator) 
     np.testing.assert_array_equal(got, np.array(expected))
 
 
+def test_the_few_value_path_gives_the_same_bits_as_the_array_path(rng: np.random.Generator) -> None:
+    """Up to 16 values are computed in Python integers (an agent's step); the bits must not change."""
+    keys = rng.integers(0, 2**64, size=40, dtype=np.uint64)
+    counters = np.concatenate([rng.integers(0, 2**62, size=38), [-1, -7]])  # negative: modulo 2**64
+    whole = counter_uniforms(keys, counters)  # 40 values: the array path
+    for size in (1, 3, 16):
+        np.testing.assert_array_equal(counter_uniforms(keys[-size:], counters[-size:]), whole[-size:])
+    assert [base.counter_uniform(int(k), int(c)) for k, c in zip(keys[:5], counters[:5], strict=True)] \
+        == whole[:5].tolist()
+    assert base.counter_uniform(int(keys[-1]), -7) == whole[-1]
+
+
 def test_counter_uniforms_are_the_same_across_chunk_boundaries(rng: np.random.Generator) -> None:
     n = base._CHUNK * 2 + 17
     keys = rng.integers(0, 2**64, size=n, dtype=np.uint64)

@@ -223,3 +223,12 @@ def test_algorithm_prechecks_refuse_a_study_before_it_runs() -> None:
         Study.from_mapping(bai)
     bai["algorithms"][0]["clip_rewards"] = True
     assert Study.from_mapping(bai).trials == 2
+
+
+def test_params_that_is_not_a_table_is_refused_beside_inline_parameters() -> None:
+    """An empty list as ``params`` is not coerced to an empty table (the fuzz test's counterexample)."""
+    data = {"name": "x", "seed": 3, "trials": 4, "chunk_size": 2, "metrics": ["success"],
+            "environment": {"name": "bernoulli", "means": [0.7, 0.5, 0.4], "params": []},
+            "algorithms": [{"name": "uniform"}], "grid": {"budget": [12, 24]}}
+    with pytest.raises(StudyError, match="environment: must be a valid dictionary"):
+        Study.from_mapping(data)

@@ -93,7 +93,7 @@ def test_case_grids_draw_only_panels_with_a_line(tmp_path: Path, monkeypatch: py
         return figure
 
     monkeypatch.setattr(plots, "_lines", counting)
-    plot_run(run_dir, formats=("png",))
+    plot_run(run_dir, formats=("png",), workers=1)  # drawn here: the counts are this process's
     assert drawn["success_vs_budget"] == 1  # the variant="b" panel (a single budget) is left out
     assert drawn["success_vs_variant"] == 1  # only budget=10 has two variants
 
@@ -130,3 +130,14 @@ def test_theory_rows_are_dashed_without_a_band_and_wide_ranges_get_a_log_axis(
     assert styles == {"DP-EBS": "-", "Theory: upper curve": "--"}
     assert len(axis.collections) == 1  # one confidence band: the estimate's, none for the theory curve
     assert axis.get_yscale() == "log"  # 31.6 .. 9487 spans more than two decades
+
+
+def test_figures_drawn_in_workers_are_the_figures_drawn_here(tmp_path: Path) -> None:
+    rows = [f"{budget},{variant},alg1,50,0.5,0.07,0.37,0.63,0.1,0.01,0.08,0.12"
+            for budget in (10, 20, 40) for variant in ("a", "b")]
+    run_dir = _summary(tmp_path, HEADER, rows)
+    here = plot_run(run_dir, out_dir=tmp_path / "here", formats=("png",), workers=1)
+    forked = plot_run(run_dir, out_dir=tmp_path / "forked", formats=("png",), workers=2)
+    assert [p.name for p in here] == [p.name for p in forked] and len(here) == 4
+    for a, b in zip(here, forked, strict=True):
+        assert a.read_bytes() == b.read_bytes()

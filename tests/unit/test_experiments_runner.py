@@ -192,3 +192,27 @@ def test_a_run_directory_in_use_is_refused(tmp_path: Path, seed: int) -> None:
         holder.close()
     result = run_study(study, tmp_path / "run", progress="none", resume=True)
     assert result.status == "complete"
+
+
+def test_the_end_of_a_run_reads_each_cell_file_at_most_once(tmp_path: Path, seed: int,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 17: cells written in this session are summarised from memory; earlier ones read once."""
+    from dpbandits.experiments.store import RunStore
+
+    reads: dict[str, int] = {}
+    original = RunStore.read_cell
+
+    def counting(self: RunStore, cell: Any) -> Any:
+        reads[cell.key] = reads.get(cell.key, 0) + 1
+        return original(self, cell)
+
+    monkeypatch.setattr(RunStore, "read_cell", counting)
+    study = _study(seed)
+    run_study(study, tmp_path / "run", progress="none")
+    assert reads == {}  # every cell was written by this session: states, manifest and summary read nothing
+    summary = (tmp_path / "run" / "summary.csv").read_text()
+    (tmp_path / "run" / "summary.csv").unlink()
+    reads.clear()
+    run_study(study, tmp_path / "run", progress="none", resume=True)  # a new session: every cell read once
+    assert sorted(reads) == sorted(cell.key for cell in study.cells()) and set(reads.values()) == {1}
+    assert (tmp_path / "run" / "summary.csv").read_text() == summary

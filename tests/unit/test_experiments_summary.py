@@ -61,3 +61,15 @@ def test_invalid_values_are_refused() -> None:
         summarize_metric([0.0, math.nan], proportion=False)
     with pytest.raises(InvalidParameterError, match="must not be empty"):
         summarize_metric([], proportion=False)
+
+
+def test_the_closed_form_wilson_interval_is_scipys() -> None:
+    from scipy.stats import binomtest
+
+    for n in (1, 2, 7, 40, 1000):
+        for successes in sorted({0, 1, n // 3, n // 2, n - 1, n}):
+            for confidence in (0.9, 0.95, 0.99):
+                reference = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+                low, high = wilson_interval(successes, n, confidence)
+                assert abs(low - reference.low) < 1e-12 and abs(high - reference.high) < 1e-12
+                assert 0.0 <= low <= high <= 1.0

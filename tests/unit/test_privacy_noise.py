@@ -159,3 +159,30 @@ def test_numpy_discrete_laplace_consumes_the_stream_identically_one_at_a_time(se
     whole = NumpyNoise(seed).discrete_laplace(3.0, size=20)
     one_by_one = NumpyNoise(seed)
     assert whole.tolist() == [int(one_by_one.discrete_laplace(3.0)) for _ in range(20)]
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian", "discrete_laplace"])
+def test_a_prepared_adder_releases_as_its_verb_from_the_same_stream(kind: str, seed: int) -> None:
+    """``adder(kind, b)(values)`` is ``add_<kind>(values, b)``: same numbers, same stream, scale checked once."""
+    values = np.arange(-3, 4) if kind == "discrete_laplace" else np.linspace(-1.0, 1.0, 7)
+    prepared, reference = NumpyNoise(seed).adder(kind, 2.5), NumpyNoise(seed)
+    for _ in range(3):
+        np.testing.assert_array_equal(prepared(values), getattr(reference, f"add_{kind}")(values, 2.5))
+    secure = SecureNoise().adder(kind, 2.5)(values)
+    assert secure.shape == values.shape and secure.dtype == (np.int64 if kind == "discrete_laplace" else np.float64)
+    np.testing.assert_array_equal(SecureNoise().adder(kind, 0.0)(values), values)  # scale 0: no noise
+    for bad in (-1.0, float("inf"), True, "1"):
+        with pytest.raises(InvalidParameterError, match="scale must be a finite float >= 0"):
+            NumpyNoise(seed).adder(kind, bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="kind"):
+        SecureNoise().adder("cauchy", 1.0)
+
+
+def test_a_prepared_adder_checks_its_values(seed: int) -> None:
+    for backend in (NumpyNoise(seed), SecureNoise()):
+        with pytest.raises(InvalidParameterError, match="finite"):
+            backend.adder("laplace", 1.0)(np.array([0.0, np.nan]))
+        with pytest.raises(InvalidParameterError, match="must be integers"):
+            backend.adder("discrete_laplace", 1.0)(np.array([0.5]))
+        with pytest.raises(InvalidParameterError, match="2\\*\\*53"):
+            backend.adder("discrete_laplace", 1.0)(np.array([2**60]))

@@ -152,7 +152,10 @@ def get_algorithm(name: str) -> AlgorithmSpec:
     InvalidParameterError
         If no algorithm has that name; the message lists the registered ones.
     """
-    load_builtin_algorithms()
+    for module in BUILTIN_MODULES:  # import the families one at a time, until the name is registered
+        if name in _REGISTRY:
+            break
+        importlib.import_module(module)
     try:
         return _REGISTRY[name]
     except KeyError:

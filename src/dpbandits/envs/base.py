@@ -39,6 +39,7 @@ seed, the environment stream is the one passed to ``streams`` / ``sample_sums``.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Literal, overload
 
@@ -55,6 +56,7 @@ __all__ = [
     "RewardStreams",
     "check_entries",
     "check_reward_bounds",
+    "counter_uniform",
     "counter_uniforms",
     "segment_sums",
 ]
@@ -120,12 +122,36 @@ def counter_uniforms(keys: ArrayLike, counters: ArrayLike) -> FloatArray:
     >>> bool(counter_uniforms([7], [3])[0] == counter_uniforms([7, 7], [0, 3])[1])
     True
     """
-    key_arr, counter_arr = np.broadcast_arrays(
-        np.asarray(keys, dtype=np.uint64), np.asarray(counters).astype(np.uint64)
-    )
+    key_arr, counter_arr = np.asarray(keys, dtype=np.uint64), np.asarray(counters).astype(np.uint64)
+    shape = key_arr.shape if key_arr.shape == counter_arr.shape else np.broadcast_shapes(key_arr.shape,
+                                                                                        counter_arr.shape)
+    if math.prod(shape) <= _SCALAR_LIMIT:  # a few values (an agent's step): Python integers, same bits
+        key_list = np.broadcast_to(key_arr, shape).ravel().tolist()
+        counter_list = np.broadcast_to(counter_arr, shape).ravel().tolist()
+        return np.array([counter_uniform(key, counter) for key, counter in zip(key_list, counter_list, strict=True)],
+                        dtype=np.float64).reshape(shape)
+    if key_arr.shape != shape or counter_arr.shape != shape:
+        key_arr, counter_arr = np.broadcast_arrays(key_arr, counter_arr)
     # 1-d arrays throughout, so that uint64 wrap-around is silent modular arithmetic.
     state = _weyl_states(key_arr.reshape(-1), np.array(counter_arr, ndmin=1).reshape(-1))
     return _mix_to_uniforms(state).reshape(key_arr.shape)
+
+
+_SCALAR_LIMIT = 16  # up to this many values, counter_uniforms computes in Python integers
+_MASK64 = (1 << 64) - 1
+_GAMMA_INT, _MIX1_INT, _MIX2_INT = int(_GAMMA), int(_MIX1), int(_MIX2)
+
+
+def counter_uniform(key: int, counter: int) -> float:
+    """One value of :func:`counter_uniforms` (bit for bit), in Python integers: for one-step callers.
+
+    ``key`` and ``counter`` are taken modulo 2⁶⁴, as the uint64 arithmetic of the array form does.
+    """
+    z = (int(key) + ((int(counter) + 1) & _MASK64) * _GAMMA_INT) & _MASK64  # z = key + (k + 1)·γ
+    z = ((z ^ (z >> 30)) * _MIX1_INT) & _MASK64
+    z = ((z ^ (z >> 27)) * _MIX2_INT) & _MASK64
+    z ^= z >> 31
+    return ((z >> 11) + 0.5) * _TWO_POW_MINUS_53  # same float operations as the array form
 
 
 def _weyl_states(keys: np.ndarray, counters: np.ndarray) -> np.ndarray:

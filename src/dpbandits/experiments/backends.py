@@ -12,6 +12,10 @@ completion order.
   on standard input. Workers leave SIGINT and SIGTERM to the parent (which stops them when a run is
   interrupted) and die with it: a watchdog thread in each worker exits the worker when the parent
   process ends, even by SIGKILL (then the fork server and resource tracker exit too).
+  It is never slower than serial by design: the pool is started only when the work left is worth
+  its start-up (the first tasks run in this process and time the rest; a study too small to gain
+  runs serially here, and the progress output says so), and small tasks travel to the workers in
+  batches of about ``batch_seconds`` each (one round trip per batch, not per task).
 * ``dask`` — a ``dask.distributed`` cluster: connect to ``scheduler`` (``tcp://host:8786``), or start
   a local cluster when none is given. Needs the ``dask`` extra (``pip install "dpbandits[dask]"``).
 """
@@ -30,7 +34,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 from dpbandits._core.errors import DependencyNotInstalledError, InvalidParameterError
-from dpbandits._core.validation import check_int, check_one_of
+from dpbandits._core.validation import check_int, check_one_of, check_positive_float
 from dpbandits.algorithms.registry import BUILTIN_MODULES
 from dpbandits.experiments.interrupts import interrupts_deferred
 
@@ -62,8 +66,9 @@ class Backend(Protocol):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
 
-    def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        """Yield ``(index, fn(tasks[index]))`` for every task, in completion order."""
+    def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any],
+                      notify: Callable[[str], None] | None = None) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, fn(tasks[index]))`` for every task, in completion order (``notify``: one-line notes)."""
         ...
 
     def describe(self) -> dict[str, Any]:
@@ -84,7 +89,8 @@ class SerialBackend:
     ) -> None:
         return None
 
-    def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any],
+                      notify: Callable[[str], None] | None = None) -> Iterator[tuple[int, Any]]:
         """Yield ``(index, fn(task))`` in task order."""
         for index, task in enumerate(tasks):
             yield index, fn(task)
@@ -138,46 +144,70 @@ def _start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
+def _run_batch(fn: Callable[[Any], Any], tasks: Sequence[Any]) -> tuple[list[Any], float]:
+    """Run a batch of tasks in a worker: their results, and the seconds the batch took."""
+    started = time.perf_counter()
+    results = [fn(task) for task in tasks]
+    return results, time.perf_counter() - started
+
+
 class ProcessBackend:
-    """A local process pool.
+    """A local process pool, started only when it gains over running here.
 
     Parameters
     ----------
     workers : int, optional
         Number of processes (default: ``os.cpu_count()``).
     max_pending : int, optional
-        Tasks submitted ahead of completion (default ``4 × workers``), which bounds memory and
+        Batches submitted ahead of completion (default ``4 × workers``), which bounds memory and
         lets a cell's results be written while later cells are still queued.
+    batch_seconds : float, default 0.25
+        Target duration of one batch of tasks sent to a worker: tasks shorter than this travel
+        together, so that the round trips (pickling, queues) stay a small part of the work.
+    startup_seconds : float, default 1.0
+        The cost assumed for starting the pool (fork server, its imports, the workers;
+        ``benchmarks/bench_runner.py`` measures it). The pool is started only when the work left,
+        timed from the first tasks run here, exceeds ``startup_seconds · w/(w − 1)`` (w workers):
+        below that, starting it cannot finish sooner than running the rest here.
 
     Notes
     -----
     The runner enters the backend for each study; to run several studies on one pool of warm
     workers, enter it yourself around them (``with backend: run_study(a, ..., backend=backend)``):
-    a nested ``with`` reuses the outer pool.
+    a nested ``with`` reuses the outer pool (a warm pool is used at once, without timing tasks here).
+    Results never depend on where a task ran: every task carries its own seed.
     """
 
     name = "process"
 
-    def __init__(self, workers: int | None = None, *, max_pending: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, *, max_pending: int | None = None, batch_seconds: float = 0.25,
+                 startup_seconds: float = 1.0) -> None:
         self.workers = check_int(workers, "workers", minimum=1) if workers is not None else os.cpu_count() or 1
         self.max_pending = (
             check_int(max_pending, "max_pending", minimum=1) if max_pending is not None else 4 * self.workers
         )
+        self.batch_seconds = check_positive_float(batch_seconds, "batch_seconds")
+        self.startup_seconds = check_positive_float(startup_seconds, "startup_seconds")
         self._pool: ProcessPoolExecutor | None = None
         self._depth = 0
+        self.ran_here = 0  # tasks of the last map run in this process (timing probe, or a study too small)
 
     def __enter__(self) -> Self:
-        """Start the pool; a nested ``with`` reuses the pool of the outer one (warm workers)."""
-        if self._depth == 0:
+        """Enter; the pool itself starts on the first batch that needs it (a nested ``with`` reuses it)."""
+        self._depth += 1
+        return self
+
+    def _start_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
             context = multiprocessing.get_context(_start_method())
             if isinstance(context, multiprocessing.context.ForkServerContext):
                 # The fork server imports the runner once; workers forked from it start with it loaded
                 # (effective when the fork server starts, i.e. on the first pool of this process).
                 context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
-                                             initializer=_worker_initializer, initargs=(os.getpid(),))
-        self._depth += 1
-        return self
+            with interrupts_deferred():  # never half-start a pool
+                self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
+                                                 initializer=_worker_initializer, initargs=(os.getpid(),))
+        return self._pool
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -189,23 +219,54 @@ class ProcessBackend:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
+    def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any],
+                      notify: Callable[[str], None] | None = None) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, fn(task))`` as tasks finish (at most ``max_pending`` batches in flight).
 
-    def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        """Yield ``(index, fn(task))`` as the pool finishes them (at most ``max_pending`` in flight)."""
-        if self._pool is None:
+        Without a warm pool, tasks first run here, one by one, while the work left (estimated from
+        their times) is too small for the pool to gain; the rest go to the pool in batches of about
+        ``batch_seconds``. ``notify`` receives a line saying which was chosen.
+        """
+        if self._depth == 0:
             raise InvalidParameterError("ProcessBackend must be used inside a `with` block")
+        self.ran_here = 0
+        next_index, per_task = 0, 0.0
+        if self._pool is None:
+            threshold = self.startup_seconds * self.workers / max(self.workers - 1, 1)
+            started = time.perf_counter()
+            while next_index < len(tasks):
+                yield next_index, fn(tasks[next_index])
+                next_index += 1
+                per_task = (time.perf_counter() - started) / next_index
+                if per_task * (len(tasks) - next_index) > threshold:
+                    break
+            self.ran_here = next_index
+            if next_index == len(tasks):
+                if notify is not None and tasks:
+                    notify(f"process backend: ran the {len(tasks)} tasks in this process (about "
+                           f"{per_task * len(tasks):.1f} s of work: starting {self.workers} worker processes "
+                           f"would not have finished sooner)")
+                return
+        batch = max(1, min(round(self.batch_seconds / per_task) if per_task > 0 else 1,
+                           -(-(len(tasks) - next_index) // (2 * self.workers))))  # >= 2 batches per worker
+        if notify is not None:
+            notify(f"process backend: {len(tasks) - next_index} tasks on {self.workers} worker processes"
+                   + (f", in batches of {batch}" if batch > 1 else "")
+                   + (f" ({next_index} timed here first)" if next_index else ""))
+        pool = self._start_pool()
         pending: dict[Future[Any], int] = {}
-        next_index = 0
         try:
             while next_index < len(tasks) or pending:
                 while next_index < len(tasks) and len(pending) < self.max_pending:
                     with interrupts_deferred():  # a submit may start a worker: never half-start one
-                        pending[self._pool.submit(fn, tasks[next_index])] = next_index
-                    next_index += 1
+                        pending[pool.submit(_run_batch, fn, tasks[next_index:next_index + batch])] = next_index
+                    next_index += batch
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    index = pending.pop(future)
-                    yield index, future.result()
+                    first = pending.pop(future)
+                    results, _ = future.result()
+                    for offset, result in enumerate(results):
+                        yield first + offset, result
         finally:  # stopped early (an error, an interrupt): queued tasks must not run on
             for future in pending:
                 future.cancel()
@@ -277,7 +338,8 @@ class DaskBackend:
             self._cluster.close()
             self._cluster = None
 
-    def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any],
+                      notify: Callable[[str], None] | None = None) -> Iterator[tuple[int, Any]]:
         """Submit every task and yield ``(index, result)`` as futures complete."""
         from distributed import as_completed
 

@@ -244,7 +244,7 @@ def _collect_inline_params(data: Any, reserved: frozenset[str]) -> Any:
     if not inline:
         return data
     out = {key: value for key, value in data.items() if key in reserved}
-    explicit = out.get("params") or {}
+    explicit = out.get("params", {})  # anything but a table is left for the model to refuse (never coerced)
     if isinstance(explicit, Mapping):
         out["params"] = {**explicit, **inline}
     return out

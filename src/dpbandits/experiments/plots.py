@@ -65,7 +65,7 @@ def _unique(values: Sequence[Any]) -> list[Any]:
 
 
 def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
-             formats: Sequence[str] = _FORMATS) -> list[Path]:
+             formats: Sequence[str] = _FORMATS, workers: int | None = None) -> list[Path]:
     """Draw every metric of a run directory against every swept parameter.
 
     Parameters
@@ -77,6 +77,11 @@ def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
         directory to plot a run on a read-only medium.
     formats : sequence of str, default ("png", "pdf")
         File formats written.
+    workers : int, optional
+        Figures drawn at once in forked worker processes (default: one per core, at most one per
+        figure). Forking is used only on Linux and when this process runs no other thread; else,
+        or with ``workers=1``, the figures are drawn here one after the other. The files are the
+        same either way.
 
     Returns
     -------
@@ -102,34 +107,88 @@ def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
     except OSError as exc:
         hint = "; pass --out DIR to write them elsewhere" if out_dir is None else ""
         raise StudyError(f"cannot write plots to {str(target)!r}: {describe_os_error(exc)}{hint}") from None
-    written: list[Path] = []
+    jobs: list[_Job] = []
+    for metric, estimate in metrics.items():
+        if not swept:
+            jobs.append(("bars", (metric, estimate), target / metric))
+            continue
+        for parameter in swept:
+            others = [p for p in swept if p != parameter]
+            jobs.append(("lines", (metric, estimate, parameter, others), target / f"{metric}_vs_{parameter}"))
+    rate_shape = directory / "analyses" / "usca-rate-shape.json"
+    if rate_shape.exists():
+        fits = json.loads(rate_shape.read_text(encoding="utf-8")).get("fits", {})
+        for index, fit in enumerate(fits.values()):
+            jobs.append(("rate-shape", (fit,), target / ("usca-rate-shape" + (f"-{index}" if index else ""))))
     try:
-        for metric, estimate in metrics.items():
-            if not swept:
-                written += _save(_bars(rows, metric, estimate), target / metric, formats)
-                continue
-            for parameter in swept:
-                figure = _lines(rows, metric, estimate, parameter, [p for p in swept if p != parameter])
-                written += _save(figure, target / f"{metric}_vs_{parameter}", formats)
-        rate_shape = directory / "analyses" / "usca-rate-shape.json"
-        if rate_shape.exists():
-            fits = json.loads(rate_shape.read_text(encoding="utf-8")).get("fits", {})
-            for index, fit in enumerate(fits.values()):
-                stem = "usca-rate-shape" + (f"-{index}" if index else "")
-                written += _save(_rate_shape_figure(fit), target / stem, formats)
+        return _draw_all(rows, jobs, tuple(formats), workers)
     except StudyError as exc:
         if out_dir is not None:
             raise
         raise StudyError(f"{exc}; pass --out DIR to write the plots elsewhere") from None
-    return written
+
+
+_Job = tuple[str, tuple[Any, ...], Path]
+
+
+def _draw(rows: list[dict[str, str]], job: _Job, formats: tuple[str, ...]) -> list[Path]:
+    """Build one figure and write it in every format."""
+    kind, args, stem = job
+    if kind == "bars":
+        figure = _bars(rows, *args)
+    elif kind == "lines":
+        figure = _lines(rows, *args)
+    else:
+        figure = _rate_shape_figure(*args)
+    return _save(figure, stem, formats)
+
+
+def _draw_some(rows: list[dict[str, str]], jobs: list[_Job], formats: tuple[str, ...]) -> list[Path]:
+    return [path for job in jobs for path in _draw(rows, job, formats)]
+
+
+def _draw_all(rows: list[dict[str, str]], jobs: list[_Job], formats: tuple[str, ...],
+              workers: int | None) -> list[Path]:
+    """Draw the figures, in forked workers when that is safe and there is more than one."""
+    import multiprocessing
+    import os
+    import sys
+    import threading
+
+    count = min(len(jobs), os.cpu_count() or 1) if workers is None else min(len(jobs), max(1, int(workers)))
+    forkable = (sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
+                and threading.active_count() == 1)
+    if count <= 1 or not forkable:
+        return _draw_some(rows, jobs, formats)
+    from concurrent.futures import ProcessPoolExecutor
+
+    import matplotlib.figure  # noqa: F401  (imported once, here: the forked workers inherit it)
+
+    shares = [jobs[i::count] for i in range(count)]  # figure i goes to worker i mod count
+    with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork")) as pool:
+        done = list(pool.map(_draw_some, [rows] * count, shares, [formats] * count))
+    by_job = {id(job): paths for share, paths in zip(shares, done, strict=True)
+              for job, paths in zip(share, _split(paths, len(formats)), strict=True)}
+    return [path for job in jobs for path in by_job[id(job)]]
+
+
+def _split(paths: list[Path], size: int) -> list[list[Path]]:
+    return [paths[i:i + size] for i in range(0, len(paths), size)]
 
 
 def _save(figure: Any, stem: Path, formats: Sequence[str]) -> list[Path]:
+    """Write ``figure`` in every format, laid out once.
+
+    The constrained layout (which keeps every label inside the figure) is computed while the first
+    format is drawn and then frozen, so that each further format is drawn once, without a layout
+    pass and without a tight-bounding-box pass (``bbox_inches="tight"`` draws a figure twice).
+    """
     paths = []
     for fmt in formats:
         path = stem.with_suffix(f".{fmt}")
         buffer = io.BytesIO()
-        figure.savefig(buffer, format=fmt, bbox_inches="tight")
+        figure.savefig(buffer, format=fmt)
+        figure.set_layout_engine("none")
         atomic_write_bytes(path, buffer.getvalue())
         paths.append(path)
     return paths
@@ -204,6 +263,10 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
                 axis.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short spans
             if len(x_values) <= 10:  # label the grid values themselves, as written in the study
                 axis.set_xticks(finite, x_values, rotation=30 if len(x_values) > 5 else 0)
+                if axis.get_xscale() == "log":  # the grid values are the ticks: no minor ticks between them
+                    from matplotlib.ticker import NullLocator
+
+                    axis.xaxis.set_minor_locator(NullLocator())
         else:
             axis.set_xticks([positions[value] for value in x_values], x_values, rotation=30)
         axis.set_xlabel(parameter)

@@ -15,7 +15,11 @@ __all__ = ["LogProgress", "NullProgress", "ProgressReporter", "RichProgress", "m
 
 
 class ProgressReporter(Protocol):
-    """What the runner reports: totals at the start, then trials and cells as they finish."""
+    """What the runner reports: totals at the start, then trials and cells as they finish.
+
+    A reporter may also have ``note(text)``: the runner then passes it one-line notes (how the
+    process backend chose to run a small study, for example).
+    """
 
     def start(self, *, total_cells: int, total_trials: int, done_cells: int, done_trials: int) -> None:
         """The run starts; ``done_*`` were finished by an earlier session (resume)."""
@@ -40,6 +44,9 @@ class NullProgress:
         """Do nothing."""
 
     def close(self) -> None:
+        """Do nothing."""
+
+    def note(self, text: str) -> None:
         """Do nothing."""
 
 
@@ -96,6 +103,10 @@ class LogProgress:
         return (f"{self._cells}/{self._total_cells} cells, {self._trials}/{self._total_trials} trials, "
                 f"{rate:,.0f} trials/s, elapsed {_duration(elapsed)}, ETA {eta}")
 
+    def note(self, text: str) -> None:
+        """Print a line (for example how the backend chose to run the tasks)."""
+        self._print(text)
+
     def _print(self, text: str) -> None:
         print(f"[dpbandits] {text}", file=self.stream, flush=True)
 
@@ -149,6 +160,10 @@ class RichProgress:
     def close(self) -> None:
         """Remove the live display."""
         self._progress.stop()
+
+    def note(self, text: str) -> None:
+        """Print a line above the bar (for example how the backend chose to run the tasks)."""
+        self._progress.console.print(f"[dpbandits] {text}")
 
 
 def make_progress(kind: str = "auto", *, interval: float = 10.0) -> ProgressReporter:

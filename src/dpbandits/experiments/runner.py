@@ -48,7 +48,6 @@ from typing import Any
 
 import numpy as np
 
-import dpbandits.audit.kl  # noqa: F401  (registers the auditors of studies with audit = true, in every worker)
 from dpbandits._core.errors import DPBanditsError, StudyError
 from dpbandits._core.rng import as_seed_sequence
 from dpbandits._core.typing import FloatArray
@@ -110,6 +109,10 @@ def run_task(task: Task) -> TaskResult:
         If the entry point does not return every metric as a finite array of shape (n_trials,).
     """
     cell = task.cell
+    if task.simulate.__module__.startswith("dpbandits.algorithms.offline"):
+        # the kl-* entry points audit (audit = true, calibration = "audit") through callbacks that the
+        # audit layer registers when imported: import it here, in whichever process runs the task
+        import dpbandits.audit.kl  # noqa: F401
     rng = chunk_seed_sequence(task.root_seed, cell.point_index, task.chunk_index)
     started = time.perf_counter()
     try:
@@ -259,7 +262,7 @@ def _run_opened(study: Study, store: RunStore, engine: Backend, reporter: Progre
             done_trials=len(finished) * study.trials,
         )
         with engine:
-            for index, result in engine.map_unordered(run_task, tasks):
+            for index, result in engine.map_unordered(run_task, tasks, notify=getattr(reporter, "note", None)):
                 task = tasks[index]
                 parts = partial.setdefault(task.cell.key, {})
                 parts[task.chunk_index] = result

@@ -48,7 +48,7 @@ import numpy as np
 from dpbandits._core.errors import StudyError
 from dpbandits._core.typing import FloatArray
 from dpbandits.experiments.config import Cell, Study
-from dpbandits.experiments.summary import summarize_metric
+from dpbandits.experiments.summary import MetricSummary, summarize_metric
 
 __all__ = [
     "MANIFEST_NAME",
@@ -389,6 +389,9 @@ class RunStore:
         self._metrics = {index: study.metrics_of(index) for index in range(len(study.algorithms))}
         self._last_manifest_write = 0.0
         self._lock: IO[str] | None = None
+        # cell key -> (signature of its file, its summaries) for cell files this store wrote, or read and
+        # found complete and valid: such a file is read again only if its signature changed since
+        self._verified: dict[str, tuple[tuple[int, int, int], dict[str, MetricSummary]]] = {}
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -592,6 +595,47 @@ class RunStore:
             )
         return values
 
+    @staticmethod
+    def _signature(path: Path) -> tuple[int, int, int] | None:
+        """(inode, size, modification time in ns) of a file, or None if it cannot be seen."""
+        try:
+            status = os.stat(path)
+        except OSError:
+            return None
+        return status.st_ino, status.st_size, status.st_mtime_ns
+
+    def _summarize(self, values: Mapping[str, FloatArray]) -> dict[str, MetricSummary]:
+        proportions = self.study.proportion_metrics()
+        return {metric: summarize_metric(arr, proportion=metric in proportions, name=metric)
+                for metric, arr in values.items()}
+
+    def cell_summaries(self, cell: Cell) -> dict[str, MetricSummary] | None:
+        """Each metric's summary of a finished cell, or None if it has no complete valid file.
+
+        A file this store wrote, or already read and checked, is not read again while its signature
+        (inode, size, modification time) is unchanged: the end of a run (states, manifest, summary)
+        reads each cell file at most once.
+
+        Raises
+        ------
+        StudyError
+            If the file belongs to another cell, study or seed (see :meth:`read_cell`).
+        """
+        signature = self._signature(self.cell_path(cell))
+        if signature is None:  # no file
+            self._verified.pop(cell.key, None)
+            return None
+        cached = self._verified.get(cell.key)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        values = self.read_cell(cell)
+        if values is None:
+            self._verified.pop(cell.key, None)
+            return None
+        summaries = self._summarize(values)
+        self._verified[cell.key] = (signature, summaries)
+        return summaries
+
     def cell_states(self) -> dict[str, str]:
         """Every cell's state from its file: ``done``, ``missing`` or ``damaged`` (incomplete, unreadable).
 
@@ -602,7 +646,7 @@ class RunStore:
         """
         states = {}
         for key, cell in self._cells.items():
-            if self.read_cell(cell) is not None:
+            if self.cell_summaries(cell) is not None:
                 states[key] = "done"
             else:
                 states[key] = "damaged" if self.cell_path(cell).exists() else "missing"
@@ -619,7 +663,11 @@ class RunStore:
                                   for metric in self._metrics[cell.algorithm_index]}
         arrays[_IDENTITY_KEY] = np.array(json.dumps(self.identity(cell), sort_keys=True))
         np.savez(buffer, **arrays)
-        atomic_write_bytes(self.cell_path(cell), buffer.getvalue())
+        path = self.cell_path(cell)
+        atomic_write_bytes(path, buffer.getvalue())
+        signature = self._signature(path)
+        if signature is not None:  # the values are in memory: summarise them now, never read them back
+            self._verified[cell.key] = (signature, self._summarize({m: arrays[m] for m in self._metrics[cell.algorithm_index]}))
         self.manifest.setdefault("cells", {})[cell.key] = {
             "point_index": cell.point_index,
             "point": cell.point,
@@ -675,18 +723,18 @@ class RunStore:
             header += [estimates[metric], f"{metric}_stderr", f"{metric}_ci_low", f"{metric}_ci_high"]
         rows = []
         for cell in self._cells.values():
-            values = self.read_cell(cell)
-            if values is None:
+            summaries = self.cell_summaries(cell)
+            if summaries is None:
                 continue
             row = {name: _format_parameter(cell.point[name]) for name in swept}
             row["algorithm"] = cell.label
             row["n_trials"] = str(self.study.trials)
             for metric in metrics:
-                if metric not in values:
+                if metric not in summaries:
                     for column in (estimates[metric], f"{metric}_stderr", f"{metric}_ci_low", f"{metric}_ci_high"):
                         row[column] = ""
                     continue
-                stats = summarize_metric(values[metric], proportion=metric in proportions, name=metric)
+                stats = summaries[metric]
                 row[estimates[metric]] = _format_number(stats.mean)
                 row[f"{metric}_stderr"] = _format_number(stats.stderr)
                 row[f"{metric}_ci_low"] = _format_number(stats.ci_low)

@@ -1,18 +1,21 @@
 """Summary statistics of per-trial metrics: mean, standard error and a 95% confidence interval.
 
 * Proportions (a metric that is 0/1 per trial, e.g. ``success``): the standard error is the
-  binomial one, ``√(p̂(1 − p̂)/n)``, and the interval is Wilson's score interval
-  (``scipy.stats.binomtest(...).proportion_ci(method="wilson")``), which stays inside [0, 1] and
-  behaves at p̂ = 0 or 1, unlike the normal interval.
+  binomial one, ``√(p̂(1 − p̂)/n)``, and the interval is Wilson's score interval, in closed form
+  (the formula ``scipy.stats.binomtest(...).proportion_ci(method="wilson")`` evaluates, with the
+  normal quantile from the standard library), which stays inside [0, 1] and behaves at p̂ = 0 or 1,
+  unlike the normal interval.
 * Other metrics: ``stderr = s/√n`` with the sample standard deviation ``s`` (ddof = 1) and the
-  Student-t interval ``mean ± t_{0.975, n−1}·stderr``. With one trial the stderr and interval are
-  NaN.
+  Student-t interval ``mean ± t_{0.975, n−1}·stderr`` (the quantile from SciPy, once per (n,
+  confidence): every cell of a study has the same n). With one trial the stderr and interval are NaN.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -60,13 +63,27 @@ def wilson_interval(successes: int, n_trials: int, confidence: float = CONFIDENC
     >>> round(low, 4), round(high, 4)
     (0.3968, 0.8922)
     """
-    from scipy.stats import binomtest
-
     check_in_interval(confidence, "confidence", 0.0, 1.0, closed="neither")
-    interval = binomtest(int(successes), int(n_trials)).proportion_ci(
-        confidence_level=confidence, method="wilson"
-    )
-    return float(interval.low), float(interval.high)
+    n, k = int(n_trials), int(successes)
+    z = _normal_quantile(0.5 + confidence / 2.0)  # z = Φ⁻¹((1 + c)/2)
+    p = k / n
+    # Wilson: (2np + z² ± z·√(z² + 4np(1 − p))) / (2(n + z²))
+    denominator = 2.0 * (n + z * z)
+    center = (2.0 * n * p + z * z) / denominator
+    half = z * math.sqrt(z * z + 4.0 * n * p * (1.0 - p)) / denominator
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+@lru_cache(maxsize=64)
+def _normal_quantile(probability: float) -> float:
+    return NormalDist().inv_cdf(probability)
+
+
+@lru_cache(maxsize=256)
+def _student_quantile(probability: float, dof: int) -> float:
+    from scipy.stats import t as student_t
+
+    return float(student_t.ppf(probability, df=dof))
 
 
 def summarize_metric(
@@ -93,8 +110,6 @@ def summarize_metric(
     InvalidParameterError
         If ``values`` is empty, not finite, or not 0/1 when ``proportion``.
     """
-    from scipy.stats import t as student_t
-
     arr = check_array(values, name, ndim=1)
     n = int(arr.size)
     mean = float(arr.mean())
@@ -109,5 +124,5 @@ def summarize_metric(
     if n < 2:
         return MetricSummary(n, mean, math.nan, math.nan, math.nan)
     stderr = float(arr.std(ddof=1)) / math.sqrt(n)  # s/√n
-    half_width = float(student_t.ppf(0.5 + confidence / 2.0, df=n - 1)) * stderr  # t_{(1+c)/2, n−1}·s/√n
+    half_width = _student_quantile(0.5 + confidence / 2.0, n - 1) * stderr  # t_{(1+c)/2, n−1}·s/√n
     return MetricSummary(n, mean, stderr, mean - half_width, mean + half_width)

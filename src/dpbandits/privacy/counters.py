@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -62,7 +62,13 @@ from dpbandits._core.validation import (
     check_sensitivity,
 )
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
-from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, discrete_laplace_from_uniforms, privacy_noise
+from dpbandits.privacy.noise import (
+    NoiseAdder,
+    NoiseBackend,
+    NumpyNoise,
+    discrete_laplace_from_uniforms,
+    privacy_noise,
+)
 
 __all__ = [
     "BinaryTreeCounter",
@@ -75,6 +81,9 @@ __all__ = [
     "decomposition_nodes",
     "tree_levels",
 ]
+
+_READ_AHEAD = 256
+"""Node-noise values a bank reads ahead from each per-counter seeded stream (one draw per block)."""
 
 REFERENCE = "Chan, Shi & Song (2011), Algorithm 2 and Theorem 3.5 (Binary Mechanism)"
 
@@ -300,7 +309,7 @@ class BinaryTreeCounterBank(Persistable):
     ([1, 0], [2, 1])
     """
 
-    _state_fields = ("time", "_live", "_live_index", "_nodes", "_released", "_noise")
+    _state_fields = ("time", "_live", "_live_index", "_nodes", "_released", "_noise", "_read_ahead", "_cursor")
 
     def __init__(
         self,
@@ -334,6 +343,39 @@ class BinaryTreeCounterBank(Persistable):
         # (end time, exact p-sum of the node, noisy prefix = Σ noisy p-sums of the decomposition)
         self._nodes: list[tuple[int, NDArray[Any], NDArray[Any]]] = [(0, zeros, zeros)]
         self._released = zeros.copy()
+        # node noise read ahead from per-counter NumPy streams: (n_counters, ≤ _READ_AHEAD), next column _cursor
+        self._read_ahead = np.zeros((self.n_counters, 0), dtype=self._dtype)
+        self._cursor = 0
+        self._configure_noise()
+
+    def _configure_noise(self) -> None:
+        """Bind the node-noise source to the (once-validated) scale.
+
+        One backend: a prepared release verb (:meth:`~dpbandits.privacy.noise.NoiseBackend.adder`),
+        so each update is one call for all live counters (one OpenDP call on the secure backend).
+        One seeded NumPy stream per counter: each stream is read ahead by blocks of
+        ``_READ_AHEAD`` node values (the same numbers, in the same order, as one value per update),
+        so each update takes one column for all live counters. Other per-counter backends (or
+        NumPy backends sharing a Generator): one prepared verb per counter, in counter order.
+        """
+        kind = "discrete_laplace" if self.integer else "laplace"
+        self._add: NoiseAdder | None = None
+        self._adders: list[NoiseAdder] | None = None
+        self._streams: list[np.random.Generator] | None = None
+        if self.scale == 0.0:
+            return
+        if isinstance(self._noise, NoiseBackend):
+            self._add = self._noise.adder(kind, self.scale)
+        elif (all(type(b) is NumpyNoise for b in self._noise)
+              and len({id(cast(NumpyNoise, b).rng) for b in self._noise}) == len(self._noise)):
+            # distinct streams only: reading one ahead then leaves the others' numbers unchanged
+            self._streams = [cast(NumpyNoise, b).rng for b in self._noise]
+        else:
+            self._adders = [b.adder(kind, self.scale) for b in self._noise]
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        super()._set_state(state)
+        self._configure_noise()  # the restored backends (their streams) replace the constructed ones
 
     @property
     def privacy(self) -> PureDP:
@@ -355,17 +397,33 @@ class BinaryTreeCounterBank(Persistable):
         self._live[index] = False
         self._live_index = np.flatnonzero(self._live)
 
+    def _read_streams_ahead(self) -> None:
+        """Draw the next block of node noise of every live counter from its own stream, in time order."""
+        assert self._streams is not None
+        size = min(_READ_AHEAD, self.horizon - self.time + 1)  # node values of times t..T (t = self.time)
+        block = np.zeros((self.n_counters, size), dtype=self._dtype)
+        for k in self._live_index.tolist():  # one draw per counter per block (not per update)
+            stream = self._streams[k]
+            block[k] = (discrete_laplace_from_uniforms(stream.random((size, 2)), self.scale) if self.integer
+                        else stream.laplace(0.0, self.scale, size=size))
+        self._read_ahead, self._cursor = block, 0
+
     def _noisy(self, psums: NDArray[Any]) -> NDArray[Any]:
         """Noisy p-sums of the live counters (exact when the scale is 0)."""
-        if self.scale == 0.0:
-            return psums
-        add = "add_discrete_laplace" if self.integer else "add_laplace"
-        if isinstance(self._noise, NoiseBackend):
-            return np.asarray(getattr(self._noise, add)(psums, self.scale))
-        out = np.empty_like(psums)
-        for slot, k in enumerate(self._live_index):  # one stream per counter (reproducible simulation)
-            out[slot] = getattr(self._noise[k], add)(psums[slot : slot + 1], self.scale)[0]
-        return out
+        if self._add is not None:
+            return self._add(psums)
+        if self._streams is not None:
+            if self._cursor == self._read_ahead.shape[1]:
+                self._read_streams_ahead()
+            column = self._read_ahead[:, self._cursor]
+            self._cursor += 1
+            return psums + (column if psums.size == self.n_counters else column[self._live_index])
+        if self._adders is not None:
+            out = np.empty_like(psums)
+            for slot, k in enumerate(self._live_index.tolist()):  # per-counter non-NumPy streams
+                out[slot] = self._adders[k](psums[slot : slot + 1])[0]
+            return out
+        return psums
 
     def update(self, values: ArrayLike) -> NDArray[Any]:
         """Feed one element to every live counter; return every counter's release c_t.
@@ -391,12 +449,14 @@ class BinaryTreeCounterBank(Persistable):
         if v.shape != (self.n_counters,):
             v = check_array(values, "values", ndim=1)
             raise InvalidParameterError(f"values must have shape ({self.n_counters},); got {v.shape}")
-        v = v[self._live_index]
+        all_live = self._live_index.size == self.n_counters
+        if not all_live:
+            v = v[self._live_index]
         if self.integer:
-            v = _check_integral(v, "values")
+            v = v.astype(np.int64) if v.dtype.kind in "iu" else _check_integral(v, "values")
         else:
-            v = v.astype(np.float64, copy=False)
-            if not np.all(np.isfinite(v)):
+            v = v.astype(np.float64)
+            if not np.isfinite(v).all():
                 raise InvalidParameterError(f"values must be finite; got {v.tolist()!r}")
         if self.time >= self.horizon:
             raise PrivacyBudgetExceededError(
@@ -406,19 +466,28 @@ class BinaryTreeCounterBank(Persistable):
         self.time += 1
         t = self.time
         parent = t & (t - 1)
+        nodes = self._nodes
+        psum = v  # a fresh array (astype copies)
+        if all_live:
+            while nodes[-1][0] > parent:  # the popped nodes tile (parent, t − 1]
+                psum += nodes.pop()[1]
+            # node (parent, t]: exact p-sum, released noisily; c_t = noisy prefix of the parent + it
+            noisy_prefix = nodes[-1][2] + self._noisy(psum)
+            nodes.append((t, psum, noisy_prefix))
+            self._released = noisy_prefix  # never modified in place: a later update builds a new array
+            return noisy_prefix.copy()
         live = self._live_index
-        psum = v.copy()
-        while self._nodes[-1][0] > parent:  # the popped nodes tile (parent, t − 1]
-            psum += self._nodes.pop()[1][live]
-        # node (parent, t]: exact p-sum, released noisily; c_t = noisy prefix of the parent + it
-        noisy_prefix = self._nodes[-1][2].copy()
-        noisy_prefix[live] = noisy_prefix[live] + self._noisy(psum)
+        while nodes[-1][0] > parent:
+            psum += nodes.pop()[1][live]
+        noisy_prefix = nodes[-1][2].copy()
+        noisy_prefix[live] += self._noisy(psum)
         exact = np.zeros(self.n_counters, dtype=self._dtype)
         exact[live] = psum
-        self._nodes.append((t, exact, noisy_prefix))
-        self._released[live] = noisy_prefix[live]
-        return self._released.copy()
-
+        nodes.append((t, exact, noisy_prefix))
+        released = self._released.copy()  # retired counters keep their last release
+        released[live] = noisy_prefix[live]
+        self._released = released
+        return released.copy()
 
 
 class BinaryTreeCounter(Persistable):

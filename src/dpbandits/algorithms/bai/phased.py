@@ -29,6 +29,7 @@ of shape (n_trials, |A_p|) from the algorithm stream. With pull-consistent rewar
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ import numpy as np
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
-from dpbandits._core.rng import RNGLike, spawn_generators
+from dpbandits._core.rng import RNGLike, spawn_generators, spawn_seed_sequences
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_arm, check_int, check_one_of, check_real
 from dpbandits.envs.base import BanditEnvironment, segment_sums
@@ -345,9 +346,12 @@ class PhasedAgent(Persistable):
 
     def _start_phase(self) -> None:
         self._plan = self._cache.plan(self._phase, self._state_id)
-        self._queue = np.repeat(self._plan.pulled, self._plan.pulls)  # data-independent order
+        # the data-independent order of the phase's pulls, and the slot of each pull's arm, as Python
+        # ints (read once per pull)
+        self._queue: list[int] = np.repeat(self._plan.pulled, self._plan.pulls).tolist()
+        self._slots: list[int] = np.repeat(np.arange(self._plan.pulled.shape[0]), self._plan.pulls).tolist()
         self._position = 0
-        self._sums = np.zeros(self._plan.pulled.shape[0])
+        self._sums: list[float] = [0.0] * self._plan.pulled.shape[0]  # S_j, added in pull order
 
     @property
     def done(self) -> bool:
@@ -375,9 +379,9 @@ class PhasedAgent(Persistable):
         NotFittedError
             If the algorithm has finished (read :attr:`recommendation`).
         """
-        if self.done:
+        if self._recommendation is not None:
             raise NotFittedError("the algorithm has finished; read recommendation")
-        return int(self._queue[self._position])
+        return self._queue[self._position]
 
     def scheduled(self) -> IntArray:
         """The arms still to pull in the current phase, in order; ``ask()`` is the first.
@@ -387,7 +391,7 @@ class PhasedAgent(Persistable):
         """
         if self.done:
             return np.zeros(0, dtype=np.int64)
-        return self._queue[self._position:].copy()
+        return np.array(self._queue[self._position:], dtype=np.int64)
 
     def tell(self, arm: int, reward: float) -> None:
         """Report the reward of the arm returned by the last :meth:`ask`.
@@ -399,21 +403,27 @@ class PhasedAgent(Persistable):
         InvalidParameterError
             If ``reward`` is outside ``reward_bounds`` and clipping was not asked for.
         """
-        expected = self.ask()
-        if check_arm(arm, "arm", self._planner.n_arms) != expected:
+        if self._recommendation is not None:
+            raise NotFittedError("the algorithm has finished; read recommendation")
+        expected = self._queue[self._position]
+        # an int that is the arm asked for passes at once; anything else gets the full check
+        if (arm.__class__ is not int or arm != expected) and check_arm(arm, "arm", self._planner.n_arms) != expected:
             raise InvalidActionError(f"arm must be the arm returned by ask(), {expected}; got {arm!r}")
-        value = check_real(reward, "reward")
         low, high = self._bounds
-        if (value < low or value > high) and not self._clip:
-            raise InvalidParameterError(
-                f"reward must lie in [{low}, {high}] (pass clip_rewards=True to clip); got {value!r}"
-            )
-        value = min(max(value, low), high)
-        slot = int(np.searchsorted(self._plan.pulled, expected))
-        self._sums[slot] += value
+        if isinstance(reward, float) and low <= reward <= high and math.isfinite(reward):
+            value = float(reward)  # the common case: a finite float (NumPy's too) within the bounds
+        else:
+            value = check_real(reward, "reward")
+            if (value < low or value > high) and not self._clip:
+                raise InvalidParameterError(
+                    f"reward must lie in [{low}, {high}] (pass clip_rewards=True to clip); got {value!r}"
+                )
+            value = min(max(value, low), high)
+        position = self._position
+        self._sums[self._slots[position]] += value
         self.pulls[expected] += 1
-        self._position += 1
-        if self._position == self._queue.shape[0]:
+        self._position = position + 1
+        if self._position == len(self._queue):
             self._finish_phase()
 
     def get_params(self) -> dict[str, object]:
@@ -432,7 +442,8 @@ class PhasedAgent(Persistable):
     def _get_state(self) -> dict[str, Any]:
         return {
             "phase": self._phase, "planner_state": self._cache.states[self._state_id],
-            "position": self._position if not self.done else 0, "sums": self._sums if not self.done else None,
+            "position": self._position if not self.done else 0,
+            "sums": np.array(self._sums) if not self.done else None,
             "pulls": self.pulls, "phase_log": self.phase_log, "recommendation": self._recommendation,
             "rng": self._rng, "noise": self._noise,
         }
@@ -444,7 +455,7 @@ class PhasedAgent(Persistable):
         self._rng, self._noise = state["rng"], state["noise"]
         if not self.done:
             self._start_phase()
-            self._position, self._sums = state["position"], state["sums"]
+            self._position, self._sums = state["position"], [float(v) for v in state["sums"]]
 
     def _finish_phase(self) -> None:
         plan = self._plan
@@ -452,12 +463,12 @@ class PhasedAgent(Persistable):
             if self._noise is None:
                 raise InvalidParameterError("noise must be a NoiseBackend for a private algorithm; got None")
             # release z = M·S + ξ through the backend (inside OpenDP on the secure one), then μ̃ = W_noise·z
-            statistic = plan.statistic_weights @ self._sums
+            statistic = plan.statistic_weights @ np.array(self._sums)
             add = self._noise.add_laplace if self._planner.noise_kind == "laplace" else self._noise.add_gaussian
             released = add(statistic, plan.noise_scales)
             estimates = (plan.noise_weights @ released).reshape(1, -1)
         else:
-            estimates = (plan.sum_weights @ self._sums).reshape(1, -1)
+            estimates = (plan.sum_weights @ np.array(self._sums)).reshape(1, -1)
         keys = self._rng.random((1, plan.active.shape[0]))
         chosen = plan.active[select_top(estimates, plan.keep, keys if self._tie_break == "random" else None)][0]
         self.phase_log.append({**plan.info, "estimates": estimates[0].copy(), "survivors": chosen.copy()})
@@ -596,11 +607,13 @@ class PhasedAlgorithm(Persistable, ABC):
         ``allow_out_of_range`` (accepted as they are, as :meth:`simulate` does; the guarantee then
         does not hold).
         """
-        _, algorithm_rng, noise_rng = spawn_generators(rng, 3)
+        # the same three children as simulate(); only the Generators the agent uses are built
+        _, algorithm_seed, noise_seed = spawn_seed_sequences(rng, 3)
+        algorithm_rng = np.random.default_rng(algorithm_seed)
         noise = None
         if self.planner.noise_kind:
             spend(accountant, self.privacy)  # the whole run is one release of the reward table
-            noise = privacy_noise(noise_rng if insecure_seeded_noise and noise_backend is None else None,
+            noise = privacy_noise(noise_seed if insecure_seeded_noise and noise_backend is None else None,
                                   insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         # allow_out_of_range: accept any finite reward, as simulate() does on such environments
         bounds = (-np.inf, np.inf) if self.allow_out_of_range and not self.clip_rewards else (0.0, 1.0)

@@ -265,6 +265,7 @@ class SequentialHalving(Persistable):
         self._total_counts = np.zeros(self.n_arms, dtype=np.int64)
         self._position = 0  # pulls asked in the current round
         self._pending: int | None = None
+        self._derive_step_state()
 
     @property
     def finished(self) -> bool:
@@ -288,7 +289,7 @@ class SequentialHalving(Persistable):
             raise NotFittedError("Sequential Halving has finished; call recommend()")
         if self._pending is not None:
             raise NotFittedError(f"tell the reward of arm {self._pending} before asking again")
-        self._pending = int(self._surviving[self._position % self._surviving.size])
+        self._pending = self._surviving_list[self._position % len(self._surviving_list)]
         return self._pending
 
     def tell(self, arm: int, reward: float) -> None:
@@ -299,19 +300,27 @@ class SequentialHalving(Persistable):
         InvalidActionError
             If ``arm`` is not the arm last asked.
         """
-        if self._pending is None or check_arm(arm, "arm", self.n_arms) != self._pending:
+        # an int that is the arm asked for passes at once; anything else gets the full check
+        if (arm.__class__ is not int or self._pending is None or arm != self._pending) and (
+                self._pending is None or check_arm(arm, "arm", self.n_arms) != self._pending):
             raise InvalidActionError(f"arm must be the arm last asked ({self._pending}); got {arm!r}")
-        reward = check_real(reward, "reward")
+        reward = float(reward) if isinstance(reward, float) and math.isfinite(reward) else check_real(reward, "reward")
         self._pending = None
-        self._round_sums[arm] += reward
-        self._total_sums[arm] += reward
-        self._total_counts[arm] += 1
+        if self.reuse_samples:
+            self._total_sums[arm] += reward
+            self._total_counts[arm] += 1
+        self._round_list[arm] += reward
         self._position += 1
         size, pulls = self._schedule[self._round]
         if self._position == size * pulls:
             self._end_round(size, pulls)
 
     def _end_round(self, size: int, pulls: int) -> None:
+        round_sums = np.array(self._round_list)
+        if not self.reuse_samples:  # the totals are kept per round (they are only read with reuse_samples)
+            self._total_sums += round_sums
+            self._total_counts[self._surviving] += pulls
+        self._round_sums = round_sums
         if self.reuse_samples:
             means_hat = self._total_sums[self._surviving] / self._total_counts[self._surviving]
         else:
@@ -321,6 +330,20 @@ class SequentialHalving(Persistable):
         self._round_sums[:] = 0.0
         self._position = 0
         self._round += 1
+        self._derive_step_state()
+
+    def _derive_step_state(self) -> None:
+        """The surviving arms and this round's sums as Python values (read and added once per pull)."""
+        self._surviving_list: list[int] = self._surviving.tolist()
+        self._round_list: list[float] = self._round_sums.tolist()
+
+    def _get_state(self) -> dict[str, Any]:
+        self._round_sums = np.array(self._round_list)
+        return super()._get_state()
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        super()._set_state(state)
+        self._derive_step_state()
 
     def recommend(self) -> int:
         """The recommended arm.

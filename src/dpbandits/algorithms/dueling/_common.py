@@ -41,6 +41,9 @@ and round on an idle core (0.2 µs measured on the shared machine under load; se
 not grow with T."""
 
 
+_FLAGS = (bool, np.bool_)
+
+
 def check_dueling_env(env: Any) -> UtilityDuelingEnvironment:
     """Return ``env`` if it is a dueling environment, else raise :class:`InvalidParameterError`."""
     if not isinstance(env, UtilityDuelingEnvironment):
@@ -72,6 +75,9 @@ def check_told(
         If both or neither of ``winner`` and ``first_wins`` are given, ``winner`` is not an arm of
         the pair (or the pair is a self-duel), or ``first_wins`` is not 0/1 (or a bool).
     """
+    if (pair.__class__ is tuple and asked is not None and pair == asked and pair[0].__class__ is int
+            and pair[1].__class__ is int and winner is None and first_wins.__class__ in _FLAGS):
+        return asked, int(first_wins)  # the common case (the asked tuple back, a bool): checked as below, faster
     if (not isinstance(pair, tuple | list) or len(pair) != 2
             or any(isinstance(a, bool | np.bool_) or not isinstance(a, int | np.integer) for a in pair)):
         raise InvalidActionError(f"pair must be the last asked pair, two int arm indices; got {pair!r}")

@@ -71,10 +71,10 @@ class PairwiseLogistic:
         self.gram[rows] += z[:, :, None] * z[:, None, :]  # V += z zᵀ
         self._fitted = False
 
-    def _loss(self, theta: FloatArray, rows: IntArray) -> FloatArray:
+    def _loss(self, theta: FloatArray, counts: FloatArray, wins: FloatArray) -> FloatArray:
         u = theta @ self.differences.T  # θᵀz_p
-        return np.asarray(np.sum(self.counts[rows] * np.logaddexp(0.0, u) - self.wins[rows] * u, axis=1)
-                          + 0.5 * self.ridge * np.sum(theta * theta, axis=1))
+        return np.asarray((counts * np.logaddexp(0.0, u) - wins * u).sum(axis=1)
+                          + 0.5 * self.ridge * (theta * theta).sum(axis=1))
 
     def fit(self, max_iter: int = 50) -> FloatArray:
         """θ̂ of every trial (Newton with step halving from the previous estimate); returns ``theta``."""
@@ -82,26 +82,33 @@ class PairwiseLogistic:
             return self.theta
         z = self.differences
         active = np.arange(self.theta.shape[0])
+        current: FloatArray | None = None  # the loss at the current estimate, when the last step computed it
         for _ in range(max_iter):
             if active.size == 0:
                 break
             theta = self.theta[active]
+            counts, wins = self.counts[active], self.wins[active]
             s = special.expit(theta @ z.T)
-            counts = self.counts[active]
-            gradient = (counts * s - self.wins[active]) @ z + self.ridge * theta  # Σ(N σ − W) z + λθ
+            gradient = (counts * s - wins) @ z + self.ridge * theta  # Σ(N σ − W) z + λθ
             curvature = counts * s * (1.0 - s)
             hessian = np.einsum("np,pi,pj->nij", curvature, z, z) + self.ridge * np.eye(z.shape[1])
             step = np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
-            current = self._loss(theta, active)
+            if current is None:
+                current = self._loss(theta, counts, wins)
+            slope = (gradient * step).sum(axis=1)
             rate = np.ones(active.size)
             for _ in range(40):  # halve the step where the loss did not decrease (Armijo, c = 1e-4)
-                candidate = self._loss(theta - rate[:, None] * step, active)
-                bad = candidate > current - 1e-4 * rate * np.sum(gradient * step, axis=1)
+                candidate = self._loss(theta - rate[:, None] * step, counts, wins)
+                bad = candidate > current - 1e-4 * rate * slope
                 if not bad.any():
                     break
                 rate = np.where(bad, rate / 2.0, rate)
+            else:
+                candidate = None  # the last evaluation is not at the rates kept
             self.theta[active] = theta - rate[:, None] * step
-            active = active[np.linalg.norm(rate[:, None] * step, axis=1) >= 1e-10]
+            moving = np.linalg.norm(rate[:, None] * step, axis=1) >= 1e-10
+            active = active[moving]
+            current = None if candidate is None else candidate[moving]  # the loss at the new estimate
         self._fitted = True
         return self.theta
 

@@ -43,11 +43,17 @@ __all__ = ["RoundAgent", "RoundPolicy", "simulate_policy", "uniform_distinct_pai
 def uniform_pick(mask: BoolArray, coins: FloatArray) -> IntArray:
     """Per row, the ⌊u·count⌋-th True column of ``mask`` (a uniform choice among the True entries).
 
-    Rows of ``mask`` must hold at least one True; ``coins`` holds one uniform u per row.
+    Rows of ``mask`` must hold at least one True (an empty row gives column 0); ``coins`` holds one
+    uniform u per row.
     """
-    counts = mask.sum(axis=1)
-    target = np.minimum((coins * counts).astype(np.int64), counts - 1)
-    ranks = np.cumsum(mask, axis=1) - 1
+    if mask.shape[0] == 1:  # one trial (an ask/tell agent's step): the same choice with fewer array calls
+        columns = np.flatnonzero(mask[0])
+        if columns.size == 0:
+            return np.zeros(1, dtype=np.int64)
+        return columns[min(int(coins[0] * columns.size), columns.size - 1) : None][:1]
+    ranks = np.cumsum(mask, axis=1)  # rank + 1 of each True entry; the last column holds the count
+    counts = ranks[:, -1]
+    target = np.minimum((coins * counts).astype(np.int64), counts - 1) + 1
     return np.asarray(np.argmax(mask & (ranks == target[:, None]), axis=1), dtype=np.int64)
 
 
@@ -82,6 +88,7 @@ class RoundPolicy(ABC):
         self.keys = np.asarray(keys, dtype=np.uint64)
         self.n_trials = int(self.keys.shape[0])
         self.first_counts = np.zeros((self.n_trials, self.n_arms), dtype=np.int64)
+        self.rows = np.arange(self.n_trials)  # the trial index of every row (fancy indexing)
 
     @abstractmethod
     def choose(self, t: int) -> tuple[IntArray, IntArray]:
@@ -93,7 +100,7 @@ class RoundPolicy(ABC):
 
     def observe(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record round t: count the first arms, then :meth:`update`."""
-        self.first_counts[np.arange(self.n_trials), first] += 1
+        self.first_counts[self.rows, first] += 1
         self.update(first, second, outcome, t)
 
     def committed_arms(self) -> IntArray:

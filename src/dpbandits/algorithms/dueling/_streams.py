@@ -34,7 +34,7 @@ from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike, as_seed_sequence
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_int
-from dpbandits.envs.base import counter_uniforms
+from dpbandits.envs.base import counter_uniform, counter_uniforms
 
 __all__ = [
     "GAMMA_INDEX_LIMIT",
@@ -91,9 +91,18 @@ def trial_streams(rng: RNGLike) -> TrialStreams:
     return TrialStreams(environment=env_seq, algorithm_key=np.uint64(key), noise=noise_seq)
 
 
-def round_coins(keys: np.ndarray, t: int, per_round: int) -> FloatArray:
-    """The ``per_round`` coins of round t for every trial: uniforms at counters t·n + k, shape (n_trials, n)."""
-    return counter_uniforms(np.asarray(keys, dtype=np.uint64)[:, None], t * per_round + np.arange(per_round)[None, :])
+def round_coins(keys: np.ndarray, t: int, per_round: int, count: int | None = None) -> FloatArray:
+    """The coins of round t for every trial: uniforms at counters t·n + k, shape (n_trials, count).
+
+    ``per_round`` is n, the coins a round owns; ``count`` (default n) reads only its first ones.
+    """
+    keys = np.asarray(keys, dtype=np.uint64)
+    count = per_round if count is None else count
+    first = t * per_round
+    if keys.shape == (1,) and count <= 16:  # one trial's few coins (an agent's step): the same numbers, no arrays
+        key = int(keys[0])
+        return np.array([[counter_uniform(key, first + k) for k in range(count)]])
+    return counter_uniforms(keys[:, None], first + np.arange(count)[None, :])
 
 
 def counter_gumbel(keys: np.ndarray, t: int, per_round: int) -> FloatArray:
@@ -123,35 +132,50 @@ def counter_standard_gamma(keys: np.ndarray, indices: np.ndarray, shape: np.ndar
     key_arr, index_arr, shape_arr = np.broadcast_arrays(
         np.asarray(keys, dtype=np.uint64), np.asarray(indices, dtype=np.int64), np.asarray(shape, dtype=np.float64)
     )
-    if index_arr.size and (index_arr.min() < 0 or index_arr.max() >= GAMMA_INDEX_LIMIT):
-        raise InvalidParameterError(f"indices must lie in [0, 2**45); got range [{index_arr.min()}, {index_arr.max()}]")
-    if shape_arr.size and not shape_arr.min() >= 1.0:
-        raise InvalidParameterError(f"shape must be >= 1; got min {shape_arr.min()!r}")
-    flat_keys, flat_shape = key_arr.ravel(), shape_arr.ravel()
-    base = _GAMMA_REGION | (index_arr.ravel().astype(np.uint64) << np.uint64(_ATTEMPT_BITS + 1))
+    _check_gamma_arguments(index_arr, shape_arr, "shape")
+    return _standard_gamma(key_arr.ravel(), index_arr.ravel(), shape_arr.ravel()).reshape(shape_arr.shape)
+
+
+def _check_gamma_arguments(indices: np.ndarray, shapes: np.ndarray, name: str) -> None:
+    if indices.size and (indices.min() < 0 or indices.max() >= GAMMA_INDEX_LIMIT):
+        raise InvalidParameterError(f"indices must lie in [0, 2**45); got range [{indices.min()}, {indices.max()}]")
+    if shapes.size and not shapes.min() >= 1.0:
+        raise InvalidParameterError(f"{name} must be >= 1; got min {shapes.min()!r}")
+
+
+def _standard_gamma(flat_keys: np.ndarray, flat_indices: np.ndarray, flat_shape: np.ndarray) -> FloatArray:
+    """:func:`counter_standard_gamma` of checked 1-d arrays of equal length (uint64, int64, float64)."""
+    base = _GAMMA_REGION | (flat_indices.astype(np.uint64) << np.uint64(_ATTEMPT_BITS + 1))
     d = flat_shape - 1.0 / 3.0  # d = a − ⅓
     c = 1.0 / np.sqrt(9.0 * d)  # c = 1/√(9d)
     out = np.empty(flat_shape.size)
     pending = np.arange(flat_shape.size)
-    first_attempt, block = 0, 1  # attempts are evaluated in blocks; the first accepted one is taken
+    # attempts are evaluated in blocks (the first accepted one is taken, whatever the blocks): two
+    # first, as each is accepted with probability >= 0.95, then four at a time
+    first_attempt, block = 0, 2
     while pending.size:
         if first_attempt + block > 1 << _ATTEMPT_BITS:  # probability < 0.05^(2^16): never in practice
             raise InvalidParameterError("shape gave no accepted Gamma attempt in 2**16 tries; it must be >= 1")
-        attempts = np.arange(first_attempt, first_attempt + block, dtype=np.uint64)
-        counter = (base[pending, None, None] | (attempts[None, :, None] << np.uint64(1))) | np.arange(2, dtype=np.uint64)
-        uniforms = counter_uniforms(flat_keys[pending, None, None], counter)
+        # counters base | (a << 1) | b of the block's attempts a and b ∈ {0, 1}: (a << 1) | b = 2a + b < 2¹⁷
+        # runs over 2·first .. 2·(first + block) − 1, below the bits of base
+        offsets = np.arange(2 * first_attempt, 2 * (first_attempt + block), dtype=np.uint64)
+        counters = base[pending, None] | offsets
+        uniforms = counter_uniforms(np.repeat(flat_keys[pending], 2 * block), counters.ravel()).reshape(-1, block, 2)
         x = special.ndtri(uniforms[:, :, 0])
         dp, cp = d[pending, None], c[pending, None]
         v = (1.0 + cp * x) ** 3  # v = (1 + c·x)³
         with np.errstate(invalid="ignore", divide="ignore"):
             accept = (v > 0) & (np.log(uniforms[:, :, 1]) < 0.5 * x * x + dp - dp * v + dp * np.log(v))
-        found = accept.any(axis=1)
         chosen = np.argmax(accept, axis=1)
+        found = accept[np.arange(pending.size), chosen]
+        if found.all():
+            out[pending] = dp[:, 0] * v[np.arange(pending.size), chosen]
+            break
         rows = np.flatnonzero(found)
         out[pending[rows]] = d[pending[rows]] * v[rows, chosen[rows]]
         pending = pending[~found]
         first_attempt, block = first_attempt + block, 4
-    return out.reshape(shape_arr.shape)
+    return out
 
 
 def counter_beta(keys: np.ndarray, indices: np.ndarray, a: np.ndarray, b: np.ndarray) -> FloatArray:
@@ -164,6 +188,10 @@ def counter_beta(keys: np.ndarray, indices: np.ndarray, a: np.ndarray, b: np.nda
         np.asarray(keys, dtype=np.uint64), np.asarray(indices, dtype=np.int64),
         np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64),
     )
-    both = counter_standard_gamma(np.stack([key_arr, key_arr]), np.stack([2 * index_arr, 2 * index_arr + 1]),
-                                  np.stack([a_arr, b_arr]))
+    flat_index = index_arr.ravel()
+    shapes = np.concatenate([a_arr.ravel(), b_arr.ravel()])
+    _check_gamma_arguments(2 * flat_index + 1, shapes, "shape")  # the Gamma shapes a and b
+    flat_keys = key_arr.ravel()
+    both = _standard_gamma(np.concatenate([flat_keys, flat_keys]), np.concatenate([2 * flat_index, 2 * flat_index + 1]),
+                           shapes).reshape(2, *key_arr.shape)
     return np.asarray(both[0] / (both[0] + both[1]))

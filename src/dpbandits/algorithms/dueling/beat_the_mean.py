@@ -52,8 +52,7 @@ def btm_radius(comparisons: FloatArray | float, n_arms: int, horizon: int, gamma
     """c(n) = 3γ²·√(ln(1/δ)/n) with δ = 1/(2TK); c(0) = 1 (Yue & Joachims 2011, Algorithm 2)."""
     n = np.asarray(comparisons, dtype=np.float64)
     log_inv_delta = math.log(2 * horizon * n_arms)  # ln(1/δ), δ = 1/(2TK)
-    with np.errstate(divide="ignore"):
-        return np.asarray(np.where(n > 0, 3.0 * gamma**2 * np.sqrt(log_inv_delta / np.maximum(n, 1)), 1.0))
+    return np.asarray(np.where(n > 0, 3.0 * gamma**2 * np.sqrt(log_inv_delta / np.maximum(n, 1)), 1.0))
 
 
 class BeatTheMeanPolicy(RoundPolicy):
@@ -82,8 +81,8 @@ class BeatTheMeanPolicy(RoundPolicy):
 
     def _estimates(self) -> FloatArray:
         """P̂_b = w_b/n_b (½ while n_b = 0), shape (n_trials, K)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.comparison_sums > 0, self.win_sums / self.comparison_sums, 0.5)
+        counts = self.comparison_sums  # counts: max(n_b, 1) = n_b wherever n_b > 0
+        return np.where(counts > 0, self.win_sums / np.maximum(counts, 1.0), 0.5)
 
     def committed_arms(self) -> IntArray:
         """The arm a trial plays as (a, a) from now on (one arm left), else −1."""
@@ -101,18 +100,22 @@ class BeatTheMeanPolicy(RoundPolicy):
 
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
-        live = self.committed_arms() < 0
-        rows = np.flatnonzero(live)
-        self.wins[rows, first[rows], second[rows]] += outcome[rows]
-        self.comparisons[rows, first[rows], second[rows]] += 1
-        self.win_sums[rows, first[rows]] += outcome[rows]  # b' ∈ W always
-        self.comparison_sums[rows, first[rows]] += 1
+        live = self.working.sum(axis=1) > 1  # trials with one arm left (committed) keep their statistics
+        rows = self.rows
+        played = live.astype(np.float64)
+        won = outcome * played
+        self.wins[rows, first, second] += won
+        self.comparisons[rows, first, second] += played
+        self.win_sums[rows, first] += won  # b' ∈ W always
+        self.comparison_sums[rows, first] += played
         estimate = self._estimates()
         least_count = np.where(self.working, self.comparison_sums, np.inf).min(axis=1)  # n*
         radius = btm_radius(least_count, self.n_arms, self.horizon, self.gamma)  # c*
         low = np.where(self.working, estimate, np.inf)
         high = np.where(self.working, estimate, -np.inf).max(axis=1)
         eliminate = live & (low.min(axis=1) + radius <= high - radius)
+        if not eliminate.any():
+            return
         worst = np.argmin(low, axis=1)  # b' = argmin P̂_b (lowest index on ties)
         gone_rows, gone = np.flatnonzero(eliminate), worst[eliminate]
         self.working[gone_rows, gone] = False

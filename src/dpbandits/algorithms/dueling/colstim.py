@@ -84,7 +84,7 @@ class CoLSTIMPolicy(RoundPolicy):
         k = self.n_arms
         if t <= self.settings.exploration_rounds:
             return uniform_distinct_pair(round_coins(self.keys, t, k)[:, 0], k)
-        rows = np.arange(self.n_trials)
+        rows = self.rows
         theta = self.model.fit()
         products = self.model.feature_products()
         utilities = theta @ self.settings.features.T  # θ̂ᵀx_i

@@ -45,6 +45,7 @@ from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_hor
 from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, simulate_policy, uniform_pick
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.envs.base import counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
 __all__ = ["CCBPolicy", "CopelandConfidenceBound", "simulate_copeland_confidence_bound"]
@@ -103,7 +104,8 @@ class CCBPolicy(RoundPolicy):
         """The pair of round t in every trial (the step in the module docstring)."""
         n, k = self.n_trials, self.n_arms
         rows = np.arange(n)
-        coins = round_coins(self.keys, t, _COINS + k * k)
+        per_round = _COINS + k * k
+        coins = round_coins(self.keys, t, per_round, _COINS)  # the first coins (the trimming keys follow)
         upper, lower = ccb_bounds(self.wins, t, self.alpha)
         off = ~np.eye(k, dtype=bool)[None]
         optimistic = ((upper >= 0.5) & off).sum(axis=2)  # Cpld⁺
@@ -134,7 +136,9 @@ class CCBPolicy(RoundPolicy):
             self.beaters[f] &= ~(others & (sizes < keep))[:, :, None]
             trim = others & (sizes > keep)
             if trim.any():  # keep L_C + 1 arms of B^j chosen uniformly at random (smallest random keys)
-                keys = np.where(self.beaters[f], coins[f, _COINS:].reshape(f.size, k, k), np.inf)
+                # the round's coins _COINS + i·K + j (read only when some B^i is trimmed)
+                trim_keys = counter_uniforms(self.keys[f, None], t * per_round + _COINS + np.arange(k * k))
+                keys = np.where(self.beaters[f], trim_keys.reshape(f.size, k, k), np.inf)
                 ranks = np.argsort(np.argsort(keys, axis=2), axis=2)
                 self.beaters[f] = np.where(trim[:, :, None], self.beaters[f] & (ranks < keep[:, :, None]),
                                            self.beaters[f])
@@ -161,7 +165,7 @@ class CCBPolicy(RoundPolicy):
 
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
-        rows = np.arange(self.n_trials)
+        rows = self.rows
         self.wins[rows, first, second] += outcome
         self.wins[rows, second, first] += 1 - outcome
 

@@ -48,6 +48,8 @@ from dpbandits.algorithms.dueling._streams import GAMMA_INDEX_LIMIT, counter_bet
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
+_READ_AHEAD_LIMIT = 1024  # θ⁽²⁾ variates read ahead with θ⁽¹⁾ (trials with several candidates × K²)
+
 __all__ = ["DoubleThompsonPolicy", "DoubleThompsonSampling", "simulate_double_thompson"]
 
 
@@ -79,28 +81,47 @@ class DoubleThompsonPolicy(RoundPolicy):
         self.alpha = alpha
         self.wins = np.zeros((self.n_trials, n_arms, n_arms))
         self._slots = 2 * n_arms * n_arms
+        self._pairs = np.triu_indices(n_arms, k=1)
+        self._off_diagonal = ~np.eye(n_arms, dtype=bool)
 
     def choose(self, t: int) -> tuple[IntArray, IntArray]:
         """The pair of round t in every trial (the step in the module docstring)."""
         k, n = self.n_arms, self.n_trials
         rows = np.arange(n)
         upper, lower = confidence_bounds(self.wins, t, self.alpha)
-        off_diagonal = ~np.eye(k, dtype=bool)
+        off_diagonal = self._off_diagonal
         copeland = ((upper > 0.5) & off_diagonal).sum(axis=2)  # (K − 1)·ζ̂_i
         candidates = copeland == copeland.max(axis=1, keepdims=True)  # C
         first = np.asarray(np.argmax(candidates, axis=1), dtype=np.int64)
         several = np.flatnonzero(candidates.sum(axis=1) > 1)
+        known = np.full(n, -1)  # row of `ahead` holding a trial's θ⁽²⁾, read together with its θ⁽¹⁾
+        ahead = np.empty((0, k, k))
         if several.size:  # sample θ⁽¹⁾ only where C has more than one arm, for the pairs that touch C
-            lo, hi = np.triu_indices(k, k=1)
+            lo, hi = self._pairs
             cand = candidates[several]
             trial, pair = np.nonzero(cand[:, lo] | cand[:, hi])
-            wins = self.wins[several[trial]]
-            rank = np.arange(trial.size)
-            theta = counter_beta(self.keys[several[trial]], t * self._slots + lo[pair] * k + hi[pair],
-                                 wins[rank, lo[pair], hi[pair]] + 1, wins[rank, hi[pair], lo[pair]] + 1)
+            owner, lo_arm, hi_arm = several[trial], lo[pair], hi[pair]
+            keys, index = self.keys[owner], t * self._slots + lo_arm * k + hi_arm
+            a, b = self.wins[owner, lo_arm, hi_arm] + 1, self.wins[owner, hi_arm, lo_arm] + 1
+            if several.size * k * k <= _READ_AHEAD_LIMIT:
+                # few trials (an agent's step): θ⁽²⁾ of every candidate a⁽¹⁾ in the same call (a variate
+                # does not depend on which others are drawn with it), so that the round makes one call
+                sub, column = np.nonzero(cand)
+                sub, column, arm = np.repeat(sub, k), np.repeat(column, k), np.tile(np.arange(k), sub.size)
+                owner2 = several[sub]
+                theta = counter_beta(np.concatenate([keys, self.keys[owner2]]),
+                                     np.concatenate([index, t * self._slots + k * k + arm * k + column]),
+                                     np.concatenate([a, self.wins[owner2, arm, column] + 1]),
+                                     np.concatenate([b, self.wins[owner2, column, arm] + 1]))
+                ahead = np.zeros((several.size, k, k))
+                ahead[sub, arm, column] = theta[trial.size:]
+                known[several] = np.arange(several.size)
+                theta = theta[: trial.size]
+            else:
+                theta = counter_beta(keys, index, a, b)
             beats = np.zeros((several.size, k, k), dtype=bool)
-            beats[trial, lo[pair], hi[pair]] = theta > 0.5
-            beats[trial, hi[pair], lo[pair]] = theta < 0.5  # θ⁽¹⁾_ji = 1 − θ⁽¹⁾_ij > ½
+            beats[trial, lo_arm, hi_arm] = theta > 0.5
+            beats[trial, hi_arm, lo_arm] = theta < 0.5  # θ⁽¹⁾_ji = 1 − θ⁽¹⁾_ij > ½
             score = np.where(cand, beats.sum(axis=2), -1)
             best = score == score.max(axis=1, keepdims=True)
             first[several] = uniform_pick(best, round_coins(self.keys[several], t, 1)[:, 0])
@@ -109,19 +130,28 @@ class DoubleThompsonPolicy(RoundPolicy):
         several = np.flatnonzero(eligible.sum(axis=1) > 1)
         if several.size:
             a1, arms, sub = first[several][:, None], np.arange(k)[None, :], np.arange(several.size)[:, None]
-            wins = self.wins[several]
-            index = t * self._slots + k * k + arms * k + a1
-            theta = counter_beta(self.keys[several, None], index, wins[sub, arms, a1] + 1, wins[sub, a1, arms] + 1)
+            theta = np.empty((several.size, k))
+            read = known[several] >= 0
+            theta[read] = ahead[known[several[read]], :, first[several[read]]]
+            draw = np.flatnonzero(~read)
+            if draw.size:
+                rows_d, a1_d = several[draw][:, None], a1[draw]
+                wins = self.wins[several[draw]]
+                sub_d = np.arange(draw.size)[:, None]
+                index = t * self._slots + k * k + arms * k + a1_d
+                theta[draw] = counter_beta(self.keys[rows_d], index, wins[sub_d, arms, a1_d] + 1,
+                                           wins[sub_d, a1_d, arms] + 1)
             theta[sub[:, 0], a1[:, 0]] = 0.5  # θ⁽²⁾_{a⁽¹⁾ a⁽¹⁾} = ½
             second[several] = np.argmax(np.where(eligible[several], theta, -np.inf), axis=1)
         return first, second
 
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
-        rows = np.arange(self.n_trials)
-        real = first != second  # a self-duel carries no information
-        self.wins[rows[real], first[real], second[real]] += outcome[real]
-        self.wins[rows[real], second[real], first[real]] += 1 - outcome[real]
+        rows = self.rows
+        real = first != second  # a self-duel carries no information (adds 0)
+        won = outcome * real
+        self.wins[rows, first, second] += won
+        self.wins[rows, second, first] += real - won
 
 
 def _check(n_arms: int, horizon: int, alpha: float) -> tuple[int, float]:

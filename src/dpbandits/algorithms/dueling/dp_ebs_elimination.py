@@ -27,6 +27,7 @@ with an elimination and the next block starts after it).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from collections.abc import Callable, Mapping
@@ -53,7 +54,7 @@ from dpbandits.algorithms.dueling._common import (
 )
 from dpbandits.algorithms.dueling._streams import fresh_seed_sequence, trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
-from dpbandits.envs.base import counter_uniforms
+from dpbandits.envs.base import counter_uniform, counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.counters import (
@@ -211,6 +212,11 @@ def ebs_widths(counts: FloatArray | IntArray, constants: EBSConstants, conf_scal
     with np.errstate(divide="ignore", invalid="ignore"):
         # wid(n) = √(λ/(2n)) + B/n
         return np.asarray(conf_scale * (np.sqrt(constants.confidence_log / (2.0 * n)) + constants.tree_bound / n))
+
+
+def _scalar_width(count: int, constants: EBSConstants, conf_scale: float) -> float:
+    """:func:`ebs_widths` of one count n >= 1, in Python floats (the same correctly rounded operations)."""
+    return conf_scale * (math.sqrt(constants.confidence_log / (2.0 * count)) + constants.tree_bound / count)
 
 
 def ebs_confidence_bounds(
@@ -424,12 +430,26 @@ class DPEBSElimination(Persistable):
         self._released = np.zeros(k, dtype=np.int64)  # w̃_i (exact integer releases)
         self._pair_counts = np.zeros((k, k), dtype=np.int64)  # N_ik
         self._pair_wins = np.zeros((k, k), dtype=np.int64)  # W_ik
+        self._derive_step_state()
         self.elimination_rounds: dict[int, int] = {}
         self.time = 0
         self._asked: tuple[int, int] | None = None
         self.record_transcript = bool(record_transcript)
         self.transcript: list[dict[str, Any]] = []
         self._flip_probability = 0.0  # > 0 only in the local-DP baseline (reports are randomised)
+
+    def _derive_step_state(self) -> None:
+        """Derive the per-step caches from the saved state.
+
+        The active set as a list, wid(n_i) per arm, and whether some active arm is unplayed (n_i = 0).
+        """
+        self._active_list: list[int] = self._active.tolist()
+        self._widths = ebs_widths(self._left_counts, self.constants, self.conf_scale)
+        self._unplayed = bool((self._left_counts[self._active] == 0).any())
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        super()._set_state(state)
+        self._derive_step_state()
 
     def _counter_epsilon(self) -> float:
         """ε_c given to every counter (a test's broken variant overrides this, never the library)."""
@@ -489,11 +509,17 @@ class DPEBSElimination(Persistable):
             arm = int(self._active[0])
             self._asked = (arm, arm)
             return self._asked
-        m = self._active.size
-        left_index = int(np.searchsorted(self._active, self._pointer, side="right")) % m
-        coin = counter_uniforms(np.array([self._key]), np.array([t]))
-        right = _opponents(coin, self._active, np.array([left_index]), self.opponent)
-        self._asked = (int(self._active[left_index]), int(right[0]))
+        active = self._active_list
+        m = len(active)
+        left_index = bisect.bisect_right(active, self._pointer) % m  # next active arm after x_{t−1}
+        coin = counter_uniform(int(self._key), t)  # the same number as the simulation's counter_uniforms
+        # y_t ~ Unif(A) or Unif(A without x_t), as _opponents computes it
+        if self.opponent == "with_self":
+            right = active[min(int(coin * m), m - 1)]
+        else:
+            j = min(int(coin * (m - 1)), m - 2)
+            right = active[j + (j >= left_index)]
+        self._asked = (active[left_index], right)
         return self._asked
 
     def scheduled(self) -> list[tuple[int, int]]:
@@ -538,10 +564,11 @@ class DPEBSElimination(Persistable):
         self._pair_counts[left, right] += 1
         self._pair_wins[left, right] += outcome
         self._left_counts[left] += 1
+        self._widths[left] = _scalar_width(int(self._left_counts[left]), self.constants, self.conf_scale)
         # v_i = o_t·1[i = x_t] − pending_i for every live counter (retired ones ignore theirs)
         elements = -self._pending
-        elements[left] += int(outcome)
         self._pending[:] = 0
+        elements[left] += outcome
         self._released = self._counters.update(elements)
         if self.record_transcript:
             self.transcript.append({
@@ -556,14 +583,25 @@ class DPEBSElimination(Persistable):
     def _screen(self) -> None:
         """Eliminate every arm whose UCB is below the largest LCB; remove their statistics."""
         active = self._active
-        upper, lower = ebs_confidence_bounds(
-            self._released[active], self._left_counts[active], self.constants, self.conf_scale,
-            flip_probability=self._flip_probability,
-        )
-        eliminated = active[upper < lower.max()]
-        if eliminated.size == 0:
+        whole = active.size == self.constants.n_arms  # no elimination yet: no gather needed
+        released = self._released if whole else self._released[active]
+        counts = self._left_counts if whole else self._left_counts[active]
+        if self._unplayed:  # some active arm has n = 0 (the first rounds): bounds ±∞ there
+            self._unplayed = bool((counts == 0).any())
+            upper, lower = ebs_confidence_bounds(released, counts, self.constants, self.conf_scale,
+                                                 flip_probability=self._flip_probability)
+        else:  # the same floating-point numbers as ebs_confidence_bounds, widths kept per arm
+            estimate = released / counts  # b̃_i = w̃_i / n_i
+            if self._flip_probability:
+                estimate = (estimate - self._flip_probability) / (1.0 - 2.0 * self._flip_probability)
+            widths = self._widths if whole else self._widths[active]
+            upper, lower = estimate + widths, estimate - widths
+        below = upper < lower.max()
+        if not below.any():
             return
-        self._active = active[~np.isin(active, eliminated)]
+        eliminated = active[below]
+        self._active = active[~below]
+        self._active_list = self._active.tolist()
         for arm in eliminated:
             self.elimination_rounds[int(arm)] = self.time
         if self.stats_removal == "restart":  # fresh counters; every statistic is discarded
@@ -572,11 +610,15 @@ class DPEBSElimination(Persistable):
             self._counters.retire(np.setdiff1d(np.arange(self.constants.n_arms), self._active))
             for table in (self._left_counts, self._pending, self._released, self._pair_counts, self._pair_wins):
                 table[...] = 0
+            self._widths = ebs_widths(self._left_counts, self.constants, self.conf_scale)
+            self._unplayed = True
             return
         self._counters.retire(eliminated)
-        for j in self._active:
-            self._pending[j] += self._pair_wins[j, eliminated].sum()
-            self._left_counts[j] -= self._pair_counts[j, eliminated].sum()
+        survivors = self._active
+        self._pending[survivors] += self._pair_wins[np.ix_(survivors, eliminated)].sum(axis=1)
+        self._left_counts[survivors] -= self._pair_counts[np.ix_(survivors, eliminated)].sum(axis=1)
+        self._widths = ebs_widths(self._left_counts, self.constants, self.conf_scale)
+        self._unplayed = bool((self._left_counts[survivors] == 0).any())
 
 
 # ---------------------------------------------------------------------- vectorised simulation

@@ -460,6 +460,17 @@ class GOptimalDPDB(Persistable):
         self.phases.append(plan)
         self._slot, self._played_in_slot = 0, 0
         self._wins = np.zeros(plan.counts.size, dtype=np.int64)
+        self._derive_schedule()
+
+    def _derive_schedule(self) -> None:
+        """The current phase's pairs and play counts as Python ints (read every round)."""
+        plan = self.phases[-1] if self.phases else None
+        self._pair_list: list[tuple[int, int]] = [] if plan is None else [(a, b) for a, b in plan.pairs.tolist()]
+        self._count_list: list[int] = [] if plan is None else plan.counts.tolist()
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        super()._set_state(state)
+        self._derive_schedule()
 
     def ask(self) -> tuple[int, int]:
         """Return the next pair (x, y) of the current phase's schedule."""
@@ -470,8 +481,7 @@ class GOptimalDPDB(Persistable):
         if self._committed_arm is not None:
             self._asked = (self._committed_arm, self._committed_arm)
         else:
-            first, second = self.phases[-1].pairs[self._slot]
-            self._asked = (int(first), int(second))
+            self._asked = self._pair_list[self._slot]
         return self._asked
 
     def scheduled(self) -> list[tuple[int, int]]:
@@ -502,9 +512,9 @@ class GOptimalDPDB(Persistable):
         if self._committed_arm is not None:
             return
         plan = self.phases[-1]
-        self._wins[self._slot] += int(outcome)
+        self._wins[self._slot] += outcome
         self._played_in_slot += 1
-        if self._played_in_slot < plan.counts[self._slot]:
+        if self._played_in_slot < self._count_list[self._slot]:
             return
         self._slot, self._played_in_slot = self._slot + 1, 0
         if self._slot < plan.counts.size:

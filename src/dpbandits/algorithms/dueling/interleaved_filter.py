@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -120,6 +121,11 @@ class InterleavedFilter(Persistable):
         self._position = 0
         self.time = 0
         self._asked: tuple[int, int] | None = None
+        self._remaining_list: list[int] = self.remaining.tolist()  # W as Python ints (asked every round)
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        super()._set_state(state)
+        self._remaining_list = self.remaining.tolist()
 
     @property
     def exploiting(self) -> bool:
@@ -132,7 +138,7 @@ class InterleavedFilter(Persistable):
             return self._asked
         if self.time >= self.horizon:
             raise PrivacyBudgetExceededError(f"horizon={self.horizon} rounds were played")
-        opponent = self.candidate if self.exploiting else int(self.remaining[self._position])
+        opponent = self.candidate if self.exploiting else self._remaining_list[self._position]
         self._asked = (self.candidate, opponent)
         return self._asked
 
@@ -157,6 +163,7 @@ class InterleavedFilter(Persistable):
         )
         if restarted:
             self._sweeps = 0
+        self._remaining_list = self.remaining.tolist()
 
 
 def _run_trial(

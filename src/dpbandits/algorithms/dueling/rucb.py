@@ -62,31 +62,27 @@ def rucb_step(
     """
     n_trials, k = wins.shape[0], wins.shape[1]
     totals = wins + np.swapaxes(wins, 1, 2)  # N = W + Wᵀ
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(totals > 0, wins / totals, 1.0)
-        bonus = np.where(totals > 0, np.sqrt(alpha * np.log(t) / totals), 1.0)
-    upper = ratio + bonus  # U = W/N + √(α ln t / N)
-    diagonal = np.arange(k)
-    upper[:, diagonal, diagonal] = 0.5
-    candidates = np.all(upper >= 0.5, axis=2)  # C
-    empty = ~candidates.any(axis=1)
-    candidates[empty] = True  # C = ∅: a_c uniform over all arms
+    safe = np.maximum(totals, 1.0)  # = N wherever N > 0 (counts), so W/N and √(·/N) are unchanged there
+    upper = np.where(totals > 0, wins / safe + np.sqrt(alpha * np.log(t) / safe), 2.0)  # U = W/N + √(α ln t / N); 1 + 1 at N = 0
+    upper.reshape(n_trials, k * k)[:, :: k + 1] = 0.5  # U_ii = ½
+    candidates = (upper >= 0.5).all(axis=2)  # C
+    sizes = candidates.sum(axis=1)
+    empty = sizes == 0
+    candidates |= empty[:, None]  # C = ∅: a_c uniform over all arms
     rows = np.arange(n_trials)
-    keep = (hypothesis >= 0) & ~empty & candidates[rows, np.maximum(hypothesis, 0)]
-    hypothesis = np.where(keep, hypothesis, -1)  # B ← B ∩ C
-    single = (candidates.sum(axis=1) == 1) & ~empty
+    keep = candidates[rows, hypothesis] & (hypothesis >= 0) & ~empty  # B ← B ∩ C (index −1 reads the last arm: masked)
+    single = sizes == 1
     coins = round_coins(keys, t, 3)
     others = candidates.copy()
-    others[rows[keep], hypothesis[keep]] = False
+    others[rows, hypothesis] &= ~keep  # C without B where B is kept
     first = uniform_pick(others, coins[:, 1])
-    first = np.where(keep & (coins[:, 0] < 0.5), hypothesis, first)  # p(B) = ½
     only = np.argmax(candidates, axis=1)
-    first = np.where(single, only, first)
-    hypothesis = np.where(single, only, hypothesis)  # |C| = 1: B ← C
+    # p(B) = ½ while B is kept; |C| = 1: B ← C
+    first = np.where(single, only, np.where(keep & (coins[:, 0] < 0.5), hypothesis, first))
+    hypothesis = np.where(single, only, np.where(keep, hypothesis, -1))
     column = upper[rows, :, first]  # U_jc
     best = column >= column.max(axis=1, keepdims=True)
-    tied = best.sum(axis=1) > 1
-    best[rows[tied], first[tied]] = False  # on ties d ≠ c
+    best[rows, first] &= best.sum(axis=1) == 1  # on ties d ≠ c
     second = uniform_pick(best, coins[:, 2])
     return first, second, hypothesis
 
@@ -109,7 +105,7 @@ class RUCBPolicy(RoundPolicy):
 
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
-        rows = np.arange(self.n_trials)
+        rows = self.rows
         self.wins[rows, first, second] += outcome
         self.wins[rows, second, first] += 1 - outcome
 

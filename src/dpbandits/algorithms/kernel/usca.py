@@ -335,8 +335,41 @@ class USCA(Persistable):
 
     def tell(self, context: ArrayLike, reward: float) -> None:
         """Record the current round's context cₜ and reward yₜ (for the action of :meth:`ask`)."""
-        c = check_array(context, "context", ndim=(0, 1))
-        self.observe(np.reshape(c, (1, -1)), np.array([check_real(reward, "reward")]))
+        fast = self._one_round(context, reward)
+        if fast is None:  # anything unusual (wrong type or shape, out of range, clipping): the general path
+            c = check_array(context, "context", ndim=(0, 1))
+            self.observe(np.reshape(c, (1, -1)), np.array([check_real(reward, "reward")]))
+            return
+        point, y = fast
+        if isinstance(self.surrogate, FeatureSurrogate):
+            # b += φ(wₜ)·yₜ: the same products as observe() of one round
+            self._reward_vector += self.surrogate.feature_map.transform(point)[0] * y
+        else:
+            self._data_points.append(point)
+            self._data_rewards.append(np.array([y]))
+        self._rounds += 1
+        self._coefficients = None
+        self._exact_mean = None
+
+    def _one_round(self, context: Any, reward: Any) -> tuple[FloatArray, float] | None:
+        """(wₜ as a (1, dx + dc) array, yₜ) for a plain in-range round, or None to take the general path."""
+        if self._rounds >= self.horizon or not isinstance(reward, float | int) or isinstance(reward, bool):
+            return None
+        y = float(reward)
+        if not -self.reward_bound <= y <= self.reward_bound:  # NaN fails too
+            return None
+        if isinstance(context, float) and self.context_dim == 1:
+            c = np.array([context])
+        elif isinstance(context, np.ndarray) and context.shape in ((self.context_dim,), ()) and context.dtype == np.float64:
+            c = context.reshape(-1)
+        else:
+            return None
+        if not (c.min() >= 0.0 and c.max() <= 1.0):  # NaN fails too
+            return None
+        point = np.empty((1, self.action_dim + self.context_dim))
+        point[0, : self.action_dim] = self.learning_actions[self._rounds]
+        point[0, self.action_dim :] = c
+        return point, y
 
     def observe(self, contexts: ArrayLike, rewards: ArrayLike) -> None:
         """Record a batch of consecutive rounds (the actions are the next ``learning_actions``).
