@@ -26,14 +26,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import plain_loops  # noqa: E402
-from _harness import interleaved, load_average, report_ratio, report_value  # noqa: E402
+import plain_loops
+from _harness import interleaved, load_average, report_ratio, report_value
 
-from dpbandits.algorithms.bai.dp_bai import DPBAI  # noqa: E402
-from dpbandits.algorithms.registry import get_algorithm  # noqa: E402
-from dpbandits.envs.linear import dp_bai_instance  # noqa: E402
-from dpbandits.experiments.bundled import load_bundled_study  # noqa: E402
-from dpbandits.experiments.runner import run_study  # noqa: E402
+from dpbandits.algorithms.bai.dp_bai import DPBAI
+from dpbandits.algorithms.registry import get_algorithm
+from dpbandits.envs.linear import dp_bai_instance
+from dpbandits.experiments.bundled import load_bundled_study
+from dpbandits.experiments.runner import run_study
 
 BENCH_SEED = 20240117
 

@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import interleaved, load_average, report_ratio  # noqa: E402
+from _harness import interleaved, load_average, report_ratio
 
-from dpbandits._core.rng import as_generator, as_seed_sequence  # noqa: E402, as_seed_sequence
-from dpbandits.envs import base  # noqa: E402
-from dpbandits.envs.linear import dp_bai_instance  # noqa: E402
-from dpbandits.envs.mab import BernoulliBandit, BetaBandit, ClippedGaussianBandit, UniformBandit  # noqa: E402
+from dpbandits._core.rng import as_generator, as_seed_sequence
+from dpbandits.envs import base
+from dpbandits.envs.linear import dp_bai_instance
+from dpbandits.envs.mab import BernoulliBandit, BetaBandit, ClippedGaussianBandit, UniformBandit
 
 
 def ratio(name: str, ours: float, reference: float, what: str, against: str) -> None:

@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import interleaved, load_average, report_ratio  # noqa: E402
+from _harness import interleaved, load_average, report_ratio
 
-from dpbandits.algorithms.offline import KLMABPolicy, bradley_terry_mle  # noqa: E402
-from dpbandits.envs.offline import simulate_preferences  # noqa: E402
+from dpbandits.algorithms.offline import KLMABPolicy, bradley_terry_mle
+from dpbandits.envs.offline import simulate_preferences
 
 
 def bench_rlhf(n: int, d: int, repeats: int) -> None:

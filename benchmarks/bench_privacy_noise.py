@@ -26,16 +26,16 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import interleaved, load_average, report_ratio  # noqa: E402
+from _harness import interleaved, load_average, report_ratio
 
-from dpbandits._core.rng import as_generator  # noqa: E402
-from dpbandits.privacy.mechanisms import (  # noqa: E402
+from dpbandits._core.errors import InsecureNoiseWarning
+from dpbandits._core.rng import as_generator
+from dpbandits.privacy.mechanisms import (
     ExponentialMechanism,
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
 )
-from dpbandits._core.errors import InsecureNoiseWarning  # noqa: E402
-from dpbandits.privacy.noise import NumpyNoise, OpenDPNoise  # noqa: E402
+from dpbandits.privacy.noise import NumpyNoise, OpenDPNoise
 
 warnings.simplefilter("ignore", InsecureNoiseWarning)  # seeded noise on purpose: a timing
 

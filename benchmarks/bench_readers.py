@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import load_average, report_ratio  # noqa: E402
+from _harness import load_average, report_ratio
 
 N_ARMS = 100
 

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import interleaved, load_average, report_ratio  # noqa: E402
+from _harness import load_average, report_ratio
 
-from dpbandits.algorithms.registry import get_algorithm  # noqa: E402
-from dpbandits.envs.registry import make_environment  # noqa: E402
-from dpbandits.experiments.backends import DaskBackend  # noqa: E402
-from dpbandits.experiments.config import Study  # noqa: E402
-from dpbandits.experiments.runner import chunk_seed_sequence, make_tasks, run_study  # noqa: E402
+from dpbandits.algorithms.registry import get_algorithm
+from dpbandits.envs.registry import make_environment
+from dpbandits.experiments.backends import DaskBackend
+from dpbandits.experiments.config import Study
+from dpbandits.experiments.runner import chunk_seed_sequence, make_tasks, run_study
 
 
 def make_study(name: str, *, trials: int, chunk_size: int, budgets: list[int]) -> Study:

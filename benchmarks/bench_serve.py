@@ -33,11 +33,11 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import report_ratio  # noqa: E402
+from _harness import report_ratio
 
-from dpbandits.serve.auth import create_key  # noqa: E402
-from dpbandits.serve.storage import make_engine  # noqa: E402
-from dpbandits.serve.testing import LocalPostgres, ServerProcess, drive_clients, postgres_binaries  # noqa: E402
+from dpbandits.serve.auth import create_key
+from dpbandits.serve.storage import make_engine
+from dpbandits.serve.testing import LocalPostgres, ServerProcess, drive_clients, postgres_binaries
 
 N_CLIENTS = 32
 

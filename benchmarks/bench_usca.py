@@ -36,7 +36,7 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import report_ratio  # noqa: E402
+from _harness import report_ratio
 
 REDUCED = {"features": [250, 500, 1000, 2000], "kernel": [100, 250]}
 FULL = {"features": [250, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000], "kernel": [100, 250, 500]}

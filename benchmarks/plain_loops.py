@@ -311,6 +311,18 @@ def _pair_norms(features: np.ndarray, gram: np.ndarray) -> tuple[np.ndarray, np.
     return np.sqrt(np.maximum(diagonal[:, None] + diagonal[None, :] - 2 * products, 0.0)), diagonal
 
 
+def _random_distinct_pair(rng: np.random.Generator, k: int) -> tuple[int, int]:
+    """A uniform ordered pair of two different arms (the linear comparators' t₀ exploration rounds)."""
+    a = int(rng.integers(k))
+    b = int(rng.integers(k - 1))
+    return a, b + (b >= a)
+
+
+def _record_duel(model: _PairwiseLogistic, plays: np.ndarray, a: int, b: int, first_wins: bool) -> None:
+    plays[a, b] += 1
+    model.add(a, b, 1 if first_wins else 0)
+
+
 def maxinp(features: np.ndarray, P: np.ndarray, steps: int, u: list[float], rng: np.random.Generator,
            horizon: int, ridge: float = 1.0) -> np.ndarray:
     """MaxInP: t₀ random pairs, then the pair of largest ‖x − y‖_{V⁻¹} among the optimistic candidates C_t."""
@@ -320,9 +332,7 @@ def maxinp(features: np.ndarray, P: np.ndarray, steps: int, u: list[float], rng:
     plays = np.zeros((k, k), dtype=np.int64)
     for t in range(1, steps + 1):
         if t <= t0:
-            a = int(rng.integers(k))
-            b = int(rng.integers(k - 1))
-            b += b >= a
+            a, b = _random_distinct_pair(rng, k)
         else:
             theta = model.fit()
             norms, _ = _pair_norms(features, model.gram)
@@ -331,9 +341,7 @@ def maxinp(features: np.ndarray, P: np.ndarray, steps: int, u: list[float], rng:
             candidates = np.all(utilities[:, None] - utilities[None, :] + width * norms >= 0, axis=1)
             flat = int(np.argmax(np.where(candidates[:, None] & candidates[None, :], norms, -1.0)))
             a, b = divmod(flat, k)
-        o = 1 if u[t - 1] < P[a, b] else 0
-        plays[a, b] += 1
-        model.add(a, b, o)
+        _record_duel(model, plays, a, b, u[t - 1] < P[a, b])
     return plays
 
 
@@ -347,9 +355,7 @@ def colstim(features: np.ndarray, P: np.ndarray, steps: int, u: list[float], rng
     plays = np.zeros((k, k), dtype=np.int64)
     for t in range(1, steps + 1):
         if t <= t0:
-            a = int(rng.integers(k))
-            b = int(rng.integers(k - 1))
-            b += b >= a
+            a, b = _random_distinct_pair(rng, k)
         else:
             theta = model.fit()
             norms, own = _pair_norms(features, model.gram)
@@ -357,9 +363,7 @@ def colstim(features: np.ndarray, P: np.ndarray, steps: int, u: list[float], rng
             noise = np.clip(rng.gumbel(size=k), -threshold, threshold)
             a = int(np.argmax(utilities + noise * np.sqrt(np.maximum(own, 0.0))))
             b = int(np.argmax(utilities + width * norms[:, a]))
-        o = 1 if u[t - 1] < P[a, b] else 0
-        plays[a, b] += 1
-        model.add(a, b, o)
+        _record_duel(model, plays, a, b, u[t - 1] < P[a, b])
     return plays
 
 

@@ -1,6 +1,7 @@
 """The ``dpbandits`` command line: thin — parse, build a config, call the library.
 
-Commands: ``list``, ``run``, ``reproduce``, ``status``, ``summary``, ``plot``, ``version``. Every
+Commands: ``run``, ``reproduce``, ``status``, ``summary``, ``plot``, ``version`` here; ``list``,
+``show``, ``init-study`` (:mod:`dpbandits.cli_catalog`), ``account`` and ``serve`` in their modules. Every
 error prints one ``Error: ...`` line on stderr and exits non-zero, never a traceback: user errors
 (any :class:`~dpbandits._core.errors.DPBanditsError`: an invalid study, a run directory of another
 study, a study too large for the machine), file-system errors and exhausted memory exit with status
@@ -24,12 +25,13 @@ editing. Such commands get the same user-error handling.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import pkgutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, TextIO
 
 import typer
 from typer.core import TyperGroup
@@ -37,7 +39,7 @@ from typer.core import TyperGroup
 import dpbandits
 from dpbandits._core.errors import DPBanditsError
 
-__all__ = ["app", "main", "register_extensions"]
+__all__ = ["app", "configure_logging", "main", "privacy_lines", "register_extensions", "run_status"]
 
 
 def _one_line(message: str) -> str:
@@ -58,6 +60,16 @@ class _UserErrorGroup(TyperGroup):
     exhausted memory exit with status 1; usage errors (a bad option value) with status 2; anything
     else is a bug, reported in one line too (``DPBANDITS_DEBUG=1`` shows the traceback).
     """
+
+    #: The order ``--help`` lists the commands in (others follow in registration order).
+    COMMAND_ORDER = ("list", "show", "init-study", "run", "reproduce", "status", "summary", "plot",
+                     "account", "serve", "api-key", "version")
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """The commands, in :attr:`COMMAND_ORDER` (catalogue, studies, accounting, service, version)."""
+        names = super().list_commands(ctx)
+        rank = {name: index for index, name in enumerate(self.COMMAND_ORDER)}
+        return sorted(names, key=lambda name: rank.get(name, len(rank)))
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -87,6 +99,20 @@ class _UserErrorGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         """Run the CLI; usage errors are one line too (not a usage block)."""
+        try:
+            return self._main(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
+        finally:
+            _remove_command_line_handlers()  # the library logs as configured by its host again
+
+    def _main(
+        self,
+        args: Sequence[str] | None,
+        prog_name: str | None,
+        complete_var: str | None,
+        standalone_mode: bool,
+        windows_expand_args: bool,
+        **extra: Any,
+    ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
         try:
@@ -118,13 +144,47 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
+class _CommandLineHandler(logging.StreamHandler[TextIO]):
+    """The handler the CLI puts on the ``dpbandits`` logger (one per invocation, on the current stderr)."""
+
+
+def _remove_command_line_handlers() -> None:
+    logger = logging.getLogger("dpbandits")
+    added = [handler for handler in logger.handlers if isinstance(handler, _CommandLineHandler)]
+    for handler in added:
+        logger.removeHandler(handler)
+    if added:
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True
+
+
+def configure_logging(*, quiet: bool = False, verbose: bool = False) -> None:
+    """Send the library's log records (logger ``dpbandits``) to stderr as ``[dpbandits] message`` lines.
+
+    The level is INFO (progress lines, notes), WARNING with ``quiet`` and DEBUG (per-cell timings,
+    the backend's choices) with ``verbose``. Called once per invocation by the root callback.
+    """
+    _remove_command_line_handlers()
+    logger = logging.getLogger("dpbandits")
+    handler = _CommandLineHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[dpbandits] %(name)s: %(message)s" if verbose else "[dpbandits] %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+    logger.propagate = False
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
     ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress or notes on stderr (errors and results only)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug log lines on stderr (per-cell timings, backend choices)."),
 ) -> None:
     """Differentially private bandit algorithms: studies, privacy accounting and audits."""
+    if quiet and verbose:
+        _fail("--quiet and --verbose exclude each other", code=2)
+    configure_logging(quiet=quiet, verbose=verbose)
 
 
 @app.command("version")
@@ -134,36 +194,6 @@ def version_command() -> None:
     import scipy
 
     typer.echo(f"dpbandits {dpbandits.__version__} (numpy {numpy.__version__}, scipy {scipy.__version__})")
-
-
-@app.command("list")
-def list_command() -> None:
-    """List registered environments, algorithms (with the privacy each gives) and bundled studies."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from dpbandits.algorithms.registry import list_algorithms
-    from dpbandits.envs.registry import list_environments
-    from dpbandits.experiments.bundled import list_bundled_studies
-
-    console = Console()
-    environments = Table(title="Environments", title_justify="left")
-    for column in ("name", "kind", "description"):
-        environments.add_column(column)
-    for env in list_environments():
-        environments.add_row(env.name, env.kind, env.description)
-    algorithms = Table(title="Algorithms", title_justify="left")
-    for column in ("name", "family", "privacy", "metrics"):
-        algorithms.add_column(column)
-    for spec in list_algorithms():
-        algorithms.add_row(spec.name, spec.family, spec.privacy, ", ".join(spec.metrics))
-    studies = Table(title="Bundled studies (dpbandits reproduce NAME)", title_justify="left")
-    for column in ("name", "description"):
-        studies.add_column(column)
-    for study in list_bundled_studies():
-        studies.add_row(study.name, study.description)
-    for table in (environments, algorithms, studies):
-        console.print(table)
 
 
 # Options shared by `run` and `reproduce`.
@@ -198,6 +228,8 @@ def _run(
 
     check_one_of(progress, "--progress", ("auto", "rich", "log", "none"))
     check_one_of(backend, "--backend", ("serial", "process", "dask"))
+    if progress == "auto" and not logging.getLogger("dpbandits").isEnabledFor(logging.INFO):
+        progress = "none"  # --quiet
     if trials is not None or seed is not None:
         study = study.with_overrides(trials=trials, seed=seed)
     run_dir = out if out is not None else Path("runs") / study.name
@@ -214,6 +246,8 @@ def _run(
     typer.echo(f"{result.status}: {result.cells_run} cells run, {result.cells_skipped} already done, "
                f"{result.seconds:.1f} s ({result.backend.get('backend')})")
     _print_summary(result.run_dir, max_rows=_MAX_TABLE_ROWS)
+    for line in privacy_lines(study):
+        typer.echo(line)
     typer.echo(f"run directory: {result.run_dir}")
     typer.echo(f"summary:       {result.summary_path}")
     if study.analyses:
@@ -225,6 +259,32 @@ def _run(
 
 
 _MAX_TABLE_ROWS = 40
+
+
+def _values(values: set[Any]) -> str:
+    ordered = sorted(values, key=lambda value: (isinstance(value, str), value))
+    return str(ordered[0]) if len(ordered) == 1 else "{" + ", ".join(map(str, ordered)) + "}"
+
+
+def privacy_lines(study: Any) -> list[str]:
+    """One line per algorithm of ``study``: the guarantee it registered and the ε (δ) it ran at.
+
+    The guarantee is the registry's (the unit protected, the neighbouring notion); its privacy
+    parameters are read from the study's cells (the algorithm's parameters or the grid), so a
+    swept ε prints as the set of values run.
+    """
+    from dpbandits.algorithms.registry import get_algorithm
+
+    lines = ["privacy:"]
+    for index, entry in enumerate(study.algorithms):
+        spec = get_algorithm(entry.name)
+        cells = [cell for cell in study.cells() if cell.algorithm_index == index]
+        label = cells[0].label if cells else entry.name
+        at = [f"{symbol} = {_values(found)}" for key, symbol in (("epsilon", "ε"), ("delta", "δ"))
+              if (found := {cell.algorithm_params[key] for cell in cells if key in cell.algorithm_params})]
+        private = not spec.privacy.startswith("none")
+        lines.append(f"  {label}: {spec.privacy}" + (f", at {', '.join(at)}" if private and at else ""))
+    return lines
 
 
 def _print_summary(run_dir: Path, *, max_rows: int | None = None) -> None:
@@ -305,13 +365,12 @@ def reproduce_command(
          trials=trials, seed=seed, progress=progress, plot=plot)
 
 
-@app.command("status")
-def status_command(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
-    """Show a run directory's study, status, sessions and how many cells are done (checked on disk).
+def run_status(run_dir: Path) -> dict[str, Any]:
+    """A run directory's state, checked on disk: what ``dpbandits status`` prints (``--json``: this).
 
-    Every cell file is read and checked (complete, and holding its own cell of this study and
-    seed); whether a session is running is asked of the run's lock, not of the manifest, so a
-    killed session shows as interrupted. Works on a read-only run directory.
+    ``state`` is one of ``complete``, ``failed``, ``running`` (a live process holds the run),
+    ``interrupted`` (the last session ended without recording its end) or ``incomplete`` (recorded
+    complete, but cell files are missing or damaged); ``status`` says it in words.
     """
     from dpbandits.experiments.store import RunStore, is_in_use
 
@@ -320,25 +379,52 @@ def status_command(run_dir: Annotated[Path, typer.Argument(help="A run directory
     states = store.cell_states()
     done = sum(state == "done" for state in states.values())
     damaged = sum(state == "damaged" for state in states.values())
-    recorded = manifest.get("status", "running")
+    state = manifest.get("status", "running")
     in_use = is_in_use(run_dir)
-    if recorded == "running" and in_use is False:
-        status = "interrupted (its last session ended without recording its end: killed?)"
-    elif recorded == "running" and in_use:
+    if state == "running" and in_use is False:
+        state, status = "interrupted", "interrupted (its last session ended without recording its end: killed?)"
+    elif state == "running" and in_use:
         status = "running (a live process holds the run)"
-    elif recorded == "complete" and done < len(states):
-        status = (f"incomplete (the manifest says complete, but {len(states) - done} cell file(s) are "
-                  "missing or damaged)")
+    elif state == "complete" and done < len(states):
+        state, status = "incomplete", (f"incomplete (the manifest says complete, but {len(states) - done} cell "
+                                       "file(s) are missing or damaged)")
     else:
-        status = recorded
-    typer.echo(f"study:    {manifest['study']} (digest {manifest['study_digest'][:12]}, "
-               f"seed {manifest['seed']}, {manifest['trials']} trials per cell)")
-    typer.echo(f"status:   {status} — {done}/{len(states)} cells done"
+        status = state
+    return {
+        "run_dir": str(run_dir), "study": manifest["study"], "study_digest": manifest["study_digest"],
+        "seed": manifest["seed"], "trials": manifest["trials"], "state": state, "status": status,
+        "cells_total": len(states), "cells_done": done, "cells_damaged": damaged,
+        "sessions": [{key: session.get(key) for key in ("started", "ended", "status", "backend")}
+                     for session in manifest["sessions"]],
+    }
+
+
+@app.command("status")
+def status_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (for scripts) instead of text."),
+) -> None:
+    """Show a run directory's study, status, sessions and how many cells are done (checked on disk).
+
+    Every cell file is read and checked (complete, and holding its own cell of this study and
+    seed); whether a session is running is asked of the run's lock, not of the manifest, so a
+    killed session shows as interrupted. Works on a read-only run directory.
+    """
+    import json
+
+    found = run_status(run_dir)
+    if as_json:
+        typer.echo(json.dumps(found, indent=2, ensure_ascii=False))
+        return
+    done, total, damaged = found["cells_done"], found["cells_total"], found["cells_damaged"]
+    typer.echo(f"study:    {found['study']} (digest {found['study_digest'][:12]}, "
+               f"seed {found['seed']}, {found['trials']} trials per cell)")
+    typer.echo(f"status:   {found['status']} — {done}/{total} cells done"
                + (f", {damaged} damaged (recomputed on --resume)" if damaged else ""))
-    for number, session in enumerate(manifest["sessions"], start=1):
-        typer.echo(f"session {number}: {session.get('started')} → {session.get('ended') or '(no end recorded)'} "
-                   f"{session.get('status')} ({session.get('backend')})")
-    if done < len(states):
+    for number, session in enumerate(found["sessions"], start=1):
+        typer.echo(f"session {number}: {session['started']} → {session['ended'] or '(no end recorded)'} "
+                   f"{session['status']} ({session['backend']})")
+    if done < total:
         typer.echo("continue with: dpbandits run STUDY.toml --out RUN_DIR --resume (same --trials/--seed)")
 
 

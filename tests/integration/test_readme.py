@@ -49,10 +49,17 @@ def test_readme_python_block_runs(index: int, tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("dpbandits") is None, reason="the dpbandits command is not installed")
 def test_readme_shell_commands_run_in_order(tmp_path: Path) -> None:
     env = {**os.environ, "MPLBACKEND": "Agg"}
-    for command in shell_commands():
+    commands = shell_commands()
+    first = None
+    for command in commands:
         result = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True,
                                 env=env, timeout=300)
         assert result.returncode == 0, f"README command failed: {command}\n{result.stdout}\n{result.stderr}"
+        first = first or result
+    # The first command is a private study that reports its guarantee and the ε it ran at.
+    assert commands[0].startswith("dpbandits reproduce quickstart")
+    assert first is not None
+    assert "DP-BAI: ε-DP for one entry of the reward table, at ε = {0.03, 0.1, 0.3, 1.0, 3.0}" in first.stdout
     summary = tmp_path / "runs" / "bai-smoke" / "summary.csv"
     assert summary.read_text(encoding="utf-8").startswith("budget,algorithm,n_trials,")
     for name in ("manifest.json", "study.toml", "cells", "plots"):

@@ -1,15 +1,21 @@
 """Progress reporting of a study run: a rich progress bar on a terminal, log lines otherwise.
 
 :func:`make_progress` picks :class:`RichProgress` when the console is a terminal and
-:class:`LogProgress` (one plain line on stderr every ``interval`` seconds and at the end) otherwise.
+:class:`LogProgress` (one plain line every ``interval`` seconds and at the end) otherwise.
 :class:`NullProgress` reports nothing.
+
+Log lines are INFO records of the ``dpbandits.progress`` logger (the CLI shows them on stderr,
+hides them with ``-q``); a program that has configured no logging still sees them on stderr.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import Any, Protocol, TextIO
+
+_LOG = logging.getLogger("dpbandits.progress")
 
 __all__ = ["LogProgress", "NullProgress", "ProgressReporter", "RichProgress", "make_progress"]
 
@@ -62,13 +68,15 @@ class LogProgress:
 
     Parameters
     ----------
-    stream : text stream, default sys.stderr
+    stream : text stream, optional
+        Where to print the lines; by default they are INFO records of the ``dpbandits.progress``
+        logger (printed on stderr when no logging is configured).
     interval : float, default 10
         Seconds between lines (a line is also printed at the start and at the end).
     """
 
     def __init__(self, stream: TextIO | None = None, interval: float = 10.0) -> None:
-        self.stream = stream if stream is not None else sys.stderr
+        self.stream = stream
         self.interval = float(interval)
         self._total_cells = self._total_trials = self._cells = self._trials = self._resumed_trials = 0
         self._started = self._last = 0.0
@@ -108,7 +116,10 @@ class LogProgress:
         self._print(text)
 
     def _print(self, text: str) -> None:
-        print(f"[dpbandits] {text}", file=self.stream, flush=True)
+        if self.stream is None and _LOG.hasHandlers():
+            _LOG.info(text)
+        else:  # a stream was given, or no logging is configured
+            print(f"[dpbandits] {text}", file=self.stream or sys.stderr, flush=True)
 
 
 class RichProgress:

@@ -40,6 +40,7 @@ Examples
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -59,6 +60,8 @@ from dpbandits.experiments.costs import check_study_cost
 from dpbandits.experiments.interrupts import RunTerminated, interrupts_deferred, sigterm_as_interrupt
 from dpbandits.experiments.progress import ProgressReporter, make_progress
 from dpbandits.experiments.store import RunStore
+
+_LOG = logging.getLogger("dpbandits.run")
 
 __all__ = ["RunResult", "RunTerminated", "Task", "TaskResult", "chunk_seed_sequence", "make_tasks", "run_study",
            "run_task"]
@@ -236,6 +239,7 @@ def _run_study(
     local = facts.get("backend") == "process" or facts.get("scheduler") == "local"
     check_study_cost(study, workers=int(facts.get("workers", 1)), local_processes=int(facts["workers"]) if local else 0)
     reporter = make_progress(progress) if isinstance(progress, str) else progress
+    _LOG.debug("backend %s", facts)
     # A run is either not started or recorded as started, never half-opened: an interrupt that
     # arrives while the run directory is opened is delivered once the run can record it.
     with interrupts_deferred() as deliver_interrupts:
@@ -304,4 +308,7 @@ def _run_opened(study: Study, store: RunStore, engine: Backend, reporter: Progre
 def _write_cell(store: RunStore, cell: Cell, parts: Mapping[int, TaskResult]) -> None:
     ordered = [parts[chunk] for chunk in sorted(parts)]
     values = {metric: np.concatenate([part.values[metric] for part in ordered]) for metric in ordered[0].values}
-    store.write_cell(cell, values, seconds=sum(part.seconds for part in ordered))
+    seconds = sum(part.seconds for part in ordered)
+    store.write_cell(cell, values, seconds=seconds)
+    _LOG.debug("cell %s done: %s, %s, %d trials in %.3f s of compute", cell.key, cell.label,
+               cell.point or "no grid", len(next(iter(values.values()))), seconds)

@@ -355,7 +355,7 @@ _METRICS = ("success", "pulls_used")
 
 
 @register_algorithm("dp-bai", family="bai", privacy="ε-DP for one entry of the reward table",
-                    metrics=_METRICS, proportion_metrics=("success",), environments=("linear",), precheck=check_reward_bounds)
+                    metrics=_METRICS, proportion_metrics=("success",), environments=("linear", "mab"), precheck=check_reward_bounds)
 def simulate_dp_bai(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
                     schedule: str = "canonical", budget_mode: str = "paper", maxdet: str = "auto",
                     use_effective_dimension: bool = False, tie_break: str = "random", clip_rewards: bool = False,
@@ -380,7 +380,7 @@ def simulate_dp_bai(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budg
 
 
 @register_algorithm("dp-bai-gauss", family="bai", privacy="(ε, δ)-DP for one entry of the reward table",
-                    metrics=_METRICS, proportion_metrics=("success",), environments=("linear",), precheck=check_reward_bounds)
+                    metrics=_METRICS, proportion_metrics=("success",), environments=("linear", "mab"), precheck=check_reward_bounds)
 def simulate_dp_bai_gauss(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
                           delta: float, calibration: str = "classical", schedule: str = "canonical",
                           budget_mode: str = "paper", maxdet: str = "auto", use_effective_dimension: bool = False,
@@ -406,7 +406,7 @@ def simulate_dp_bai_gauss(env: BanditEnvironment, *, n_trials: int, rng: RNGLike
 
 
 @register_algorithm("dp-bai-baseline", family="bai", privacy="ε-DP for one entry of the reward table",
-                    metrics=_METRICS, proportion_metrics=("success",), environments=("linear",), precheck=check_reward_bounds)
+                    metrics=_METRICS, proportion_metrics=("success",), environments=("linear", "mab"), precheck=check_reward_bounds)
 def simulate_baseline(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
                       schedule: str = "canonical", budget_mode: str = "paper", use_effective_dimension: bool = False,
                       tie_break: str = "random", clip_rewards: bool = False, allow_out_of_range: bool = False,

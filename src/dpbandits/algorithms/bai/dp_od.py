@@ -97,7 +97,7 @@ class DPOD(PhasedAlgorithm):
 
 
 @register_algorithm("dp-od", family="bai", privacy="ε-DP for one entry of the reward table",
-                    metrics=("success", "pulls_used"), proportion_metrics=("success",), environments=("linear",), precheck=check_reward_bounds)
+                    metrics=("success", "pulls_used"), proportion_metrics=("success",), environments=("linear", "mab"), precheck=check_reward_bounds)
 def simulate_dp_od(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int, epsilon: float,
                    l_mode: str = "l1", tie_break: str = "random", clip_rewards: bool = False,
                    allow_out_of_range: bool = False, pull_consistent: bool = False) -> Mapping[str, np.ndarray]:

@@ -194,7 +194,7 @@ class ODLinBAI(PhasedAlgorithm):
 
 
 @register_algorithm("od-linbai", family="bai", privacy="none (non-private)", metrics=("success", "pulls_used"),
-                    proportion_metrics=("success",), environments=("linear",))
+                    proportion_metrics=("success",), environments=("linear", "mab"))
 def simulate_od_linbai(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budget: int,
                        tie_break: str = "random", pull_consistent: bool = False) -> Mapping[str, np.ndarray]:
     """OD-LinBAI (Yang & Tan 2022): G-optimal designs and OLS, halving the dimension each phase.

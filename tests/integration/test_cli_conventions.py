@@ -1,0 +1,152 @@
+"""CLI conventions: --json on list/show/status, show NAME, whole names, -q/-v through logging,
+init-study, and each algorithm's guarantee printed with the ε it ran at."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dpbandits.algorithms.registry import list_algorithms
+from dpbandits.cli import app
+from dpbandits.envs.registry import list_environments
+from dpbandits.experiments.bundled import bundled_study_text, list_bundled_studies
+from dpbandits.experiments.config import parse_study_text
+
+runner = CliRunner()
+
+PRIVATE_STUDY = """
+name = "private-cli"
+seed = 7
+trials = 40
+chunk_size = 40
+metrics = ["success"]
+
+[environment]
+name = "bernoulli"
+means = [0.8, 0.4, 0.3]
+
+[[algorithms]]
+name = "dp-bai"
+label = "DP-BAI"
+
+[[algorithms]]
+name = "dp-bai-gauss"
+label = "Gauss"
+delta = 1e-6
+
+[[algorithms]]
+name = "uniform"
+
+[grid]
+budget = [60]
+epsilon = [0.5, 0.9]
+"""
+
+
+def _invoke(*args: str, columns: int = 80):
+    return runner.invoke(app, list(args), env={"COLUMNS": str(columns)})
+
+
+def test_list_json_holds_every_registered_name() -> None:
+    result = _invoke("list", "--json")
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.stdout)
+    assert [a["name"] for a in listed["algorithms"]] == [spec.name for spec in list_algorithms()]
+    assert [e["name"] for e in listed["environments"]] == [env.name for env in list_environments()]
+    assert [s["name"] for s in listed["studies"]] == [study.name for study in list_bundled_studies()]
+    assert all(a["privacy"] for a in listed["algorithms"])
+
+
+@pytest.mark.parametrize("columns", [60, 80, 200])
+def test_list_never_cuts_a_name(columns: int) -> None:
+    result = _invoke("list", columns=columns)
+    assert result.exit_code == 0, result.output
+    cells = {cell.strip() for line in result.stdout.splitlines() for cell in line.split("│")}
+    names = [spec.name for spec in list_algorithms()] + [env.name for env in list_environments()]
+    names += [study.name for study in list_bundled_studies()]
+    missing = [name for name in names if name not in cells]
+    assert not missing, f"names cut or wrapped at {columns} columns: {missing}"
+    assert "…" not in result.stdout
+
+
+def test_show_an_algorithm_an_environment_and_a_study() -> None:
+    algorithm = _invoke("show", "dp-bai", columns=120)
+    assert algorithm.exit_code == 0, algorithm.output
+    for text in ("ε-DP for one entry of the reward table", "epsilon", "required", "schedule", '"canonical"',
+                 "Proposition 4.1"):
+        assert text in algorithm.stdout, text
+    environment = _invoke("show", "linear", "--json")
+    (described,) = json.loads(environment.stdout)
+    assert described["type"] == "environment" and described["kind"] == "linear"
+    assert {"name": "reward", "required": False, "default": "uniform"} in described["parameters"]
+    assert {"name": "features", "required": True} in described["parameters"]
+    study = _invoke("show", "quickstart")
+    assert study.exit_code == 0
+    assert bundled_study_text("quickstart").strip().splitlines()[-1] in study.stdout
+
+
+def test_show_an_unknown_name_is_one_line_with_suggestions() -> None:
+    result = _invoke("show", "dp-bia")
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0
+    assert "no algorithm, environment or bundled study is named 'dp-bia'; did you mean 'dp-bai'" in result.output
+
+
+def test_init_study_writes_an_editable_copy_and_refuses_to_overwrite(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    first = _invoke("init-study", "bai-smoke")
+    assert first.exit_code == 0, first.output
+    written = tmp_path / "bai-smoke.toml"
+    assert written.read_text(encoding="utf-8") == bundled_study_text("bai-smoke")
+    assert parse_study_text(written.read_text(encoding="utf-8")).name == "bai-smoke"
+    written.write_text("# my edits\n", encoding="utf-8")
+    again = _invoke("init-study", "bai-smoke")
+    assert again.exit_code == 1 and "exists; pass --force" in again.output
+    assert written.read_text(encoding="utf-8") == "# my edits\n"
+    forced = _invoke("init-study", "bai-smoke", "--force", "--out", str(tmp_path / "mine.toml"))
+    assert forced.exit_code == 0 and (tmp_path / "mine.toml").exists()
+    missing = _invoke("init-study", "no-such-study")
+    assert missing.exit_code == 1 and "bundled study must be one of" in missing.output
+
+
+def _run_private(tmp_path: Path, *options: str):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    study = tmp_path / "study.toml"
+    study.write_text(PRIVATE_STUDY, encoding="utf-8")
+    return runner.invoke(app, [*options, "run", str(study), "--out", str(tmp_path / "run"), "--no-plot",
+                               "--progress", "auto"])
+
+
+def test_run_prints_each_guarantee_with_the_privacy_parameters_it_ran_at(tmp_path: Path) -> None:
+    result = _run_private(tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "  DP-BAI: ε-DP for one entry of the reward table, at ε = {0.5, 0.9}" in result.stdout
+    assert "  Gauss: (ε, δ)-DP for one entry of the reward table, at ε = {0.5, 0.9}, δ = 1e-06" in result.stdout
+    assert "  uniform: none (non-private)" in result.stdout
+
+
+def test_quiet_and_verbose_go_through_logging(tmp_path: Path) -> None:
+    normal = _run_private(tmp_path / "normal")
+    assert "[dpbandits] starting: 6 cells" in normal.stderr
+    quiet = _run_private(tmp_path / "quiet", "-q")
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    assert "privacy:" in quiet.stdout  # results are still printed
+    verbose = _run_private(tmp_path / "verbose", "--verbose")
+    assert "dpbandits.run: cell p0000-a00 done: DP-BAI" in verbose.stderr
+    both = runner.invoke(app, ["-q", "-v", "list"])
+    assert both.exit_code == 2 and "exclude each other" in both.output
+    # the CLI's handler is gone after the command: the library logs as its host configures it
+    assert not logging.getLogger("dpbandits").handlers
+
+
+def test_status_json(tmp_path: Path) -> None:
+    _run_private(tmp_path)
+    result = _invoke("status", str(tmp_path / "run"), "--json")
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.stdout)
+    assert status["state"] == "complete" and status["cells_done"] == status["cells_total"] == 6
+    assert status["study"] == "private-cli" and status["seed"] == 7 and len(status["sessions"]) == 1
