@@ -47,13 +47,13 @@ import io
 import json
 import math
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from dpbandits._core.atomic import atomic_write_bytes
 from dpbandits._core.errors import DataFormatError, InvalidParameterError
 
 __all__ = [
@@ -212,25 +212,6 @@ class _Decoder:
                 raise DataFormatError(f"class {value['__dataclass__']!r} is not a dataclass")
             return cls(**{k: self.decode(v, k) for k, v in value["fields"].items()})
         raise DataFormatError(f"unknown value in state file: {value!r}")
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically: temporary file in the same directory, fsync, rename.
-
-    On any failure the temporary file is removed and the target is left as it was.
-    """
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
 
 
 def state_bytes(obj: Persistable) -> bytes:

@@ -28,7 +28,6 @@ releases when that process dies, even by SIGKILL) is refused too.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -45,6 +44,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from dpbandits._core.atomic import atomic_write_bytes as write_atomically
 from dpbandits._core.errors import StudyError
 from dpbandits._core.typing import FloatArray
 from dpbandits.experiments.config import Cell, Study
@@ -78,19 +78,6 @@ _VERSIONED_PACKAGES = ("dpbandits", "numpy", "scipy", "pydantic", "typer", "rich
 
 
 # ------------------------------------------------------------------------------ atomic files
-def _fsync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # platforms without directory handles (Windows): rename is still atomic
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync, rename.
 
@@ -100,21 +87,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         If the file cannot be written (disk full, read-only file system, no permission...);
         the temporary file is removed and ``path`` is left as it was.
     """
-    path = Path(path)
-    tmp = path.with_name(f"{_TMP_MARK}{os.getpid()}-{path.name}")
     try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:  # a full disk, a read-only file system, an interrupt: no leftover
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise StudyError(f"cannot write {str(path)!r}: {describe_os_error(exc)}") from None
-        raise
-    _fsync_directory(path.parent)
+        write_atomically(path, data, temporary_prefix=_TMP_MARK)
+    except OSError as exc:
+        raise StudyError(f"cannot write {str(path)!r}: {describe_os_error(exc)}") from None
 
 
 def atomic_write_text(path: Path, text: str) -> None:
