@@ -51,6 +51,7 @@ __all__ = [
 GAMMA_INDEX_LIMIT = 1 << 45
 """Variate indices of :func:`counter_standard_gamma` must lie below this (counter layout above)."""
 _GAMMA_REGION = np.uint64(1 << 62)
+_SMALL_GAMMA_BATCH = 2048  # up to this many variates, two attempts in the first pass (see _standard_gamma)
 _ATTEMPT_BITS = 16  # attempts per variate: acceptance >= 0.95 each, so 2¹⁶ attempts are never all used
 
 
@@ -150,9 +151,11 @@ def _standard_gamma(flat_keys: np.ndarray, flat_indices: np.ndarray, flat_shape:
     c = 1.0 / np.sqrt(9.0 * d)  # c = 1/√(9d)
     out = np.empty(flat_shape.size)
     pending = np.arange(flat_shape.size)
-    # attempts are evaluated in blocks (the first accepted one is taken, whatever the blocks): one
-    # first, as it is accepted with probability >= 0.95, then four at a time for the few left
-    first_attempt, block = 0, 1
+    # attempts are evaluated in blocks (the first accepted one is taken, whatever the blocks), then
+    # four at a time for the few left. Each attempt is accepted with probability >= 0.95: a large
+    # batch evaluates one attempt first (the few rejected ones go on, ~3x faster at 5000 variates);
+    # a small one (an agent's step) two, which almost always ends in one pass of fixed cost
+    first_attempt, block = 0, (1 if flat_shape.size > _SMALL_GAMMA_BATCH else 2)
     while pending.size:
         if first_attempt + block > 1 << _ATTEMPT_BITS:  # probability < 0.05^(2^16): never in practice
             raise InvalidParameterError("shape gave no accepted Gamma attempt in 2**16 tries; it must be >= 1")
