@@ -61,14 +61,17 @@ __all__ = [
     "segment_sums",
 ]
 
-# SplitMix64 constants (Steele, Lea & Flood 2014; Vigna's reference splitmix64.c).
-_GAMMA = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_SHIFT30 = np.uint64(30)
-_SHIFT27 = np.uint64(27)
-_SHIFT31 = np.uint64(31)
-_SHIFT11 = np.uint64(11)
+# SplitMix64 constants (Steele, Lea & Flood 2014; Vigna's reference splitmix64.c), as 0-d uint64
+# arrays: a ufunc takes a 0-d array operand ~0.2 µs faster than a NumPy scalar (same arithmetic),
+# which is half the cost of one pass on the few hundred values of an agent's step.
+_GAMMA = np.array(0x9E3779B97F4A7C15, dtype=np.uint64)
+_MIX1 = np.array(0xBF58476D1CE4E5B9, dtype=np.uint64)
+_MIX2 = np.array(0x94D049BB133111EB, dtype=np.uint64)
+_SHIFT30 = np.array(30, dtype=np.uint64)
+_SHIFT27 = np.array(27, dtype=np.uint64)
+_SHIFT31 = np.array(31, dtype=np.uint64)
+_SHIFT11 = np.array(11, dtype=np.uint64)
+_ONE = np.array(1, dtype=np.uint64)
 _TWO_POW_MINUS_53 = 2.0**-53
 
 
@@ -157,7 +160,7 @@ def counter_uniform(key: int, counter: int) -> float:
 def _weyl_states(keys: np.ndarray, counters: np.ndarray) -> np.ndarray:
     """Weyl states z = key + (k + 1)·γ (mod 2⁶⁴) of 1-d uint64 keys and 1-d int counters (a new array)."""
     state = counters.astype(np.uint64)
-    np.add(state, np.uint64(1), out=state)
+    np.add(state, _ONE, out=state)
     np.multiply(state, _GAMMA, out=state)  # (k + 1)·γ mod 2⁶⁴
     np.add(state, keys, out=state)  # z = key + (k + 1)·γ
     return state

@@ -40,7 +40,13 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
 from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
-from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, simulate_policy, uniform_pick
+from dpbandits.algorithms.dueling._rounds import (
+    RoundAgent,
+    RoundPolicy,
+    add_per_trial,
+    simulate_policy,
+    uniform_pick,
+)
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
@@ -101,13 +107,12 @@ class BeatTheMeanPolicy(RoundPolicy):
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
         live = self.working.sum(axis=1) > 1  # trials with one arm left (committed) keep their statistics
-        rows = self.rows
         played = live.astype(np.float64)
         won = outcome * played
-        self.wins[rows, first, second] += won
-        self.comparisons[rows, first, second] += played
-        self.win_sums[rows, first] += won  # b' ∈ W always
-        self.comparison_sums[rows, first] += played
+        add_per_trial(self.wins, won, first, second)
+        add_per_trial(self.comparisons, played, first, second)
+        add_per_trial(self.win_sums, won, first)  # b' ∈ W always
+        add_per_trial(self.comparison_sums, played, first)
         estimate = self._estimates()
         least_count = np.where(self.working, self.comparison_sums, np.inf).min(axis=1)  # n*
         radius = btm_radius(least_count, self.n_arms, self.horizon, self.gamma)  # c*

@@ -42,7 +42,13 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
 from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
-from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, simulate_policy, uniform_pick
+from dpbandits.algorithms.dueling._rounds import (
+    RoundAgent,
+    RoundPolicy,
+    add_per_trial,
+    simulate_policy,
+    uniform_pick,
+)
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.base import counter_uniforms
@@ -165,9 +171,8 @@ class CCBPolicy(RoundPolicy):
 
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
-        rows = self.rows
-        self.wins[rows, first, second] += outcome
-        self.wins[rows, second, first] += 1 - outcome
+        add_per_trial(self.wins, outcome, first, second)
+        add_per_trial(self.wins, 1 - outcome, second, first)
 
 
 class CopelandConfidenceBound(RoundAgent):

@@ -43,7 +43,13 @@ from dpbandits.algorithms.dueling._common import (
     check_round_horizon,
     round_horizon_precheck,
 )
-from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, simulate_policy, uniform_pick
+from dpbandits.algorithms.dueling._rounds import (
+    RoundAgent,
+    RoundPolicy,
+    add_per_trial,
+    simulate_policy,
+    uniform_pick,
+)
 from dpbandits.algorithms.dueling._streams import GAMMA_INDEX_LIMIT, counter_beta, round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
@@ -112,13 +118,13 @@ class DoubleThompsonPolicy(RoundPolicy):
                 theta = counter_beta(np.concatenate([keys, self.keys[owner2]]),
                                      np.concatenate([index, t * self._slots + k * k + arm * k + column]),
                                      np.concatenate([a, self.wins[owner2, arm, column] + 1]),
-                                     np.concatenate([b, self.wins[owner2, column, arm] + 1]))
+                                     np.concatenate([b, self.wins[owner2, column, arm] + 1]), check=False)
                 ahead = np.zeros((several.size, k, k))
                 ahead[sub, arm, column] = theta[trial.size:]
                 known[several] = np.arange(several.size)
                 theta = theta[: trial.size]
             else:
-                theta = counter_beta(keys, index, a, b)
+                theta = counter_beta(keys, index, a, b, check=False)
             beats = np.zeros((several.size, k, k), dtype=bool)
             beats[trial, lo_arm, hi_arm] = theta > 0.5
             beats[trial, hi_arm, lo_arm] = theta < 0.5  # θ⁽¹⁾_ji = 1 − θ⁽¹⁾_ij > ½
@@ -140,18 +146,17 @@ class DoubleThompsonPolicy(RoundPolicy):
                 sub_d = np.arange(draw.size)[:, None]
                 index = t * self._slots + k * k + arms * k + a1_d
                 theta[draw] = counter_beta(self.keys[rows_d], index, wins[sub_d, arms, a1_d] + 1,
-                                           wins[sub_d, a1_d, arms] + 1)
+                                           wins[sub_d, a1_d, arms] + 1, check=False)
             theta[sub[:, 0], a1[:, 0]] = 0.5  # θ⁽²⁾_{a⁽¹⁾ a⁽¹⁾} = ½
             second[several] = np.argmax(np.where(eligible[several], theta, -np.inf), axis=1)
         return first, second
 
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
-        rows = self.rows
         real = first != second  # a self-duel carries no information (adds 0)
         won = outcome * real
-        self.wins[rows, first, second] += won
-        self.wins[rows, second, first] += real - won
+        add_per_trial(self.wins, won, first, second)
+        add_per_trial(self.wins, real - won, second, first)
 
 
 def _check(n_arms: int, horizon: int, alpha: float) -> tuple[int, float]:

@@ -42,7 +42,7 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
 from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
-from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, simulate_policy
+from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, add_per_trial, simulate_policy
 from dpbandits.algorithms.dueling._streams import trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
@@ -119,11 +119,10 @@ class RMED1Policy(RoundPolicy):
 
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
-        rows = self.rows
         real = first != second  # a self-duel carries no information (adds 0)
         won = outcome * real
-        self.wins[rows, first, second] += won
-        self.wins[rows, second, first] += real - won
+        add_per_trial(self.wins, won, first, second)
+        add_per_trial(self.wins, real - won, second, first)
         totals = self.wins + np.swapaxes(self.wins, 1, 2)  # N_ij
         means = np.where(totals > 0, self.wins / np.maximum(totals, 1), 0.5)  # μ̂_ij (½ while unseen)
         self._means = means
@@ -133,8 +132,8 @@ class RMED1Policy(RoundPolicy):
         self._leader = np.asarray(np.argmin(self._divergence, axis=1), dtype=np.int64)  # î* (lowest on ties)
         if t <= self._initial[0].size:  # initial phase; then the first loop runs over every arm
             return
-        self.remaining[rows, first] = False  # l_t leaves L_R; candidates for the next loop join L_N
-        gap = self._divergence - self._divergence[rows, self._leader][:, None]  # J_j
+        self.remaining[self.rows, first] = False  # l_t leaves L_R; candidates for the next loop join L_N
+        gap = self._divergence - self._divergence[self.rows, self._leader][:, None]  # J_j
         self.next_loop |= ~self.remaining & (gap <= np.log(t) + self.tolerance)
         done = ~self.remaining.any(axis=1)  # the loop is finished: L_C = L_R = L_N, L_N = ∅
         self.remaining[done] = self.next_loop[done]
