@@ -188,7 +188,7 @@ def show_command(
 
 def init_study_command(
     name: Annotated[str, typer.Argument(help="A bundled study (see `dpbandits list`).")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: ./NAME.toml).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="File (or directory) to write (default: ./NAME.toml).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite the file if it exists.")] = False,
 ) -> None:
     """Write a copy of a bundled study to a TOML file to edit, then `dpbandits run` it."""
@@ -197,6 +197,8 @@ def init_study_command(
 
     text = bundled_study_text(name)
     target = out if out is not None else Path(f"{name}.toml")
+    if target.is_dir():
+        target = target / f"{name}.toml"
     if target.exists() and not force:
         raise InvalidParameterError(f"{target} exists; pass --force to overwrite it, or --out to write elsewhere")
     atomic_write_text(target, text)

@@ -109,6 +109,9 @@ def test_init_study_writes_an_editable_copy_and_refuses_to_overwrite(tmp_path: P
     assert written.read_text(encoding="utf-8") == "# my edits\n"
     forced = _invoke("init-study", "bai-smoke", "--force", "--out", str(tmp_path / "mine.toml"))
     assert forced.exit_code == 0 and (tmp_path / "mine.toml").exists()
+    (tmp_path / "studies").mkdir()
+    into_directory = _invoke("init-study", "quickstart", "--out", str(tmp_path / "studies"))
+    assert into_directory.exit_code == 0 and (tmp_path / "studies" / "quickstart.toml").exists()
     missing = _invoke("init-study", "no-such-study")
     assert missing.exit_code == 1 and "bundled study must be one of" in missing.output
 
