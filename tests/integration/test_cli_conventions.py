@@ -153,3 +153,13 @@ def test_status_json(tmp_path: Path) -> None:
     status = json.loads(result.stdout)
     assert status["state"] == "complete" and status["cells_done"] == status["cells_total"] == 6
     assert status["study"] == "private-cli" and status["seed"] == 7 and len(status["sessions"]) == 1
+
+
+def test_show_describes_every_listed_name() -> None:
+    listed = json.loads(_invoke("list", "--json").stdout)
+    for group, entries in listed.items():
+        for entry in entries:
+            result = _invoke("show", entry["name"], "--json")
+            assert result.exit_code == 0, (entry["name"], result.output)
+            kinds = {described["type"] for described in json.loads(result.stdout)}
+            assert {"environments": "environment", "algorithms": "algorithm", "studies": "study"}[group] in kinds
