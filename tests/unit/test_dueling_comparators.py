@@ -180,6 +180,34 @@ def test_counter_gamma_follows_the_documented_counter_layout() -> None:
         scalar_gamma(int(keys[0]), int(i), float(a)) for i, a in zip(indices[:5], shapes[:5], strict=True)]
 
 
+def _single_trial_runs_as_batched(one: Any, two: Any, preference: np.ndarray, steps: int) -> None:
+    """Drive a policy of one trial and one of two (the first with the same key) on the same feedback."""
+    u = np.random.default_rng(5).random(steps)
+    for t in range(1, steps + 1):
+        first, second = one.choose(t)
+        both_first, both_second = two.choose(t)
+        assert (int(first[0]), int(second[0])) == (int(both_first[0]), int(both_second[0])), t
+        outcome = np.array([int(u[t - 1] < preference[first[0], second[0]])])
+        one.observe(first, second, outcome, t)
+        two.observe(both_first, both_second, np.concatenate([outcome, 1 - outcome]), t)
+    for name, value in one.get_state().items():
+        np.testing.assert_array_equal(value[0], two.get_state()[name][0], err_msg=name)
+
+
+def _strong_order(k: int, gap: float) -> np.ndarray:
+    preference = np.full((k, k), 0.5)
+    upper = np.triu_indices(k, 1)
+    preference[upper], preference[upper[::-1]] = 0.5 + gap, 0.5 - gap
+    return preference
+
+
+def test_beat_the_mean_single_trial_step_is_the_batched_step() -> None:
+    keys = np.array([11, 12], dtype=np.uint64)
+    one, two = BeatTheMeanPolicy(4, keys[:1], 5, 1.0), BeatTheMeanPolicy(4, keys, 5, 1.0)
+    _single_trial_runs_as_batched(one, two, _strong_order(4, 0.45), 2500)
+    assert one.working[0].sum() == 1  # every elimination was compared, up to the commitment
+
+
 def test_double_thompson_single_trial_step_is_the_batched_step() -> None:
     # an agent's step (_choose_one) against the batched step on a batch of two, on the same feedback;
     # a Condorcet cycle keeps C partial and a clear winner makes |C| = 1, so every branch is compared
