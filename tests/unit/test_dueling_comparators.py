@@ -37,7 +37,7 @@ from dpbandits.algorithms.dueling.double_thompson import (
 )
 from dpbandits.algorithms.dueling.maxinp import MaxInP, MaxInPPolicy, linear_dueling_settings, simulate_maxinp
 from dpbandits.algorithms.dueling.rmed import RMED1, simulate_rmed1
-from dpbandits.algorithms.dueling.rucb import simulate_rucb
+from dpbandits.algorithms.dueling.rucb import RUCBPolicy, rucb_upper, simulate_rucb
 from dpbandits.algorithms.registry import list_algorithms
 from dpbandits.envs.base import counter_uniform
 from dpbandits.envs.dueling import UtilityDuelingEnvironment, finite_instance, unit_ball_environment
@@ -206,6 +206,32 @@ def test_beat_the_mean_single_trial_step_is_the_batched_step() -> None:
     one, two = BeatTheMeanPolicy(4, keys[:1], 5, 1.0), BeatTheMeanPolicy(4, keys, 5, 1.0)
     _single_trial_runs_as_batched(one, two, _strong_order(4, 0.45), 2500)
     assert one.working[0].sum() == 1  # every elimination was compared, up to the commitment
+
+
+def test_rucb_single_trial_step_is_the_batched_step() -> None:
+    # a strong order (|C| = 1, B kept) and a Condorcet cycle (C = ∅ once the cycle is resolved)
+    cycle = _strong_order(4, 0.4)
+    cycle[0, 3], cycle[3, 0] = 0.1, 0.9
+    keys = np.array([11, 12], dtype=np.uint64)
+    for preference in (_strong_order(5, 0.3), cycle):
+        one, two = RUCBPolicy(len(preference), keys[:1], 0.51), RUCBPolicy(len(preference), keys, 0.51)
+        sizes = set()
+        original_choose = one.choose
+
+        def choose(t: int, one: Any = one, original_choose: Any = original_choose, sizes: set[int] = sizes) -> Any:
+            upper = rucb_upper(one.wins, t, 0.51)
+            sizes.add(min(int((upper >= 0.5).all(axis=2).sum()), 2))
+            return original_choose(t)
+
+        one.choose = choose
+        _single_trial_runs_as_batched(one, two, preference, 1500)
+        assert sizes == ({1, 2} if preference is not cycle else {0, 1, 2}), sizes
+    # ties: at t = 1 (ln t = 0) with w_ij = w_ji every U_jc is ½, c included, and d ≠ c is drawn
+    for key in range(20):
+        one, two = RUCBPolicy(4, np.array([key], dtype=np.uint64), 0.51), RUCBPolicy(4, np.array([key, 0], dtype=np.uint64), 0.51)
+        one.wins[:], two.wins[:] = 1.0, 1.0
+        (first,), (second,) = one.choose(1)
+        assert first != second and (first, second) == tuple(int(x[0]) for x in two.choose(1))
 
 
 def test_double_thompson_single_trial_step_is_the_batched_step() -> None:
