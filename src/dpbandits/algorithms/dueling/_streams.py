@@ -50,7 +50,6 @@ __all__ = [
 
 GAMMA_INDEX_LIMIT = 1 << 45
 """Variate indices of :func:`counter_standard_gamma` must lie below this (counter layout above)."""
-_GAMMA_REGION = np.uint64(1 << 62)
 _SMALL_GAMMA_BATCH = 2048  # up to this many variates, two attempts in the first pass (see _standard_gamma)
 _ATTEMPT_BITS = 16  # attempts per variate: acceptance >= 0.95 each, so 2¹⁶ attempts are never all used
 _MASK64 = (1 << 64) - 1
