@@ -258,6 +258,10 @@ def test_double_thompson_single_trial_step_is_the_batched_step() -> None:
         two.observe(both_first, both_second, np.concatenate([outcome, outcome]), t)
     np.testing.assert_array_equal(one.wins[0], two.wins[0])
     assert sizes == {1, 2}
+    # K = 18: |C|·K above the read-ahead limit, θ⁽²⁾ drawn in a second call
+    keys = np.array([13, 14], dtype=np.uint64)
+    _single_trial_runs_as_batched(DoubleThompsonPolicy(18, keys[:1], 0.51), DoubleThompsonPolicy(18, keys, 0.51),
+                                  _strong_order(18, 0.3), 60)
 
 
 def test_linear_baselines_run_on_a_net_of_the_unit_ball(seed: int) -> None:

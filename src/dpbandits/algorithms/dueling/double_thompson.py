@@ -56,6 +56,9 @@ from dpbandits.envs.base import counter_uniform
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
 _READ_AHEAD_LIMIT = 1024  # θ⁽²⁾ variates read ahead with θ⁽¹⁾ (trials with several candidates × K²)
+# an agent's step reads θ⁽²⁾ of every a⁽¹⁾ ∈ C ahead (|C|·K variates, ~0.15 µs each) up to this many,
+# rather than make a second Beta call (~25 µs of fixed cost)
+_SINGLE_READ_AHEAD_LIMIT = 160
 
 __all__ = ["DoubleThompsonPolicy", "DoubleThompsonSampling", "simulate_double_thompson"]
 
@@ -167,8 +170,8 @@ class DoubleThompsonPolicy(RoundPolicy):
 
         Only the signs the step compares are computed (u_ij > ½ and the column l_{i a⁽¹⁾} <= ½, with
         the same float operations as :func:`confidence_bounds`), and θ⁽²⁾ of every candidate a⁽¹⁾
-        is drawn with θ⁽¹⁾ in one call when C has several arms (a variate does not depend on which
-        others are drawn with it).
+        is drawn with θ⁽¹⁾ in one call when C has several arms and |C|·K is small (a variate does
+        not depend on which others are drawn with it).
         """
         k, key, wins = self.n_arms, self.keys[0], self.wins[0]
         totals = wins + wins.T
@@ -182,17 +185,21 @@ class DoubleThompsonPolicy(RoundPolicy):
         candidates = np.flatnonzero(copeland == copeland.max())  # C
         theta2: FloatArray | None = None
         if candidates.size > 1:
-            # pair slots s = i·K + j of θ⁽¹⁾ (pairs i < j touching C), then i·K + c of θ⁽²⁾ (c ∈ C, every i):
-            # the variate of slot s is Beta(b_s + 1, bᵀ_s + 1), its index t·2K² + s (+ K² for θ⁽²⁾)
+            # pair slots s = i·K + j of θ⁽¹⁾ (pairs i < j touching C), then, read ahead when they are
+            # few, i·K + c of θ⁽²⁾ (c ∈ C, every i): the variate of slot s is Beta(b_s + 1, bᵀ_s + 1),
+            # its index t·2K² + s (+ K² for θ⁽²⁾)
+            ahead = candidates.size * k <= _SINGLE_READ_AHEAD_LIMIT
             if candidates.size == k:
-                slots, offsets, n_pairs = self._all_slots, self._all_offsets, self._pair_slots.size
+                slots, offsets = (self._all_slots, self._all_offsets) if ahead else (self._pair_slots,) * 2
+                n_pairs = self._pair_slots.size
             else:
                 in_c = np.zeros(k, dtype=bool)
                 in_c[candidates] = True
                 lo, hi = self._pairs
-                pair_slots = self._pair_slots[in_c[lo] | in_c[hi]]
-                n_pairs = pair_slots.size
-                slots = np.concatenate([pair_slots, (self._arms_by_k[None, :] + candidates[:, None]).ravel()])
+                slots = self._pair_slots[in_c[lo] | in_c[hi]]
+                n_pairs = slots.size
+                if ahead:
+                    slots = np.concatenate([slots, (self._arms_by_k[None, :] + candidates[:, None]).ravel()])
                 offsets = slots.copy()
                 offsets[n_pairs:] += k * k
             flat = wins.ravel()
@@ -205,8 +212,9 @@ class DoubleThompsonPolicy(RoundPolicy):
             best = candidates[in_score == in_score.max()]
             pick = min(int(counter_uniform(int(key), t) * best.size), best.size - 1)  # coin t (round_coins)
             first = int(best[pick])
-            row = n_pairs + int(np.searchsorted(candidates, first)) * k
-            theta2 = theta[row: row + k]
+            if ahead:
+                row = n_pairs + int(np.searchsorted(candidates, first)) * k
+                theta2 = theta[row: row + k]
         else:
             first = int(candidates[0])
         eligible = ratio[:, first] - radius[:, first] <= 0.5  # l_{i a⁽¹⁾} <= ½
