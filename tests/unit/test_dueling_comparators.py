@@ -12,22 +12,34 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy import special
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError, PrivacyBudgetExceededError
 from dpbandits.algorithms.dueling._common import ROUND_BY_ROUND_MAX_HORIZON
 from dpbandits.algorithms.dueling._rounds import uniform_distinct_pair
-from dpbandits.algorithms.dueling._streams import counter_beta, trial_seed_sequences, trial_streams
+from dpbandits.algorithms.dueling._streams import (
+    counter_beta,
+    counter_standard_gamma,
+    trial_seed_sequences,
+    trial_streams,
+)
 from dpbandits.algorithms.dueling.beat_the_mean import BeatTheMean, BeatTheMeanPolicy, simulate_beat_the_mean
 from dpbandits.algorithms.dueling.colstim import CoLSTIM, simulate_colstim
 from dpbandits.algorithms.dueling.copeland_confidence_bound import (
     CopelandConfidenceBound,
     simulate_copeland_confidence_bound,
 )
-from dpbandits.algorithms.dueling.double_thompson import DoubleThompsonSampling, simulate_double_thompson
+from dpbandits.algorithms.dueling.double_thompson import (
+    DoubleThompsonPolicy,
+    DoubleThompsonSampling,
+    confidence_bounds,
+    simulate_double_thompson,
+)
 from dpbandits.algorithms.dueling.maxinp import MaxInP, MaxInPPolicy, linear_dueling_settings, simulate_maxinp
 from dpbandits.algorithms.dueling.rmed import RMED1, simulate_rmed1
-from dpbandits.algorithms.dueling.rucb import simulate_rucb
+from dpbandits.algorithms.dueling.rucb import RUCBPolicy, rucb_upper, simulate_rucb
 from dpbandits.algorithms.registry import list_algorithms
+from dpbandits.envs.base import counter_uniform
 from dpbandits.envs.dueling import UtilityDuelingEnvironment, finite_instance, unit_ball_environment
 
 Agent = Callable[[UtilityDuelingEnvironment, int, Any], Any]
@@ -140,6 +152,116 @@ def test_counter_helpers() -> None:
     assert both[1, 1] == alone[0, 0]  # a variate does not depend on which others are drawn with it
     with pytest.raises(InvalidParameterError, match="shape must be >= 1"):
         counter_beta(keys, np.array([[0]]), np.array([[0.5]]), np.array([[1.0]]))
+
+
+def test_counter_gamma_follows_the_documented_counter_layout() -> None:
+    # a scalar re-implementation: attempt a of variate `index` reads the uniforms at counters
+    # 2⁶² | (index << 17) | (a << 1) | b, and the first accepted attempt gives d·v (one-element arrays:
+    # the array functions' last bits, which Python floats' math may not share)
+    def scalar_gamma(key: int, index: int, shape: float) -> float:
+        d = np.array([shape]) - 1.0 / 3.0
+        c = 1.0 / np.sqrt(9.0 * d)
+        for attempt in range(1 << 16):
+            counter = (1 << 62) | (index << 17) | (attempt << 1)
+            x = special.ndtri(np.array([counter_uniform(key, counter)]))
+            v = (1.0 + c * x) ** 3
+            if v[0] > 0 and np.log(np.array([counter_uniform(key, counter | 1)]))[0] < (
+                    0.5 * x * x + d - d * v + d * np.log(v))[0]:
+                return float((d * v)[0])
+        raise AssertionError("no attempt accepted")
+
+    rng = np.random.default_rng(4)
+    keys = rng.integers(0, 2**63, 300, dtype=np.uint64)
+    indices = rng.integers(0, 2**45, 300)
+    shapes = np.where(rng.random(300) < 0.5, 1.0, rng.uniform(1.0, 200.0, 300))  # shape 1: most rejections
+    expected = [scalar_gamma(int(k), int(i), float(a)) for k, i, a in zip(keys, indices, shapes, strict=True)]
+    assert counter_standard_gamma(keys, indices, shapes).tolist() == expected
+    assert counter_standard_gamma(keys[0], indices[:5], shapes[:5]).tolist() == [
+        scalar_gamma(int(keys[0]), int(i), float(a)) for i, a in zip(indices[:5], shapes[:5], strict=True)]
+
+
+def _single_trial_runs_as_batched(one: Any, two: Any, preference: np.ndarray, steps: int) -> None:
+    """Drive a policy of one trial and one of two (the first with the same key) on the same feedback."""
+    u = np.random.default_rng(5).random(steps)
+    for t in range(1, steps + 1):
+        first, second = one.choose(t)
+        both_first, both_second = two.choose(t)
+        assert (int(first[0]), int(second[0])) == (int(both_first[0]), int(both_second[0])), t
+        outcome = np.array([int(u[t - 1] < preference[first[0], second[0]])])
+        one.observe(first, second, outcome, t)
+        two.observe(both_first, both_second, np.concatenate([outcome, 1 - outcome]), t)
+    for name, value in one.get_state().items():
+        np.testing.assert_array_equal(value[0], two.get_state()[name][0], err_msg=name)
+
+
+def _strong_order(k: int, gap: float) -> np.ndarray:
+    preference = np.full((k, k), 0.5)
+    upper = np.triu_indices(k, 1)
+    preference[upper], preference[upper[::-1]] = 0.5 + gap, 0.5 - gap
+    return preference
+
+
+def test_beat_the_mean_single_trial_step_is_the_batched_step() -> None:
+    keys = np.array([11, 12], dtype=np.uint64)
+    one, two = BeatTheMeanPolicy(4, keys[:1], 5, 1.0), BeatTheMeanPolicy(4, keys, 5, 1.0)
+    _single_trial_runs_as_batched(one, two, _strong_order(4, 0.45), 2500)
+    assert one.working[0].sum() == 1  # every elimination was compared, up to the commitment
+
+
+def test_rucb_single_trial_step_is_the_batched_step() -> None:
+    # a strong order (|C| = 1, B kept) and a Condorcet cycle (C = ∅ once the cycle is resolved)
+    cycle = _strong_order(4, 0.4)
+    cycle[0, 3], cycle[3, 0] = 0.1, 0.9
+    keys = np.array([11, 12], dtype=np.uint64)
+    for preference in (_strong_order(5, 0.3), cycle):
+        one, two = RUCBPolicy(len(preference), keys[:1], 0.51), RUCBPolicy(len(preference), keys, 0.51)
+        sizes = set()
+        original_choose = one.choose
+
+        def choose(t: int, one: Any = one, original_choose: Any = original_choose, sizes: set[int] = sizes) -> Any:
+            upper = rucb_upper(one.wins, t, 0.51)
+            sizes.add(min(int((upper >= 0.5).all(axis=2).sum()), 2))
+            return original_choose(t)
+
+        one.choose = choose
+        _single_trial_runs_as_batched(one, two, preference, 1500)
+        assert sizes == ({1, 2} if preference is not cycle else {0, 1, 2}), sizes
+    # ties: at t = 1 (ln t = 0) with w_ij = w_ji every U_jc is ½, c included, and d ≠ c is drawn
+    for key in range(20):
+        one, two = RUCBPolicy(4, np.array([key], dtype=np.uint64), 0.51), RUCBPolicy(4, np.array([key, 0], dtype=np.uint64), 0.51)
+        one.wins[:], two.wins[:] = 1.0, 1.0
+        (first,), (second,) = one.choose(1)
+        assert first != second and (first, second) == tuple(int(x[0]) for x in two.choose(1))
+
+
+def test_double_thompson_single_trial_step_is_the_batched_step() -> None:
+    # an agent's step (_choose_one) against the batched step on a batch of two, on the same feedback;
+    # a Condorcet cycle keeps C partial and a clear winner makes |C| = 1, so every branch is compared
+    k = 6
+    preference = np.full((k, k), 0.5)
+    upper = np.triu_indices(k, 1)
+    preference[upper], preference[upper[::-1]] = 0.8, 0.2
+    preference[0, 5], preference[5, 0] = 0.2, 0.8
+    keys = np.array([11, 12], dtype=np.uint64)
+    one, two = DoubleThompsonPolicy(k, keys[:1], 0.51), DoubleThompsonPolicy(k, keys, 0.51)
+    u = np.random.default_rng(5).random(700)
+    sizes = set()
+    for t in range(1, 701):
+        upper_bound, _ = confidence_bounds(one.wins, t, 0.51)
+        copeland = ((upper_bound > 0.5) & ~np.eye(k, dtype=bool)).sum(axis=2)[0]
+        sizes.add(min(int((copeland == copeland.max()).sum()), 2) if copeland.max() < k - 1 else 1)
+        first, second = one.choose(t)
+        both_first, both_second = two.choose(t)
+        assert (int(first[0]), int(second[0])) == (int(both_first[0]), int(both_second[0])), t
+        outcome = np.array([int(u[t - 1] < preference[first[0], second[0]])])
+        one.observe(first, second, outcome, t)
+        two.observe(both_first, both_second, np.concatenate([outcome, outcome]), t)
+    np.testing.assert_array_equal(one.wins[0], two.wins[0])
+    assert sizes == {1, 2}
+    # K = 18: |C|·K above the read-ahead limit, θ⁽²⁾ drawn in a second call
+    keys = np.array([13, 14], dtype=np.uint64)
+    _single_trial_runs_as_batched(DoubleThompsonPolicy(18, keys[:1], 0.51), DoubleThompsonPolicy(18, keys, 0.51),
+                                  _strong_order(18, 0.3), 60)
 
 
 def test_linear_baselines_run_on_a_net_of_the_unit_ball(seed: int) -> None:

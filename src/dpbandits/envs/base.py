@@ -52,19 +52,24 @@ from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_array, check_finite_float, check_int
 
 __all__ = [
+    "WEYL_INCREMENT",
     "BanditEnvironment",
     "RewardStreams",
     "check_entries",
     "check_reward_bounds",
     "counter_uniform",
     "counter_uniforms",
+    "mix_to_uniforms",
     "segment_sums",
 ]
+
+WEYL_INCREMENT = 0x9E3779B97F4A7C15
+"""γ of the Weyl states z = key + (k + 1)·γ (mod 2⁶⁴) that :func:`counter_uniforms` mixes."""
 
 # SplitMix64 constants (Steele, Lea & Flood 2014; Vigna's reference splitmix64.c), as 0-d uint64
 # arrays: a ufunc takes a 0-d array operand ~0.2 µs faster than a NumPy scalar (same arithmetic),
 # which is half the cost of one pass on the few hundred values of an agent's step.
-_GAMMA = np.array(0x9E3779B97F4A7C15, dtype=np.uint64)
+_GAMMA = np.array(WEYL_INCREMENT, dtype=np.uint64)
 _MIX1 = np.array(0xBF58476D1CE4E5B9, dtype=np.uint64)
 _MIX2 = np.array(0x94D049BB133111EB, dtype=np.uint64)
 _SHIFT30 = np.array(30, dtype=np.uint64)
@@ -80,27 +85,38 @@ _TWO_POW_MINUS_53 = 2.0**-53
 _CHUNK = 1 << 17
 
 
-def _mix_to_uniforms(state: np.ndarray) -> FloatArray:
-    """SplitMix64 output function applied to Weyl states ``z`` (1-d uint64, overwritten), as uniforms."""
+def mix_to_uniforms(state: np.ndarray) -> FloatArray:
+    """SplitMix64 output function applied to Weyl states ``z`` (1-d uint64, overwritten), as uniforms.
+
+    ``mix_to_uniforms(key + (k + 1)·γ)`` is :func:`counter_uniforms` at (key, k), with γ =
+    :data:`WEYL_INCREMENT`: a caller that reads counters in a fixed pattern may build the states
+    by adding multiples of γ (mod 2⁶⁴) instead of going through the counters.
+    """
     uniforms = np.empty(state.shape[0], dtype=np.float64)
-    scratch = np.empty(min(_CHUNK, state.shape[0]), dtype=np.uint64)
+    if state.shape[0] <= _CHUNK:  # one chunk (an agent's step: a few hundred values), no loop
+        _mix_chunk(state, np.empty_like(state), uniforms)
+        return uniforms
+    scratch = np.empty(_CHUNK, dtype=np.uint64)
     for begin in range(0, state.shape[0], _CHUNK):
         end = min(begin + _CHUNK, state.shape[0])
-        z, tmp = state[begin:end], scratch[: end - begin]
-        np.right_shift(z, _SHIFT30, out=tmp)
-        np.bitwise_xor(z, tmp, out=z)
-        np.multiply(z, _MIX1, out=z)  # z = (z ⊕ (z ≫ 30))·0xBF58476D1CE4E5B9
-        np.right_shift(z, _SHIFT27, out=tmp)
-        np.bitwise_xor(z, tmp, out=z)
-        np.multiply(z, _MIX2, out=z)  # z = (z ⊕ (z ≫ 27))·0x94D049BB133111EB
-        np.right_shift(z, _SHIFT31, out=tmp)
-        np.bitwise_xor(z, tmp, out=z)  # z = z ⊕ (z ≫ 31)
-        np.right_shift(z, _SHIFT11, out=z)  # top 53 bits
-        chunk = uniforms[begin:end]
-        chunk[:] = z
-        chunk += 0.5
-        chunk *= _TWO_POW_MINUS_53  # u = (⌊z / 2¹¹⌋ + ½)·2⁻⁵³ ∈ (0, 1)
+        _mix_chunk(state[begin:end], scratch[: end - begin], uniforms[begin:end])
     return uniforms
+
+
+def _mix_chunk(z: np.ndarray, tmp: np.ndarray, uniforms: np.ndarray) -> None:
+    """:func:`mix_to_uniforms` of one chunk ``z`` (overwritten), into ``uniforms``; ``tmp`` is scratch."""
+    np.right_shift(z, _SHIFT30, out=tmp)
+    np.bitwise_xor(z, tmp, out=z)
+    np.multiply(z, _MIX1, out=z)  # z = (z ⊕ (z ≫ 30))·0xBF58476D1CE4E5B9
+    np.right_shift(z, _SHIFT27, out=tmp)
+    np.bitwise_xor(z, tmp, out=z)
+    np.multiply(z, _MIX2, out=z)  # z = (z ⊕ (z ≫ 27))·0x94D049BB133111EB
+    np.right_shift(z, _SHIFT31, out=tmp)
+    np.bitwise_xor(z, tmp, out=z)  # z = z ⊕ (z ≫ 31)
+    np.right_shift(z, _SHIFT11, out=z)  # top 53 bits
+    uniforms[:] = z
+    uniforms += 0.5
+    uniforms *= _TWO_POW_MINUS_53  # u = (⌊z / 2¹¹⌋ + ½)·2⁻⁵³ ∈ (0, 1)
 
 
 def counter_uniforms(keys: ArrayLike, counters: ArrayLike) -> FloatArray:
@@ -137,7 +153,7 @@ def counter_uniforms(keys: ArrayLike, counters: ArrayLike) -> FloatArray:
         key_arr, counter_arr = np.broadcast_arrays(key_arr, counter_arr)
     # 1-d arrays throughout, so that uint64 wrap-around is silent modular arithmetic.
     state = _weyl_states(key_arr.reshape(-1), np.array(counter_arr, ndmin=1).reshape(-1))
-    return _mix_to_uniforms(state).reshape(key_arr.shape)
+    return mix_to_uniforms(state).reshape(key_arr.shape)
 
 
 _SCALAR_LIMIT = 16  # up to this many values, counter_uniforms computes in Python integers
@@ -364,7 +380,7 @@ class RewardStreams:
         cells = trial_arr * self.n_arms + arm_arr  # flat (trial, arm) index
         flat_counts = self._counts.reshape(-1)
         pull_index = flat_counts[cells]
-        uniforms = _mix_to_uniforms(_weyl_states(self.keys.reshape(-1)[cells], pull_index))
+        uniforms = mix_to_uniforms(_weyl_states(self.keys.reshape(-1)[cells], pull_index))
         rewards = self.env.rewards_from_uniforms(uniforms, arm_arr)
         flat_counts[cells] = pull_index + 1
         return rewards
@@ -428,7 +444,7 @@ class RewardStreams:
         state = np.arange(total, dtype=np.uint64)
         np.multiply(state, _GAMMA, out=state)
         state += np.repeat(cell_offsets, flat_counts)
-        uniforms = _mix_to_uniforms(state)
+        uniforms = mix_to_uniforms(state)
         arms = np.repeat(np.tile(np.arange(self.n_arms), counts.shape[0]), flat_counts)
         return self.env.rewards_from_uniforms(uniforms, arms)
 

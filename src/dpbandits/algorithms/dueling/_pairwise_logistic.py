@@ -56,10 +56,15 @@ class PairwiseLogistic:
         self.wins = np.zeros((n_trials, lo.size))  # wins of the lower-index arm
         self.theta = np.zeros((n_trials, d))
         self.gram = np.repeat(self.ridge * np.eye(d)[None], n_trials, axis=0)
+        self._ridge_identity = self.ridge * np.eye(d)  # λI
         self._fitted = True
 
     def add(self, first: IntArray, second: IntArray, outcome: IntArray) -> None:
         """Record one duel per trial (self-duels carry no information and are skipped)."""
+        if first.shape[0] == 1:  # one trial (an agent's step): the same additions with scalar indices
+            if first[0] != second[0]:
+                self._add_one(int(first[0]), int(second[0]), int(outcome[0]))
+            return
         rows = np.flatnonzero(first != second)
         if rows.size == 0:
             return
@@ -71,44 +76,70 @@ class PairwiseLogistic:
         self.gram[rows] += z[:, :, None] * z[:, None, :]  # V += z zᵀ
         self._fitted = False
 
-    def _loss(self, theta: FloatArray, counts: FloatArray, wins: FloatArray) -> FloatArray:
+    def _add_one(self, first: int, second: int, outcome: int) -> None:
+        pair = int(self._pair[first, second])
+        self.counts[0, pair] += 1
+        self.wins[0, pair] += outcome if first == self._lower[pair] else 1 - outcome
+        z = self.differences[pair]
+        self.gram[0] += z[:, None] * z[None, :]  # V += z zᵀ
+        self._fitted = False
+
+    def _loss(self, theta: FloatArray, counts: FloatArray, wins: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """ℓ(θ) per trial, and the θᵀz_p it computed (the next Newton step's input when θ is kept)."""
         u = theta @ self.differences.T  # θᵀz_p
-        return np.asarray((counts * np.logaddexp(0.0, u) - wins * u).sum(axis=1)
-                          + 0.5 * self.ridge * (theta * theta).sum(axis=1))
+        # np.add.reduce is ndarray.sum without its Python wrapper (the same sums, ~0.3 µs less each)
+        loss = np.add.reduce(counts * np.logaddexp(0.0, u) - wins * u, axis=1)
+        return np.asarray(loss + 0.5 * self.ridge * np.add.reduce(theta * theta, axis=1)), u
 
     def fit(self, max_iter: int = 50) -> FloatArray:
         """θ̂ of every trial (Newton with step halving from the previous estimate); returns ``theta``."""
         if self._fitted:
             return self.theta
         z = self.differences
-        active = np.arange(self.theta.shape[0])
-        current: FloatArray | None = None  # the loss at the current estimate, when the last step computed it
+        active: IntArray | None = None  # the trials still moving; None: all (views instead of fancy indexing)
+        # the loss at the current estimate and its θᵀz_p, when the last step computed them
+        current: FloatArray | None = None
+        projections: FloatArray | None = None
+        candidate: FloatArray | None = None  # the loss at the last rates tried
         for _ in range(max_iter):
-            if active.size == 0:
+            if active is None:
+                theta, counts, wins = self.theta, self.counts, self.wins
+            elif active.size == 0:
                 break
-            theta = self.theta[active]
-            counts, wins = self.counts[active], self.wins[active]
-            s = special.expit(theta @ z.T)
+            else:
+                theta, counts, wins = self.theta[active], self.counts[active], self.wins[active]
+            s = special.expit(theta @ z.T if projections is None else projections)
             gradient = (counts * s - wins) @ z + self.ridge * theta  # Σ(N σ − W) z + λθ
             curvature = counts * s * (1.0 - s)
-            hessian = np.einsum("np,pi,pj->nij", curvature, z, z) + self.ridge * np.eye(z.shape[1])
+            hessian = np.einsum("np,pi,pj->nij", curvature, z, z) + self._ridge_identity
             step = np.linalg.solve(hessian, gradient[:, :, None])[:, :, 0]
             if current is None:
-                current = self._loss(theta, counts, wins)
-            slope = (gradient * step).sum(axis=1)
-            rate = np.ones(active.size)
+                current = self._loss(theta, counts, wins)[0]
+            slope = np.add.reduce(gradient * step, axis=1)
+            rate = np.ones(step.shape[0])
             for _ in range(40):  # halve the step where the loss did not decrease (Armijo, c = 1e-4)
-                candidate = self._loss(theta - rate[:, None] * step, counts, wins)
+                move = rate[:, None] * step
+                estimate = theta - move
+                candidate, projections = self._loss(estimate, counts, wins)
                 bad = candidate > current - 1e-4 * rate * slope
                 if not bad.any():
                     break
                 rate = np.where(bad, rate / 2.0, rate)
+            else:  # the last evaluation is not at the rates kept
+                candidate = projections = None
+                move = rate[:, None] * step
+                estimate = theta - move
+            if active is None:
+                self.theta[:] = estimate
             else:
-                candidate = None  # the last evaluation is not at the rates kept
-            self.theta[active] = theta - rate[:, None] * step
-            moving = np.linalg.norm(rate[:, None] * step, axis=1) >= 1e-10
-            active = active[moving]
-            current = None if candidate is None else candidate[moving]  # the loss at the new estimate
+                self.theta[active] = estimate
+            moving = np.sqrt(np.add.reduce(move * move, axis=1)) >= 1e-10  # ‖move‖ (np.linalg.norm's formula)
+            if moving.all():
+                current = candidate  # the loss at the new estimate
+                continue
+            active = (np.arange(self.theta.shape[0]) if active is None else active)[moving]
+            # θᵀz_p is recomputed on the smaller batch: a matrix product of fewer rows may round differently
+            current, projections = (None if candidate is None else candidate[moving]), None
         self._fitted = True
         return self.theta
 
@@ -122,8 +153,16 @@ class PairwiseLogistic:
         return np.asarray(np.einsum("id,nde,je->nij", x, self.inverse_gram(), x))
 
     @staticmethod
-    def difference_norms(products: FloatArray) -> FloatArray:
-        """‖x_i − x_j‖_{V⁻¹} from :meth:`feature_products`, shape (n_trials, K, K)."""
+    def difference_norms(products: FloatArray, rows_of: IntArray | None = None) -> FloatArray:
+        """‖x_i − x_j‖_{V⁻¹} from :meth:`feature_products`, shape (n_trials, K, K).
+
+        With ``rows_of`` (one arm i per trial), only row i of each trial: shape (n_trials, K), the
+        same numbers.
+        """
         diagonal = np.einsum("nii->ni", products)
-        squared = diagonal[:, :, None] + diagonal[:, None, :] - 2.0 * products
+        if rows_of is None:
+            squared = diagonal[:, :, None] + diagonal[:, None, :] - 2.0 * products
+        else:
+            trials = np.arange(products.shape[0])
+            squared = diagonal[trials, rows_of][:, None] + diagonal - 2.0 * products[trials, rows_of]
         return np.asarray(np.sqrt(np.maximum(squared, 0.0)))

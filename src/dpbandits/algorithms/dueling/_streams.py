@@ -34,7 +34,7 @@ from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike, as_seed_sequence
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_int
-from dpbandits.envs.base import counter_uniform, counter_uniforms
+from dpbandits.envs.base import WEYL_INCREMENT, counter_uniform, counter_uniforms, mix_to_uniforms
 
 __all__ = [
     "GAMMA_INDEX_LIMIT",
@@ -50,9 +50,16 @@ __all__ = [
 
 GAMMA_INDEX_LIMIT = 1 << 45
 """Variate indices of :func:`counter_standard_gamma` must lie below this (counter layout above)."""
-_GAMMA_REGION = np.uint64(1 << 62)
 _SMALL_GAMMA_BATCH = 2048  # up to this many variates, two attempts in the first pass (see _standard_gamma)
 _ATTEMPT_BITS = 16  # attempts per variate: acceptance >= 0.95 each, so 2¹⁶ attempts are never all used
+_MASK64 = (1 << 64) - 1
+# Weyl states of the Gamma uniforms (see _gamma_origins): z = key + (counter + 1)·γ (mod 2⁶⁴) with
+# counter = 2⁶² + index·2¹⁷ + 2a + b (index < 2⁴⁵, 2a + b < 2¹⁷: the | of the layout is a +), so
+# z = origin + (2a + b)·γ where origin = index·(2¹⁷·γ) + (key + (2⁶² + 1)·γ)
+_ORIGIN_OFFSET = ((1 << 62) + 1) * WEYL_INCREMENT & _MASK64  # (2⁶² + 1)·γ mod 2⁶⁴
+_INDEX_STRIDE = np.array((WEYL_INCREMENT << (_ATTEMPT_BITS + 1)) & _MASK64, dtype=np.uint64)  # 2¹⁷·γ mod 2⁶⁴
+_WEYL_GAMMA = np.array(WEYL_INCREMENT, dtype=np.uint64)
+_WEYL_STEPS = np.arange(16, dtype=np.uint64) * _WEYL_GAMMA  # k·γ mod 2⁶⁴: the state offset of uniform k
 
 
 def fresh_seed_sequence(rng: RNGLike) -> np.random.SeedSequence:
@@ -144,42 +151,72 @@ def _check_gamma_arguments(indices: np.ndarray, shapes: np.ndarray, name: str) -
         raise InvalidParameterError(f"{name} must be >= 1; got min {shapes.min()!r}")
 
 
+def _gamma_origins(keys: np.ndarray, flat_indices: np.ndarray) -> np.ndarray:
+    """Weyl origins (1-d uint64) of Gamma variates: attempt a's uniform b has state origin + (2a + b)·γ.
+
+    ``keys`` is one 0-d key or a 1-d array as long as ``flat_indices`` (int64, 0 <= index < 2⁴⁵).
+    """
+    origin = flat_indices.astype(np.uint64)
+    origin *= _INDEX_STRIDE  # index·2¹⁷·γ
+    if keys.ndim == 0:
+        origin += np.array((int(keys) + _ORIGIN_OFFSET) & _MASK64, dtype=np.uint64)
+    else:
+        origin += keys
+        origin += np.array(_ORIGIN_OFFSET, dtype=np.uint64)
+    return origin
+
+
 def _standard_gamma(flat_keys: np.ndarray, flat_indices: np.ndarray, flat_shape: np.ndarray) -> FloatArray:
     """:func:`counter_standard_gamma` of checked 1-d arrays of equal length (uint64, int64, float64)."""
-    base = _GAMMA_REGION | (flat_indices.astype(np.uint64) << np.uint64(_ATTEMPT_BITS + 1))
+    return _standard_gamma_at(_gamma_origins(flat_keys, flat_indices), flat_shape)
+
+
+def _standard_gamma_at(origin: np.ndarray, flat_shape: np.ndarray) -> FloatArray:
+    """Gamma(shape, 1) variates of the Weyl origins of :func:`_gamma_origins` (1-d, as long as ``flat_shape``)."""
     d = flat_shape - 1.0 / 3.0  # d = a − ⅓
     c = 1.0 / np.sqrt(9.0 * d)  # c = 1/√(9d)
     out = np.empty(flat_shape.size)
-    pending = np.arange(flat_shape.size)
+    pending: np.ndarray | None = None  # None: every variate
     # attempts are evaluated in blocks (the first accepted one is taken, whatever the blocks), then
     # four at a time for the few left. Each attempt is accepted with probability >= 0.95: a large
     # batch evaluates one attempt first (the few rejected ones go on, ~3x faster at 5000 variates);
     # a small one (an agent's step) two, which almost always ends in one pass of fixed cost
     first_attempt, block = 0, (1 if flat_shape.size > _SMALL_GAMMA_BATCH else 2)
-    while pending.size:
+    while True:
         if first_attempt + block > 1 << _ATTEMPT_BITS:  # probability < 0.05^(2^16): never in practice
             raise InvalidParameterError("shape gave no accepted Gamma attempt in 2**16 tries; it must be >= 1")
-        # counters base | (a << 1) | b of the block's attempts a and b ∈ {0, 1}: (a << 1) | b = 2a + b < 2¹⁷
-        # runs over 2·first .. 2·(first + block) − 1, below the bits of base
-        offsets = np.arange(2 * first_attempt, 2 * (first_attempt + block), dtype=np.uint64)
-        counters = base[pending, None] | offsets
-        uniforms = counter_uniforms(np.repeat(flat_keys[pending], 2 * block), counters.ravel()).reshape(-1, block, 2)
+        if pending is None:
+            origins, dp, cp = origin[:, None], d[:, None], c[:, None]
+        else:
+            origins, dp, cp = origin[pending, None], d[pending, None], c[pending, None]
+        steps = _WEYL_STEPS[2 * first_attempt: 2 * (first_attempt + block)] if first_attempt < 4 else (
+            np.arange(2 * first_attempt, 2 * (first_attempt + block), dtype=np.uint64) * _WEYL_GAMMA)
+        uniforms = mix_to_uniforms((origins + steps).reshape(-1)).reshape(-1, block, 2)
         x = special.ndtri(uniforms[:, :, 0])
-        dp, cp = d[pending, None], c[pending, None]
         v = (1.0 + cp * x) ** 3  # v = (1 + c·x)³
         positive = v > 0
         # ln v only where v > 0 (elsewhere the attempt is rejected whatever the right side is)
         accept = positive & (np.log(uniforms[:, :, 1]) < 0.5 * x * x + dp - dp * v + dp * np.log(np.where(positive, v, 1.0)))
-        chosen = np.argmax(accept, axis=1)
-        found = accept[np.arange(pending.size), chosen]
-        if found.all():
-            out[pending] = dp[:, 0] * v[np.arange(pending.size), chosen]
-            break
-        rows = np.flatnonzero(found)
-        out[pending[rows]] = d[pending[rows]] * v[rows, chosen[rows]]
-        pending = pending[~found]
+        if block == 2:  # the first accepted of two attempts (the second if neither: not found, drawn again)
+            value = np.where(accept[:, 0], v[:, 0], v[:, 1])
+            value *= dp[:, 0]
+            found = accept[:, 0] | accept[:, 1]
+        else:
+            chosen = np.argmax(accept, axis=1)
+            rows = np.arange(chosen.size)
+            found = accept[rows, chosen]
+            value = dp[:, 0] * v[rows, chosen]
+        if pending is None:
+            if found.all():
+                return value
+            out[:] = value
+            pending = np.flatnonzero(~found)
+        else:
+            out[pending] = value
+            pending = pending[~found]
+            if not pending.size:
+                return out
         first_attempt, block = first_attempt + block, 4
-    return out
 
 
 def counter_beta(keys: np.ndarray, indices: np.ndarray, a: np.ndarray, b: np.ndarray, *,
@@ -191,15 +228,16 @@ def counter_beta(keys: np.ndarray, indices: np.ndarray, a: np.ndarray, b: np.nda
     and shapes are valid by construction (Double Thompson Sampling checks its horizon once, at
     construction, and its shapes are win counts + 1).
     """
-    key_arr, index_arr, a_arr, b_arr = np.broadcast_arrays(
-        np.asarray(keys, dtype=np.uint64), np.asarray(indices, dtype=np.int64),
-        np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64),
-    )
+    key_arr, index_arr = np.asarray(keys, dtype=np.uint64), np.asarray(indices, dtype=np.int64)
+    a_arr, b_arr = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    # one key for all (an agent's step) stays a 0-d array: it broadcasts inside the Gamma draws
+    if not (index_arr.shape == a_arr.shape == b_arr.shape and key_arr.shape in ((), index_arr.shape)):
+        key_arr, index_arr, a_arr, b_arr = np.broadcast_arrays(key_arr, index_arr, a_arr, b_arr)
     flat_index = index_arr.ravel()
     shapes = np.concatenate([a_arr.ravel(), b_arr.ravel()])
     if check:
         _check_gamma_arguments(2 * flat_index + 1, shapes, "shape")  # the Gamma shapes a and b
-    flat_keys = key_arr.ravel()
-    both = _standard_gamma(np.concatenate([flat_keys, flat_keys]), np.concatenate([2 * flat_index, 2 * flat_index + 1]),
-                           shapes).reshape(2, *key_arr.shape)
-    return np.asarray(both[0] / (both[0] + both[1]))
+    origin_a = _gamma_origins(key_arr if key_arr.ndim == 0 else key_arr.ravel(), 2 * flat_index)  # Gamma index 2·index
+    both = _standard_gamma_at(np.concatenate([origin_a, origin_a + _INDEX_STRIDE]), shapes)  # and 2·index + 1
+    g_a, g_b = both[: flat_index.size], both[flat_index.size:]
+    return np.asarray(g_a / (g_a + g_b)).reshape(index_arr.shape)

@@ -49,6 +49,7 @@ from dpbandits.algorithms.dueling._rounds import (
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.envs.base import counter_uniform
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
 __all__ = ["BeatTheMean", "BeatTheMeanPolicy", "btm_radius", "simulate_beat_the_mean"]
@@ -57,7 +58,7 @@ __all__ = ["BeatTheMean", "BeatTheMeanPolicy", "btm_radius", "simulate_beat_the_
 def btm_radius(comparisons: FloatArray | float, n_arms: int, horizon: int, gamma: float = 1.0) -> FloatArray:
     """c(n) = 3γ²·√(ln(1/δ)/n) with δ = 1/(2TK); c(0) = 1 (Yue & Joachims 2011, Algorithm 2)."""
     n = np.asarray(comparisons, dtype=np.float64)
-    log_inv_delta = math.log(2 * horizon * n_arms)  # ln(1/δ), δ = 1/(2TK)
+    log_inv_delta = math.log(2 * horizon * n_arms)  # ln(1/δ), δ = 1/(2TK) (BeatTheMeanPolicy keeps a copy)
     return np.asarray(np.where(n > 0, 3.0 * gamma**2 * np.sqrt(log_inv_delta / np.maximum(n, 1)), 1.0))
 
 
@@ -79,6 +80,7 @@ class BeatTheMeanPolicy(RoundPolicy):
     def __init__(self, n_arms: int, keys: np.ndarray, horizon: int, gamma: float) -> None:
         super().__init__(n_arms, keys)
         self.horizon, self.gamma = horizon, gamma
+        self._log_inv_delta = math.log(2 * horizon * n_arms)  # ln(1/δ), δ = 1/(2TK), as in btm_radius
         self.working = np.ones((self.n_trials, n_arms), dtype=bool)
         self.wins = np.zeros((self.n_trials, n_arms, n_arms))
         self.comparisons = np.zeros((self.n_trials, n_arms, n_arms))
@@ -97,6 +99,8 @@ class BeatTheMeanPolicy(RoundPolicy):
 
     def choose(self, t: int) -> tuple[IntArray, IntArray]:
         """The pair of round t in every trial (the step in the module docstring)."""
+        if self.n_trials == 1:
+            return self._choose_one(t)
         coins = round_coins(self.keys, t, 2)
         masked = np.where(self.working, self.comparison_sums, np.inf)
         least = self.working & (masked == masked.min(axis=1, keepdims=True))  # argmin n_b, ties
@@ -104,8 +108,44 @@ class BeatTheMeanPolicy(RoundPolicy):
         second = uniform_pick(self.working, coins[:, 1])  # b' ~ Unif(W), b' = b allowed
         return first, second
 
+    def _choose_one(self, t: int) -> tuple[IntArray, IntArray]:
+        """:meth:`choose` for a batch of one trial (an agent's step): the same choice on Python scalars."""
+        key, working = int(self.keys[0]), np.flatnonzero(self.working[0]).tolist()
+        counts = self.comparison_sums[0].tolist()
+        fewest = min(counts[b] for b in working)
+        least = [b for b in working if counts[b] == fewest]  # argmin n_b over W, ties
+        # coins 2t and 2t + 1 (round_coins), each picking the ⌊u·count⌋-th arm as uniform_pick does
+        first = least[min(int(counter_uniform(key, 2 * t) * len(least)), len(least) - 1)]
+        second = working[min(int(counter_uniform(key, 2 * t + 1) * len(working)), len(working) - 1)]
+        return np.array([first]), np.array([second])
+
+    def _update_one(self, first: int, second: int, outcome: int) -> None:
+        """:meth:`update` for a batch of one trial: the same additions and comparisons on Python scalars."""
+        working = np.flatnonzero(self.working[0]).tolist()
+        if len(working) == 1:  # committed: the statistics stay as they are
+            return
+        self.wins[0, first, second] += outcome
+        self.comparisons[0, first, second] += 1.0
+        self.win_sums[0, first] += outcome
+        self.comparison_sums[0, first] += 1.0
+        counts, win_sums = self.comparison_sums[0].tolist(), self.win_sums[0].tolist()
+        estimate = [win_sums[b] / counts[b] if counts[b] > 0 else 0.5 for b in working]  # P̂_b over W
+        least_count = min(counts[b] for b in working)  # n*
+        radius = (3.0 * self.gamma**2 * math.sqrt(self._log_inv_delta / least_count)  # c* (btm_radius)
+                  if least_count > 0 else 1.0)
+        low = min(estimate)
+        if not low + radius <= max(estimate) - radius:
+            return
+        gone = working[estimate.index(low)]  # b' = argmin P̂_b (lowest index on ties)
+        self.working[0, gone] = False
+        self.win_sums[0] -= self.wins[0, :, gone]  # delete comparisons with b'
+        self.comparison_sums[0] -= self.comparisons[0, :, gone]
+
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
+        if self.n_trials == 1:
+            self._update_one(int(first[0]), int(second[0]), int(outcome[0]))
+            return
         live = self.working.sum(axis=1) > 1  # trials with one arm left (committed) keep their statistics
         played = live.astype(np.float64)
         won = outcome * played

@@ -83,15 +83,14 @@ class CoLSTIMPolicy(RoundPolicy):
         """The pair of round t in every trial (the step in the module docstring)."""
         k = self.n_arms
         if t <= self.settings.exploration_rounds:
-            return uniform_distinct_pair(round_coins(self.keys, t, k)[:, 0], k)
-        rows = self.rows
+            return uniform_distinct_pair(round_coins(self.keys, t, k, 1)[:, 0], k)  # coin 0 only
         theta = self.model.fit()
         products = self.model.feature_products()
         utilities = theta @ self.settings.features.T  # θ̂ᵀx_i
         own = np.sqrt(np.maximum(np.einsum("nii->ni", products), 0.0))  # ‖x_i‖_{M⁻¹}
         noise = np.clip(counter_gumbel(self.keys, t, k), -self.threshold, self.threshold)  # ε̃_i
         first = np.asarray(np.argmax(utilities + noise * own, axis=1), dtype=np.int64)
-        spread = PairwiseLogistic.difference_norms(products)[rows, first]  # ‖x_j − x_{i_t}‖_{M⁻¹}
+        spread = PairwiseLogistic.difference_norms(products, first)  # ‖x_j − x_{i_t}‖_{M⁻¹}
         second = np.asarray(np.argmax(utilities + self.width * spread, axis=1), dtype=np.int64)
         return first, second
 

@@ -62,9 +62,10 @@ _COINS = 8  # ¼ test, pair pick, ⅔ test, c pick, ½ test, d tie-break; two sp
 def ccb_bounds(wins: FloatArray, t: int, alpha: float) -> tuple[FloatArray, FloatArray]:
     """U and L at round t: W/N ± √(α ln t/N) with x/0 := 1 in both terms; ½ on the diagonal."""
     totals = wins + np.swapaxes(wins, 1, 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(totals > 0, wins / totals, 1.0)
-        radius = np.where(totals > 0, np.sqrt(alpha * np.log(t) / totals), 1.0)
+    seen = totals > 0
+    safe = np.maximum(totals, 1.0)  # = N wherever N > 0 (counts): the same quotients there, no 0/0
+    ratio = np.where(seen, wins / safe, 1.0)
+    radius = np.where(seen, np.sqrt(alpha * np.log(t) / safe), 1.0)
     upper, lower = ratio + radius, ratio - radius
     diagonal = np.arange(wins.shape[1])
     upper[:, diagonal, diagonal] = 0.5
@@ -100,6 +101,7 @@ class CCBPolicy(RoundPolicy):
         self.best_set = np.ones((n, k), dtype=bool)
         self.beaters = np.zeros((n, k, k), dtype=bool)
         self.max_losses = np.full(n, k, dtype=np.int64)
+        self._off_diagonal = ~np.eye(k, dtype=bool)[None]
 
     def _reset(self, rows: BoolArray) -> None:
         self.best_set[rows] = True
@@ -113,7 +115,7 @@ class CCBPolicy(RoundPolicy):
         per_round = _COINS + k * k
         coins = round_coins(self.keys, t, per_round, _COINS)  # the first coins (the trimming keys follow)
         upper, lower = ccb_bounds(self.wins, t, self.alpha)
-        off = ~np.eye(k, dtype=bool)[None]
+        off = self._off_diagonal
         optimistic = ((upper >= 0.5) & off).sum(axis=2)  # Cpld⁺
         pessimistic = ((lower >= 0.5) & off).sum(axis=2)  # Cpld⁻
         candidates = optimistic == optimistic.max(axis=1, keepdims=True)  # C_t

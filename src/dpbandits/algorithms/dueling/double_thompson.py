@@ -52,9 +52,13 @@ from dpbandits.algorithms.dueling._rounds import (
 )
 from dpbandits.algorithms.dueling._streams import GAMMA_INDEX_LIMIT, counter_beta, round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.envs.base import counter_uniform
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
 _READ_AHEAD_LIMIT = 1024  # θ⁽²⁾ variates read ahead with θ⁽¹⁾ (trials with several candidates × K²)
+# an agent's step reads θ⁽²⁾ of every a⁽¹⁾ ∈ C ahead (|C|·K variates, ~0.15 µs each) up to this many,
+# rather than make a second Beta call (~25 µs of fixed cost)
+_SINGLE_READ_AHEAD_LIMIT = 160
 
 __all__ = ["DoubleThompsonPolicy", "DoubleThompsonSampling", "simulate_double_thompson"]
 
@@ -89,9 +93,19 @@ class DoubleThompsonPolicy(RoundPolicy):
         self._slots = 2 * n_arms * n_arms
         self._pairs = np.triu_indices(n_arms, k=1)
         self._off_diagonal = ~np.eye(n_arms, dtype=bool)
+        self._arms_by_k = np.arange(n_arms) * n_arms  # i·K of the θ⁽²⁾ slots K² + i·K + a⁽¹⁾
+        # one trial's step (_choose_one): slots i·K + j of the pairs i < j, slot of (j, i) for slot (i, j),
+        # and the slots and index offsets of a round whose C holds every arm
+        self._pair_slots = self._pairs[0] * n_arms + self._pairs[1]
+        self._transposed = np.arange(n_arms * n_arms).reshape(n_arms, n_arms).T.ravel()
+        self._all_slots = np.concatenate([self._pair_slots, (self._arms_by_k[None, :] + np.arange(n_arms)[:, None]).ravel()])
+        self._all_offsets = self._all_slots.copy()
+        self._all_offsets[self._pair_slots.size:] += n_arms * n_arms
 
     def choose(self, t: int) -> tuple[IntArray, IntArray]:
         """The pair of round t in every trial (the step in the module docstring)."""
+        if self.n_trials == 1:
+            return self._choose_one(t)
         k, n = self.n_arms, self.n_trials
         rows = np.arange(n)
         upper, lower = confidence_bounds(self.wins, t, self.alpha)
@@ -151,8 +165,79 @@ class DoubleThompsonPolicy(RoundPolicy):
             second[several] = np.argmax(np.where(eligible[several], theta, -np.inf), axis=1)
         return first, second
 
+    def _choose_one(self, t: int) -> tuple[IntArray, IntArray]:
+        """:meth:`choose` for a batch of one trial (an agent's step): the same numbers with fewer array calls.
+
+        Only the signs the step compares are computed (u_ij > ½ and the column l_{i a⁽¹⁾} <= ½, with
+        the same float operations as :func:`confidence_bounds`), and θ⁽²⁾ of every candidate a⁽¹⁾
+        is drawn with θ⁽¹⁾ in one call when C has several arms and |C|·K is small (a variate does
+        not depend on which others are drawn with it).
+        """
+        k, key, wins = self.n_arms, self.keys[0], self.wins[0]
+        totals = wins + wins.T
+        seen = np.maximum(totals, 1.0)  # = N where N > 0 (counts), so the same ratio and radius there
+        ratio = wins / seen
+        radius = np.sqrt(self.alpha * np.log(t) / seen)
+        upper_above = ratio + radius > 0.5
+        upper_above |= totals == 0  # N = 0: u = +∞
+        upper_above &= self._off_diagonal
+        copeland = upper_above.sum(axis=1)  # (K − 1)·ζ̂_i
+        candidates = np.flatnonzero(copeland == copeland.max())  # C
+        theta2: FloatArray | None = None
+        if candidates.size > 1:
+            # pair slots s = i·K + j of θ⁽¹⁾ (pairs i < j touching C), then, read ahead when they are
+            # few, i·K + c of θ⁽²⁾ (c ∈ C, every i): the variate of slot s is Beta(b_s + 1, bᵀ_s + 1),
+            # its index t·2K² + s (+ K² for θ⁽²⁾)
+            ahead = candidates.size * k <= _SINGLE_READ_AHEAD_LIMIT
+            if candidates.size == k:
+                slots, offsets = (self._all_slots, self._all_offsets) if ahead else (self._pair_slots,) * 2
+                n_pairs = self._pair_slots.size
+            else:
+                in_c = np.zeros(k, dtype=bool)
+                in_c[candidates] = True
+                lo, hi = self._pairs
+                slots = self._pair_slots[in_c[lo] | in_c[hi]]
+                n_pairs = slots.size
+                if ahead:
+                    slots = np.concatenate([slots, (self._arms_by_k[None, :] + candidates[:, None]).ravel()])
+                offsets = slots.copy()
+                offsets[n_pairs:] += k * k
+            flat = wins.ravel()
+            theta = counter_beta(key, offsets + t * self._slots, flat[slots] + 1, flat[self._transposed[slots]] + 1,
+                                 check=False)
+            theta1, lo_arm, hi_arm = theta[:n_pairs], slots[:n_pairs] // k, slots[:n_pairs] % k
+            score = (np.bincount(lo_arm[theta1 > 0.5], minlength=k)  # #{j : θ⁽¹⁾_ij > ½}
+                     + np.bincount(hi_arm[theta1 < 0.5], minlength=k))  # θ⁽¹⁾_ji = 1 − θ⁽¹⁾_ij > ½
+            in_score = score[candidates]
+            best = candidates[in_score == in_score.max()]
+            pick = min(int(counter_uniform(int(key), t) * best.size), best.size - 1)  # coin t (round_coins)
+            first = int(best[pick])
+            if ahead:
+                row = n_pairs + int(np.searchsorted(candidates, first)) * k
+                theta2 = theta[row: row + k]
+        else:
+            first = int(candidates[0])
+        eligible = ratio[:, first] - radius[:, first] <= 0.5  # l_{i a⁽¹⁾} <= ½
+        eligible |= totals[:, first] == 0  # N = 0: l = −∞
+        eligible[first] = True  # l_{a⁽¹⁾ a⁽¹⁾} = ½
+        second = first
+        if eligible.sum() > 1:
+            if theta2 is None:
+                theta2 = counter_beta(key, t * self._slots + k * k + self._arms_by_k + first,
+                                      wins[:, first] + 1, wins[first] + 1, check=False)
+            theta2[first] = 0.5  # θ⁽²⁾_{a⁽¹⁾ a⁽¹⁾} = ½ (theta2 is this round's own array)
+            theta2[~eligible] = -np.inf
+            second = int(np.argmax(theta2))
+        return np.array([first]), np.array([second])
+
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
+        if self.n_trials == 1:  # an agent's step: the same additions on scalars
+            winner_first, played_first, played_second = int(outcome[0]), int(first[0]), int(second[0])
+            if played_first != played_second:
+                self.wins[0, played_first, played_second] += winner_first
+                self.wins[0, played_second, played_first] += 1 - winner_first
+            return
         real = first != second  # a self-duel carries no information (adds 0)
         won = outcome * real
         add_per_trial(self.wins, won, first, second)

@@ -39,9 +39,20 @@ from dpbandits.algorithms.dueling._rounds import (
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.envs.base import counter_uniform
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
-__all__ = ["RUCB", "RUCBPolicy", "rucb_step", "simulate_rucb"]
+__all__ = ["RUCB", "RUCBPolicy", "rucb_step", "rucb_upper", "simulate_rucb"]
+
+
+def rucb_upper(wins: FloatArray, t: int, alpha: float) -> FloatArray:
+    """U of a batch of win matrices (n_trials, K, K) at round t (the module docstring's formula)."""
+    n_trials, k = wins.shape[0], wins.shape[1]
+    totals = wins + np.swapaxes(wins, 1, 2)  # N = W + Wᵀ
+    safe = np.maximum(totals, 1.0)  # = N wherever N > 0 (counts), so W/N and √(·/N) are unchanged there
+    upper = np.where(totals > 0, wins / safe + np.sqrt(alpha * np.log(t) / safe), 2.0)  # U = W/N + √(α ln t / N); 1 + 1 at N = 0
+    upper.reshape(n_trials, k * k)[:, :: k + 1] = 0.5  # U_ii = ½
+    return upper
 
 
 def rucb_step(
@@ -66,11 +77,8 @@ def rucb_step(
     -------
     first, second, hypothesis : ndarrays (n_trials,)
     """
-    n_trials, k = wins.shape[0], wins.shape[1]
-    totals = wins + np.swapaxes(wins, 1, 2)  # N = W + Wᵀ
-    safe = np.maximum(totals, 1.0)  # = N wherever N > 0 (counts), so W/N and √(·/N) are unchanged there
-    upper = np.where(totals > 0, wins / safe + np.sqrt(alpha * np.log(t) / safe), 2.0)  # U = W/N + √(α ln t / N); 1 + 1 at N = 0
-    upper.reshape(n_trials, k * k)[:, :: k + 1] = 0.5  # U_ii = ½
+    n_trials = wins.shape[0]
+    upper = rucb_upper(wins, t, alpha)
     candidates = (upper >= 0.5).all(axis=2)  # C
     sizes = candidates.sum(axis=1)
     empty = sizes == 0
@@ -106,8 +114,35 @@ class RUCBPolicy(RoundPolicy):
 
     def choose(self, t: int) -> tuple[IntArray, IntArray]:
         """The pair of round t in every trial (the step in the module docstring)."""
+        if self.n_trials == 1:
+            return self._choose_one(t)
         first, second, self.hypothesis = rucb_step(self.wins, self.hypothesis, t, self.keys, self.alpha)
         return first, second
+
+    def _choose_one(self, t: int) -> tuple[IntArray, IntArray]:
+        """:func:`rucb_step` for a batch of one trial (an agent's step): U as there, the choices on Python scalars."""
+        k = self.n_arms
+        upper = rucb_upper(self.wins, t, self.alpha)[0]
+        candidates = np.flatnonzero((upper >= 0.5).all(axis=1)).tolist()  # C
+        key, hypothesis = int(self.keys[0]), int(self.hypothesis[0])
+        if len(candidates) == 1:  # B ← C
+            first = hypothesis = candidates[0]
+        else:
+            keep = hypothesis in candidates  # B ← B ∩ C (C = ∅: none kept)
+            pool = candidates or list(range(k))  # C = ∅: a_c uniform over all arms
+            others = [arm for arm in pool if not (keep and arm == hypothesis)]  # C without a kept B
+            # coins 3t, 3t + 1 (round_coins); the ⌊u·count⌋-th arm as uniform_pick picks it
+            picked = others[min(int(counter_uniform(key, 3 * t + 1) * len(others)), len(others) - 1)]
+            first = hypothesis if keep and counter_uniform(key, 3 * t) < 0.5 else picked  # p(B) = ½
+            hypothesis = hypothesis if keep else -1
+        self.hypothesis[0] = hypothesis
+        column = upper[:, first].tolist()  # U_jc
+        top = max(column)
+        best = [arm for arm in range(k) if column[arm] >= top]
+        if len(best) > 1 and first in best:  # on ties d ≠ c
+            best.remove(first)
+        second = best[min(int(counter_uniform(key, 3 * t + 2) * len(best)), len(best) - 1)]  # coin 3t + 2
+        return np.array([first]), np.array([second])
 
     def update(self, first: IntArray, second: IntArray, outcome: IntArray, t: int) -> None:
         """Record the outcomes of round t."""
