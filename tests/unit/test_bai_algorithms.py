@@ -221,6 +221,23 @@ def test_allow_out_of_range_is_honoured_by_ask_tell_as_by_simulate(seed, cls):
         strict.tell(strict.ask(), 1.05)
 
 
+def test_agent_refuses_non_finite_rewards_with_infinite_bounds_and_counts_pulls_mid_phase(section5, tmp_path):
+    # allow_out_of_range accepts any finite reward (the bounds are ±inf), never NaN or ±inf
+    agent = DPBAI(section5.features, 200, 0.5, allow_out_of_range=True).agent(0)
+    asked = []
+    for reward in (7.5, -3.0, float("inf"), float("-inf"), float("nan"), np.float64("nan"), 0.25):
+        arm = agent.ask()
+        if math.isfinite(reward):
+            agent.tell(arm, reward)
+            asked.append(arm)
+        else:
+            with pytest.raises(InvalidParameterError, match="reward"):
+                agent.tell(arm, reward)
+    np.testing.assert_array_equal(agent.pulls, np.bincount(asked, minlength=30))
+    loaded = type(agent).load(agent.save(tmp_path / "agent.json"))
+    np.testing.assert_array_equal(loaded.pulls, agent.pulls)
+
+
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"epsilon": -1.0}, "epsilon"), ({"epsilon": 0.0}, "epsilon"), ({"budget": 0}, "budget"),
     ({"budget_mode": "loose"}, "budget_mode"), ({"maxdet": "greedy"}, "maxdet"), ({"tie_break": "x"}, "tie_break"),
