@@ -55,6 +55,7 @@ __all__ = [
     "SUMMARY_NAME",
     "RunStore",
     "atomic_write_bytes",
+    "atomic_write_files",
     "atomic_write_text",
     "describe_os_error",
     "is_in_use",
@@ -100,21 +101,47 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         If the file cannot be written (disk full, read-only file system, no permission...);
         the temporary file is removed and ``path`` is left as it was.
     """
-    path = Path(path)
-    tmp = path.with_name(f"{_TMP_MARK}{os.getpid()}-{path.name}")
+    atomic_write_files([(Path(path), data)])
+
+
+def atomic_write_files(files: Sequence[tuple[Path, bytes]]) -> None:
+    """Write several files atomically, as one group commit.
+
+    Each is written to a temporary file in its directory and fsync-ed, then all are renamed over
+    their targets and each directory is fsync-ed once. When this returns, every file is durable; a crash before leaves each target either as it was or
+    complete (never half-written). One directory fsync serves the whole group (the per-file cost of
+    :func:`atomic_write_bytes` is two fsyncs).
+
+    Raises
+    ------
+    StudyError
+        If a file cannot be written (disk full, read-only file system, no permission...); the
+        temporary files not yet renamed are removed.
+    """
+    temporaries: list[tuple[Path, Path]] = []  # (temporary, target) not yet renamed
+    current = Path()
     try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        for path, data in files:
+            current = Path(path)
+            tmp = current.with_name(f"{_TMP_MARK}{os.getpid()}-{current.name}")
+            temporaries.append((tmp, current))
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        while temporaries:
+            tmp, current = temporaries[0]
+            os.replace(tmp, current)
+            temporaries.pop(0)
     except BaseException as exc:  # a full disk, a read-only file system, an interrupt: no leftover
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+        for tmp, _ in temporaries:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise StudyError(f"cannot write {str(path)!r}: {describe_os_error(exc)}") from None
+            raise StudyError(f"cannot write {str(current)!r}: {describe_os_error(exc)}") from None
         raise
-    _fsync_directory(path.parent)
+    for directory in dict.fromkeys(Path(path).parent for path, _ in files):
+        _fsync_directory(directory)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -658,25 +685,38 @@ class RunStore:
 
     def write_cell(self, cell: Cell, values: Mapping[str, FloatArray], *, seconds: float) -> None:
         """Store the per-trial values of a finished cell atomically and record it in the manifest."""
-        buffer = io.BytesIO()
-        arrays: dict[str, Any] = {metric: np.asarray(values[metric], dtype=np.float64)
-                                  for metric in self._metrics[cell.algorithm_index]}
-        arrays[_IDENTITY_KEY] = np.array(json.dumps(self.identity(cell), sort_keys=True))
-        np.savez(buffer, **arrays)
-        path = self.cell_path(cell)
-        atomic_write_bytes(path, buffer.getvalue())
-        signature = self._signature(path)
-        if signature is not None:  # the values are in memory: summarise them now, never read them back
-            self._verified[cell.key] = (signature, self._summarize({m: arrays[m] for m in self._metrics[cell.algorithm_index]}))
-        self.manifest.setdefault("cells", {})[cell.key] = {
-            "point_index": cell.point_index,
-            "point": cell.point,
-            "algorithm": cell.label,
-            "status": "done",
-            "n_trials": self.study.trials,
-            "seconds": round(seconds, 6),
-            "finished": _now(),
-        }
+        self.write_cells([(cell, values, seconds)])
+
+    def write_cells(self, finished: Sequence[tuple[Cell, Mapping[str, FloatArray], float]]) -> None:
+        """Store finished cells ``(cell, values, seconds of compute)`` in one group commit, then record them.
+
+        Every cell file is written atomically and is durable (fsync-ed, its directory too) before any
+        of the cells is recorded as done in the manifest.
+        """
+        files, arrays_of = [], []
+        for cell, values, _ in finished:
+            buffer = io.BytesIO()
+            arrays: dict[str, Any] = {metric: np.asarray(values[metric], dtype=np.float64)
+                                      for metric in self._metrics[cell.algorithm_index]}
+            arrays[_IDENTITY_KEY] = np.array(json.dumps(self.identity(cell), sort_keys=True))
+            np.savez(buffer, **arrays)
+            files.append((self.cell_path(cell), buffer.getvalue()))
+            arrays_of.append(arrays)
+        atomic_write_files(files)
+        for (cell, _, seconds), arrays in zip(finished, arrays_of, strict=True):
+            signature = self._signature(self.cell_path(cell))
+            if signature is not None:  # the values are in memory: summarise them now, never read them back
+                metrics = self._metrics[cell.algorithm_index]
+                self._verified[cell.key] = (signature, self._summarize({m: arrays[m] for m in metrics}))
+            self.manifest.setdefault("cells", {})[cell.key] = {
+                "point_index": cell.point_index,
+                "point": cell.point,
+                "algorithm": cell.label,
+                "status": "done",
+                "n_trials": self.study.trials,
+                "seconds": round(seconds, 6),
+                "finished": _now(),
+            }
         self.write_manifest()
 
     # ------------------------------------------------------------------ manifest and summary
