@@ -24,6 +24,7 @@ completion order.
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import os
 import select
@@ -185,8 +186,9 @@ class ProcessBackend:
     startup_seconds : float, default 1.0
         The cost assumed for starting the pool (fork server, its imports, the workers;
         ``benchmarks/bench_runner.py`` measures it). The pool is started only when the work left,
-        timed from the first tasks run here, exceeds ``startup_seconds · w/(w − 1)`` (w workers):
-        below that, starting it cannot finish sooner than running the rest here.
+        timed from the first tasks run here, exceeds ``startup_seconds``: tasks keep running here
+        while the workers start, so with W seconds of work left and S of start-up the run takes
+        S + (W − S)/w (w workers) instead of W, sooner exactly when W > S.
 
     Notes
     -----
@@ -273,7 +275,7 @@ class ProcessBackend:
         self.ran_here = 0
         next_index, per_task = 0, 0.0
         if self._pool is None:
-            threshold = self.startup_seconds * self.workers / max(self.workers - 1, 1)
+            threshold = self.startup_seconds if self.workers > 1 else math.inf  # W > S (see the class docstring)
             started = time.perf_counter()
             while next_index < len(tasks):
                 yield next_index, fn(tasks[next_index])
