@@ -17,7 +17,8 @@ rounds (``_harness.interleaved``), per step (one ``ask`` + one ``tell``, or one 
 Targets: ours fast <= 2 × plain loop; ours secure <= 3 × the OpenDP-direct plain loop; ours faster
 than the peer (ratio peer / ours > 1). Feedback is the same in every loop: duel (a, b) at round t is
 won by a iff ``u[t] < P[a, b]`` (instance F2, K = 10 arms), and a pull of arm i returns
-``min(1, 2·μ_i·U_t)`` (the DP-BAI Section-5 instance, K = 30).
+``min(1, 2·μ_i·U_t)`` (the DP-BAI Section-5 instance, K = 30; for Sequential Halving ``2·μ_i·U_t``
+unclipped, as its plain loop computes it, so that both make the same pulls and recommend the same arm).
 
 No peer exists for DP-EBS-Elimination, its local-DP baseline, GOptimal-DPDB, MaxInP, CoLSTIM, DP-BAI,
 Sequential Halving or USCA's learning stage in a maintained package (duelpy has no private and no
@@ -150,15 +151,26 @@ def duelpy_run(class_name: str) -> Callable[[int], int] | None:
     return run
 
 
-def bai_pulls(agent: Any, u: list[float], start: int) -> int:
-    """Drive a best-arm agent to its end with rewards min(1, w_i·U); returns the pulls made."""
+def bai_pulls(agent: Any, u: list[float], start: int, *, clip: bool = True) -> int:
+    """Drive a best-arm agent to its end with rewards w_i·U, clipped to 1 if ``clip`` (as its plain loop
+    computes them); returns the pulls made. ``done`` (``finished``) is read as a deployer's loop reads it."""
     i = start
     ask, tell = agent.ask, agent.tell
-    done = (lambda: agent.done) if hasattr(agent, "done") else (lambda: agent.finished)
-    while not done():
-        arm = ask()
-        tell(arm, min(1.0, WIDTHS[arm] * u[i]))
-        i += 1
+    if hasattr(agent, "done"):
+        while not agent.done:
+            arm = ask()
+            tell(arm, min(1.0, WIDTHS[arm] * u[i]))
+            i += 1
+    elif clip:
+        while not agent.finished:
+            arm = ask()
+            tell(arm, min(1.0, WIDTHS[arm] * u[i]))
+            i += 1
+    else:
+        while not agent.finished:
+            arm = ask()
+            tell(arm, WIDTHS[arm] * u[i])
+            i += 1
     return i - start
 
 
@@ -186,11 +198,20 @@ def dp_bai_case(trials: int) -> Case:
 
 def sequential_halving_case(trials: int) -> Case:
     u = np.random.default_rng(SEED).random(BAI_BUDGET * trials + 1).tolist()
+    # the plain loop's rewards are w_i·U unclipped (Sequential Halving has no reward bound): ours gets the
+    # same rewards, so both make the same pulls and recommend the same arm (checked here, untimed)
+    for trial in range(trials):
+        agent = SequentialHalving(BAI.n_arms, BAI_BUDGET, rng=SEED + trial)
+        bai_pulls(agent, u, trial * BAI_BUDGET, clip=False)
+        reference = plain.sequential_halving(BAI.n_arms, BAI_BUDGET, WIDTHS, u[trial * BAI_BUDGET:])
+        if agent.recommend() != reference:
+            raise SystemExit(f"sequential-halving: ours recommends {agent.recommend()}, the plain loop {reference}")
 
     def ours(_: int, secure: bool) -> int:
         pulls = 0
         for trial in range(trials):
-            pulls += bai_pulls(SequentialHalving(BAI.n_arms, BAI_BUDGET, rng=SEED + trial), u, pulls)
+            agent = SequentialHalving(BAI.n_arms, BAI_BUDGET, rng=SEED + trial)
+            pulls += bai_pulls(agent, u, trial * BAI_BUDGET, clip=False)
         return pulls
 
     def loop(_: int) -> int:

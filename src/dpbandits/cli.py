@@ -223,7 +223,7 @@ def _run(
     plot: bool,
 ) -> None:
     from dpbandits._core.validation import check_one_of
-    from dpbandits.experiments.plots import plot_run
+    from dpbandits.experiments.plots import import_in_background, plot_run
     from dpbandits.experiments.runner import run_study
 
     check_one_of(progress, "--progress", ("auto", "rich", "log", "none"))
@@ -235,6 +235,7 @@ def _run(
     run_dir = out if out is not None else Path("runs") / study.name
     from dpbandits.experiments.runner import RunTerminated
 
+    plot_import = import_in_background() if plot else None  # overlaps the run (joined before plotting)
     try:
         result = run_study(study, run_dir, backend=backend, workers=workers, scheduler=scheduler,
                            resume=resume, progress=progress, source_text=source_text)
@@ -253,6 +254,8 @@ def _run(
     if study.analyses:
         for path in sorted((result.run_dir / "analyses").glob("*.json")):
             typer.echo(f"analysis:      {path}")
+    if plot_import is not None:
+        plot_import.join()
     if plot and result.cells_run + result.cells_skipped > 0:
         written = plot_run(result.run_dir)
         typer.echo(f"plots:         {written[0].parent} ({len(written)} files)")

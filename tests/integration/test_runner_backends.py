@@ -95,5 +95,9 @@ def test_the_process_backend_runs_a_small_study_here_and_says_so(tmp_path: Path,
     notes.clear()
     forced = ProcessBackend(workers=2, startup_seconds=1e-6, batch_seconds=10.0)  # the pool, batches of tasks
     run_study(_study(seed), tmp_path / "forced", backend=forced, progress=Notes())
-    assert forced.ran_here == 1 and "worker processes" in notes[0] and "in batches of" in notes[0]
+    # tasks run here while the workers start (at least the one that timed the work), the rest on the pool
+    total = len(_study(seed).cells()) * _study(seed).n_chunks()
+    assert 1 <= forced.ran_here <= total and len(notes) == 1 and "worker processes" in notes[0]
+    if forced.ran_here < total - 4:  # at least 2 tasks per worker were left: they travel in batches
+        assert "in batches of" in notes[0] and "run here, while the workers started" in notes[0]
     assert (tmp_path / "forced" / "summary.csv").read_bytes() == (tmp_path / "small" / "summary.csv").read_bytes()

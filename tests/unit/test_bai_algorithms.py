@@ -221,6 +221,23 @@ def test_allow_out_of_range_is_honoured_by_ask_tell_as_by_simulate(seed, cls):
         strict.tell(strict.ask(), 1.05)
 
 
+def test_agent_refuses_non_finite_rewards_with_infinite_bounds_and_counts_pulls_mid_phase(section5, tmp_path):
+    # allow_out_of_range accepts any finite reward (the bounds are ±inf), never NaN or ±inf
+    agent = DPBAI(section5.features, 200, 0.5, allow_out_of_range=True).agent(0)
+    asked = []
+    for reward in (7.5, -3.0, float("inf"), float("-inf"), float("nan"), np.float64("nan"), 0.25):
+        arm = agent.ask()
+        if math.isfinite(reward):
+            agent.tell(arm, reward)
+            asked.append(arm)
+        else:
+            with pytest.raises(InvalidParameterError, match="reward"):
+                agent.tell(arm, reward)
+    np.testing.assert_array_equal(agent.pulls, np.bincount(asked, minlength=30))
+    loaded = type(agent).load(agent.save(tmp_path / "agent.json"))
+    np.testing.assert_array_equal(loaded.pulls, agent.pulls)
+
+
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"epsilon": -1.0}, "epsilon"), ({"epsilon": 0.0}, "epsilon"), ({"budget": 0}, "budget"),
     ({"budget_mode": "loose"}, "budget_mode"), ({"maxdet": "greedy"}, "maxdet"), ({"tie_break": "x"}, "tie_break"),
@@ -297,3 +314,28 @@ def test_plain_multi_armed_bandit_uses_identity_features(seed):
                                                   epsilon=1.0)
     np.testing.assert_array_equal(a["success"], b["success"])
     assert a["pulls_used"].max() <= 600
+
+
+def test_sequential_halving_loads_a_state_saved_when_counts_were_added_per_pull():
+    """Files written before the totals' counts moved to the round's end continue exactly."""
+    import copy
+
+    from dpbandits.algorithms.bai.sequential_halving import SequentialHalving
+
+    original = SequentialHalving(6, 120, rng=3, reuse_samples=True)
+    rewards = np.random.default_rng(0)
+    for _ in range(27):  # mid-way through the first round (20 pulls per arm)
+        original.tell(original.ask(), float(rewards.random()))
+    state = copy.deepcopy(original._get_state())
+    old = {key: value for key, value in state.items() if key != "_counts_added_at_round_end"}
+    old["_total_counts"] = old["_total_counts"].copy()
+    np.add.at(old["_total_counts"], np.asarray(original._queue[: original._position]), 1)  # the old layout
+    loaded = SequentialHalving._rebuild(original.get_params(), old, {})
+    while not original.finished:
+        reward = float(rewards.random())
+        arm = original.ask()
+        assert loaded.ask() == arm
+        original.tell(arm, reward)
+        loaded.tell(arm, reward)
+    assert loaded.recommend() == original.recommend()
+    np.testing.assert_array_equal(loaded._total_counts, original._total_counts)

@@ -216,3 +216,57 @@ def test_the_end_of_a_run_reads_each_cell_file_at_most_once(tmp_path: Path, seed
     run_study(study, tmp_path / "run", progress="none", resume=True)  # a new session: every cell read once
     assert sorted(reads) == sorted(cell.key for cell in study.cells()) and set(reads.values()) == {1}
     assert (tmp_path / "run" / "summary.csv").read_text() == summary
+
+
+def test_cells_are_written_in_group_commits_and_recorded_only_once_durable(tmp_path: Path, seed: int,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 17: finished cells are written by a background thread, several per directory fsync."""
+    import dpbandits.experiments.store as store_module
+
+    groups: list[list[str]] = []
+    original = store_module.atomic_write_files
+
+    def recording(files: Any) -> None:
+        original(files)
+        groups.append([Path(path).name for path, _ in files])
+
+    monkeypatch.setattr(store_module, "atomic_write_files", recording)
+    study = _study(seed)
+    run_study(study, tmp_path / "run", progress="none")
+    cell_groups = [group for group in groups if group[0].endswith(".npz")]
+    assert sorted(name for group in cell_groups for name in group) == sorted(
+        f"{cell.key}.npz" for cell in study.cells())
+    assert not list((tmp_path / "run" / "cells").glob(".tmp-*"))
+    # a failed write is the run's error, and no cell it held is recorded as done
+    def failing(files: Any) -> None:
+        if any(Path(path).suffix == ".npz" for path, _ in files):
+            raise StudyError("cannot write the cell: No space left on device")
+        original(files)
+
+    monkeypatch.setattr(store_module, "atomic_write_files", failing)
+    with pytest.raises(StudyError, match="No space left"):
+        run_study(study, tmp_path / "full", progress="none")
+    manifest = read_manifest(tmp_path / "full")
+    assert manifest["status"] == "failed"
+    assert all(entry["status"] == "pending" for entry in manifest["cells"].values())
+
+
+def test_atomic_write_files_leaves_no_temporary_file_on_failure(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from dpbandits.experiments.store import atomic_write_files
+
+    atomic_write_files([(tmp_path / "a", b"1"), (tmp_path / "b", b"2")])
+    assert (tmp_path / "a").read_bytes() == b"1" and (tmp_path / "b").read_bytes() == b"2"
+    original = os.replace
+
+    def refuse_second(source: Any, target: Any) -> None:
+        if Path(target).name == "d":
+            raise OSError(28, "No space left on device")
+        original(source, target)
+
+    monkeypatch.setattr(os, "replace", refuse_second)
+    with pytest.raises(StudyError, match=r"'.*d'.*No space left on device"):
+        atomic_write_files([(tmp_path / "c", b"3"), (tmp_path / "d", b"4"), (tmp_path / "e", b"5")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c"]  # c complete, d and e never appear

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "fsync_directory"]
+__all__ = ["atomic_write_bytes", "atomic_write_many", "fsync_directory"]
 
 
 def fsync_directory(directory: str | os.PathLike[str]) -> None:
@@ -29,26 +30,45 @@ def fsync_directory(directory: str | os.PathLike[str]) -> None:
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, temporary_prefix: str = ".tmp-") -> Path:
-    """Write ``data`` to ``path`` atomically; return the path.
+    """Write ``data`` to ``path`` atomically; return the path (see :func:`atomic_write_many`)."""
+    atomic_write_many([(path, data)], temporary_prefix=temporary_prefix)
+    return Path(path)
 
-    The temporary file is ``<temporary_prefix><pid>-<random>-<name>`` beside the target (so a
-    directory's leftovers of a killed writer can be found by the prefix), created exclusively with
-    the process's default permissions. On any failure, an interrupt included, it is removed and
-    ``path`` is left as it was; the ``OSError`` (disk full, read-only file system, no permission)
-    propagates.
+
+def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], bytes]], *,
+                      temporary_prefix: str = ".tmp-") -> None:
+    """Write several files atomically, as one group commit.
+
+    Each is written to a temporary file beside its target (``<temporary_prefix><pid>-<random>-<name>``,
+    so a directory's leftovers of a killed writer can be found by the prefix; created exclusively
+    with the process's default permissions) and fsync-ed; then all are renamed over their targets
+    and each directory is fsync-ed once. When this returns every file is durable; a crash before
+    leaves each target either as it was or complete, never half-written. On any failure, an
+    interrupt included, the temporary files not yet renamed are removed and the ``OSError`` (disk
+    full, read-only file system, no permission) propagates, its ``filename`` the target's.
     """
-    target = Path(path)
-    temporary = target.with_name(f"{temporary_prefix}{os.getpid()}-{os.urandom(4).hex()}-{target.name}")
+    pending: list[tuple[Path, Path]] = []  # (temporary, target) not yet renamed
+    target = Path()
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
+        for path, data in files:
+            target = Path(path)
+            temporary = target.with_name(f"{temporary_prefix}{os.getpid()}-{os.urandom(4).hex()}-{target.name}")
+            pending.append((temporary, target))
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        while pending:
+            temporary, target = pending[0]
+            os.replace(temporary, target)
+            pending.pop(0)
+    except BaseException as exc:
+        for temporary, _ in pending:
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            exc.filename = str(target)  # the file the caller asked for, not its temporary
         raise
-    fsync_directory(target.parent)
-    return target
+    for directory in dict.fromkeys(Path(path).parent for path, _ in files):
+        fsync_directory(directory)

@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import special
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError
 from dpbandits._core.rng import RNGLike, as_generator, as_seed_sequence
@@ -55,10 +54,19 @@ __all__ = [
     "unit_ball_environment",
 ]
 
-LINKS: dict[str, Callable[[FloatArray], FloatArray]] = {
-    "logistic": lambda u: np.asarray(special.expit(u), dtype=np.float64),  # σ(u) = 1/(1+e^{−u})
-    "probit": lambda u: np.asarray(special.ndtr(u), dtype=np.float64),  # Φ(u)
-}
+def _logistic(u: FloatArray) -> FloatArray:
+    from scipy import special  # imported on first use: looking the environments up stays light
+
+    return np.asarray(special.expit(u), dtype=np.float64)  # σ(u) = 1/(1+e^{−u})
+
+
+def _probit(u: FloatArray) -> FloatArray:
+    from scipy import special
+
+    return np.asarray(special.ndtr(u), dtype=np.float64)  # Φ(u)
+
+
+LINKS: dict[str, Callable[[FloatArray], FloatArray]] = {"logistic": _logistic, "probit": _probit}
 
 REGRET_METRICS: tuple[str, ...] = (
     "reward_regret",

@@ -14,14 +14,17 @@ completion order.
   process ends, even by SIGKILL (then the fork server and resource tracker exit too).
   It is never slower than serial by design: the pool is started only when the work left is worth
   its start-up (the first tasks run in this process and time the rest; a study too small to gain
-  runs serially here, and the progress output says so), and small tasks travel to the workers in
-  batches of about ``batch_seconds`` each (one round trip per batch, not per task).
+  runs serially here, and the progress output says so); while the workers start, tasks keep running
+  here; and small tasks travel to the workers in batches of about ``batch_seconds`` each (one round
+  trip per batch, not per task).
 * ``dask`` — a ``dask.distributed`` cluster: connect to ``scheduler`` (``tcp://host:8786``), or start
   a local cluster when none is given. Needs the ``dask`` extra (``pip install "dpbandits[dask]"``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import multiprocessing
 import os
 import select
@@ -52,7 +55,19 @@ BACKENDS: tuple[str, ...] = ("serial", "process", "dask")
 FORKSERVER_PRELOAD: tuple[str, ...] = ("__main__", "dpbandits.experiments.runner", *BUILTIN_MODULES)
 """Modules the ``forkserver`` process imports once, so that each worker starts with them loaded: the
 runner and every built-in algorithm family (``__main__`` is multiprocessing's default: without it
-every worker re-imports the main script)."""
+every worker re-imports the main script). When every task names the modules it needs (a ``modules``
+attribute, as the runner's tasks do), the fork server imports those instead of every family."""
+
+
+def _preload(fn: Callable[[Any], Any], tasks: Sequence[Any]) -> list[str]:
+    """What the fork server imports: ``__main__``, ``fn``'s module and the tasks' modules, when they say them."""
+    needed: dict[str, None] = dict.fromkeys(["__main__", fn.__module__])
+    for task in tasks:
+        modules = getattr(task, "modules", None)
+        if modules is None:
+            return list(FORKSERVER_PRELOAD)
+        needed.update(dict.fromkeys(modules))
+    return list(needed)
 
 
 class Backend(Protocol):
@@ -144,6 +159,10 @@ def _start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
+def _ready() -> None:
+    """A task that does nothing: submitted once per worker to have the pool start them all."""
+
+
 def _run_batch(fn: Callable[[Any], Any], tasks: Sequence[Any]) -> tuple[list[Any], float]:
     """Run a batch of tasks in a worker: their results, and the seconds the batch took."""
     started = time.perf_counter()
@@ -167,8 +186,9 @@ class ProcessBackend:
     startup_seconds : float, default 1.0
         The cost assumed for starting the pool (fork server, its imports, the workers;
         ``benchmarks/bench_runner.py`` measures it). The pool is started only when the work left,
-        timed from the first tasks run here, exceeds ``startup_seconds · w/(w − 1)`` (w workers):
-        below that, starting it cannot finish sooner than running the rest here.
+        timed from the first tasks run here, exceeds ``startup_seconds``: tasks keep running here
+        while the workers start, so with W seconds of work left and S of start-up the run takes
+        S + (W − S)/w (w workers) instead of W, sooner exactly when W > S.
 
     Notes
     -----
@@ -189,6 +209,8 @@ class ProcessBackend:
         self.batch_seconds = check_positive_float(batch_seconds, "batch_seconds")
         self.startup_seconds = check_positive_float(startup_seconds, "startup_seconds")
         self._pool: ProcessPoolExecutor | None = None
+        self._starter: threading.Thread | None = None  # starts the pool while tasks run here
+        self._starter_error: BaseException | None = None
         self._depth = 0
         self.ran_here = 0  # tasks of the last map run in this process (timing probe, or a study too small)
 
@@ -197,22 +219,42 @@ class ProcessBackend:
         self._depth += 1
         return self
 
-    def _start_pool(self) -> ProcessPoolExecutor:
+    def _start_pool(self, preload: list[str] | None = None) -> ProcessPoolExecutor:
         if self._pool is None:
             context = multiprocessing.get_context(_start_method())
             if isinstance(context, multiprocessing.context.ForkServerContext):
                 # The fork server imports the runner once; workers forked from it start with it loaded
                 # (effective when the fork server starts, i.e. on the first pool of this process).
-                context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+                context.set_forkserver_preload(preload or list(FORKSERVER_PRELOAD))
             with interrupts_deferred():  # never half-start a pool
                 self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
                                                  initializer=_worker_initializer, initargs=(os.getpid(),))
         return self._pool
 
+    def _start_workers(self, preload: list[str]) -> None:
+        """Start the pool and its workers (run in a helper thread); an error is kept for the main thread."""
+        try:
+            pool = self._start_pool(preload)
+            for future in [pool.submit(_ready) for _ in range(self.workers)]:
+                future.result()
+        except BaseException as exc:  # raised in the main thread by _join_starter
+            self._starter_error = exc
+
+    def _join_starter(self) -> None:
+        if self._starter is not None:
+            self._starter.join()
+            self._starter = None
+        if self._starter_error is not None:
+            error, self._starter_error = self._starter_error, None
+            raise error
+
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._depth -= 1
+        if self._depth == 0:
+            with contextlib.suppress(Exception):  # a failed start was raised already, or is moot now
+                self._join_starter()
         if self._depth == 0 and self._pool is not None:
             if exc_type is not None:  # interrupted or failed: the tasks still running are not needed
                 _kill_workers(self._pool)
@@ -224,15 +266,16 @@ class ProcessBackend:
         """Yield ``(index, fn(task))`` as tasks finish (at most ``max_pending`` batches in flight).
 
         Without a warm pool, tasks first run here, one by one, while the work left (estimated from
-        their times) is too small for the pool to gain; the rest go to the pool in batches of about
-        ``batch_seconds``. ``notify`` receives a line saying which was chosen.
+        their times) is too small for the pool to gain; then the pool starts in a helper thread and
+        tasks keep running here until its workers are up; the rest go to the pool in batches of
+        about ``batch_seconds``. ``notify`` receives a line saying which was chosen.
         """
         if self._depth == 0:
             raise InvalidParameterError("ProcessBackend must be used inside a `with` block")
         self.ran_here = 0
         next_index, per_task = 0, 0.0
         if self._pool is None:
-            threshold = self.startup_seconds * self.workers / max(self.workers - 1, 1)
+            threshold = self.startup_seconds if self.workers > 1 else math.inf  # W > S (see the class docstring)
             started = time.perf_counter()
             while next_index < len(tasks):
                 yield next_index, fn(tasks[next_index])
@@ -247,12 +290,29 @@ class ProcessBackend:
                            f"{per_task * len(tasks):.1f} s of work: starting {self.workers} worker processes "
                            f"would not have finished sooner)")
                 return
+            # start the workers in the background and keep running tasks here until they are up
+            # (the fork server's imports and the workers' start-up overlap that work)
+            starter = threading.Thread(target=self._start_workers, args=(_preload(fn, tasks[next_index:]),),
+                                       name="dpbandits-pool-start", daemon=True)
+            self._starter = starter
+            starter.start()
+            while next_index < len(tasks) and starter.is_alive():
+                yield next_index, fn(tasks[next_index])
+                next_index += 1
+            self._join_starter()
+            per_task = (time.perf_counter() - started) / next_index
+            self.ran_here = next_index
+            if next_index == len(tasks):
+                if notify is not None:
+                    notify(f"process backend: ran the {len(tasks)} tasks in this process while its "
+                           f"{self.workers} worker processes started (none was left for them)")
+                return
         batch = max(1, min(round(self.batch_seconds / per_task) if per_task > 0 else 1,
                            -(-(len(tasks) - next_index) // (2 * self.workers))))  # >= 2 batches per worker
         if notify is not None:
             notify(f"process backend: {len(tasks) - next_index} tasks on {self.workers} worker processes"
                    + (f", in batches of {batch}" if batch > 1 else "")
-                   + (f" ({next_index} timed here first)" if next_index else ""))
+                   + (f" ({next_index} run here, while the workers started)" if next_index else ""))
         pool = self._start_pool()
         pending: dict[Future[Any], int] = {}
         try:

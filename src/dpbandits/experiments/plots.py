@@ -23,6 +23,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from dpbandits.experiments.store import (
     summary_metrics,
 )
 
-__all__ = ["MAX_PANELS", "plot_run"]
+__all__ = ["MAX_PANELS", "import_in_background", "plot_run"]
 
 MAX_PANELS = 16
 """At most this many panels per figure (combinations of the other swept parameters)."""
@@ -62,6 +63,24 @@ def _swept_and_metrics(header: Sequence[str]) -> tuple[list[str], dict[str, str]
 
 def _unique(values: Sequence[Any]) -> list[Any]:
     return list(dict.fromkeys(values))
+
+
+def import_in_background() -> threading.Thread:
+    """Start importing what drawing needs (matplotlib's ``Figure``, the Agg and PDF back ends) in a thread.
+
+    For a caller with other work first (a study run, whose main thread mostly waits on its workers):
+    the import then overlaps that work. Join the thread before :func:`plot_run`, which forks its
+    drawing workers only from a single-threaded process.
+    """
+    def load() -> None:
+        import matplotlib.backends.backend_agg
+        import matplotlib.backends.backend_pdf
+        import matplotlib.figure
+        import matplotlib.ticker  # noqa: F401
+
+    thread = threading.Thread(target=load, name="dpbandits-plot-import", daemon=True)
+    thread.start()
+    return thread
 
 
 def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,

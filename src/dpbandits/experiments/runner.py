@@ -40,7 +40,10 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -93,6 +96,11 @@ class Task:
     environment_factory: Callable[..., Any]
     simulate: Callable[..., Mapping[str, Any]]
     proportion_metrics: tuple[str, ...] = ()
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """The modules the task needs (its environment's and its entry point's): a worker may import them ahead."""
+        return (self.environment_factory.__module__, self.simulate.__module__)
 
 
 @dataclass(frozen=True)
@@ -251,6 +259,7 @@ def _run_opened(study: Study, store: RunStore, engine: Backend, reporter: Progre
                 deliver_interrupts: Callable[[], None]) -> RunResult:
     status = "failed"
     error: BaseException | None = None
+    writer: _CellWriter | None = None
     try:
         deliver_interrupts()
         cells = study.cells()
@@ -265,6 +274,7 @@ def _run_opened(study: Study, store: RunStore, engine: Backend, reporter: Progre
             done_cells=len(finished),
             done_trials=len(finished) * study.trials,
         )
+        writer = _CellWriter(store)
         with engine:
             for index, result in engine.map_unordered(run_task, tasks, notify=getattr(reporter, "note", None)):
                 task = tasks[index]
@@ -272,8 +282,9 @@ def _run_opened(study: Study, store: RunStore, engine: Backend, reporter: Progre
                 parts[task.chunk_index] = result
                 done = len(parts) == chunks_per_cell
                 if done:
-                    _write_cell(store, task.cell, partial.pop(task.cell.key))
+                    writer.put(task.cell, partial.pop(task.cell.key))
                 reporter.advance(trials=task.n_trials, cells=int(done))
+        writer.close()
         status = "complete"
     except KeyboardInterrupt as exc:
         status, error = "interrupted", exc
@@ -284,6 +295,8 @@ def _run_opened(study: Study, store: RunStore, engine: Backend, reporter: Progre
     finally:
         reporter.close()
         try:
+            if writer is not None:
+                _close_writer(writer, error)  # the cells already computed are written before the end is recorded
             store.finish(status)
             summary_path = store.write_summary()
             if store.manifest["status"] == "complete":
@@ -305,10 +318,73 @@ def _run_opened(study: Study, store: RunStore, engine: Backend, reporter: Progre
     )
 
 
-def _write_cell(store: RunStore, cell: Cell, parts: Mapping[int, TaskResult]) -> None:
+class _CellWriter:
+    """Writes finished cells on a background thread, in group commits, while the next cells compute.
+
+    Each time it is free, the thread takes every cell finished meanwhile and stores them with one
+    :meth:`RunStore.write_cells` (each file written atomically and fsync-ed, the directory fsync-ed
+    once; a cell is recorded as done only once its file is durable). While the thread runs it alone
+    touches the store; :meth:`close` writes what is queued, stops it and re-raises its error, if any
+    (e.g. a full disk), which :meth:`put` also raises as soon as it is known.
+    """
+
+    def __init__(self, store: RunStore) -> None:
+        self._store = store
+        self._queue: queue.SimpleQueue[tuple[Cell, dict[int, TaskResult]] | None] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = threading.Thread(target=self._write_until_closed,
+                                                                 name="dpbandits-cell-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, cell: Cell, parts: dict[int, TaskResult]) -> None:
+        """Queue a finished cell (all its chunks) for writing."""
+        self._raise_error()
+        self._queue.put((cell, parts))
+
+    def close(self) -> None:
+        """Write the queued cells, stop the thread (idempotent) and raise its error, if any."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        self._raise_error()
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def _write_until_closed(self) -> None:
+        closed = False
+        while not closed:
+            batch = [self._queue.get()]
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    batch.append(self._queue.get_nowait())
+            closed = batch[-1] is None
+            finished = [item for item in batch if item is not None]
+            if finished and self._error is None:
+                try:
+                    self._store.write_cells([_assemble(cell, parts) for cell, parts in finished])
+                except BaseException as exc:  # handed to the main thread by put() or close()
+                    self._error = exc
+
+
+def _close_writer(writer: _CellWriter, error: BaseException | None) -> None:
+    """Close the cell writer at the end of a run that stopped with ``error`` (None: it did not)."""
+    try:
+        writer.close()
+    except Exception as exc:  # the run had already stopped (else close() raised in the run): say both
+        if error is None:
+            raise
+        error.add_note(f"and some finished cells could not be written: {exc}")
+
+
+def _assemble(cell: Cell, parts: Mapping[int, TaskResult]) -> tuple[Cell, dict[str, FloatArray], float]:
+    """A cell's values (its chunks in trial order) and its seconds of compute."""
     ordered = [parts[chunk] for chunk in sorted(parts)]
     values = {metric: np.concatenate([part.values[metric] for part in ordered]) for metric in ordered[0].values}
     seconds = sum(part.seconds for part in ordered)
-    store.write_cell(cell, values, seconds=seconds)
     _LOG.debug("cell %s done: %s, %s, %d trials in %.3f s of compute", cell.key, cell.label,
                cell.point or "no grid", len(next(iter(values.values()))), seconds)
+    return cell, values, seconds

@@ -44,7 +44,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from dpbandits._core.atomic import atomic_write_bytes as write_atomically
+from dpbandits._core.atomic import atomic_write_many as write_atomically
 from dpbandits._core.errors import StudyError
 from dpbandits._core.typing import FloatArray
 from dpbandits.experiments.config import Cell, Study
@@ -55,6 +55,7 @@ __all__ = [
     "SUMMARY_NAME",
     "RunStore",
     "atomic_write_bytes",
+    "atomic_write_files",
     "atomic_write_text",
     "describe_os_error",
     "is_in_use",
@@ -87,10 +88,25 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         If the file cannot be written (disk full, read-only file system, no permission...);
         the temporary file is removed and ``path`` is left as it was.
     """
+    atomic_write_files([(Path(path), data)])
+
+
+def atomic_write_files(files: Sequence[tuple[Path, bytes]]) -> None:
+    """Write several files atomically, as one group commit (one directory fsync for the group).
+
+    When this returns every file is durable; a crash before leaves each target either as it was
+    or complete (see :func:`dpbandits._core.atomic.atomic_write_many`).
+
+    Raises
+    ------
+    StudyError
+        If a file cannot be written (disk full, read-only file system, no permission...); the
+        temporary files not yet renamed are removed.
+    """
     try:
-        write_atomically(path, data, temporary_prefix=_TMP_MARK)
+        write_atomically(files, temporary_prefix=_TMP_MARK)
     except OSError as exc:
-        raise StudyError(f"cannot write {str(path)!r}: {describe_os_error(exc)}") from None
+        raise StudyError(f"cannot write {exc.filename!r}: {describe_os_error(exc)}") from None
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -634,25 +650,38 @@ class RunStore:
 
     def write_cell(self, cell: Cell, values: Mapping[str, FloatArray], *, seconds: float) -> None:
         """Store the per-trial values of a finished cell atomically and record it in the manifest."""
-        buffer = io.BytesIO()
-        arrays: dict[str, Any] = {metric: np.asarray(values[metric], dtype=np.float64)
-                                  for metric in self._metrics[cell.algorithm_index]}
-        arrays[_IDENTITY_KEY] = np.array(json.dumps(self.identity(cell), sort_keys=True))
-        np.savez(buffer, **arrays)
-        path = self.cell_path(cell)
-        atomic_write_bytes(path, buffer.getvalue())
-        signature = self._signature(path)
-        if signature is not None:  # the values are in memory: summarise them now, never read them back
-            self._verified[cell.key] = (signature, self._summarize({m: arrays[m] for m in self._metrics[cell.algorithm_index]}))
-        self.manifest.setdefault("cells", {})[cell.key] = {
-            "point_index": cell.point_index,
-            "point": cell.point,
-            "algorithm": cell.label,
-            "status": "done",
-            "n_trials": self.study.trials,
-            "seconds": round(seconds, 6),
-            "finished": _now(),
-        }
+        self.write_cells([(cell, values, seconds)])
+
+    def write_cells(self, finished: Sequence[tuple[Cell, Mapping[str, FloatArray], float]]) -> None:
+        """Store finished cells ``(cell, values, seconds of compute)`` in one group commit, then record them.
+
+        Every cell file is written atomically and is durable (fsync-ed, its directory too) before any
+        of the cells is recorded as done in the manifest.
+        """
+        files, arrays_of = [], []
+        for cell, values, _ in finished:
+            buffer = io.BytesIO()
+            arrays: dict[str, Any] = {metric: np.asarray(values[metric], dtype=np.float64)
+                                      for metric in self._metrics[cell.algorithm_index]}
+            arrays[_IDENTITY_KEY] = np.array(json.dumps(self.identity(cell), sort_keys=True))
+            np.savez(buffer, **arrays)
+            files.append((self.cell_path(cell), buffer.getvalue()))
+            arrays_of.append(arrays)
+        atomic_write_files(files)
+        for (cell, _, seconds), arrays in zip(finished, arrays_of, strict=True):
+            signature = self._signature(self.cell_path(cell))
+            if signature is not None:  # the values are in memory: summarise them now, never read them back
+                metrics = self._metrics[cell.algorithm_index]
+                self._verified[cell.key] = (signature, self._summarize({m: arrays[m] for m in metrics}))
+            self.manifest.setdefault("cells", {})[cell.key] = {
+                "point_index": cell.point_index,
+                "point": cell.point,
+                "algorithm": cell.label,
+                "status": "done",
+                "n_trials": self.study.trials,
+                "seconds": round(seconds, 6),
+                "finished": _now(),
+            }
         self.write_manifest()
 
     # ------------------------------------------------------------------ manifest and summary

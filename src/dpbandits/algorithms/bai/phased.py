@@ -29,7 +29,7 @@ of shape (n_trials, |A_p|) from the algorithm stream. With pull-consistent rewar
 
 from __future__ import annotations
 
-import math
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -334,24 +334,37 @@ class PhasedAgent(Persistable):
         self._bounds = reward_bounds
         self._clip = clip_rewards
         self._tie_break = tie_break
+        # the bounds a reward is accepted within on the fast path of tell(): infinite bounds become ±(largest
+        # float), so that one chained comparison also refuses ±inf and NaN (they go to the full check)
+        self._accept = (max(reward_bounds[0], -sys.float_info.max), min(reward_bounds[1], sys.float_info.max))
         self._phase = 0
         self._state_id = 0
         self._recommendation: int | None = None
-        self.pulls = np.zeros(planner.n_arms, dtype=np.int64)
+        self._pulls_done = np.zeros(planner.n_arms, dtype=np.int64)  # pulls of the finished phases
         self.phase_log: list[dict[str, object]] = []
+        self._queue: list[int] = []
+        self._position = 0
         if planner.n_phases == 0:
             self._recommendation = 0  # a single arm
         else:
             self._start_phase()
 
     def _start_phase(self) -> None:
-        self._plan = self._cache.plan(self._phase, self._state_id)
+        plan = self._plan = self._cache.plan(self._phase, self._state_id)
         # the data-independent order of the phase's pulls, and the slot of each pull's arm, as Python
         # ints (read once per pull)
-        self._queue: list[int] = np.repeat(self._plan.pulled, self._plan.pulls).tolist()
-        self._slots: list[int] = np.repeat(np.arange(self._plan.pulled.shape[0]), self._plan.pulls).tolist()
+        self._queue = np.repeat(plan.pulled, plan.pulls).tolist()
+        self._slots: list[int] = np.repeat(np.arange(plan.pulled.shape[0]), plan.pulls).tolist()
         self._position = 0
-        self._sums: list[float] = [0.0] * self._plan.pulled.shape[0]  # S_j, added in pull order
+        self._sums: list[float] = [0.0] * plan.pulled.shape[0]  # S_j, added in pull order
+        if not self._queue:  # a phase without pulls (budget exhausted): its release is pure noise
+            self._finish_phase()
+
+    @property
+    def pulls(self) -> IntArray:
+        """Pulls of each arm so far (a new array)."""
+        return self._pulls_done + np.bincount(np.array(self._queue[:self._position], dtype=np.int64),
+                                              minlength=self._pulls_done.shape[0])
 
     @property
     def done(self) -> bool:
@@ -379,9 +392,10 @@ class PhasedAgent(Persistable):
         NotFittedError
             If the algorithm has finished (read :attr:`recommendation`).
         """
-        if self._recommendation is not None:
-            raise NotFittedError("the algorithm has finished; read recommendation")
-        return self._queue[self._position]
+        try:  # the queue is empty once done
+            return self._queue[self._position]
+        except IndexError:
+            raise NotFittedError("the algorithm has finished; read recommendation") from None
 
     def scheduled(self) -> IntArray:
         """The arms still to pull in the current phase, in order; ``ask()`` is the first.
@@ -403,28 +417,34 @@ class PhasedAgent(Persistable):
         InvalidParameterError
             If ``reward`` is outside ``reward_bounds`` and clipping was not asked for.
         """
-        if self._recommendation is not None:
-            raise NotFittedError("the algorithm has finished; read recommendation")
-        expected = self._queue[self._position]
+        position = self._position
+        try:  # the queue is empty once done
+            expected = self._queue[position]
+        except IndexError:
+            raise NotFittedError("the algorithm has finished; read recommendation") from None
         # an int that is the arm asked for passes at once; anything else gets the full check
         if (arm.__class__ is not int or arm != expected) and check_arm(arm, "arm", self._planner.n_arms) != expected:
             raise InvalidActionError(f"arm must be the arm returned by ask(), {expected}; got {arm!r}")
-        low, high = self._bounds
-        if isinstance(reward, float) and low <= reward <= high and math.isfinite(reward):
-            value = float(reward)  # the common case: a finite float (NumPy's too) within the bounds
-        else:
-            value = check_real(reward, "reward")
-            if (value < low or value > high) and not self._clip:
-                raise InvalidParameterError(
-                    f"reward must lie in [{low}, {high}] (pass clip_rewards=True to clip); got {value!r}"
-                )
-            value = min(max(value, low), high)
-        position = self._position
+        low, high = self._accept
+        # the common case: a float (NumPy's too) within the bounds (NaN and ±inf fail the comparison); else
+        # the full check
+        if not (isinstance(reward, float) and low <= (value := float(reward)) <= high):
+            value = self._checked_reward(reward)
         self._sums[self._slots[position]] += value
-        self.pulls[expected] += 1
-        self._position = position + 1
-        if self._position == len(self._queue):
+        position += 1
+        self._position = position
+        if position == len(self._queue):
             self._finish_phase()
+
+    def _checked_reward(self, reward: object) -> float:
+        """A reward off the fast path: a finite real within ``reward_bounds``, or clipped to them if asked."""
+        value = check_real(reward, "reward")
+        low, high = self._bounds
+        if (value < low or value > high) and not self._clip:
+            raise InvalidParameterError(
+                f"reward must lie in [{low}, {high}] (pass clip_rewards=True to clip); got {value!r}"
+            )
+        return min(max(value, low), high)
 
     def get_params(self) -> dict[str, object]:
         """The algorithm the agent runs and how its noise was chosen (for save/load)."""
@@ -451,14 +471,18 @@ class PhasedAgent(Persistable):
     def _set_state(self, state: dict[str, Any]) -> None:
         self._phase, self._recommendation = state["phase"], state["recommendation"]
         self._state_id = self._cache.register(state["planner_state"])
-        self.pulls, self.phase_log = state["pulls"], state["phase_log"]
+        self.phase_log = state["phase_log"]
         self._rng, self._noise = state["rng"], state["noise"]
+        self._queue, self._position = [], 0
         if not self.done:
             self._start_phase()
             self._position, self._sums = state["position"], [float(v) for v in state["sums"]]
+        self._pulls_done = np.zeros_like(self._pulls_done)
+        self._pulls_done = np.array(state["pulls"], dtype=np.int64) - self.pulls  # less the current phase's so far
 
     def _finish_phase(self) -> None:
         plan = self._plan
+        self._pulls_done[plan.pulled] += plan.pulls
         if plan.noise_scales.shape[0]:
             if self._noise is None:
                 raise InvalidParameterError("noise must be a NoiseBackend for a private algorithm; got None")
@@ -476,6 +500,7 @@ class PhasedAgent(Persistable):
         self._phase += 1
         if self._phase == self._planner.n_phases:
             self._recommendation = int(chosen[0])
+            self._queue, self._position = [], 0
         else:
             self._start_phase()
 

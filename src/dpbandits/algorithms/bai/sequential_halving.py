@@ -250,7 +250,7 @@ class SequentialHalving(Persistable):
     """
 
     _state_fields = ("_rng", "_round", "_surviving", "_round_sums", "_total_sums", "_total_counts", "_position",
-                     "_pending")
+                     "_pending", "_counts_added_at_round_end")
 
     def __init__(self, n_arms: int, budget: int, *, rng: RNGLike = None, reuse_samples: bool = False) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=2)
@@ -263,6 +263,7 @@ class SequentialHalving(Persistable):
         self._round_sums = np.zeros(self.n_arms)
         self._total_sums = np.zeros(self.n_arms)
         self._total_counts = np.zeros(self.n_arms, dtype=np.int64)
+        self._counts_added_at_round_end = True  # (state format: files without it counted pulls as told)
         self._position = 0  # pulls asked in the current round
         self._pending: int | None = None
         self._derive_step_state()
@@ -270,7 +271,7 @@ class SequentialHalving(Persistable):
     @property
     def finished(self) -> bool:
         """Whether every round is done (then :meth:`recommend` is available)."""
-        return self._round >= len(self._schedule)
+        return not self._queue  # a round has at least one pull
 
     @property
     def surviving_arms(self) -> IntArray:
@@ -285,12 +286,13 @@ class SequentialHalving(Persistable):
         NotFittedError
             If the previous pull was not told, or the algorithm has finished.
         """
-        if self.finished:
-            raise NotFittedError("Sequential Halving has finished; call recommend()")
         if self._pending is not None:
             raise NotFittedError(f"tell the reward of arm {self._pending} before asking again")
-        self._pending = self._surviving_list[self._position % len(self._surviving_list)]
-        return self._pending
+        try:  # the queue is empty once finished
+            arm = self._pending = self._queue[self._position]
+        except IndexError:
+            raise NotFittedError("Sequential Halving has finished; call recommend()") from None
+        return arm
 
     def tell(self, arm: int, reward: float) -> None:
         """Record the reward of the arm last asked.
@@ -300,50 +302,70 @@ class SequentialHalving(Persistable):
         InvalidActionError
             If ``arm`` is not the arm last asked.
         """
+        pending = self._pending
         # an int that is the arm asked for passes at once; anything else gets the full check
-        if (arm.__class__ is not int or self._pending is None or arm != self._pending) and (
-                self._pending is None or check_arm(arm, "arm", self.n_arms) != self._pending):
-            raise InvalidActionError(f"arm must be the arm last asked ({self._pending}); got {arm!r}")
-        reward = float(reward) if isinstance(reward, float) and math.isfinite(reward) else check_real(reward, "reward")
+        if (arm.__class__ is not int or arm != pending) and (
+                pending is None or check_arm(arm, "arm", self.n_arms) != pending):
+            raise InvalidActionError(f"arm must be the arm last asked ({pending}); got {arm!r}")
+        # the common case: a finite float (NumPy's too; x − x is 0 exactly when x is finite); else the full check
+        if not (isinstance(reward, float) and (value := float(reward)) - value == 0.0):
+            value = check_real(reward, "reward")
         self._pending = None
-        if self.reuse_samples:
-            self._total_sums[arm] += reward
-            self._total_counts[arm] += 1
-        self._round_list[arm] += reward
-        self._position += 1
-        size, pulls = self._schedule[self._round]
-        if self._position == size * pulls:
-            self._end_round(size, pulls)
+        self._round_list[pending] += value
+        if self._total_list is not None:  # reuse_samples: every sample so far, added in pull order
+            self._total_list[pending] += value
+        position = self._position + 1
+        self._position = position
+        if position == len(self._queue):
+            self._end_round()
 
-    def _end_round(self, size: int, pulls: int) -> None:
-        round_sums = np.array(self._round_list)
-        if not self.reuse_samples:  # the totals are kept per round (they are only read with reuse_samples)
-            self._total_sums += round_sums
-            self._total_counts[self._surviving] += pulls
-        self._round_sums = round_sums
+    def _end_round(self) -> None:
+        size, pulls = self._schedule[self._round]
+        self._sync_arrays()
         if self.reuse_samples:
+            self._total_counts[self._surviving] += pulls
             means_hat = self._total_sums[self._surviving] / self._total_counts[self._surviving]
-        else:
+        else:  # the totals are kept per round (they are only read with reuse_samples)
+            self._total_sums += self._round_sums
+            self._total_counts[self._surviving] += pulls
             means_hat = self._round_sums[self._surviving] / pulls
         keep = top_k_random_ties(means_hat[None, :], -(-size // 2), self._rng)[0]
         self._surviving = np.sort(self._surviving[keep])
-        self._round_sums[:] = 0.0
+        self._round_sums = np.zeros(self.n_arms)
         self._position = 0
         self._round += 1
         self._derive_step_state()
 
+    def _sync_arrays(self) -> None:
+        """Copy the per-pull Python sums into the arrays that are saved and read at a round's end."""
+        self._round_sums = np.array(self._round_list)
+        if self._total_list is not None:
+            self._total_sums = np.array(self._total_list)
+
     def _derive_step_state(self) -> None:
-        """The surviving arms and this round's sums as Python values (read and added once per pull)."""
-        self._surviving_list: list[int] = self._surviving.tolist()
+        """Derive the round's per-pull state: Python values read and added once per pull.
+
+        The round's pull order (round robin over the survivors, sorted; empty once finished), its sums
+        and, with ``reuse_samples``, the totals.
+        """
+        surviving: list[int] = self._surviving.tolist()
+        rounds_left = self._round < len(self._schedule)
+        self._queue: list[int] = surviving * self._schedule[self._round][1] if rounds_left else []
         self._round_list: list[float] = self._round_sums.tolist()
+        self._total_list: list[float] | None = self._total_sums.tolist() if self.reuse_samples else None
 
     def _get_state(self) -> dict[str, Any]:
-        self._round_sums = np.array(self._round_list)
+        self._sync_arrays()
         return super()._get_state()
 
     def _set_state(self, state: dict[str, Any]) -> None:
         super()._set_state(state)
         self._derive_step_state()
+        if self.reuse_samples and "_counts_added_at_round_end" not in state and self._position:
+            # a file saved before the totals' counts moved to the round's end counted each pull of
+            # the current round as it was told: take those out, or the round's end adds them again
+            np.add.at(self._total_counts, np.asarray(self._queue[: self._position], dtype=np.intp), -1)
+        self._counts_added_at_round_end = True
 
     def recommend(self) -> int:
         """The recommended arm.
