@@ -432,6 +432,25 @@ def _css_bound(levels: int, scale: float, beta: float) -> float:
     return scale * max(math.sqrt(levels), math.sqrt(log_term)) * math.sqrt(8 * log_term)
 
 
+def _ebs_duel(P: np.ndarray, coin: float, pointer: int, active: np.ndarray, rng: np.random.Generator,
+              pair_counts: np.ndarray, pair_wins: np.ndarray, counts: np.ndarray) -> tuple[int, int] | None:
+    """One EBS round: the left arm round robin over the active ones (``pointer``: the rounds with a
+    duel so far), the right one uniform; records the duel and returns (left, outcome). None for the
+    self-duel of a lone arm (recorded too)."""
+    m = active.size
+    if m == 1:
+        a = int(active[0])
+        pair_counts[a, a] += 1
+        return None
+    left = int(active[pointer % m])
+    right = int(active[int(rng.random() * m)])
+    o = 1 if coin < P[left, right] else 0
+    pair_counts[left, right] += 1
+    pair_wins[left, right] += o
+    counts[left] += 1
+    return left, o
+
+
 def dp_ebs_elimination(P: np.ndarray, steps: int, u: list[float], rng: np.random.Generator, horizon: int,
                        epsilon: float, noise: str = "numpy") -> np.ndarray:
     """DP-EBS-Elimination with one binary-tree counter per arm (CSS Algorithm 2), eliminations by noisy EBS.
@@ -459,18 +478,11 @@ def dp_ebs_elimination(P: np.ndarray, steps: int, u: list[float], rng: np.random
     released = np.zeros(k, dtype=np.int64)
     pointer = 0
     for t in range(1, steps + 1):
-        m = active.size
-        if m == 1:
-            a = int(active[0])
-            pair_counts[a, a] += 1
+        duel = _ebs_duel(P, u[t - 1], pointer, active, rng, pair_counts, pair_wins, counts)
+        if duel is None:
             continue
-        left = int(active[pointer % m])
         pointer += 1
-        right = int(active[int(rng.random() * m)])
-        o = 1 if u[t - 1] < P[left, right] else 0
-        pair_counts[left, right] += 1
-        pair_wins[left, right] += o
-        counts[left] += 1
+        left, o = duel
         element = -pending
         element[left] += o
         pending[:] = 0
@@ -510,18 +522,11 @@ def ldp_ebs_elimination(P: np.ndarray, steps: int, u: list[float], rng: np.rando
     pair_wins = np.zeros((k, k), dtype=np.int64)
     pointer = 0
     for t in range(1, steps + 1):
-        m = active.size
-        if m == 1:
-            a = int(active[0])
-            pair_counts[a, a] += 1
+        duel = _ebs_duel(P, u[t - 1], pointer, active, rng, pair_counts, pair_wins, counts)
+        if duel is None:
             continue
-        left = int(active[pointer % m])
         pointer += 1
-        right = int(active[int(rng.random() * m)])
-        report = 1 if u[t - 1] < P[left, right] else 0  # the user's (already randomised) report
-        pair_counts[left, right] += 1
-        pair_wins[left, right] += report
-        counts[left] += 1
+        left, report = duel  # the user's (already randomised) report
         sums[left] += report
         n = counts[active]
         if (n == 0).any():

@@ -279,9 +279,10 @@ def privacy_lines(study: Any) -> list[str]:
     from dpbandits.algorithms.registry import get_algorithm
 
     lines = ["privacy:"]
+    all_cells = study.cells()
     for index, entry in enumerate(study.algorithms):
         spec = get_algorithm(entry.name)
-        cells = [cell for cell in study.cells() if cell.algorithm_index == index]
+        cells = [cell for cell in all_cells if cell.algorithm_index == index]
         label = cells[0].label if cells else entry.name
         at = [f"{symbol} = {_values(found)}" for key, symbol in (("epsilon", "ε"), ("delta", "δ"))
               if (found := {cell.algorithm_params[key] for cell in cells if key in cell.algorithm_params})]

@@ -119,8 +119,9 @@ def _console() -> Any:
     from rich.console import Console
 
     console = Console()
-    # Piped output has no terminal width: do not squeeze it into 80 columns.
-    return console if console.is_terminal else Console(width=max(console.width, 160))
+    if not console.is_terminal:  # piped output has no terminal width: do not squeeze it into 80 columns
+        console.width = max(console.width, 160)
+    return console
 
 
 def _print_json(value: Any) -> None:
