@@ -5,7 +5,7 @@ Usage::
     python benchmarks/bench_dueling.py            # full size (lead's run)
     python benchmarks/bench_dueling.py --quick    # reduced size, to check the script works
 
-On instance F2 (K = 10 arms, spec §8.1) at epsilon = 1:
+On instance F2 (K = 10 arms) at epsilon = 1:
 
 1. DP-EBS-Elimination (block-vectorised simulation) runs T = 10^6 rounds for 20 trials in < 30 s
    (issue 6's target), in one process and split over 2 worker processes.
