@@ -30,6 +30,8 @@ the project. duelpy is not a dependency of dpbandits: install it where the bench
     python -m pip install --no-deps --target .venv-bench/peers duelpy==1.0.0
 
 Without duelpy the comparison is skipped (and said so); the other figures are still printed.
+duelpy is used for speed only, not as a reference for regret: its RUCB records every duel as won by the
+first arm (``duel(c, d) < 0`` on a boolean), and its RMED1 was found broken as shipped as well.
 """
 
 from __future__ import annotations
