@@ -23,8 +23,8 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 DATA = Path(__file__).resolve().parent / "data"
 Z95 = 1.959963984540054
@@ -195,7 +195,7 @@ def dueling_regret_vs_horizon(out: Path) -> Path:
 def bai_figure1(out: Path) -> Path:
     """Figure 1 (b): success rate against ε at T = 1000, each algorithm with its Wilson interval."""
     study = "dp-bai-figure1"
-    table = [row for row in rows(study) if row["horizon"] == "1000"]
+    table = [row for row in rows(study) if row["budget"] == "1000"]
     fig, ax = _figure()
     for index, algorithm in enumerate(sorted({row["algorithm"] for row in table})):
         chosen = sorted((row for row in table if row["algorithm"] == algorithm), key=lambda r: float(r["epsilon"]))
@@ -213,7 +213,7 @@ def bai_figure1(out: Path) -> Path:
 def bai_figure2(out: Path) -> Path:
     """Figure 2: success against the ratio y at T = 1000, ε = 0.1, both instances."""
     study = "dp-bai-figure2"
-    table = [row for row in rows(study) if float(row["epsilon"]) == 0.1]
+    table = [row for row in rows(study) if float(row["epsilon"]) == 0.1 and row["budget"] == "1000"]
     fig, ax = _figure()
     groups: dict[str, list[dict[str, str]]] = defaultdict(list)
     for row in table:

@@ -34,7 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from dpbandits._core.errors import StudyError
-from dpbandits.experiments.plot_labels import PARAMETER_NAMES, format_number, metric_label, metric_name, parameter_label
+from dpbandits.experiments.plot_labels import (
+    PARAMETER_NAMES,
+    format_number,
+    metric_label,
+    metric_name,
+    parameter_label,
+)
 from dpbandits.experiments.store import (
     SUMMARY_NAME,
     atomic_write_bytes,
@@ -140,7 +146,8 @@ def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
             jobs.append(("bars", (metric, estimate), target / metric))
             continue
         for parameter in varying:
-            others = [p for p in varying if p != parameter]
+            # panels over the other parameters, except those that move with this one (a zipped grid)
+            others = [p for p in varying if p != parameter and not _determined_by(rows, p, parameter)]
             if _panels(rows, parameter, others):
                 jobs.append(("lines", (metric, estimate, parameter, others), target / f"{metric}_vs_{parameter}"))
     rate_shape = directory / "analyses" / "usca-rate-shape.json"
@@ -246,6 +253,12 @@ def _axis_label(metric: str, estimate: str) -> str:
 
 def _group_key(row: dict[str, str], others: list[str]) -> tuple[str, ...]:
     return tuple(row[name] for name in others)
+
+
+def _determined_by(rows: list[dict[str, str]], other: str, parameter: str) -> bool:
+    """Whether ``other`` takes one value for each value of ``parameter`` (they are swept together)."""
+    seen: dict[str, str] = {}
+    return all(seen.setdefault(row[parameter], row[other]) == row[other] for row in rows)
 
 
 def _panels(rows: list[dict[str, str]], parameter: str, others: list[str]) -> list[tuple[str, ...]]:
