@@ -120,7 +120,7 @@ def dueling_excess_vs_arms(out: Path) -> Path:
     study = "dueling-k-scaling"
     fits = analysis(study, "dueling-excess-vs-arms")["fits"]
     fig, ax = _figure()
-    for index, (label, fit) in enumerate(sorted(fits.items())):
+    for index, (_label, fit) in enumerate(sorted(fits.items())):
         k, excess = np.array(fit["arms"], dtype=float), np.array(fit["excess"])
         err = Z95 * np.array(fit["excess_stderr"])
         eps = float(fit["epsilon"])
@@ -274,6 +274,51 @@ def kl_repeated(out: Path) -> Path:
 
 
 # -------------------------------------------------------------------------------------------- USCA
+def fixed_epsilon_report(trials: list[dict[str, str]], n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """The fixed-ε T-slope of USCA's privacy excess, from per-trial rows (``trials.csv``).
+
+    Per ε, the excess at T is the trial-paired mean of ER(ε) − ER(∞) (the entries of a grid point
+    share every trial's data); its 95% interval and the 95% interval of the log-log slope against T
+    are percentile bootstraps over trials (the same resampled trials at every T). ``gamma_slope`` is
+    the log-log slope of γ̂_T/T over the same horizons: Theorem 4.1's privacy term at fixed ε.
+    """
+    rng = np.random.default_rng(seed)
+    by: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
+    gamma: dict[str, float] = {}
+    for row in trials:
+        by[(row["algorithm"], row["horizon"])][int(row["trial"])] = float(row["error"])
+        gamma[row["horizon"]] = float(row["gamma"])
+    horizons = sorted({row["horizon"] for row in trials}, key=float)
+    private = sorted({row["algorithm"] for row in trials if row["algorithm"].startswith("USCA eps=")},
+                     key=lambda label: float(label.split("=")[1]))
+    reference = next(row["algorithm"] for row in trials if "non-private" in row["algorithm"])
+    fits = []
+    for label in private:
+        n = len(by[(label, horizons[0])])
+        diffs = np.array([[by[(label, t)][k] - by[(reference, t)][k] for k in range(n)] for t in horizons])
+        mean = diffs.mean(axis=1)
+        kept = [i for i, value in enumerate(mean) if value > 0]
+        log_t = np.log([float(horizons[i]) for i in kept])
+        slope = float(np.polyfit(log_t, np.log(mean[kept]), 1)[0])
+        boot_means, boot_slopes = [], []
+        for _ in range(n_boot):
+            pick = rng.integers(0, n, n)
+            resampled = diffs[:, pick].mean(axis=1)
+            boot_means.append(resampled)
+            if np.all(resampled[kept] > 0):
+                boot_slopes.append(np.polyfit(log_t, np.log(resampled[kept]), 1)[0])
+        low, high = np.percentile(np.array(boot_means), [2.5, 97.5], axis=0)
+        g_over_t = [gamma[horizons[i]] / float(horizons[i]) for i in kept]
+        fits.append({
+            "epsilon": float(label.split("=")[1]), "horizons": [float(horizons[i]) for i in kept],
+            "excess": [float(mean[i]) for i in kept], "excess_ci95": [[float(low[i]), float(high[i])] for i in kept],
+            "slope": slope, "slope_ci95": [float(v) for v in np.percentile(boot_slopes, [2.5, 97.5])],
+            "gamma_over_t": g_over_t, "gamma_slope": float(np.polyfit(log_t, np.log(g_over_t), 1)[0]),
+            "trials": n,
+        })
+    return {"analysis": "fixed-epsilon-slope", "reference": reference, "fits": fits}
+
+
 def usca_fixed_epsilon(out: Path) -> Path:
     """Theorem 4.1 at fixed ε: the privacy excess against T, beside γ̂/T through the first point."""
     study = "usca-fixed-epsilon"

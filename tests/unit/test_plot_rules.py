@@ -69,7 +69,7 @@ def build_figures(rows: list[dict[str, str]]) -> list[tuple[str, Any]]:
         original_draw = plots._draw
 
         def keep(rows_: list[dict[str, str]], job: Any, formats: tuple[str, ...]) -> list[Path]:
-            kind, args, stem = job
+            kind, args, _stem = job
             figure = plots._bars(rows_, *args) if kind == "bars" else plots._lines(rows_, *args)
             figures.append((kind, figure))
             return []

@@ -229,12 +229,25 @@ def _save(figure: Any, stem: Path, formats: Sequence[str]) -> list[Path]:
     return paths
 
 
-def _new_figure(n_panels: int, *, sharey: bool = True) -> tuple[Any, list[Any]]:
+def _new_figure(n_panels: int, *, sharey: bool = True, constrained: bool = False) -> tuple[Any, list[Any]]:
+    """A figure of ``n_panels`` panels (4 per row), margins fixed in inches.
+
+    The margins are set directly rather than by matplotlib's constrained layout, which measures every
+    text of the figure several times and cost about as much as drawing it; :func:`_legend_outside`
+    widens the right margin to fit the legend. ``constrained`` keeps the constrained layout (for
+    figures with a legend beside each panel).
+    """
     from matplotlib.figure import Figure
 
     columns = min(n_panels, 4)
     rows = math.ceil(n_panels / columns)
-    figure = Figure(figsize=(4.2 * columns + 2.2, 3.2 * rows), layout="constrained")
+    width, height = 4.2 * columns + 1.3, 3.2 * rows + 0.4
+    if constrained:
+        figure = Figure(figsize=(width, height), layout="constrained")
+    else:
+        figure = Figure(figsize=(width, height))
+        figure.subplots_adjust(left=1.0 / width, right=1 - 0.3 / width, bottom=0.85 / height,
+                               top=1 - 0.7 / height, wspace=0.12 if sharey else 0.3, hspace=0.75)
     axes = figure.subplots(rows, columns, squeeze=False, sharey=sharey).ravel().tolist()
     for extra in axes[n_panels:]:
         extra.set_visible(False)
@@ -277,6 +290,10 @@ def _fixed(rows: list[dict[str, str]]) -> str:
     return ", ".join(f"{_parameter_name(name)} = {_value_text(rows[0][name])}" for name in single)
 
 
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _parameter_name(parameter: str) -> str:
     return PARAMETER_NAMES.get(parameter, (parameter.replace("_", " "), ""))[0]
 
@@ -296,13 +313,21 @@ def _readable_axes(axis: Any) -> None:
 
 
 def _legend_outside(figure: Any, axes: list[Any]) -> None:
-    """One legend for the figure, right of the panels (never over the data)."""
+    """One legend for the figure, right of the panels (never over the data): the right margin is widened to fit it."""
     handles: dict[str, Any] = {}
     for axis in axes:
         for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
-    if handles:
-        figure.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=8)
+    if not handles:
+        return
+    width, height = figure.get_size_inches()
+    left, right = figure.subplotpars.left * width, figure.subplotpars.right * width  # in inches
+    needed = 0.75 + 0.065 * max(len(label) for label in handles)  # handle and padding, ~0.065 in per character at 8 pt
+    new_width = right + needed  # the panels keep their size; the figure grows to hold the legend
+    figure.set_size_inches(new_width, height)
+    figure.subplots_adjust(left=left / new_width, right=right / new_width)
+    figure.legend(list(handles.values()), list(handles), loc="upper right", fontsize=8,
+                  bbox_to_anchor=(1 - 0.05 / new_width, 1 - 0.7 / height))
 
 
 def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: str, others: list[str]) -> Any:
@@ -372,7 +397,7 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
     _legend_outside(figure, axes)
     more = f" (first {MAX_PANELS} of {len(groups)} panels)" if len(groups) > MAX_PANELS else ""
     fixed = _fixed(rows)
-    figure.suptitle(f"{metric_name(metric).capitalize()} against {_parameter_name(parameter)}"
+    figure.suptitle(f"{_capitalised(metric_name(metric))} against {_parameter_name(parameter)}"
                     + (f", at {fixed}" if fixed else "") + more)
     return figure
 
@@ -386,11 +411,15 @@ def _bars(rows: list[dict[str, str]], metric: str, estimate: str) -> Any:
         errors = [[mean - low if math.isfinite(low) else 0.0], [high - mean if math.isfinite(high) else 0.0]]
         axis.errorbar([index], [mean], yerr=errors, marker="o", capsize=4)
     axis.set_xticks(range(len(selected)), [row["algorithm"] for row in selected], rotation=30, ha="right")
+    longest = max((len(row["algorithm"]) for row in selected), default=0)
+    width, height = figure.get_size_inches()
+    figure.set_size_inches(width, height + 0.035 * longest)  # room for the rotated names below the axis
+    figure.subplots_adjust(bottom=(0.6 + 0.035 * longest) / (height + 0.035 * longest))
     axis.set_ylabel(_axis_label(metric, estimate))
     axis.grid(alpha=0.3)
     _readable_axes(axis)
     fixed = _fixed(rows)
-    figure.suptitle(metric_name(metric).capitalize() + (f", at {fixed}" if fixed else ""))
+    figure.suptitle(_capitalised(metric_name(metric)) + (f", at {fixed}" if fixed else ""))
     return figure
 
 
@@ -400,7 +429,7 @@ def _rate_shape_figure(fit: dict[str, Any]) -> Any:
 
     from dpbandits.algorithms.kernel.rates import prior_art_privacy_term, privacy_term, statistical_term
 
-    figure, (left, right) = _new_figure(2, sharey=False)  # two different quantities
+    figure, (left, right) = _new_figure(2, sharey=False, constrained=True)  # two quantities, a legend each
     cells = fit["cells"]
     epsilons = sorted({cell["epsilon"] for cell in cells})
     shapes = [(name, style) for name, style in (("usca_shape", "-"), ("prior_art_shape", ":")) if name in fit]
