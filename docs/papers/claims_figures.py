@@ -259,20 +259,6 @@ def kl_privacy_utility(out: Path) -> Path:
     return _finish(fig, ax, "Offline MAB: regret against ε", study, out, "kl-e5")
 
 
-def kl_repeated(out: Path) -> Path:
-    """E6: ε of T samples by basic, advanced and exact PLD composition, with their δ."""
-    study = "kl-e6-repeated"
-    table = rows(study)
-    fig, ax = _figure()
-    metrics = [column[: -len("_mean")] for column in table[0] if column.endswith("_mean") and column.startswith("epsilon")]
-    eps1 = sorted({row["epsilon"] for row in table}, key=float)[1]
-    for index, metric in enumerate(metrics):
-        t, value, err = series(table, "n_samples", metric, epsilon=eps1)
-        ax.errorbar(t, value, yerr=err, fmt="o-", lw=1, color=f"C{index}", label=metric.replace("_", " "))
-    ax.set(xscale="log", yscale="log", xlabel="number of samples T", ylabel="total ε")
-    return _finish(fig, ax, f"Repeated sampling at ε₁ = {float(eps1):g}", study, out, "kl-e6")
-
-
 # -------------------------------------------------------------------------------------------- USCA
 def fixed_epsilon_report(trials: list[dict[str, str]], n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     """The fixed-ε T-slope of USCA's privacy excess, from per-trial rows (``trials.csv``).
@@ -366,7 +352,6 @@ FIGURES: dict[str, Callable[[Path], Path]] = {
     "bai-figure2": bai_figure2,
     "kl-counterexamples": kl_counterexamples,
     "kl-e5": kl_privacy_utility,
-    "kl-e6": kl_repeated,
     "usca-fixed-epsilon": usca_fixed_epsilon,
     "usca-rate": usca_rate_exponent,
 }
