@@ -222,7 +222,8 @@ def _save(figure: Any, stem: Path, formats: Sequence[str]) -> list[Path]:
     for fmt in formats:
         path = stem.with_suffix(f".{fmt}")
         buffer = io.BytesIO()
-        figure.savefig(buffer, format=fmt)
+        # zlib level 1 for PNGs: a quarter of the PNG time (the encoder's), files about 10% larger
+        figure.savefig(buffer, format=fmt, **({"pil_kwargs": {"compress_level": 1}} if fmt == "png" else {}))
         figure.set_layout_engine("none")
         atomic_write_bytes(path, buffer.getvalue())
         paths.append(path)
