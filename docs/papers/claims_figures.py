@@ -25,6 +25,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from dpbandits.experiments.plot_labels import format_number
 
 DATA = Path(__file__).resolve().parent / "data"
 Z95 = 1.959963984540054
@@ -60,6 +63,11 @@ def _finish(fig: plt.Figure, ax: plt.Axes, title: str, study: str | None, out: P
     trials = f" ({run_info(study)['trials']} trials; error bars: 95% intervals)" if study else ""
     ax.set_title(title + trials, fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
+    for axis in (ax.xaxis, ax.yaxis):  # 8·10⁵, not 800000; no minor labels on log axes
+        if axis.get_scale() == "linear":
+            axis.set_major_formatter(FuncFormatter(lambda value, _: format_number(value)))
+        else:
+            axis.set_minor_formatter(NullFormatter())
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     path = out / f"claims-{key}.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")
@@ -109,6 +117,8 @@ def dueling_regret_vs_epsilon(out: Path) -> Path:
                   f"{fit['intercept_ci95'][1]:.0f}]")
     ax.axhline(report["non_private_regret"], color="C1", ls="--",
                label=f"additive reading: a = non-private regret ({report['non_private_regret']:.0f})")
+    e_l, local, err_l = series(table, "epsilon", "reward_regret", algorithm="Local DP (randomised response) baseline")
+    ax.errorbar(1 / e_l, local, yerr=err_l, fmt="s", color="C2", label="local-DP baseline (measured)")
     e_t, typical, _ = series(table, "epsilon", "reward_regret", algorithm="Theory: typical regret (2 wid = gap)")
     ax.plot(1 / e_t, typical, color="grey", ls=":", label="reconstruction: typical regret (2·wid = gap)")
     ax.set(xlabel="1/ε", ylabel="reward regret at T = 10⁷")
