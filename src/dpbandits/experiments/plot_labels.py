@@ -47,7 +47,7 @@ METRIC_NAMES: dict[str, tuple[str, str]] = {
     "epsilon_tight": ("ε, tight variant", "privacy loss"),
     "error": ("error rate ER", "reward"),
     "eta": ("temperature η", "reward"),
-    "gamma": ("information gain γ̂_T", "nats"),
+    "gamma": ("information gain γ̂", "nats"),
     "greedy_accuracy": ("greedy accuracy", "fraction correct"),
     "identified_best": ("best arm identified", "fraction of trials"),
     "k1": ("coverage constant k₁", "ratio"),

@@ -300,8 +300,18 @@ def _parameter_name(parameter: str) -> str:
 
 
 def _value_text(value: str) -> str:
+    """A grid value as shown on a tick or in a title: numbers as 10⁶, vectors to 3 digits, long text cut."""
     number = _number(value)
-    return value if number is None else format_number(number)
+    if number is not None:
+        return format_number(number)
+    if value.startswith("[") and value.endswith("]"):
+        try:
+            items = json.loads(value)
+        except ValueError:
+            items = None
+        if isinstance(items, list) and all(isinstance(item, int | float) for item in items):
+            value = "[" + ", ".join(format_number(float(item)) for item in items) + "]"
+    return value if len(value) <= 24 else value[:22] + "…"
 
 
 def _readable_axes(axis: Any) -> None:
@@ -382,7 +392,8 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
 
                 axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _: format_number(value)))
         else:
-            axis.set_xticks([positions[value] for value in x_values], x_values, rotation=30)
+            axis.set_xticks([positions[value] for value in x_values], [_value_text(value) for value in x_values],
+                            rotation=30)
         axis.set_xlabel(parameter_label(parameter))
         if others:
             axis.set_title(", ".join(f"{_parameter_name(name)} = {_value_text(value)}"
