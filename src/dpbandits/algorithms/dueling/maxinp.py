@@ -74,10 +74,11 @@ __all__ = [
     "simulate_maxinp",
 ]
 
-#: ``confidence_scale`` giving the paper's width γ_t exactly.
 PAPER_CONFIDENCE_SCALE = 1.0
-#: The default ``confidence_scale``: a tuned width (see the module docstring), not the paper's.
+"""The ``confidence_scale`` that gives the paper's width γ_t exactly."""
+
 PRACTICAL_CONFIDENCE_SCALE = 0.1
+"""The default ``confidence_scale``: a tuned width (see the module docstring), not the paper's."""
 
 
 class LinearDuelingSettings:
