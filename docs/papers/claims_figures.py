@@ -60,11 +60,12 @@ def series(table: list[dict[str, str]], x: str, y: str, **where: str) -> tuple[n
     return xs, means, Z95 * stderr
 
 
-def _finish(fig: plt.Figure, ax: plt.Axes, title: str, study: str | None, out: Path, key: str) -> Path:
+def _finish(fig: plt.Figure, ax: plt.Axes, title: str, study: str | None, out: Path, key: str,
+            categories: bool = False) -> Path:
     trials = f" ({run_info(study)['trials']} trials; error bars: 95% intervals)" if study else ""
     ax.set_title(title + trials, fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
-    for axis in (ax.xaxis, ax.yaxis):  # 8·10⁵, not 800000; no minor labels on log axes
+    for axis in (ax.yaxis,) if categories else (ax.xaxis, ax.yaxis):  # 8·10⁵, not 800000
         if axis.get_scale() == "linear":
             axis.set_major_formatter(FuncFormatter(lambda value, _: format_number(value)))
         else:
@@ -251,7 +252,7 @@ def kl_counterexamples(out: Path) -> Path:
     ax.set_xticks(x, [case["label"] for case in cases], fontsize=7)
     ax.set(yscale="log", ylabel="δ at the paper's ε (C1–C3), ε (C4–C5)")
     return _finish(fig, ax, "KL regularisation: the paper's approximate and RLHF bounds against the truth", None, out,
-                   "kl-counterexamples")
+                   "kl-counterexamples", categories=True)
 
 
 def kl_privacy_utility(out: Path) -> Path:
