@@ -88,7 +88,7 @@ class Family(ABC):
         if self.done(agent):
             return []
         scheduled = getattr(agent, "scheduled", None)
-        actions = list(scheduled()[:limit]) if callable(scheduled) else [agent.ask()]
+        actions = list(scheduled(limit)) if callable(scheduled) else [agent.ask()]
         return [self.encode_action(a) for a in actions]
 
     @abstractmethod

@@ -329,9 +329,10 @@ class USCA(Persistable):
             raise InvalidParameterError(f"all horizon={self.horizon} learning rounds were already observed")
         return self.learning_actions[self._rounds].copy()
 
-    def scheduled(self) -> FloatArray:
-        """Every learning action still to play, in order (data-independent); ``ask()`` is the first."""
-        return self.learning_actions[self._rounds:].copy()
+    def scheduled(self, limit: int | None = None) -> FloatArray:
+        """The learning actions still to play (at most ``limit``), in order (data-independent); ``ask()`` is the first."""
+        end = None if limit is None else self._rounds + max(int(limit), 0)
+        return self.learning_actions[self._rounds:end].copy()
 
     def tell(self, context: ArrayLike, reward: float) -> None:
         """Record the current round's context cₜ and reward yₜ (for the action of :meth:`ask`)."""
