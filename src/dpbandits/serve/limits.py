@@ -82,17 +82,18 @@ def check_text(value: str, name: str) -> str:
     return value
 
 
-def check_noise_scale(scale: float, what: str) -> None:
+def check_noise_scale(scale: float, what: str, parameters: str = "epsilon") -> None:
     """Refuse a noise scale that is not finite or above :data:`MAX_NOISE_SCALE`.
 
     Raises
     ------
     ValueError
-        Naming ``what`` (e.g. ``"epsilon: the Laplace scale 1/ε"``) and the scale.
+        Naming the ``parameters`` that set it, ``what`` it is (e.g. ``"the Laplace scale 1/ε"``) and
+        its value.
     """
     if not math.isfinite(scale) or scale > MAX_NOISE_SCALE:
-        raise ValueError(f"{what} = {scale:.3g} must be a finite number <= 2^52 (the noise would swamp every "
-                         "value: the run could release nothing useful)")
+        raise ValueError(f"{parameters}: {what} = {scale:.3g} must be a finite number <= 2^52 (the noise would "
+                         "swamp every value: the run could release nothing useful)")
 
 
 def check_run_cost(algorithm: str, params: Mapping[str, Any], *, kept_bytes: float = 0.0) -> None:

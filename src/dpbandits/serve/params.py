@@ -198,7 +198,8 @@ class USCAParams(StrictModel):
     @model_validator(mode="after")
     def _runnable(self) -> USCAParams:
         # exponential mechanism: temperature 2Δ/ε with Δ = 2·B_y·Ŝ and Ŝ <= sup k(w, w)/τ = 1
-        check_noise_scale(4.0 * self.reward_bound / self.epsilon, "the exponential mechanism's scale 4·B_y/ε")
+        check_noise_scale(4.0 * self.reward_bound / self.epsilon, "the exponential mechanism's scale 4·B_y/ε",
+                          "epsilon, reward_bound")
         check_run_cost("usca", {"horizon": self.horizon})
         operations = usca_setup_operations(self.horizon, self.kernel, self.dim,
                                            usca_min_approx_size(self.horizon, self.kernel, self.dim))
