@@ -117,6 +117,12 @@ def test_extreme_but_runnable_parameters_run(api: TestClient, kind: str, params:
 
 
 def test_a_budget_smaller_than_one_release_is_refused(api: TestClient) -> None:
+    gauss = {"n_arms": 3, "budget": 300, "epsilon": 0.5, "delta": 1e-5}  # δ = 1e-5 > the default δ budget 0
+    response = _create(api, "dp-bai-gauss", gauss)
+    assert response.status_code == 409 and "delta_budget" in response.json()["error"]["message"], response.text
+    created = _create(api, "dp-bai-gauss", gauss, delta_budget=1e-5)
+    assert created.status_code == 201, created.text
+    assert api.get(f"/v1/experiments/{created.json()['id']}/ledger").status_code == 200  # was a 400 at δ budget 0
     params = {"n_arms": 3, "eta": 1.0, "min_count": 10}  # one sample costs ε ≈ 0.48
     response = _create(api, "kl-mab", params, epsilon_budget=0.1)
     assert response.status_code == 409 and response.json()["error"]["code"] == "budget_exceeded", response.text

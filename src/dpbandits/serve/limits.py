@@ -28,8 +28,9 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits.privacy.guarantees import Guarantee
+from dpbandits.serve.errors import ServiceError
 
 __all__ = [
     "MAX_DESIGN_OPERATIONS",
@@ -167,14 +168,14 @@ def check_release_affordable(guarantee: Guarantee, epsilon_budget: float | None,
 
     Raises
     ------
-    InvalidParameterError
-        If ε or δ of one release is not a finite number.
+    ServiceError
+        ``not_private`` (400) if ε of one release is not a finite number.
     PrivacyBudgetExceededError
         If the budget cannot pay for one release (nothing could ever be released).
     """
     if not guarantee.is_finite or not math.isfinite(guarantee.epsilon):
-        raise InvalidParameterError(f"these parameters give no finite privacy guarantee ({guarantee}); the "
-                                    "service runs private experiments only")
+        raise ServiceError(f"these parameters give no finite privacy guarantee ({guarantee}); the "
+                                    "service runs private experiments only", code="not_private")
     if epsilon_budget is not None and guarantee.epsilon > epsilon_budget:
         raise PrivacyBudgetExceededError(f"epsilon_budget={epsilon_budget!r} is smaller than one release's "
                                          f"ε = {guarantee.epsilon:.6g}: nothing could be released")

@@ -263,8 +263,8 @@ class ExperimentService:
             raise ServiceError(f"epsilon_budget is required for kind {kind_name!r}: every sample spends privacy")
         try:
             agent = kind.build(model, insecure_seed)
-            if not kind.family.run_event:  # a finite guarantee, and a budget that affords one release
-                check_release_affordable(kind.family.release_guarantee(agent, model), epsilon_budget, delta_budget)
+            # a finite guarantee, and a budget (ε and δ) that affords one release (for ask/tell kinds: the run)
+            check_release_affordable(kind.family.release_guarantee(agent, model), epsilon_budget, delta_budget)
         except PrivacyBudgetExceededError as exc:
             raise Conflict(str(exc), code="budget_exceeded") from None
         accountant = Accountant(epsilon_budget, delta_budget)
