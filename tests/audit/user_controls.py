@@ -22,7 +22,7 @@ from dpbandits.privacy.counters import BinaryTreeCounter
 from dpbandits.privacy.noise import privacy_noise
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-from private_ucb import PrivateUCB  # noqa: E402  (the docs' worked example, outside the package)
+from private_ucb import PrivateUCB
 
 
 # ------------------------------------------------------------------ ask/tell agents, one reward

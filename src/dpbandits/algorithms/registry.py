@@ -27,7 +27,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from dpbandits._core.errors import InvalidParameterError, UserAlgorithmError
-from dpbandits.algorithms.user_imports import ENTRY_POINT_GROUP, entry_point_target, is_import_path, load_user_object
+from dpbandits.algorithms.user_imports import (
+    ENTRY_POINT_GROUP,
+    entry_point_target,
+    is_import_path,
+    load_user_object,
+)
 from dpbandits.algorithms.user_simulation import (
     AGENT_METRICS,
     PROPORTION_METRICS,
@@ -237,15 +242,15 @@ def user_algorithm_spec(name: str, environment_kind: str | None = None) -> Algor
     registered = registered_spec_of(found)
     if registered is not None:
         return registered
-    metrics = getattr(found, "metrics", None)
-    if not isinstance(metrics, tuple | list) or not metrics or not all(isinstance(m, str) for m in metrics):
+    declared_metrics = getattr(found, "metrics", None)
+    if not isinstance(declared_metrics, tuple | list) or not declared_metrics or not all(isinstance(m, str) for m in declared_metrics):
         raise UserAlgorithmError(
             f"simulation function {name!r} must declare the metrics it returns: decorate it with "
             "dpbandits.algorithms.registry.register_algorithm(...) or set its attribute metrics = ('success', ...)"
         )
     declared = getattr(found, "privacy", None)
     return AlgorithmSpec(
-        name=name, family="user", simulate=FunctionSimulation(name), metrics=tuple(metrics),
+        name=name, family="user", simulate=FunctionSimulation(name), metrics=tuple(declared_metrics),
         privacy=str(declared) if declared else "undeclared (the function states no guarantee)",
         proportion_metrics=tuple(getattr(found, "proportion_metrics", ())),
         description=_first_line(found.__doc__) or f"simulation function {name}",

@@ -60,7 +60,14 @@ from dpbandits.audit.statistical import (
     epsilon_lower_bound,
     threshold_events,
 )
-from dpbandits.audit.user_inputs import UNITS, Feedback, PublicRecord, UserRunner, fit_policy, neighbour_inputs
+from dpbandits.audit.user_inputs import (
+    UNITS,
+    Feedback,
+    PublicRecord,
+    UserRunner,
+    fit_policy,
+    neighbour_inputs,
+)
 
 __all__ = ["ObservableAudit", "TimingReport", "UserAuditReport", "audit_algorithm", "detectable_epsilon"]
 

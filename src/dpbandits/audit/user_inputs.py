@@ -115,7 +115,8 @@ def _dominated_data(n_arms: int, bound: float, sparse: int) -> LoggedBanditData:
 
 def _record_pairs(n_arms: int, bound: float, min_count: int | None) -> Iterator[tuple[str, Feedback, Feedback]]:
     floor = 0 if min_count is None else min_count
-    bases = [("uneven coverage", _uneven_data(n_arms, bound, floor), None)]
+    bases: list[tuple[str, LoggedBanditData, range | None]] = [
+        ("uneven coverage", _uneven_data(n_arms, bound, floor), None)]
     for sparse in sorted({max(floor + 1, 3), max(floor + 1, 6)}):
         bases.append((f"{sparse}-record arms beside a 1000-record arm",
                       _dominated_data(n_arms, bound, sparse), range(n_arms - 1)))
