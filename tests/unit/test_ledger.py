@@ -7,10 +7,10 @@ import copy
 import math
 import pickle
 import sys
-import threading
 
 import numpy as np
 import pytest
+from ledgertools import hammer
 
 from dpbandits._core.errors import (
     ForkRefusedError,
@@ -181,34 +181,13 @@ def test_domain_guarantee_is_spent_as_domain_scope() -> None:
 # -- defect 2: check-and-record is atomic --------------------------------------------------------------
 
 
-def _race(n_threads: int, epsilon: float, budget: float, attempts: int) -> tuple[Accountant, int]:
-    acc = Accountant(epsilon_budget=budget)
-    barrier = threading.Barrier(n_threads)
-    accepted = [0] * n_threads
-
-    def worker(index: int) -> None:
-        barrier.wait()
-        for _ in range(attempts):
-            try:
-                acc.spend(PureEvent(epsilon))
-            except PrivacyBudgetExceededError:
-                continue
-            accepted[index] += 1
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return acc, sum(accepted)
-
-
 def test_threads_sharing_an_accountant_never_overspend() -> None:
     switch = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # switch threads as often as possible: the old check-then-append raced
     try:
         for _trial in range(50):
-            acc, accepted = _race(8, 0.1, 1.0, 3)
+            acc = Accountant(epsilon_budget=1.0)
+            accepted = hammer(acc, n_threads=8, epsilon=0.1, attempts=3)
             assert accepted == math.floor(1.0 / 0.1) == len(acc.entries())
             assert acc.spent().epsilon == 1.0
     finally:

@@ -61,7 +61,14 @@ from dpbandits.privacy.ledger import (
     check_unit,
 )
 
-__all__ = ["LEDGER_METADATA", "DurableAccountant", "create_ledger_tables", "ledger_engine"]
+__all__ = [
+    "LEDGER_METADATA",
+    "SQLITE_SYNCHRONOUS",
+    "DurableAccountant",
+    "configure_sqlite",
+    "create_ledger_tables",
+    "ledger_engine",
+]
 
 LEDGER_METADATA = MetaData()
 """The ledger's tables (``dpbandits_ledgers``, ``dpbandits_ledger_entries``, ``dpbandits_ledger_continuations``)."""
@@ -146,8 +153,8 @@ def _database_url(location: str | Path) -> str:
 def ledger_engine(url_or_path: str | Path) -> Engine:
     """An engine for a ledger at ``url_or_path`` (a path means a SQLite file in WAL mode).
 
-    On SQLite: WAL, ``synchronous=FULL``, a 30 s busy timeout, and ``BEGIN IMMEDIATE`` for the
-    connections given the execution option ``sqlite_immediate=True`` (the ledger's writes).
+    On SQLite: :func:`configure_sqlite` (WAL, ``synchronous=FULL``, a 30 s busy timeout, and ``BEGIN
+    IMMEDIATE`` for the connections given the execution option ``sqlite_immediate=True``).
 
     Raises
     ------
@@ -157,7 +164,7 @@ def ledger_engine(url_or_path: str | Path) -> Engine:
     url = _database_url(url_or_path)
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30.0})
-        _configure_sqlite(engine)
+        configure_sqlite(engine)
         return engine
     try:
         return create_engine(url, pool_pre_ping=True)
@@ -172,20 +179,33 @@ def ledger_engine(url_or_path: str | Path) -> Engine:
         ) from None
 
 
-def _configure_sqlite(engine: Engine) -> None:
+SQLITE_SYNCHRONOUS: tuple[str, ...] = ("full", "normal")
+"""Values of SQLite's ``PRAGMA synchronous`` for :func:`configure_sqlite` (WAL mode)."""
+
+
+def configure_sqlite(engine: Engine, synchronous: str = "full") -> None:
+    """Configure a SQLite engine for a shared ledger: WAL, ``synchronous``, a busy timeout, BEGIN IMMEDIATE.
+
+    Each new connection gets ``PRAGMA journal_mode=WAL``, ``PRAGMA synchronous`` (``"full"``: a committed
+    transaction survives a power loss; ``"normal"``: a killed process only), a 30 s busy timeout and
+    foreign keys; a transaction begun on a connection with the execution option
+    ``sqlite_immediate=True`` starts with ``BEGIN IMMEDIATE`` (the write lock is taken at BEGIN: the
+    budget is read and checked under it, and two writers never deadlock on a read-to-write upgrade).
+    """
+    synchronous = check_one_of(synchronous, "synchronous", SQLITE_SYNCHRONOUS)
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN itself (below)
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute(f"PRAGMA synchronous={synchronous.upper()}")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        # writers take the write lock at BEGIN: the budget is read and checked under it
         immediate = connection.get_execution_options().get("sqlite_immediate", False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
@@ -426,6 +446,15 @@ class DurableAccountant(Accountant):
         url = self.engine.url.render_as_string(hide_password=True)
         budget = "inf" if self.epsilon_budget is None else f"{self.epsilon_budget:g}"
         return f"DurableAccountant({url!r}, {self.ledger_id!r}, epsilon_budget={budget}, method={self.method!r})"
+
+    def __reduce__(self) -> Any:
+        """A copy reopens the same ledger by its URL: both spend one budget, in one database."""
+        if not self._owns_engine:
+            raise InvalidParameterError(
+                "a DurableAccountant on an engine of the caller's cannot be pickled: open the ledger by its "
+                "path or URL in each process"
+            )
+        return (DurableAccountant, (self.engine.url.render_as_string(hide_password=False), self.ledger_id))
 
     def close(self) -> None:
         """Release the engine's connections (only for an engine this ledger created)."""
