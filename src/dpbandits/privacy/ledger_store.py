@@ -304,6 +304,8 @@ class DurableAccountant(Accountant):
     — otherwise SQLite's serialisation still prevents overspending, but a concurrent writer makes
     the transaction fail with "database is locked". Without ``connection=`` every call is its own
     transaction. An engine passed as ``url_or_path`` is used as it is (the caller configures it).
+    A copied or pickled ledger opened by path or URL reopens the same ledger (one budget, in one
+    database), so it may be handed to worker processes.
 
     Examples
     --------
