@@ -10,6 +10,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ledgertools import hammer
 
 from dpbandits._core.errors import (
@@ -67,6 +69,24 @@ def test_pure_ledger_never_reports_more_than_the_sum_at_positive_delta() -> None
     mixed = Accountant(method="basic")
     mixed.spend(GaussianEvent(sigma=2.0))
     assert math.isinf(mixed.spent().epsilon)  # a Gaussian release has no finite ε at δ = 0
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from([0.05, 0.1, 0.125, 0.2, 0.25, 0.3, 0.7]), max_size=25),
+       st.sampled_from([0.5, 1.0, 1.7]), st.sampled_from(["basic", "pld", "rdp"]))
+def test_the_refusal_point_is_the_exact_sum(spends: list[float], budget: float, method: str) -> None:
+    acc = Accountant(epsilon_budget=budget, method=method)
+    accepted: list[float] = []
+    for index, epsilon in enumerate(spends):
+        event = LaplaceEvent(scale=1.0 / epsilon) if index % 2 else PureEvent(epsilon)
+        if math.fsum([*accepted, event.epsilon]) <= budget:
+            acc.spend(event)
+            accepted.append(event.epsilon)
+        else:
+            with pytest.raises(PrivacyBudgetExceededError):
+                acc.spend(event)
+    assert len(acc.entries()) == len(accepted)
+    assert acc.spent().epsilon == math.fsum(accepted)
 
 
 # -- defect 4: units and relations are never mixed silently ----------------------------------------
