@@ -125,6 +125,18 @@ def test_spend_inside_the_callers_transaction(tmp_path: Path) -> None:
             with pytest.raises(PrivacyBudgetExceededError):
                 acc.spend(PureEvent(0.75), connection=conn)
     assert acc.spent().epsilon == 0.5 and len(acc.entries()) == 1
+    with engine.connect() as conn:
+        conn = conn.execution_options(sqlite_immediate=True)
+        with conn.begin():
+            acc.spend(PureEvent(0.125), connection=conn)
+            savepoint = conn.begin_nested()
+            acc.spend(PureEvent(0.25), connection=conn)
+            assert acc.spent(connection=conn).epsilon == 0.875
+            savepoint.rollback()  # a savepoint of the caller's rolled back: its spend with it
+            assert acc.spent(connection=conn).epsilon == 0.625
+            acc.spend(PureEvent(0.375), connection=conn)
+            assert [e.event.epsilon for e in acc.entries(connection=conn)] == [0.5, 0.125, 0.375]
+    assert acc.spent().epsilon == 1.0 and DurableAccountant(engine, "service").spent().epsilon == 1.0
     with pytest.raises(InvalidParameterError, match="Connection"):
         acc.spend(PureEvent(0.1), connection="not a connection")
     acc.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -110,6 +111,10 @@ ledger_continuations = Table(
 )
 
 
+_TABLES_READY: weakref.WeakSet[Engine] = weakref.WeakSet()
+"""Engines whose database is known to hold the tables (created or checked in a committed transaction)."""
+
+
 def create_ledger_tables(bind: Engine | Connection) -> None:
     """Create the ledger's tables in ``bind``'s database where they are missing.
 
@@ -117,7 +122,8 @@ def create_ledger_tables(bind: Engine | Connection) -> None:
     ``Connection``, the tables are created in the caller's transaction.
     """
     if isinstance(bind, Connection):
-        LEDGER_METADATA.create_all(bind, checkfirst=True)
+        if bind.engine not in _TABLES_READY:
+            LEDGER_METADATA.create_all(bind, checkfirst=True)
         return
     for attempt in range(3):
         try:
@@ -126,6 +132,7 @@ def create_ledger_tables(bind: Engine | Connection) -> None:
                 connection = connection.execution_options(sqlite_immediate=True)
                 with connection.begin():
                     LEDGER_METADATA.create_all(connection, checkfirst=True)
+            _TABLES_READY.add(bind)
             return
         except DBAPIError:
             if attempt == 2:
@@ -342,6 +349,7 @@ class DurableAccountant(Accountant):
         self._cache_lock = threading.Lock()
         self._cache: list[LedgerEntry] = []
         self._cache_last_id = 0
+        self._transaction_rows: tuple[tuple[Any, Any], list[tuple[int, LedgerEntry]]] | None = None
         create_ledger_tables(self.engine if connection is None else connection)
         stored = self._open(asked, connection)
         self.epsilon_budget = stored["epsilon_budget"]
@@ -401,22 +409,37 @@ class DurableAccountant(Accountant):
             row = conn.execute(query if self._sqlite else query.with_for_update()).first()
             if row is None:
                 raise DataFormatError(f"ledger {self.ledger_id!r} is missing from its database")
-            cached, fresh = self._load(conn)
+            key = None if connection is None else (conn.get_transaction(), conn.get_nested_transaction())
+            cached, fresh = self._load(conn, key)
             view = _DurableView(conn, self.ledger_id, check_unit(row.unit),
                                 None if row.neighbouring is None else check_neighbouring(row.neighbouring),
                                 [*cached, *(e for _i, e in fresh)], fresh)
             yield view
+            if key is not None:  # the caller's transaction: what it holds so far, for its next call
+                self._transaction_rows = (key, fresh)
         if connection is None:  # committed: what this transaction read and wrote is now known for good
             self._remember(fresh)
 
-    def _load(self, conn: Connection) -> tuple[list[LedgerEntry], list[tuple[int, LedgerEntry]]]:
-        """The cached entries and the rows after them (read in ``conn``)."""
+    def _load(self, conn: Connection, key: tuple[Any, Any] | None = None,
+              ) -> tuple[list[LedgerEntry], list[tuple[int, LedgerEntry]]]:
+        """The cached (committed) entries and the rows after them, read in ``conn``.
+
+        In a caller's transaction (``key``: its transaction and savepoint), the rows an earlier call
+        read or wrote in that same transaction and savepoint are not read again; they are never
+        cached beyond it (the caller may still roll back).
+        """
         with self._cache_lock:
             cached, last_id = list(self._cache), self._cache_last_id
+        known: list[tuple[int, LedgerEntry]] = []
+        memo = self._transaction_rows
+        if key is not None and memo is not None and key[0] is not None and key[0].is_active and (
+                memo[0][0] is key[0] and memo[0][1] is key[1]):
+            known = [(row_id, entry) for row_id, entry in memo[1] if row_id > last_id]
+            last_id = known[-1][0] if known else last_id
         rows = conn.execute(select(ledger_entries).where(
             ledger_entries.c.ledger_id == self.ledger_id, ledger_entries.c.id > last_id,
         ).order_by(ledger_entries.c.id)).all()
-        return cached, [(int(row.id), _entry_from_row(row)) for row in rows]
+        return cached, [*known, *((int(row.id), _entry_from_row(row)) for row in rows)]
 
     def _remember(self, fresh: list[tuple[int, LedgerEntry]]) -> None:
         with self._cache_lock:
