@@ -28,6 +28,7 @@ __all__ = [
     "PrivacyWarning",
     "StudyError",
     "UnsupportedEventError",
+    "UserAlgorithmError",
 ]
 
 
@@ -88,6 +89,14 @@ class DataFormatError(DPBanditsError, ValueError):
 
 class StudyError(DPBanditsError):
     """A study cannot be run as asked (invalid study file, a run directory of another study, ...)."""
+
+
+class UserAlgorithmError(DPBanditsError):
+    """A user's own algorithm (named by import path or entry point) cannot be loaded or failed.
+
+    The message names the algorithm and the step; the user's exception is chained as ``__cause__``
+    (``DPBANDITS_DEBUG=1`` shows its traceback on the command line).
+    """
 
 
 class DPBanditsWarning(UserWarning):
