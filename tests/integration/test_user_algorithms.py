@@ -202,3 +202,14 @@ def test_bad_names_are_refused_when_the_study_is_validated(workdir: Path, name: 
                             "algorithms": [{"algorithm": name}], "grid": {"budget": [20]}})
     with pytest.raises(UserAlgorithmError):
         get_algorithm(name)
+
+
+@pytest.mark.slow
+def test_the_worked_example_gives_the_same_summary_on_dask_worker_processes(workdir: Path) -> None:
+    pytest.importorskip("distributed")
+    from dpbandits.experiments.backends import DaskBackend
+
+    study = _small_example(workdir)
+    serial = run_study(study, workdir / "serial", progress="none")
+    run_study(study, workdir / "dask", backend=DaskBackend(workers=2, processes=True), progress="none")
+    assert (workdir / "dask" / "summary.csv").read_bytes() == serial.summary_path.read_bytes()
