@@ -141,7 +141,7 @@ def _run(http: TestClient, *, large: bool, examples: int) -> None:
 
 
 def test_no_parameter_of_any_kind_yields_a_500(api: TestClient) -> None:
-    _run(api, large=False, examples=60)
+    _run(api, large=False, examples=30)
 
 
 @pytest.mark.slow
