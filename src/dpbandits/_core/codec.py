@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dpbandits._core.errors import DataFormatError, InvalidParameterError
+from dpbandits._core.errors import DataFormatError, DPBanditsError, InvalidParameterError
 
 __all__ = [
     "BIT_GENERATORS",
@@ -231,11 +231,14 @@ class Decoder:
         if "__dataclass__" in value:
             spec = _record(value, {"__dataclass__", "fields"}, "record")
             cls = _lookup(spec["__dataclass__"], _DATACLASSES, "saved dataclass")
-            fields = self.decode(spec["fields"])
             names = {f.name for f in dataclasses.fields(cls) if f.init}
-            if not isinstance(fields, dict) or set(fields) != names:
+            if not isinstance(spec["fields"], dict) or set(spec["fields"]) != names:
                 raise DataFormatError(f"state file holds a {cls.__name__} without exactly the fields {sorted(names)}")
-            return cls(**fields)
+            fields = {k: self.decode(v, k) for k, v in spec["fields"].items()}
+            try:
+                return cls(**fields)
+            except (DPBanditsError, TypeError, ValueError, ArithmeticError) as exc:
+                raise DataFormatError(f"state file holds an invalid {cls.__name__}: {exc}") from None
         raise DataFormatError(f"unknown value in state file: {str(value)[:60]!r}")
 
     @staticmethod

@@ -305,7 +305,7 @@ class Persistable:
 
     @property
     def lineage(self) -> str:
-        """This object's history: 32 hex digits drawn at construction, kept across saves and loads."""
+        """The history of this object: 32 hex digits drawn at construction, kept across saves and loads."""
         if not hasattr(self, "_lineage"):
             self._lineage, self._generation = uuid.uuid4().hex, 0
         return self._lineage

@@ -35,12 +35,13 @@ __all__ = [
     "Bool",
     "Float",
     "Generator",
+    "Instance",
     "Int",
     "ListOf",
-    "Maybe",
     "MappingOf",
-    "Noise",
+    "Maybe",
     "Nested",
+    "Noise",
     "Record",
     "Rule",
     "Spec",
@@ -261,8 +262,10 @@ class Record(Spec):
 
 def check_fields(fields: Mapping[str, Spec], values: dict[str, Any], obj: Any, where: str = "",
                  ignored: Sequence[str] = (), optional: Sequence[str] = ()) -> dict[str, Any]:
-    """Check that ``values`` has exactly the keys of ``fields`` (``optional`` ones may be missing;
-    ``ignored`` ones are dropped) and each value its spec."""
+    """Check ``values`` against ``fields``: every key, no other, each value its spec.
+
+    ``optional`` fields may be missing; ``ignored`` names are accepted and dropped.
+    """
     prefix = f"{where}." if where else ""
     unknown = sorted(str(k) for k in values if k not in fields and k not in ignored)
     if unknown:
@@ -271,6 +274,18 @@ def check_fields(fields: Mapping[str, Spec], values: dict[str, Any], obj: Any, w
     if missing:
         raise DataFormatError(f"state field {prefix}{missing[0]} is missing")
     return {name: spec.check(values[name], obj, prefix + name) for name, spec in fields.items() if name in values}
+
+
+@dataclass(frozen=True)
+class Instance(Spec):
+    """An instance of ``cls`` (a registered dataclass the decoder rebuilt; a rule checks its content)."""
+
+    cls: type
+
+    def check(self, value: Any, obj: Any, where: str) -> Any:
+        if type(value) is not self.cls:
+            raise fail(where, f"a {self.cls.__name__}", value)
+        return value
 
 
 @dataclass(frozen=True)
@@ -383,6 +398,11 @@ class StateSchema:
         object.__setattr__(self, "rules", tuple(rules))
         object.__setattr__(self, "derived", tuple(derived))
         object.__setattr__(self, "optional", tuple(optional))
+
+    def extend(self, *, rules: Sequence[Rule] = (), derived: Sequence[str] = (), **fields: Spec) -> StateSchema:
+        """A copy with more fields, rules and derived names (for a subclass)."""
+        return StateSchema({**self.fields, **fields}, rules=(*self.rules, *rules),
+                           derived=(*self.derived, *derived), optional=self.optional)
 
     def validate(self, obj: Any, state: Any) -> dict[str, Any]:
         """Check ``state`` for ``obj`` (built from the file's parameters); return the values to restore."""
