@@ -163,8 +163,9 @@ def _read_source(path: str | os.PathLike[str] | bytes, key: bytes | None) -> tup
     if isinstance(path, bytes | bytearray | memoryview):
         return "state bytes", _unwrap(bytes(path), key, "state bytes")
     name = str(Path(path))
-    try:
-        with open(path, "rb") as handle:
+    try:  # non-blocking open: a FIFO must not block, and only a regular file is read
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise DataFormatError(f"{name}: not a regular file, so not a state file")
             data = handle.read()
@@ -476,6 +477,11 @@ class Persistable:
         obj._lineage, obj._generation = meta["lineage"], meta["generation"]
         if accountant is not None:
             charge = obj._continuation_charge() if on_fork == "charge" else None
+            if on_fork == "charge" and charge is None:
+                raise InvalidParameterError(
+                    f'on_fork="charge": a {stored_cls.__name__} has no privacy guarantee to charge for a fork; '
+                    'pass on_fork="refuse"'
+                )
             accountant.record_continuation(obj.lineage, obj.generation, on_fork=on_fork, charge=charge,
                                            label=f"{stored_cls.__name__}.load")
         return obj
