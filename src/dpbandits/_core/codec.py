@@ -169,9 +169,10 @@ def _record(value: Any, keys: set[str], what: str) -> dict[str, Any]:
 class Decoder:
     """Decode values of the state format; ``overrides`` supply what was not saved (callables)."""
 
-    def __init__(self, arrays: Any, overrides: dict[str, Any]) -> None:
+    def __init__(self, arrays: dict[str, np.ndarray], overrides: dict[str, Any], unsaved: tuple[str, ...] = ()) -> None:
         self.arrays = arrays
         self.overrides = overrides
+        self.unsaved = unsaved  # the names the stored class does not save (callables)
         self.used: set[str] = set()
 
     def decode(self, value: Any, name: str = "") -> Any:
@@ -185,7 +186,7 @@ class Decoder:
             raise DataFormatError(f"damaged value in state file: {str(value)[:60]!r}")
         tag, payload = next(iter(value.items()))
         if tag == "__array__":
-            if not isinstance(payload, str) or payload not in self.arrays.files or payload.startswith("__"):
+            if not isinstance(payload, str) or payload not in self.arrays:
                 raise DataFormatError(f"state file refers to a missing array member {payload!r}")
             return np.array(self.arrays[payload])
         if tag == "__float__":
@@ -218,6 +219,8 @@ class Decoder:
         if tag in _CODECS:
             return _CODECS[tag][2](payload, self.decode)
         if tag == "__unsaved__":
+            if name not in self.unsaved:
+                raise DataFormatError(f"state file marks {name!r} as an unsaved callable; this class has none such")
             if name not in self.overrides:
                 raise InvalidParameterError(
                     f"{name} was not saved (it is a callable); pass it to load(): load(path, {name}=...)"

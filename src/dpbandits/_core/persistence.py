@@ -176,8 +176,9 @@ def _read_source(path: str | os.PathLike[str] | bytes, key: bytes | None) -> tup
     return name, _unwrap(data, key, name)
 
 
-def read_state(path: str | os.PathLike[str] | bytes, *, key: bytes | None = None) -> tuple[type, dict[str, Any], Any]:
-    """Read a state file, or the bytes of one: (class, meta, arrays).
+def read_state(path: str | os.PathLike[str] | bytes, *,
+               key: bytes | None = None) -> tuple[type, dict[str, Any], dict[str, np.ndarray]]:
+    """Read a state file, or the bytes of one: (class, meta, arrays by member name).
 
     Refuses other files, newer format versions, signed files without their key (or with another)
     and, when ``key`` is given, unsigned files. ``meta`` holds the checked ``lineage`` and
@@ -191,8 +192,13 @@ def read_state(path: str | os.PathLike[str] | bytes, *, key: bytes | None = None
         raise DataFormatError(f"{name}: not a dpbandits state file ({exc})") from None
     if not hasattr(archive, "files") or _META not in archive.files:
         raise DataFormatError(f"{name}: not a dpbandits state file (no {_META} member)")
+    try:  # every member read (and CRC-checked) now: a damaged member is a format error here, not later
+        with archive:
+            members = {member: archive[member] for member in archive.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
+        raise DataFormatError(f"{name}: damaged state file member ({exc})") from None
     try:
-        header = archive[_META]
+        header = members.pop(_META)
         if header.dtype != np.uint8 or header.ndim != 1:
             raise ValueError("the header is not a byte string")
         meta = json.loads(header.tobytes().decode("utf-8"))
@@ -218,7 +224,7 @@ def read_state(path: str | os.PathLike[str] | bytes, *, key: bytes | None = None
     generation = meta["generation"]
     if isinstance(generation, bool) or not isinstance(generation, int) or not 0 <= generation < 2**62:
         raise DataFormatError(f"{name}: generation must be an integer >= 0; got {generation!r}")
-    return persistable_class(meta["class"]), meta, archive
+    return persistable_class(meta["class"]), meta, members
 
 
 _NOT_SAVED = ("accountant",)
@@ -469,7 +475,7 @@ class Persistable:
                 f"load() got an unexpected argument {unknown[0]!r}: only the unsaved callables "
                 f"{list(stored_cls._unsaved_params)} of {stored_cls.__name__} can be passed again"
             )
-        decoder = Decoder(archive, overrides)
+        decoder = Decoder(archive, overrides, stored_cls._unsaved_params)
         try:
             obj = stored_cls._rebuild(decoder.decode(meta["params"]), decoder.decode(meta["state"]), decoder)
         except DataFormatError as exc:
