@@ -127,7 +127,7 @@ def test_rucb_with_all_nan_wins_is_refused() -> None:
         name = array_of(meta, members, "policy", "wins")
         members[name] = np.full_like(members[name], np.nan)
 
-    with pytest.raises(DataFormatError, match="policy.wins must be finite"):
+    with pytest.raises(DataFormatError, match=r"policy\.wins must be finite"):
         RUCB.from_bytes(edit(_rucb().to_bytes(), nan_wins))
 
 
@@ -237,7 +237,7 @@ def test_a_signed_file_loads_only_with_its_key(tmp_path: Path) -> None:
     agent = _rucb()
     path = agent.save(tmp_path / "signed.dpb", key=KEY)
     assert RUCB.load(path, key=KEY).time == agent.time
-    with pytest.raises(DataFormatError, match="signed .*pass its key"):
+    with pytest.raises(DataFormatError, match=r"signed .*pass its key"):
         RUCB.load(path)
     with pytest.raises(DataFormatError, match="integrity tag does not match"):
         RUCB.load(path, key=b"another key of 16+ bytes")

@@ -173,7 +173,6 @@ class Decoder:
         self.arrays = arrays
         self.overrides = overrides
         self.unsaved = unsaved  # the names the stored class does not save (callables)
-        self.used: set[str] = set()
 
     def decode(self, value: Any, name: str = "") -> Any:
         if isinstance(value, list):
@@ -225,11 +224,10 @@ class Decoder:
                 raise InvalidParameterError(
                     f"{name} was not saved (it is a callable); pass it to load(): load(path, {name}=...)"
                 )
-            self.used.add(name)
             return self.overrides[name]
         if "__object__" in value:
             spec = _record(value, {"__object__", "params", "state"}, "object")
-            cls = persistable_class(spec["__object__"])
+            cls: Any = persistable_class(spec["__object__"])
             return cls._rebuild(self.decode(spec["params"]), self.decode(spec["state"]), self)
         if "__dataclass__" in value:
             spec = _record(value, {"__dataclass__", "fields"}, "record")

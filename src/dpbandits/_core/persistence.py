@@ -2,13 +2,15 @@
 
 A state file is a NumPy ``.npz`` archive (a zip of ``.npy`` members) read with ``allow_pickle=False``:
 
-* member ``__meta__``: UTF-8 JSON, ``{"format": "dpbandits-state", "format_version": 1,
-  "library_version": ..., "class": "<module>.<qualname>", "params": {...}, "state": {...}}``;
+* member ``__meta__``: UTF-8 JSON, ``{"format": "dpbandits-state", "format_version": 2,
+  "library_version": ..., "class": "<module>.<qualname>", "lineage": "<32 hex digits>",
+  "generation": <int>, "params": {...}, "state": {...}}``;
 * members ``a0``, ``a1``, …: the NumPy arrays that ``params`` and ``state`` refer to.
 
 ``params`` are the constructor arguments (:meth:`Persistable.get_params`); ``state`` holds the
-attributes a class lists in ``_state_fields`` — what changes while it runs. Values are encoded as JSON
-with tagged objects for what JSON lacks:
+fields the class declares in its schema (``_schema``, a :class:`~dpbandits._core.schema.StateSchema`)
+— what changes while it runs, derived values excluded. Values are encoded as JSON with tagged objects
+for what JSON lacks (:mod:`dpbandits._core.codec`):
 
 ========================================  =====================================================
 value                                     encoding
@@ -23,13 +25,30 @@ SeedSequence                              ``{"__seed_sequence__": {"entropy": ..
 secure noise backend                      ``{"__noise__": {"kind": "secure"}}`` (nothing to save)
 seeded NumPy noise backend                ``{"__noise__": {"kind": "numpy", "generator": ...}}``
 a :class:`Persistable` value              ``{"__object__": class, "params": ..., "state": ...}``
-a dataclass of the dpbandits package       ``{"__dataclass__": class, "fields": {...}}``
+a registered dataclass                    ``{"__dataclass__": class, "fields": {...}}``
 ========================================  =====================================================
 
-Only classes of the ``dpbandits`` package are ever instantiated on load, and dataclasses and
-:class:`Persistable` objects are rebuilt through their constructors, so a file cannot run code.
-A file of a newer ``format_version`` is refused with a message saying so. Writes are atomic (a
-temporary file in the same directory, flushed and fsynced, then renamed over the target).
+Threat model: a file is input from whoever could write it. ``load``
+
+* never imports or calls anything a file names: classes are looked up in the registry of
+  persistable classes and registered dataclasses, generators are rebuilt from a whitelist of bit
+  generators and their (NumPy-validated) state;
+* reads every member (CRC-checked) and refuses unknown header keys, then builds the object from its
+  parameters (the constructor validates them; whatever it raises on them becomes a
+  :class:`~dpbandits._core.errors.DataFormatError`), checks every state field against the class's
+  schema (unknown or missing fields refused, ``__dict__`` included) and only then restores it;
+  derived state (a KL policy's probabilities and guarantee, caches) is recomputed from the validated
+  sufficient statistics, never read;
+* optionally checks integrity: a file saved with ``key=`` starts with ``SIGNED_MAGIC`` and an
+  HMAC-SHA256 tag over the rest of the file; it loads only with the same key, and a key refuses an
+  unsigned file. Without a key a valid file is trusted to be *valid*, not *authentic*;
+* with ``accountant=``, records the continuation of the saved (lineage, generation), so that a
+  saved state continued twice (a fork) is refused or charged again (``on_fork``).
+
+A format-1 file (before lineage) is read through the same checks; its lineage is a digest of its
+content and its generation 0. A file of a newer ``format_version`` is refused with a message saying
+so. Writes are atomic (:mod:`dpbandits._core.atomic`), and refuse a target that is a symbolic link or
+not a regular file rather than replace it.
 
 Privacy: a saved agent is the curator's private state (it holds raw statistics), not a release. It
 never holds a secure backend's noise source (there is none to save) and never changes what is
