@@ -299,3 +299,6 @@ def test_the_fuzzed_subjects_cover_every_persistable_class() -> None:
         collect(_original(name))
     missing = sorted(c.__name__ for c in concrete - covered)
     assert not missing, f"no fuzzed file of {missing}: add a subject"
+    undeclared = sorted(c.__name__ for c in concrete
+                        if not any("_schema" in k.__dict__ for k in c.__mro__ if k is not Persistable))
+    assert not undeclared, f"{undeclared} declare no state schema (_schema)"

@@ -606,6 +606,8 @@ class PhasedAlgorithm(Persistable, ABC):
     :meth:`agent` alike, so that one seed drives both forms identically.
     """
 
+    _schema = StateSchema()  # an algorithm is its parameters: no state (its agents have theirs)
+
     planner: Planner
     _plan_cache: _PlanCache | None = None
     tie_break: str = "random"
