@@ -7,6 +7,8 @@ whose every derived value (probabilities, guarantees) comes from its validated s
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import stat
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from statefiles import array_of, edit, quietly, state
+from statefiles import array_of, edit, quietly, state, unpack
 
 from dpbandits._core.errors import (
     DataFormatError,
@@ -167,6 +169,19 @@ def test_a_tree_counter_with_its_time_reset_is_refused_and_never_releases_past_i
 def test_damaged_fields_give_one_data_format_error(damage: Any, match: str) -> None:
     with pytest.raises(DataFormatError, match=match):
         RUCB.from_bytes(edit(_rucb().to_bytes(), damage))
+
+
+def test_compressed_and_deeply_nested_files_are_refused() -> None:
+    meta, members = unpack(_rucb().to_bytes())
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **members)
+    with pytest.raises(DataFormatError, match="uncompressed members only"):  # a zip bomb cannot fill memory
+        RUCB.from_bytes(buffer.getvalue())
+    nested: list[Any] = []
+    for _ in range(900):
+        nested = [nested]
+    with pytest.raises(DataFormatError, match="nested too deeply"):
+        RUCB.from_bytes(edit(_rucb().to_bytes(), lambda meta, _: state(meta).update({"_asked": nested})))
 
 
 def test_damage_that_failed_at_first_use_is_refused_at_load() -> None:

@@ -205,6 +205,13 @@ def read_state(path: str | os.PathLike[str] | bytes, *,
     the generation 0).
     """
     name, data = _read_source(path, _check_key(key))
+    try:  # stored members only (as np.savez writes them): what is read is never more than the file
+        with zipfile.ZipFile(io.BytesIO(data)) as container:
+            compressed = any(info.compress_type != zipfile.ZIP_STORED for info in container.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
+        compressed = False  # np.load below says what the file is not
+    if compressed:
+        raise DataFormatError(f"{name}: a state file holds uncompressed members only")
     try:
         archive = np.load(io.BytesIO(data), allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
@@ -221,7 +228,7 @@ def read_state(path: str | os.PathLike[str] | bytes, *,
         if header.dtype != np.uint8 or header.ndim != 1:
             raise ValueError("the header is not a byte string")
         meta = json.loads(header.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise DataFormatError(f"{name}: damaged state file header ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise DataFormatError(f"{name}: not a dpbandits state file (format {meta.get('format')!r})"
@@ -499,6 +506,8 @@ class Persistable:
             obj = stored_cls._rebuild(decoder.decode(meta["params"]), decoder.decode(meta["state"]), decoder)
         except DataFormatError as exc:
             raise DataFormatError(f"{name}: {exc}") from None
+        except RecursionError:
+            raise DataFormatError(f"{name}: values nested too deeply for a state file") from None
         obj._lineage, obj._generation = meta["lineage"], meta["generation"]
         if accountant is not None:
             charge = obj._continuation_charge() if on_fork == "charge" else None
