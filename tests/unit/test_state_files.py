@@ -279,6 +279,23 @@ def test_lineage_is_kept_and_generation_counts_saves(tmp_path: Path) -> None:
     assert RUCB(3, 50, rng=1).lineage != agent.lineage
 
 
+def test_a_format_1_file_loads_through_the_same_checks_with_a_content_lineage() -> None:
+    policy = _kl_policy()
+
+    def as_format_1(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
+        meta["format_version"] = 1
+        del meta["lineage"], meta["generation"]
+        members["a9"] = np.log(np.full(7, 1 / 7))  # version 1 saved the derived log-probabilities too
+        state(meta)["log_probabilities_"] = {"__array__": "a9"}
+
+    old = edit(policy.to_bytes(), as_format_1)
+    first, second = KLMABPolicy.from_bytes(old), KLMABPolicy.from_bytes(old)
+    np.testing.assert_array_equal(first.probabilities(), policy.probabilities())
+    assert first.lineage == second.lineage and first.generation == 0  # the same file: the same lineage
+    with pytest.raises(DataFormatError, match="counts_ is missing"):
+        KLMABPolicy.from_bytes(edit(old, lambda meta, _: state(meta).pop("counts_")))
+
+
 def test_a_saved_state_continued_twice_is_a_fork_refused_or_charged() -> None:
     agent = DPEBSElimination(3, 30, 1.0)
     blob = agent.to_bytes()
