@@ -308,3 +308,20 @@ def test_a_saved_state_continued_twice_is_a_fork_refused_or_charged() -> None:
     assert accountant.spent().epsilon == pytest.approx(before + agent.privacy.epsilon)
     with pytest.raises(InvalidParameterError, match="no privacy guarantee to charge"):
         RUCB.from_bytes(_rucb().to_bytes(), accountant=accountant, on_fork="charge")
+
+
+# ----------------------------------------------------------------------------- valid states all load
+@pytest.mark.parametrize("name", sorted(__import__("test_persistence").AGENTS))
+def test_every_state_an_agent_reaches_passes_its_schema(name: str) -> None:
+    """Saved at many points of a run (across phases, eliminations, restarts), every state loads and continues."""
+    from test_persistence import AGENTS
+
+    factory, step, n_steps = AGENTS[name]
+    original = quietly(factory)
+    for t in range(n_steps):
+        if t % max(n_steps // 12, 1) == 0:
+            blob = original.to_bytes()
+            first, second = (quietly(lambda: Persistable.from_bytes(blob)) for _ in range(2))
+            ahead = range(t, min(t + 3, n_steps))
+            assert [step(first, s) for s in ahead] == [step(second, s) for s in ahead]
+        step(original, t)
