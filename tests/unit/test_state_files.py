@@ -321,7 +321,7 @@ def test_every_state_an_agent_reaches_passes_its_schema(name: str) -> None:
     for t in range(n_steps):
         if t % max(n_steps // 12, 1) == 0:
             blob = original.to_bytes()
-            first, second = (quietly(lambda: Persistable.from_bytes(blob)) for _ in range(2))
+            first, second = (quietly(lambda b=blob: Persistable.from_bytes(b)) for _ in range(2))
             ahead = range(t, min(t + 3, n_steps))
             assert [step(first, s) for s in ahead] == [step(second, s) for s in ahead]
         step(original, t)
