@@ -300,7 +300,7 @@ def replace_one_to_add_remove(guarantee: Guarantee, *, bounded_with_null: bool =
 
     The KL paper's Proposition 1 claims replace-one (ε', δ') ⇒ add/remove (ε, e^ε·δ). That is false
     in general: releasing ``len(D)`` is (0, 0) replace-one DP and not add/remove DP for any finite ε.
-When datasets are modelled with a null element ⊥ so
+    When datasets are modelled with a null element ⊥ so
     that adding or removing a record *is* a replacement with ⊥, the guarantee carries over unchanged.
 
     Parameters
