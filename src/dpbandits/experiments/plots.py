@@ -249,7 +249,8 @@ def _new_figure(n_panels: int, *, sharey: bool = True, constrained: bool = False
         figure = Figure(figsize=(width, height))
         figure.subplots_adjust(left=1.0 / width, right=1 - 0.3 / width, bottom=0.85 / height,
                                top=1 - 0.7 / height, wspace=0.12 if sharey else 0.3, hspace=0.75)
-    axes = figure.subplots(rows, columns, squeeze=False, sharey=sharey).ravel().tolist()
+    # the panels of a figure share their axes (one scale); inner tick labels are then drawn once
+    axes = figure.subplots(rows, columns, squeeze=False, sharex=sharey, sharey=sharey).ravel().tolist()
     for extra in axes[n_panels:]:
         extra.set_visible(False)
     return figure, axes[:n_panels]
@@ -394,7 +395,6 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
         else:
             axis.set_xticks([positions[value] for value in x_values], [_value_text(value) for value in x_values],
                             rotation=30)
-        axis.set_xlabel(parameter_label(parameter))
         if others:
             axis.set_title(", ".join(f"{_parameter_name(name)} = {_value_text(value)}"
                                      for name, value in zip(others, group, strict=True)), fontsize=9)
@@ -406,6 +406,11 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
         _readable_axes(axis)
     for axis in axes[:: min(len(axes), 4)]:  # the first panel of each row
         axis.set_ylabel(_axis_label(metric, estimate))
+    columns = min(len(axes), 4)
+    for index, axis in enumerate(axes):
+        if index + columns >= len(axes):  # nothing drawn below it: this panel names the x-axis
+            axis.xaxis.set_tick_params(labelbottom=True)
+            axis.set_xlabel(parameter_label(parameter))
     _legend_outside(figure, axes)
     more = f" (first {MAX_PANELS} of {len(groups)} panels)" if len(groups) > MAX_PANELS else ""
     fixed = _fixed(rows)
