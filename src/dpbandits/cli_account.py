@@ -308,11 +308,12 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps({key: _json_number(v) for key, v in result.items()}))
             return
-        from rich.console import Console
         from rich.markup import escape
+
+        from dpbandits._cli_group import make_console
         from rich.table import Table
 
-        console = Console()
+        console = make_console()
         table = Table(title=f"dpbandits account {setting.value} ({variant})")
         table.add_column("quantity")
         table.add_column("value")
