@@ -24,6 +24,9 @@ from dpbandits._core.errors import InvalidParameterError
 
 __all__ = ["catalogue", "describe", "plain_text", "register"]
 
+DEFAULT_TEMPLATE = "quickstart"
+"""The study ``init-study`` copies without a name: a private one (DP-BAI, ε-DP, at five ε)."""
+
 # Parameters of a simulation entry point / environment factory that a study does not set.
 _SUPPLIED_BY_RUNNER = frozenset({"env", "n_trials", "rng"})
 
@@ -206,11 +209,13 @@ def show_command(
 
 
 def init_study_command(
-    name: Annotated[str, typer.Argument(help="A bundled study (see `dpbandits list`).")],
+    name: Annotated[str, typer.Argument(
+        help="A bundled study (see `dpbandits list`); default: quickstart, a private study (DP-BAI at five ε).")
+    ] = DEFAULT_TEMPLATE,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File (or directory) to write (default: ./NAME.toml).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite the file if it exists.")] = False,
 ) -> None:
-    """Write a copy of a bundled study to a TOML file to edit, then `dpbandits run` it."""
+    """Write a copy of a bundled study (default: the private quickstart) to a TOML file to edit, then `dpbandits run` it."""
     from dpbandits.experiments.bundled import bundled_study_text
     from dpbandits.experiments.store import atomic_write_text
 

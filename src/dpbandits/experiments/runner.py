@@ -57,7 +57,7 @@ from dpbandits._core.rng import as_seed_sequence
 from dpbandits._core.typing import FloatArray
 from dpbandits.envs.registry import get_environment
 from dpbandits.experiments.analyses import run_analyses
-from dpbandits.experiments.backends import Backend, make_backend
+from dpbandits.experiments.backends import Backend, WorkerLostError, make_backend
 from dpbandits.experiments.config import Cell, Study
 from dpbandits.experiments.costs import check_study_cost
 from dpbandits.experiments.interrupts import RunTerminated, interrupts_deferred, sigterm_as_interrupt
@@ -297,6 +297,9 @@ def _run_opened(study: Study, store: RunStore, engine: Backend, reporter: Progre
     except KeyboardInterrupt as exc:
         status, error = "interrupted", exc
         raise
+    except WorkerLostError as exc:
+        error = WorkerLostError(f"{exc}; the finished cells are saved in {store.run_dir}: continue with --resume")
+        raise error from None
     except BaseException as exc:
         error = exc
         raise
