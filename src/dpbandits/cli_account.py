@@ -350,9 +350,9 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps({key: _json_number(v) for key, v in result.items()}))
             return
         from rich.markup import escape
+        from rich.table import Table
 
         from dpbandits._cli_group import make_console
-        from rich.table import Table
 
         console = make_console()
         table = Table(title=f"dpbandits account {setting.value} ({variant})")

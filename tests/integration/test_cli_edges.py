@@ -166,8 +166,8 @@ def test_a_killed_process_worker_says_resume(tmp_path: Path) -> None:
     done = _run_with_killed_worker(tmp_path, "process")
     assert done.returncode == 1, done.stderr
     lines = [line for line in done.stderr.splitlines() if not line.startswith("[dpbandits]")]
-    assert lines == [f"Error: a worker process died (killed, or out of memory?); the finished cells are saved in "
-                     f"run: continue with --resume"], done.stderr
+    assert lines == ["Error: a worker process died (killed, or out of memory?); the finished cells are saved in "
+                     "run: continue with --resume"], done.stderr
     assert "internal error" not in done.stderr
 
 

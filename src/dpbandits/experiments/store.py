@@ -37,8 +37,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import logging
+import os
 import time
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
