@@ -54,6 +54,17 @@ def test_constructors_refuse_a_number_of_arms_that_cannot_fit(name: str, build: 
     assert "of memory available here" in message
 
 
+@pytest.mark.parametrize("algorithm", ["dp-bai", "od-linbai"])
+def test_phased_agents_refuse_a_budget_they_cannot_queue(algorithm: str) -> None:
+    from dpbandits.algorithms.bai.dp_bai import DPBAI
+    from dpbandits.algorithms.bai.od_linbai import ODLinBAI
+
+    build = {"dp-bai": lambda b: DPBAI(np.eye(4), b, 1.0), "od-linbai": lambda b: ODLinBAI(np.eye(4), b)}[algorithm]
+    with pytest.raises(InvalidParameterError, match=r"^budget = 10{15}: the queue of phase 1's pulls .* lower budget$"):
+        build(10**15).agent(rng=0)
+    assert build(1000).agent(rng=0) is not None
+
+
 def test_sequential_halving_refuses_a_budget_it_cannot_queue() -> None:
     with pytest.raises(InvalidParameterError, match=rf"^budget = {HUGE}: Sequential Halving's queue .* lower budget$"):
         SequentialHalving(4, HUGE)
