@@ -5,8 +5,10 @@ Commands: ``run``, ``reproduce``, ``status``, ``summary``, ``plot``, ``version``
 error prints one ``Error: ...`` line on stderr and exits non-zero, never a traceback: user errors
 (any :class:`~dpbandits._core.errors.DPBanditsError`: an invalid study, a run directory of another
 study, a study too large for the machine), file-system errors and exhausted memory exit with status
-1, usage errors (an option value that is not a number) with status 2. An interrupted run exits with
-130 (Ctrl-C) or 143 (SIGTERM) after saving its finished cells.
+1, usage errors (an option value that is not a number) with status 2; with ``--json`` the error is a
+JSON object on stdout instead. An interrupted run exits with 130 (Ctrl-C) or 143 (SIGTERM) after
+saving its finished cells. The group that does this, and takes ``-q``/``-v`` anywhere on the line,
+is :class:`dpbandits._cli_group.CommandGroup`.
 
 Start-up
 --------

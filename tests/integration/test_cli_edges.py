@@ -182,7 +182,7 @@ def test_a_killed_dask_worker_is_one_line(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ show, version, init-study
-@pytest.mark.parametrize("name", ["dp-bai", "usca", "rucb", "kl-mab", "linear"])
+@pytest.mark.parametrize("name", ["dp-bai", "usca", "rucb", "kl-mab"])
 def test_show_prints_docstrings_as_plain_text(name: str) -> None:
     result = _invoke("show", name)
     assert result.exit_code == 0, result.output
