@@ -6,19 +6,15 @@ horizon. :data:`PAIRWISE_COSTS` records, per registered algorithm, lower bounds 
 on this code base (``tracemalloc`` peaks and timers of ``simulate`` over 4 trials at K = 50, 200,
 400 and T = 300 on a shared 2-core machine; the smallest per-K² figure, rounded down):
 
-======================== ============== ==================== ===========================
-algorithm                bytes per K²   seconds per round    measured (B/K², s/round)
-                         per trial      per trial
-======================== ============== ==================== ===========================
-double-thompson-sampling 192            5e-7 · K²            199-203, 1.0e-6 · K²
-copeland-confidence-bound 72            1e-7 · K²            74-76, 1.7e-7 · K² (K >= 200)
-rmed1                    72             1e-7 · K²            75-77, 2.2e-7 · K²
-rucb                     64             1e-7 · K²            65-67, 1.8e-7 · K²
-beat-the-mean            40             2e-8 · K²            42-48, 4.0e-8 · K²
-maxinp                   48             1e-5 · K             52-69, 9.4e-3 at K = 400
-colstim                  48             1e-5 · K             52-57, 1.1e-2 at K = 400
-interleaved-filter       16             1e-8 (per round)     20-24 (its (n, K, K) pair counts)
-======================== ============== ==================== ===========================
+* double-thompson-sampling: 192 B per K² per trial, 5e-7 s per K² and round (measured 199-203 B,
+  1.0e-6 s);
+* copeland-confidence-bound: 72 B, 1e-7 s per K² and round (measured 74-76 B, 1.7e-7 s at K >= 200);
+* rmed1: 72 B, 1e-7 s per K² and round (measured 75-77 B, 2.2e-7 s);
+* rucb: 64 B, 1e-7 s per K² and round (measured 65-67 B, 1.8e-7 s);
+* beat-the-mean: 40 B, 2e-8 s per K² and round (measured 42-48 B, 4.0e-8 s);
+* maxinp, colstim: 48 B, 1e-5 s per arm and round (measured 52-69 B, 9.4e-3 and 1.1e-2 s per round at
+  K = 400);
+* interleaved-filter: 16 B (its (n, K, K) pair counts), 1e-8 s per round (measured 20-24 B).
 
 Both the agents' constructors (one trial) and the simulations (``n_trials`` at once) call
 :func:`check_pairwise_state`, and the study cost model (:mod:`dpbandits.experiments.costs`)

@@ -50,13 +50,12 @@ BYTES_PER_CELL = 200
 
 BYTES_PER_WORKER_PROCESS = 13e6
 """A local worker process takes at least this much memory: its proportional set size (PSS: its private
-pages plus its share of the pages it shares with the fork server and the other workers), measured
-from ``/proc/PID/smaps_rollup`` of idle workers of a 2-worker :class:`~dpbandits.experiments.backends.
-ProcessBackend` that had imported the runner and one algorithm family: PSS 13.7-14.2 MB (RSS 36 MB,
-private 4.8-5.9 MB); with every family imported, PSS 23 MB (RSS 65 MB). A worker that has run DP-BAI
-tasks keeps its allocator's memory (RSS 86 MB, private 49 MB): that memory is the tasks', counted by
-their own cost model. RSS counts the shared pages once per worker, so it is not the memory W workers
-add up to."""
+pages plus its share of the pages it shares with the fork server and the other workers), measured by
+``python benchmarks/measure_sizes.py workers`` (``/proc/PID/smaps_rollup`` of the idle workers of a
+2-worker process backend): 13-15 MB with the runner and one algorithm family imported (RSS 36 MB,
+private 3-7.5 MB), 23 MB with every family (RSS 65 MB). A worker that has run DP-BAI tasks keeps its
+allocator's memory (RSS 86 MB, private 49 MB): that memory is the tasks', counted by their own cost
+model. RSS counts the shared pages once per worker, so W workers' RSS overstates what they use."""
 
 _COPIES_OF_A_CELL = 2  # a finished cell's chunks, then their concatenation, are held while it is written
 
