@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
@@ -259,7 +260,7 @@ class CommandGroup(TyperGroup):
 
     #: The order ``--help`` lists the commands in (others follow in registration order).
     COMMAND_ORDER = ("list", "show", "init-study", "run", "reproduce", "status", "summary", "plot",
-                     "account", "serve", "api-key", "version")
+                     "account", "audit", "serve", "api-key", "version")
 
     def list_commands(self, ctx: Any) -> list[str]:
         """The commands, in :attr:`COMMAND_ORDER` (catalogue, studies, accounting, service, version)."""
@@ -280,6 +281,8 @@ class CommandGroup(TyperGroup):
         except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt, SystemExit):
             raise
         except DPBanditsError as exc:
+            if os.environ.get("DPBANDITS_DEBUG"):  # e.g. a user's algorithm failed: show where
+                traceback.print_exception(exc)
             fail(str(exc))
         except OSError as exc:
             if _is_broken_pipe(exc):  # the reader went away (`dpbandits list | head -1`): end quietly
