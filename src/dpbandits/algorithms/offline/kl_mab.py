@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import EmptySupportError, InvalidParameterError, NotFittedError, PrivacyWarning
 from dpbandits._core.persistence import Persistable
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array, StateSchema, rule
 from dpbandits._core.typing import FloatArray, IntArray
@@ -260,6 +261,7 @@ class KLMABPolicy(Persistable):
         min_count: int | None = None,
     ) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=1)
+        check_fits("n_arms", self.n_arms, 8.0 * self.n_arms, what="the reference policy's log-probabilities")
         self.eta = check_positive_float(eta, "eta")
         self.beta0 = check_in_interval(beta0, "beta0", 0.0, math.inf, closed="left")
         self.reward_bound = check_positive_float(reward_bound, "reward_bound")

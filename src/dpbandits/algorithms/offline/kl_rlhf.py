@@ -442,6 +442,8 @@ class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
         slack = n * self.fit_.multiplier * norm * max(0.0, self.norm_bound - norm)
         # σ' >= γ on the segment θ̂–θ*, inside the ball of radius max(B, ‖θ̂‖)
         radius = max(self.norm_bound, norm)
+        if not 2.0 * radius < math.log(np.finfo(np.float64).max):
+            return math.inf  # κ_B = 2 + e^{2B} + e^{−2B} is not a float (B > ~354): no finite certificate
         gamma = 1.0 / (2.0 + math.exp(2.0 * radius) + math.exp(-2.0 * radius))
         return (r_norm + math.sqrt(r_norm**2 + 4.0 * gamma * slack)) / (2.0 * gamma)
 
