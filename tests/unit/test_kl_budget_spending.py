@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.errors import InvalidParameterError, PerInstanceSpendError, PrivacyBudgetExceededError
 from dpbandits.algorithms.offline import KLLinearPolicy, KLMABPolicy, KLRLHFPolicy
 from dpbandits.envs.offline import simulate_logged_contextual, simulate_preferences
 from dpbandits.privacy.accounting import Accountant
@@ -67,7 +67,7 @@ def test_mab_add_a_record_of_an_unseen_arm() -> None:
     for data in (unseen, added):
         policy = KLMABPolicy(3, eta=0.5, beta0=0.1, empty_fallback="raise").fit(*data)
         accountant = Accountant(epsilon_budget=BUDGET)
-        with pytest.raises(InvalidParameterError, match="declare min_count") as caught:
+        with pytest.raises(PerInstanceSpendError, match="declare min_count") as caught:
             policy.sample(accountant=accountant)
         messages.append(str(caught.value))
         assert accountant.spent().epsilon == 0.0
@@ -87,7 +87,7 @@ def test_mab_refusal_reads_no_statistic() -> None:
     policy = KLMABPolicy(3, eta=0.5, beta0=0.1).fit(*_mab_records([11, 14, 20]))
     for name in ("counts_", "reward_sums_", "reward_minima_", "reward_maxima_"):
         setattr(policy, name, None)  # reading any of them would raise a TypeError
-    with pytest.raises(InvalidParameterError, match="declare min_count"):
+    with pytest.raises(PerInstanceSpendError, match="declare min_count"):
         policy.sample(accountant=Accountant())
     floored = KLMABPolicy(3, eta=0.5, beta0=0.1, min_count=5).fit(*_mab_records([11, 14, 20]))
     floored.counts_ = None  # type: ignore[assignment]
@@ -105,9 +105,9 @@ def test_domain_refusals_do_not_report_the_statistic() -> None:
 
 def test_linear_neighbours_spend_the_same_and_no_domain_is_refused() -> None:
     data = simulate_logged_contextual(np.array([0.3, 0.2]), 300, rng=np.random.default_rng(0))
-    with pytest.raises(InvalidParameterError, match="declare min_eigenvalue and max_records"):
+    with pytest.raises(PerInstanceSpendError, match="declare min_eigenvalue and max_records"):
         KLLinearPolicy(eta=1.0).fit(data).sample(ACTIONS, accountant=Accountant())
-    with pytest.raises(InvalidParameterError, match="declare max_records"):
+    with pytest.raises(PerInstanceSpendError, match="declare max_records"):
         KLLinearPolicy(eta=1.0, min_eigenvalue=20.0).fit(data).sample(ACTIONS, accountant=Accountant())
     features, rewards = data.features, data.rewards
     neighbours = [(features, rewards), (features[1:], rewards[1:])]
@@ -141,7 +141,7 @@ def test_rejection_sampler_spends_the_domain_guarantee() -> None:
 
     undeclared = KLLinearPolicy(eta=1.0).fit(data)
     undeclared.theta_ = None  # type: ignore[assignment]  # refused before θ̂ is read
-    with pytest.raises(InvalidParameterError, match="declare min_eigenvalue and max_records"):
+    with pytest.raises(PerInstanceSpendError, match="declare min_eigenvalue and max_records"):
         undeclared.sample_by_rejection(propose, n_proposals=10, theta_norm_bound=50.0, accountant=Accountant())
     spent = []
     for f, r in ((data.features, data.rewards), (data.features[1:], data.rewards[1:])):

@@ -73,7 +73,7 @@ class EllipticalKLPolicy(ABC):
                          reference: ArrayLike | None = None) -> Guarantee:
         """The data-independent guarantee ``sample(accountant=...)`` records per sample (domain scope).
 
-        Refused (:class:`InvalidParameterError`, from the public parameters alone) when the policy
+        Refused (:class:`~dpbandits._core.errors.PerInstanceSpendError`, from the public parameters alone) when the policy
         declares no domain.
         """
 
@@ -173,7 +173,8 @@ class EllipticalKLPolicy(ABC):
             size = check_int(size, "size", minimum=1)
         if accountant is not None:
             self._check_query(action_features)  # a malformed query is refused before anything is spent
-            spend(accountant, self.sample_guarantee(action_features, reference), 1 if size is None else size)
+            spend(accountant, self.sample_guarantee(action_features, reference), 1 if size is None else size,
+                  label=f"{type(self).__name__}.sample")
         log_p = self.log_probabilities(action_features, reference)
         return sample_log_weights(log_p, rng, size, backend=backend, insecure_seeded_noise=insecure_seeded_noise)
 
@@ -297,7 +298,7 @@ class EllipticalKLPolicy(ABC):
         if float(np.linalg.norm(self.theta_)) > bound:
             raise refuse_outside_domain(f"||theta_hat|| <= theta_norm_bound = {bound!r}")
         if charge is not None:
-            spend(accountant, charge)
+            spend(accountant, charge, label=f"{type(self).__name__}.sample_by_rejection")
         # proposals come from the seeded stream when seeded, else from fresh OS entropy
         gen = noise.rng if isinstance(noise, NumpyNoise) else as_generator(None)
         chosen: FloatArray | None = None

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpbandits._core.errors import InvalidParameterError
+from dpbandits._core.errors import InvalidParameterError, PerInstanceSpendError
 from dpbandits._core.typing import FloatArray, IntArray
 
 __all__ = ["refuse_outside_count_floor", "refuse_outside_domain", "require_declared_domain"]
@@ -60,11 +60,11 @@ def require_declared_domain(policy: str, missing: Sequence[str], declare: str) -
 
     Raises
     ------
-    InvalidParameterError
+    PerInstanceSpendError
         One line saying what to declare.
     """
     if missing:
-        raise InvalidParameterError(
+        raise PerInstanceSpendError(
             f"accountant= needs {policy}'s data-independent guarantee over a declared public domain "
             f"(its per-instance guarantee depends on the data); declare {' and '.join(missing)} when the "
             f"policy is built: {declare}"

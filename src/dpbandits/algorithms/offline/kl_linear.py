@@ -146,7 +146,7 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
 
         Raises
         ------
-        InvalidParameterError
+        PerInstanceSpendError
             If ``min_eigenvalue`` or ``max_records`` was not declared (before any data is read).
         """
         missing = [name for name in ("min_eigenvalue", "max_records") if getattr(self, name) is None]

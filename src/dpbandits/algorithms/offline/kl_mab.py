@@ -376,7 +376,7 @@ class KLMABPolicy(Persistable):
         if size is not None:
             size = check_int(size, "size", minimum=1)
         if accountant is not None:
-            spend(accountant, self.sample_guarantee(), 1 if size is None else size)
+            spend(accountant, self.sample_guarantee(), 1 if size is None else size, label="KLMABPolicy.sample")
         self._check_fitted()
         return sample_log_weights(self.log_probabilities_, rng, size, backend=backend,
                                   insecure_seeded_noise=insecure_seeded_noise)
@@ -396,7 +396,7 @@ class KLMABPolicy(Persistable):
 
         Raises
         ------
-        InvalidParameterError
+        PerInstanceSpendError
             If ``min_count`` was not declared (from the public parameters, before any data is read).
         """
         require_declared_domain(type(self).__name__, [] if self.min_count is not None else ["min_count"],
