@@ -64,6 +64,7 @@ CASE_MODULES: tuple[str, ...] = (
     "dpbandits.audit.cases.dueling",
     "dpbandits.audit.cases.kernel",
     "dpbandits.audit.cases.offline",
+    "dpbandits.audit.cases.budgets",
 )
 
 
