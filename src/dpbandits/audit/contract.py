@@ -34,7 +34,7 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -44,7 +44,12 @@ from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike, spawn_generators
 from dpbandits.audit.exact import audit_exact
 from dpbandits.audit.floating_point import float_attack
-from dpbandits.audit.statistical import OutcomeEvent, epsilon_lower_bound, threshold_events
+from dpbandits.audit.statistical import (
+    OutcomeEvent,
+    detectable_violation,
+    epsilon_lower_bound,
+    threshold_events,
+)
 from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = [
@@ -57,6 +62,7 @@ __all__ = [
     "register_privacy_cases",
     "registered_case_algorithms",
     "run_privacy_case",
+    "with_power",
 ]
 
 CASE_MODULES: tuple[str, ...] = (
@@ -126,6 +132,8 @@ class PrivacyCase:
         Confidence of the statistical lower bound (its false-failure rate is 1 − confidence).
     float_attack : bool, default False
         Also run the floating-point attack on the sampled releases.
+    heavy : bool, default False
+        A long statistical audit (many draws): the test suite marks it slow.
     broken : bool, default False
         A negative control: the audit must refute ``claim`` on some pair.
     """
@@ -141,6 +149,7 @@ class PrivacyCase:
     n_samples: int = 20_000
     confidence: float = 1 - 1e-6
     float_attack: bool = False
+    heavy: bool = False
     broken: bool = False
     notes: dict[str, Any] = field(default_factory=dict)
 
@@ -216,7 +225,29 @@ class CaseReport:
 
     def __str__(self) -> str:
         head = f"{self.case.algorithm}: {self.case.description}{' [negative control]' if self.case.broken else ''}"
-        return "\n  ".join([head, *(str(p) for p in self.pairs)])
+        power = [f"power: {self.case.notes['power']}"] if "power" in self.case.notes else []
+        return "\n  ".join([head, *power, *(str(p) for p in self.pairs)])
+
+
+def with_power(case: PrivacyCase, probability: float, event: str, *, n_events: int, n_samples: int | None = None,
+               heavy: bool = False) -> PrivacyCase:
+    """``case`` with the power of its statistical audit stated in ``notes["power"]`` (and in its report).
+
+    The power is :func:`~dpbandits.audit.statistical.detectable_violation` at the case's draws,
+    confidence and claim, on an output event of probability ``probability`` (``event`` says which).
+    ``n_samples`` changes the number of draws; ``heavy`` marks a long audit (slow in the test suite).
+    """
+    n = case.n_samples if n_samples is None else n_samples
+    claim = case.claim_at(case.pairs[0].data)
+    gap = detectable_violation(probability, n, epsilon=claim.epsilon, delta=claim.delta, confidence=case.confidence,
+                               n_events=n_events)
+    found = (f"detects a true loss above the claimed {claim.epsilon:.4g} by >= {gap:.3g}" if math.isfinite(gap)
+             else f"cannot refute the claimed {claim.epsilon:.4g} by frequencies")
+    text = (f"{n} draws per input at confidence 1 - {1 - case.confidence:.0e}: {found} on {event} "
+            f"(probability {probability:.3g})")
+    description = case.description if n_samples is None else f"{case.description}, {n} draws"
+    return replace(case, n_samples=n, heavy=heavy or case.heavy, description=description,
+                   notes={**case.notes, "power": text})
 
 
 def _outcome_events(calibration: NDArray[Any]) -> list[OutcomeEvent]:
