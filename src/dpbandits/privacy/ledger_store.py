@@ -45,7 +45,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from dpbandits._core.errors import DataFormatError, DPBanditsError, InvalidParameterError
 from dpbandits._core.validation import check_delta, check_epsilon, check_one_of
@@ -106,14 +106,24 @@ ledger_continuations = Table(
 def create_ledger_tables(bind: Engine | Connection) -> None:
     """Create the ledger's tables in ``bind``'s database where they are missing.
 
-    Safe to call from several processes at once (a concurrent creation is retried once).
+    Safe to call from several processes at once (a concurrent creation is checked again). Given a
+    ``Connection``, the tables are created in the caller's transaction.
     """
-    try:
+    if isinstance(bind, Connection):
         LEDGER_METADATA.create_all(bind, checkfirst=True)
-    except DBAPIError:
-        if isinstance(bind, Connection):
-            raise
-        LEDGER_METADATA.create_all(bind, checkfirst=True)  # another process created them meanwhile
+        return
+    for attempt in range(3):
+        try:
+            with bind.connect() as connection:
+                # SQLite: BEGIN IMMEDIATE, so the check and the creation hold the write lock together
+                connection = connection.execution_options(sqlite_immediate=True)
+                with connection.begin():
+                    LEDGER_METADATA.create_all(connection, checkfirst=True)
+            return
+        except DBAPIError:
+            if attempt == 2:
+                raise
+            time.sleep(0.05 * (attempt + 1))  # another process was creating them: check again
 
 
 def _database_url(location: str | Path) -> str:
@@ -151,6 +161,8 @@ def ledger_engine(url_or_path: str | Path) -> Engine:
         return engine
     try:
         return create_engine(url, pool_pre_ping=True)
+    except NoSuchModuleError:
+        raise InvalidParameterError(f"url_or_path names an unknown database: {make_url(url).drivername!r}") from None
     except ModuleNotFoundError as exc:
         from dpbandits._core.errors import DependencyNotInstalledError
 

@@ -637,7 +637,7 @@ class PhasedAlgorithm(Persistable, ABC):
         algorithm_rng = np.random.default_rng(algorithm_seed)
         noise = None
         if self.planner.noise_kind:
-            spend(accountant, self.privacy)  # the whole run is one release of the reward table
+            spend(accountant, self.privacy, label=f"{type(self).__name__}.agent")  # the whole run is one release of the reward table
             noise = privacy_noise(noise_seed if insecure_seeded_noise and noise_backend is None else None,
                                   insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         # allow_out_of_range: accept any finite reward, as simulate() does on such environments

@@ -414,7 +414,7 @@ class DPEBSElimination(Persistable):
         self.counter_epsilon_rule = counter_epsilon
         self.stats_removal = stats_removal
         if math.isfinite(self.privacy.epsilon):
-            spend(accountant, self.privacy)  # the whole run is one ε-DP release, spent before any noise
+            spend(accountant, self.privacy, label=type(self).__name__)  # the whole run is one ε-DP release, spent before any noise
         k = self.constants.n_arms
         streams = trial_streams(rng)
         self._key = streams.algorithm_key

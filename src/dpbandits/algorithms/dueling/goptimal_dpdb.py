@@ -431,7 +431,7 @@ class GOptimalDPDB(Persistable):
         self.settings = _settings(self.features.shape[0], horizon, epsilon, failure_probability, kappa,
                                   theta_bound, fw_tol, c_elim, play_count_scale, lambda_min_check)
         if math.isfinite(self.settings.epsilon):
-            spend(accountant, self.privacy)  # the whole run is one ε-DP release, spent before any noise
+            spend(accountant, self.privacy, label=type(self).__name__)  # the whole run is one ε-DP release, spent before any noise
         noise_seed = trial_streams(rng).noise if insecure_seeded_noise and noise_backend is None else None
         self._noise = privacy_noise(noise_seed, insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         self.active = np.arange(self.settings.n_arms, dtype=np.int64)

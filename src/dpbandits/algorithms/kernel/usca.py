@@ -496,7 +496,8 @@ class USCA(Persistable):
         """
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
         if math.isfinite(self.epsilon):
-            spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1))
+            spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1),
+                  label=f"{type(self).__name__}.sample")
         return self._draw(context, noise, size)
 
     def _draw(self, context: ArrayLike, noise: NoiseBackend, size: int | None = None) -> FloatArray:
