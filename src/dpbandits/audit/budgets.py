@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from dpbandits._core.errors import ForkRefusedError, InvalidParameterError, PrivacyBudgetExceededError
-from dpbandits.audit.contract import NeighbourPair, load_privacy_cases
+from dpbandits.audit.contract import CaseRegistry, NeighbourPair
 from dpbandits.privacy.accounting import Accountant
 from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = [
+    "BUDGET_CASES",
     "BudgetCase",
     "BudgetOutcome",
     "BudgetPairReport",
@@ -308,37 +309,20 @@ def fork_is_refused_or_charged(charge: Guarantee, lineage: str = "contract-linea
 
 # ---------------------------------------------------------------------------------------- registry
 BudgetFactory = Callable[[], list[BudgetCase]]
-_FACTORIES: dict[str, list[BudgetFactory]] = {}
-_BUILT: dict[BudgetFactory, list[BudgetCase]] = {}
+BUDGET_CASES: CaseRegistry[BudgetCase] = CaseRegistry("budget")
+"""The registry of budget cases."""
 
 
 def register_budget_cases(*algorithms: str) -> Callable[[BudgetFactory], BudgetFactory]:
     """Register a factory of budget cases for the named registered algorithms (decorator)."""
-    if not algorithms:
-        raise InvalidParameterError("register_budget_cases needs at least one algorithm name")
-
-    def decorator(factory: BudgetFactory) -> BudgetFactory:
-        for name in algorithms:
-            _FACTORIES.setdefault(name, [])
-            if factory not in _FACTORIES[name]:
-                _FACTORIES[name].append(factory)
-        return factory
-
-    return decorator
+    return BUDGET_CASES.register(*algorithms)
 
 
 def registered_budget_algorithms() -> list[str]:
     """Algorithms with at least one registered budget case factory."""
-    load_privacy_cases()
-    return sorted(_FACTORIES)
+    return BUDGET_CASES.algorithms()
 
 
 def budget_cases(algorithm: str) -> Iterator[BudgetCase]:
     """Every budget case of ``algorithm`` (correct ones and negative controls); each factory runs once."""
-    load_privacy_cases()
-    for factory in _FACTORIES.get(algorithm, []):
-        if factory not in _BUILT:
-            _BUILT[factory] = factory()
-        for case in _BUILT[factory]:
-            if case.algorithm == algorithm:
-                yield case
+    return BUDGET_CASES.cases(algorithm)

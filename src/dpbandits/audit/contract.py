@@ -35,7 +35,7 @@ import importlib
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -53,6 +53,8 @@ from dpbandits.audit.statistical import (
 from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = [
+    "PRIVACY_CASES",
+    "CaseRegistry",
     "CaseReport",
     "NeighbourPair",
     "PairReport",
@@ -72,6 +74,15 @@ CASE_MODULES: tuple[str, ...] = (
     "dpbandits.audit.cases.offline",
     "dpbandits.audit.cases.budgets",
 )
+
+
+class _Case(Protocol):
+    @property
+    def algorithm(self) -> str:
+        """Registry name of the audited algorithm."""
+
+
+C = TypeVar("C", bound=_Case)
 
 
 @dataclass(frozen=True)
@@ -317,23 +328,42 @@ def run_privacy_case(case: PrivacyCase, rng: RNGLike = None) -> CaseReport:
 
 # ---------------------------------------------------------------------------------------- registry
 
-CaseFactory = Callable[[], list[PrivacyCase]]
-_FACTORIES: dict[str, list[CaseFactory]] = {}
+class CaseRegistry(Generic[C]):
+    """Case factories per registered algorithm name, built lazily, each once (one registry per kind of case)."""
 
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._factories: dict[str, list[Callable[[], list[C]]]] = {}
+        self._built: dict[Callable[[], list[C]], list[C]] = {}
 
-def register_privacy_cases(*algorithms: str) -> Callable[[CaseFactory], CaseFactory]:
-    """Register a factory of privacy cases for the named registered algorithms (decorator)."""
-    if not algorithms:
-        raise InvalidParameterError("register_privacy_cases needs at least one algorithm name")
+    def register(self, *algorithms: str) -> Callable[[Callable[[], list[C]]], Callable[[], list[C]]]:
+        """Register a factory of cases for the named registered algorithms (decorator)."""
+        if not algorithms:
+            raise InvalidParameterError(f"registering {self.kind} cases needs at least one algorithm name")
 
-    def decorator(factory: CaseFactory) -> CaseFactory:
-        for name in algorithms:
-            _FACTORIES.setdefault(name, [])
-            if factory not in _FACTORIES[name]:
-                _FACTORIES[name].append(factory)
-        return factory
+        def decorator(factory: Callable[[], list[C]]) -> Callable[[], list[C]]:
+            for name in algorithms:
+                known = self._factories.setdefault(name, [])
+                if factory not in known:
+                    known.append(factory)
+            return factory
 
-    return decorator
+        return decorator
+
+    def algorithms(self) -> list[str]:
+        """Algorithms with at least one registered factory (every case module imported first)."""
+        load_privacy_cases()
+        return sorted(self._factories)
+
+    def cases(self, algorithm: str) -> Iterator[C]:
+        """Every case of ``algorithm`` (correct ones and negative controls); each factory runs once."""
+        load_privacy_cases()
+        for factory in self._factories.get(algorithm, []):
+            if factory not in self._built:
+                self._built[factory] = factory()
+            for case in self._built[factory]:
+                if case.algorithm == algorithm:
+                    yield case
 
 
 def load_privacy_cases() -> None:
@@ -342,21 +372,21 @@ def load_privacy_cases() -> None:
         importlib.import_module(module)
 
 
+CaseFactory = Callable[[], list[PrivacyCase]]
+PRIVACY_CASES: CaseRegistry[PrivacyCase] = CaseRegistry("privacy")
+"""The registry of privacy cases (output-law audits)."""
+
+
+def register_privacy_cases(*algorithms: str) -> Callable[[CaseFactory], CaseFactory]:
+    """Register a factory of privacy cases for the named registered algorithms (decorator)."""
+    return PRIVACY_CASES.register(*algorithms)
+
+
 def registered_case_algorithms() -> list[str]:
     """Algorithms with at least one registered case factory."""
-    load_privacy_cases()
-    return sorted(_FACTORIES)
-
-
-_BUILT: dict[CaseFactory, list[PrivacyCase]] = {}
+    return PRIVACY_CASES.algorithms()
 
 
 def privacy_cases(algorithm: str) -> Iterator[PrivacyCase]:
     """Every case of ``algorithm`` (correct ones and negative controls); each factory runs once."""
-    load_privacy_cases()
-    for factory in _FACTORIES.get(algorithm, []):
-        if factory not in _BUILT:
-            _BUILT[factory] = factory()
-        for case in _BUILT[factory]:
-            if case.algorithm == algorithm:
-                yield case
+    return PRIVACY_CASES.cases(algorithm)
