@@ -27,6 +27,7 @@ __all__ = [
     "PrivacyBudgetExceededError",
     "PrivacyWarning",
     "StudyError",
+    "UnsafeTargetError",
     "UnsupportedEventError",
 ]
 
@@ -84,6 +85,10 @@ class DependencyNotInstalledError(DPBanditsError, ImportError):
 
 class DataFormatError(DPBanditsError, ValueError):
     """A data file is malformed; the message names the row and the column."""
+
+
+class UnsafeTargetError(DPBanditsError, OSError):
+    """A file would be written over a symbolic link or something that is not a regular file."""
 
 
 class StudyError(DPBanditsError):

@@ -39,8 +39,9 @@ import numpy as np
 from scipy import special
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
-from dpbandits._core.persistence import Persistable
+from dpbandits._core.persistence import Persistable, register_state_dataclass
 from dpbandits._core.rng import RNGLike
+from dpbandits._core.schema import Array, Instance, Int, ListOf, Maybe, Noise, StateSchema, Tuple, rule
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
     check_array,
@@ -247,6 +248,7 @@ def goptimal_dpdb_guarantee(epsilon: float) -> PureDP:
                          "(parallel composition; plays are post-processing of earlier phases)")
 
 
+@register_state_dataclass
 @dataclass
 class _Phase:
     index: int
@@ -257,6 +259,16 @@ class _Phase:
     g_value: float
     all_coordinates: FloatArray  # (n_pairs, r): every active difference, for the width diagnostic
     diagnostics: dict[str, Any] = field(default_factory=dict)
+
+
+def _same_plan(saved: _Phase, plan: _Phase | None) -> bool:
+    """Whether a saved phase schedules what the plan of its active set does (pairs and play counts)."""
+    return plan is not None and saved.index == plan.index and np.array_equal(saved.pairs, plan.pairs) and (
+        np.array_equal(saved.counts, plan.counts))
+
+
+def _last_arm(agent: GOptimalDPDB) -> int:
+    return int(agent.features.shape[0]) - 1
 
 
 def _span_basis(z: FloatArray) -> tuple[FloatArray, int]:
@@ -406,8 +418,32 @@ class GOptimalDPDB(Persistable):
     (2017), Theorem 1; Lattimore & Szepesvári (2020), Theorem 21.1 (Kiefer–Wolfowitz).
     """
 
-    _state_fields = ("active", "time", "phases", "theta_estimates", "_asked", "_committed_arm", "_slot",
-                     "_played_in_slot", "_wins", "_noise")
+    _schema = StateSchema(
+        active=Array("int64", (None,), low=0, high=_last_arm),
+        time=Int(0, "settings.horizon"),
+        phases=ListOf(Instance(_Phase), min_length=1, max_length="settings.horizon"),
+        theta_estimates=ListOf(Array("float64", (lambda a: a.features.shape[1],)), max_length="settings.horizon"),
+        _asked=Maybe(Tuple(Int(0, _last_arm), Int(0, _last_arm))),
+        _committed_arm=Maybe(Int(0, _last_arm)),
+        _slot=Int(0, "settings.horizon"),
+        _played_in_slot=Int(0, "settings.horizon"),
+        _wins=Array("int64", (None,), low=0),
+        _noise=Noise("_noise"),
+        rules=[rule("active: distinct sorted arms, at least one", lambda a, s: s["active"].size >= 1
+                    and (np.diff(s["active"]) > 0).all()),
+               rule("phases numbered 1, 2, ... with one θ estimate per finished phase",
+                    lambda a, s: [p.index for p in s["phases"]] == list(range(1, len(s["phases"]) + 1))
+                    and len(s["theta_estimates"]) == len(s["phases"]) - (s["_committed_arm"] is None)),
+               rule("the current phase is the plan of the active arms (recomputed from public values)",
+                    lambda a, s: s["_committed_arm"] is not None or _same_plan(
+                        s["phases"][-1], _plan_phase(a.features, s["active"], len(s["phases"]), a.settings))),
+               rule("_slot < the phase's pairs, _played_in_slot < its count, _wins <= counts, one per pair",
+                    lambda a, s: s["_committed_arm"] is not None or (
+                        s["_wins"].shape == s["phases"][-1].counts.shape
+                        and s["_slot"] < s["_wins"].size
+                        and s["_played_in_slot"] < s["phases"][-1].counts[s["_slot"]]
+                        and (s["_wins"] <= s["phases"][-1].counts).all()))],
+    )
 
     def __init__(
         self,

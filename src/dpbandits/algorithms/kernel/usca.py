@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 from dpbandits._core.errors import InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
+from dpbandits._core.schema import Array, Int, ListOf, StateSchema, rule
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
     check_array,
@@ -174,7 +175,17 @@ class USCA(Persistable):
     (1,)
     """
 
-    _state_fields = ("learning_actions", "_rounds", "_reward_vector", "_data_points", "_data_rewards", "n_releases")
+    _schema = StateSchema(
+        _rounds=Int(0, "horizon"),
+        _reward_vector=Array("float64", (lambda a: a._reward_vector.shape[0],)),
+        _data_points=ListOf(Array("float64", (None, lambda a: a.action_dim + a.context_dim)), max_length="horizon"),
+        _data_rewards=ListOf(Array("float64", (None,)), max_length="horizon"),
+        n_releases=Int(0, None),
+        rules=[rule("the data rows (kernel backend; none with features) add up to _rounds, one reward each",
+                    lambda a, s: [p.shape[0] for p in s["_data_points"]] == [r.shape[0] for r in s["_data_rewards"]]
+                    and sum(p.shape[0] for p in s["_data_points"]) == (s["_rounds"] if a.feature_map is None else 0))],
+        derived=("learning_actions",),  # public coins: replayed from the recorded rng
+    )
     _unsaved_params = ("context_generator",)
     _replay_rng = True  # rng draws the public coins (feature map, γ̂, approximating set, learning actions)
 
