@@ -17,8 +17,11 @@ algorithm that takes ``accountant=``:
 * **processes** (:func:`processes_never_overspend`): the same with 2 processes on one
   :class:`~dpbandits.privacy.ledger_store.DurableAccountant` (a SQLite file).
 
-Forks (a saved object loaded twice under one ledger) are checked at the ledger level by
-:func:`fork_is_refused_or_charged`.
+* **forks** (``BudgetCase.saved``, :func:`fork_outcome`): the algorithm's saved object (a fitted
+  policy, an agent mid-run) is loaded with ``accountant=`` twice: the second continuation must be
+  refused, and a charged one must cost the same on both inputs (the charge is the object's
+  data-independent guarantee). :func:`fork_is_refused_or_charged` checks the same rule on the ledger
+  alone (:meth:`Accountant.record_continuation`).
 
 Cases are registered per algorithm name by the modules of :mod:`dpbandits.audit.cases`
 (:func:`register_budget_cases`) and built lazily.
@@ -45,8 +48,10 @@ __all__ = [
     "BudgetOutcome",
     "BudgetPairReport",
     "BudgetReport",
+    "ForkOutcome",
     "budget_cases",
     "fork_is_refused_or_charged",
+    "fork_outcome",
     "processes_never_overspend",
     "register_budget_cases",
     "registered_budget_algorithms",
@@ -82,6 +87,12 @@ class BudgetCase:
     max_releases : int, default 64
         A run stops there if the budget never refuses (then the case is mis-sized, but the two
         inputs must still agree).
+    saved : callable, optional
+        ``saved(input)``: the algorithm's saveable object (a fitted policy, an agent mid-run) on the
+        input, for the fork check: saved once and loaded three times under one ledger, the second
+        load must be refused and a charged third one must cost the same on both inputs.
+    load_options : dict
+        What ``load`` needs passed again (the unsaved callables, e.g. USCA's ``context_generator``).
     broken : bool, default False
         A negative control: the audit must tell the inputs apart.
     notes : dict
@@ -95,6 +106,8 @@ class BudgetCase:
     epsilon_budget: float
     delta_budget: float = 0.0
     max_releases: int = 64
+    saved: Callable[[Any], Any] | None = None
+    load_options: dict[str, Any] = field(default_factory=dict)
     broken: bool = False
     notes: dict[str, Any] = field(default_factory=dict)
 
@@ -139,22 +152,67 @@ def run_releases(release: Release, data: Any, accountant: Accountant, max_releas
 
 
 @dataclass(frozen=True)
+class ForkOutcome:
+    """A saved object loaded three times under one ledger: what the second (fork) and a charged third did."""
+
+    second: str
+    charged: str
+
+    @property
+    def free(self) -> bool:
+        """Whether the fork was accepted without a charge (or the saved state did not load at all)."""
+        return self.second == "continued" or self.second.startswith("first load failed")
+
+
+def fork_outcome(obj: Any, **load_options: Any) -> ForkOutcome:
+    """Save ``obj`` once; load it under one ledger, again (a fork), and again with ``on_fork="charge"``."""
+    from dpbandits._core.errors import DPBanditsError
+
+    blob = obj.to_bytes()
+    cls = type(obj)
+    accountant = Accountant()
+    try:
+        cls.from_bytes(blob, accountant=accountant, **load_options)
+    except DPBanditsError as error:  # the saved state does not load at all: no fork to check
+        return ForkOutcome(f"first load failed ({type(error).__name__}: {error})", "not loaded")
+    try:
+        cls.from_bytes(blob, accountant=accountant, **load_options)
+        second = "continued"
+    except DPBanditsError as error:
+        second = type(error).__name__
+    try:
+        cls.from_bytes(blob, accountant=accountant, on_fork="charge", **load_options)
+        spent = accountant.spent()
+        charged = f"charged: spent eps={spent.epsilon:.12g} delta={spent.delta:.3g}"
+    except DPBanditsError as error:  # an object without a data-independent guarantee cannot be charged
+        charged = f"not chargeable ({type(error).__name__})"
+    return ForkOutcome(second, charged)
+
+
+@dataclass(frozen=True)
 class BudgetPairReport:
-    """The outcomes on the two inputs of one pair."""
+    """The outcomes on the two inputs of one pair (and of loading their saved objects twice)."""
 
     label: str
     data: BudgetOutcome
     neighbour: BudgetOutcome
+    forks: tuple[ForkOutcome, ForkOutcome] | None = None
 
     @property
     def distinguishes(self) -> bool:
         """Whether the budget channel tells the two inputs apart (then with certainty)."""
-        return self.data != self.neighbour
+        return self.data != self.neighbour or (self.forks is not None and self.forks[0] != self.forks[1])
+
+    @property
+    def fork_free(self) -> bool:
+        """Whether a saved object was continued twice for free."""
+        return self.forks is not None and any(fork.free for fork in self.forks)
 
     def __str__(self) -> str:
+        forks = "" if self.forks is None else f"; forks: {self.forks[0]} | {self.forks[1]}"
         if not self.distinguishes:
-            return f"{self.label}: identical ({self.data})"
-        return f"{self.label}: DISTINGUISHES: {self.data} | neighbour: {self.neighbour}"
+            return f"{self.label}: identical ({self.data}{forks})"
+        return f"{self.label}: DISTINGUISHES: {self.data} | neighbour: {self.neighbour}{forks}"
 
 
 @dataclass(frozen=True)
@@ -166,8 +224,8 @@ class BudgetReport:
 
     @property
     def refuted(self) -> bool:
-        """Whether some pair is told apart by its budget."""
-        return any(pair.distinguishes for pair in self.pairs)
+        """Whether some pair is told apart by its budget, or a saved object was forked for free."""
+        return any(pair.distinguishes or pair.fork_free for pair in self.pairs)
 
     @property
     def as_expected(self) -> bool:
@@ -185,7 +243,9 @@ def run_budget_case(case: BudgetCase) -> BudgetReport:
     for pair in case.pairs:
         outcomes = [run_releases(case.release, data, case.accountant(), case.max_releases)
                     for data in (pair.data, pair.neighbour)]
-        reports.append(BudgetPairReport(pair.label, *outcomes))
+        forks = None if case.saved is None else (fork_outcome(case.saved(pair.data), **case.load_options),
+                                                 fork_outcome(case.saved(pair.neighbour), **case.load_options))
+        reports.append(BudgetPairReport(pair.label, outcomes[0], outcomes[1], forks))
     return BudgetReport(case, reports)
 
 

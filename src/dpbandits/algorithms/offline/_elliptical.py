@@ -82,6 +82,10 @@ class EllipticalKLPolicy(ABC):
                   **kwargs: Any) -> Guarantee:
         """The guarantee of one sample at one context (or every context when omitted)."""
 
+    def _continuation_charge(self) -> Guarantee:
+        """A fork of a loaded policy is charged one sample's data-independent guarantee (never a per-instance ε)."""
+        return self.sample_guarantee()
+
     @abstractmethod
     def sample_guarantee(self, action_features: ArrayLike | None = None,
                          reference: ArrayLike | None = None) -> Guarantee:

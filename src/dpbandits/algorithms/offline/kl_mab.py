@@ -421,6 +421,10 @@ class KLMABPolicy(Persistable):
         """The per-instance pure guarantee of one sample (Theorem 1); options: :meth:`guarantee`."""
         return self.guarantee()
 
+    def _continuation_charge(self) -> Guarantee:
+        """A fork of a loaded policy is charged one sample's data-independent guarantee (never a per-instance ε)."""
+        return self.sample_guarantee()
+
     def sample_guarantee(self) -> Guarantee:
         """The guarantee ``sample(accountant=...)`` records per sample: Δ(m)/η over the declared domain.
 
