@@ -1,6 +1,6 @@
 """The budget contract: what a release spends, and when it is refused, must not depend on the data.
 
-:mod:`dpbandits.audit.contract` audits a release's *output law*. A deployed budget adds three
+:mod:`dpbandits.audit.contract` audits a release's *output law*. A deployed budget adds
 observable channels that the output law does not cover, and this module audits them for every
 algorithm that takes ``accountant=``:
 
@@ -16,12 +16,11 @@ algorithm that takes ``accountant=``:
   the budget with exactly as many releases as one thread gets.
 * **processes** (:func:`processes_never_overspend`): the same with 2 processes on one
   :class:`~dpbandits.privacy.ledger_store.DurableAccountant` (a SQLite file).
-
 * **forks** (``BudgetCase.saved``, :func:`fork_outcome`): the algorithm's saved object (a fitted
   policy, an agent mid-run) is loaded with ``accountant=`` twice: the second continuation must be
   refused, and a charged one must cost the same on both inputs (the charge is the object's
   data-independent guarantee). :func:`fork_is_refused_or_charged` checks the same rule on the ledger
-  alone (:meth:`Accountant.record_continuation`).
+  alone (:meth:`~dpbandits.privacy.accounting.Accountant.record_continuation`).
 
 Cases are registered per algorithm name by the modules of :mod:`dpbandits.audit.cases`
 (:func:`register_budget_cases`) and built lazily.
@@ -233,7 +232,8 @@ class BudgetReport:
         return self.refuted == self.case.broken
 
     def __str__(self) -> str:
-        head = f"{self.case.algorithm} (budget): {self.case.description}{' [negative control]' if self.case.broken else ''}"
+        control = " [negative control]" if self.case.broken else ""
+        head = f"{self.case.algorithm} (budget): {self.case.description}{control}"
         return "\n  ".join([head, *(str(p) for p in self.pairs)])
 
 
@@ -264,7 +264,9 @@ def _check_total(case: BudgetCase, accountant: Accountant, made: int, expected: 
 
 
 def threads_never_overspend(case: BudgetCase, n_threads: int = 4) -> int:
-    """N threads release on one shared :class:`Accountant` until refused; check the total. Returns it.
+    """N threads release on one shared :class:`~dpbandits.privacy.accounting.Accountant` until refused.
+
+    Returns the total number of releases, after checking it.
 
     Raises
     ------
@@ -304,7 +306,9 @@ def _process_worker(algorithm: str, index: int, path: str, ledger_id: str, barri
 
 
 def processes_never_overspend(algorithm: str, index: int, directory: str | Path, n_processes: int = 2) -> int:
-    """``n_processes`` processes release on one :class:`DurableAccountant` (SQLite) until refused.
+    """``n_processes`` processes release until refused on one durable ledger (SQLite).
+
+    The ledger is a :class:`~dpbandits.privacy.ledger_store.DurableAccountant` in ``directory``.
 
     The case is ``list(budget_cases(algorithm))[index]`` (looked up again in each process).
 
@@ -340,8 +344,8 @@ def processes_never_overspend(algorithm: str, index: int, directory: str | Path,
 def fork_is_refused_or_charged(charge: Guarantee, lineage: str = "contract-lineage", generation: int = 3) -> None:
     """A second continuation of one saved generation is refused by default, or charged afresh.
 
-    Checked at the ledger level (:meth:`Accountant.record_continuation`), on an in-memory ledger
-    whose budget fits exactly one charge.
+    Checked at the ledger level (:meth:`~dpbandits.privacy.accounting.Accountant.record_continuation`),
+    on an in-memory ledger whose budget fits exactly one charge.
 
     Raises
     ------
