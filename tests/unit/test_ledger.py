@@ -7,10 +7,12 @@ import copy
 import math
 import pickle
 import sys
-import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ledgertools import hammer
 
 from dpbandits._core.errors import (
     ForkRefusedError,
@@ -67,6 +69,24 @@ def test_pure_ledger_never_reports_more_than_the_sum_at_positive_delta() -> None
     mixed = Accountant(method="basic")
     mixed.spend(GaussianEvent(sigma=2.0))
     assert math.isinf(mixed.spent().epsilon)  # a Gaussian release has no finite ε at δ = 0
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from([0.05, 0.1, 0.125, 0.2, 0.25, 0.3, 0.7]), max_size=25),
+       st.sampled_from([0.5, 1.0, 1.7]), st.sampled_from(["basic", "pld", "rdp"]))
+def test_the_refusal_point_is_the_exact_sum(spends: list[float], budget: float, method: str) -> None:
+    acc = Accountant(epsilon_budget=budget, method=method)
+    accepted: list[float] = []
+    for index, epsilon in enumerate(spends):
+        event = LaplaceEvent(scale=1.0 / epsilon) if index % 2 else PureEvent(epsilon)
+        if math.fsum([*accepted, event.epsilon]) <= budget:
+            acc.spend(event)
+            accepted.append(event.epsilon)
+        else:
+            with pytest.raises(PrivacyBudgetExceededError):
+                acc.spend(event)
+    assert len(acc.entries()) == len(accepted)
+    assert acc.spent().epsilon == math.fsum(accepted)
 
 
 # -- defect 4: units and relations are never mixed silently ----------------------------------------
@@ -181,34 +201,13 @@ def test_domain_guarantee_is_spent_as_domain_scope() -> None:
 # -- defect 2: check-and-record is atomic --------------------------------------------------------------
 
 
-def _race(n_threads: int, epsilon: float, budget: float, attempts: int) -> tuple[Accountant, int]:
-    acc = Accountant(epsilon_budget=budget)
-    barrier = threading.Barrier(n_threads)
-    accepted = [0] * n_threads
-
-    def worker(index: int) -> None:
-        barrier.wait()
-        for _ in range(attempts):
-            try:
-                acc.spend(PureEvent(epsilon))
-            except PrivacyBudgetExceededError:
-                continue
-            accepted[index] += 1
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return acc, sum(accepted)
-
-
 def test_threads_sharing_an_accountant_never_overspend() -> None:
     switch = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # switch threads as often as possible: the old check-then-append raced
     try:
         for _trial in range(50):
-            acc, accepted = _race(8, 0.1, 1.0, 3)
+            acc = Accountant(epsilon_budget=1.0)
+            accepted = hammer(acc, n_threads=8, epsilon=0.1, attempts=3)
             assert accepted == math.floor(1.0 / 0.1) == len(acc.entries())
             assert acc.spent().epsilon == 1.0
     finally:

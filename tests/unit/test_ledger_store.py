@@ -8,11 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from ledgertools import hammer
 from sqlalchemy import func, insert, select, text
 
 from dpbandits._core.errors import (
@@ -66,6 +66,22 @@ def test_spends_survive_reopening_with_their_types(tmp_path: Path) -> None:
     assert other.entries() == () and other.epsilon_budget is None
 
 
+def test_a_copy_reopens_the_same_ledger(tmp_path: Path) -> None:
+    import copy
+    import pickle
+
+    acc = DurableAccountant(tmp_path / "ledger.db", "copied", epsilon_budget=1.0)
+    twin = pickle.loads(pickle.dumps(acc))
+    twin.spend(PureEvent(0.75))
+    assert acc.spent().epsilon == 0.75  # one budget, in one database
+    with pytest.raises(PrivacyBudgetExceededError):
+        copy.deepcopy(acc).spend(PureEvent(0.5))
+    engine = ledger_engine(tmp_path / "ledger.db")
+    with pytest.raises(InvalidParameterError, match="cannot be pickled"):
+        pickle.dumps(DurableAccountant(engine, "copied"))
+    engine.dispose()
+
+
 def test_pure_events_at_delta_zero_and_gaussian_events(tmp_path: Path) -> None:
     pld = DurableAccountant(tmp_path / "a.db", "pld", epsilon_budget=1.0, method="pld")
     pld.spend(LaplaceEvent(scale=10.0), count=10)
@@ -109,6 +125,18 @@ def test_spend_inside_the_callers_transaction(tmp_path: Path) -> None:
             with pytest.raises(PrivacyBudgetExceededError):
                 acc.spend(PureEvent(0.75), connection=conn)
     assert acc.spent().epsilon == 0.5 and len(acc.entries()) == 1
+    with engine.connect() as conn:
+        conn = conn.execution_options(sqlite_immediate=True)
+        with conn.begin():
+            acc.spend(PureEvent(0.125), connection=conn)
+            savepoint = conn.begin_nested()
+            acc.spend(PureEvent(0.25), connection=conn)
+            assert acc.spent(connection=conn).epsilon == 0.875
+            savepoint.rollback()  # a savepoint of the caller's rolled back: its spend with it
+            assert acc.spent(connection=conn).epsilon == 0.625
+            acc.spend(PureEvent(0.375), connection=conn)
+            assert [e.event.epsilon for e in acc.entries(connection=conn)] == [0.5, 0.125, 0.375]
+    assert acc.spent().epsilon == 1.0 and DurableAccountant(engine, "service").spent().epsilon == 1.0
     with pytest.raises(InvalidParameterError, match="Connection"):
         acc.spend(PureEvent(0.1), connection="not a connection")
     acc.close()
@@ -170,29 +198,8 @@ def test_event_codec_round_trip() -> None:
 
 def test_threads_sharing_a_durable_ledger_never_overspend(tmp_path: Path) -> None:
     acc = DurableAccountant(tmp_path / "ledger.db", "threads", epsilon_budget=1.0)
-    accepted = _hammer(acc, n_threads=8, attempts=4)
+    accepted = hammer(acc, n_threads=8, epsilon=EPSILON, attempts=4)
     assert accepted == 16 == len(acc.entries()) and acc.spent().epsilon == 1.0
-
-
-def _hammer(acc: DurableAccountant, *, n_threads: int, attempts: int) -> int:
-    barrier = threading.Barrier(n_threads)
-    counts = [0] * n_threads
-
-    def worker(index: int) -> None:
-        barrier.wait()
-        for _ in range(attempts):
-            try:
-                acc.spend(PureEvent(EPSILON))
-            except PrivacyBudgetExceededError:
-                continue
-            counts[index] += 1
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return sum(counts)
 
 
 # -- processes ---------------------------------------------------------------------------------------
@@ -249,7 +256,7 @@ def test_two_processes_on_one_postgres_ledger_never_overspend(postgres_cluster: 
     accepted = _two_processes(url)
     acc = DurableAccountant(url, "shared")
     assert accepted == 16 == len(acc.entries()) and acc.spent().epsilon == 1.0
-    assert _hammer(acc, n_threads=4, attempts=2) == 0
+    assert hammer(acc, n_threads=4, epsilon=EPSILON, attempts=2) == 0
     with acc.engine.connect() as conn, conn.begin() as transaction:
         acc.record_continuation("pg", 0, connection=conn)
         with pytest.raises(ForkRefusedError):

@@ -29,6 +29,7 @@ __all__ = [
     "StudyError",
     "UnsafeTargetError",
     "UnsupportedEventError",
+    "UserAlgorithmError",
 ]
 
 
@@ -93,6 +94,14 @@ class UnsafeTargetError(DPBanditsError, OSError):
 
 class StudyError(DPBanditsError):
     """A study cannot be run as asked (invalid study file, a run directory of another study, ...)."""
+
+
+class UserAlgorithmError(DPBanditsError):
+    """A user's own algorithm (named by import path or entry point) cannot be loaded or failed.
+
+    The message names the algorithm and the step; the user's exception is chained as ``__cause__``
+    (``DPBANDITS_DEBUG=1`` shows its traceback on the command line).
+    """
 
 
 class DPBanditsWarning(UserWarning):
