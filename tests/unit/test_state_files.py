@@ -279,6 +279,23 @@ def test_lineage_is_kept_and_generation_counts_saves(tmp_path: Path) -> None:
     assert RUCB(3, 50, rng=1).lineage != agent.lineage
 
 
+def test_a_format_1_file_loads_through_the_same_checks_with_a_content_lineage() -> None:
+    policy = _kl_policy()
+
+    def as_format_1(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
+        meta["format_version"] = 1
+        del meta["lineage"], meta["generation"]
+        members["a9"] = np.log(np.full(7, 1 / 7))  # version 1 saved the derived log-probabilities too
+        state(meta)["log_probabilities_"] = {"__array__": "a9"}
+
+    old = edit(policy.to_bytes(), as_format_1)
+    first, second = KLMABPolicy.from_bytes(old), KLMABPolicy.from_bytes(old)
+    np.testing.assert_array_equal(first.probabilities(), policy.probabilities())
+    assert first.lineage == second.lineage and first.generation == 0  # the same file: the same lineage
+    with pytest.raises(DataFormatError, match="counts_ is missing"):
+        KLMABPolicy.from_bytes(edit(old, lambda meta, _: state(meta).pop("counts_")))
+
+
 def test_a_saved_state_continued_twice_is_a_fork_refused_or_charged() -> None:
     agent = DPEBSElimination(3, 30, 1.0)
     blob = agent.to_bytes()
@@ -291,3 +308,20 @@ def test_a_saved_state_continued_twice_is_a_fork_refused_or_charged() -> None:
     assert accountant.spent().epsilon == pytest.approx(before + agent.privacy.epsilon)
     with pytest.raises(InvalidParameterError, match="no privacy guarantee to charge"):
         RUCB.from_bytes(_rucb().to_bytes(), accountant=accountant, on_fork="charge")
+
+
+# ----------------------------------------------------------------------------- valid states all load
+@pytest.mark.parametrize("name", sorted(__import__("test_persistence").AGENTS))
+def test_every_state_an_agent_reaches_passes_its_schema(name: str) -> None:
+    """Saved at many points of a run (across phases, eliminations, restarts), every state loads and continues."""
+    from test_persistence import AGENTS
+
+    factory, step, n_steps = AGENTS[name]
+    original = quietly(factory)
+    for t in range(n_steps):
+        if t % max(n_steps // 12, 1) == 0:
+            blob = original.to_bytes()
+            first, second = (quietly(lambda b=blob: Persistable.from_bytes(b)) for _ in range(2))
+            ahead = range(t, min(t + 3, n_steps))
+            assert [step(first, s) for s in ahead] == [step(second, s) for s in ahead]
+        step(original, t)

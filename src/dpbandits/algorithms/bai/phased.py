@@ -305,17 +305,37 @@ def run_vectorised(planner: Planner, n_trials: int, sample_sums: SumSampler, noi
 
 
 class PlannerState(Spec):
-    """A planner's state: tuples of ints nested as the planner's initial state (its plan is checked by a rule)."""
+    """A planner's state, shaped as its initial state: ints where it has ints, sets of arms where it has them.
+
+    A set of arms is a tuple of increasing arm indices (the active arms); an empty tuple in the
+    initial state holds such sets (OD-LinBAI's projections). Whether the state has a plan in the
+    saved phase is a rule of the agent's schema.
+    """
 
     def check(self, value: Any, obj: Any, where: str) -> Any:
+        n_arms = obj._planner.n_arms
+
+        def arms(found: Any) -> tuple[int, ...]:
+            if (not isinstance(found, tuple | list) or not all(type(a) is int for a in found)
+                    or list(found) != sorted(set(found)) or any(a < 0 or a >= n_arms for a in found)):
+                raise fail(where, f"a set of arms is a tuple of increasing indices in [0, {n_arms})", value)
+            return tuple(found)
+
         def like(found: Any, model: Any) -> Any:
-            if isinstance(model, tuple):
-                if not isinstance(found, tuple | list) or len(found) != len(model):
-                    raise fail(where, "shaped as the planner's initial state", value)
-                return tuple(like(f, m) for f, m in zip(found, model, strict=True))
-            if type(found) is not type(model):
+            if type(model) is int:
+                if type(found) is not int or found < 0:
+                    raise fail(where, "shaped as the planner's initial state (an integer >= 0 here)", value)
+                return found
+            if model == ():
+                if not isinstance(found, tuple | list):
+                    raise fail(where, "shaped as the planner's initial state (sets of arms here)", value)
+                return tuple(arms(item) for item in found)
+            if all(type(m) is int for m in model):
+                return arms(found)
+            if not isinstance(found, tuple | list) or len(found) != len(model):
                 raise fail(where, "shaped as the planner's initial state", value)
-            return found
+            return tuple(like(f, m) for f, m in zip(found, model, strict=True))
+
         return like(value, obj._planner.initial_state())
 
 
