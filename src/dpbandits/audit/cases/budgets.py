@@ -227,7 +227,7 @@ def _bai_release(algorithm: PhasedAlgorithm) -> Release:
 
 def _bai_case(name: str, description: str, algorithm: PhasedAlgorithm, **options: Any) -> BudgetCase:
     return BudgetCase(name, description, _bai_pair(3), _bai_release(algorithm), 2.5,
-                      saved=lambda table: _bai_run(algorithm, table, None, 5), **options)
+                      saved=lambda table: _bai_run(algorithm, table, None, 9), **options)
 
 
 def _bai_pair(n_arms: int, bound: float = 1.0) -> list[NeighbourPair]:
