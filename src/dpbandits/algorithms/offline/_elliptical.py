@@ -83,7 +83,7 @@ class EllipticalKLPolicy(ABC):
         """The guarantee of one sample at one context (or every context when omitted)."""
 
     def _continuation_charge(self) -> Guarantee:
-        """A fork of a loaded policy is charged one sample's data-independent guarantee (never a per-instance ε)."""
+        """A fork of a loaded policy is charged one sample's data-independent guarantee, never a per-instance ε."""
         return self.sample_guarantee()
 
     @abstractmethod
@@ -91,8 +91,8 @@ class EllipticalKLPolicy(ABC):
                          reference: ArrayLike | None = None) -> Guarantee:
         """The data-independent guarantee ``sample(accountant=...)`` records per sample (domain scope).
 
-        Refused (:class:`~dpbandits._core.errors.PerInstanceSpendError`, from the public parameters alone) when the policy
-        declares no domain.
+        Refused (:class:`~dpbandits._core.errors.PerInstanceSpendError`, from the public parameters
+        alone) when the policy declares no domain.
         """
 
     def _check_fitted(self) -> None:

@@ -422,7 +422,7 @@ class KLMABPolicy(Persistable):
         return self.guarantee()
 
     def _continuation_charge(self) -> Guarantee:
-        """A fork of a loaded policy is charged one sample's data-independent guarantee (never a per-instance ε)."""
+        """A fork of a loaded policy is charged one sample's data-independent guarantee, never a per-instance ε."""
         return self.sample_guarantee()
 
     def sample_guarantee(self) -> Guarantee:
