@@ -72,6 +72,24 @@ def test_a_file_naming_a_class_outside_the_registry_is_refused(path: str) -> Non
         BinaryTreeCounter.from_bytes(edit(data, lambda meta, _: meta.update({"class": path})))
 
 
+def test_a_file_cannot_swap_an_agent_for_a_broken_variant_of_the_library() -> None:
+    """The privacy contract's deliberately broken subclasses (halved noise, ...) are not loadable."""
+    __import__("dpbandits.audit.cases.dueling")
+    data = BinaryTreeCounter(8, 1.0).to_bytes()
+
+    def broken_bank(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
+        state(meta)["_bank"]["__object__"] = "dpbandits.audit.cases.dueling.FloatAdditionCounterBank"
+
+    with pytest.raises(DataFormatError, match="not a persistable class of this dpbandits"):
+        BinaryTreeCounter.from_bytes(edit(data, broken_bank))
+    from dpbandits.algorithms.dueling.goptimal_dpdb import GOptimalDPDB
+
+    agent = GOptimalDPDB(np.eye(3), 50, 1.0).to_bytes()
+    halved = edit(agent, lambda meta, _: meta.update({"class": "dpbandits.audit.cases.dueling.HalvedNoise"}))
+    with pytest.raises(DataFormatError, match="not a persistable class of this dpbandits"):
+        GOptimalDPDB.from_bytes(halved)  # a subclass of GOptimalDPDB, with half the noise
+
+
 def test_a_file_naming_an_unregistered_dataclass_is_refused() -> None:
     data = DPEBSElimination(3, 30, 1.0).to_bytes()
 

@@ -39,6 +39,7 @@ BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
 
 PERSISTABLE_MODULES = (
     "dpbandits.privacy.counters",
+    "dpbandits.algorithms.bai.phased",
     "dpbandits.algorithms.bai.dp_bai",
     "dpbandits.algorithms.bai.dp_od",
     "dpbandits.algorithms.bai.od_linbai",
@@ -62,7 +63,12 @@ def class_path(obj_or_cls: Any) -> str:
 
 
 def register_persistable(cls: type) -> None:
-    """Record a persistable class (called for every subclass of ``Persistable`` when it is defined)."""
+    """Make a persistable class loadable from state files.
+
+    Called for every subclass of ``Persistable`` defined in :data:`PERSISTABLE_MODULES`; others (the
+    deliberately broken variants of :mod:`dpbandits.audit.cases`, an application's subclasses) are
+    not loadable unless registered explicitly, so a file cannot swap an agent for a subclass of it.
+    """
     _PERSISTABLE[class_path(cls)] = cls
 
 

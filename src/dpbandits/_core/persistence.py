@@ -77,6 +77,7 @@ import numpy as np
 
 from dpbandits._core.atomic import atomic_write_bytes
 from dpbandits._core.codec import (
+    PERSISTABLE_MODULES,
     Decoder,
     Encoder,
     Unsaved,
@@ -98,6 +99,7 @@ __all__ = [
     "atomic_write_bytes",
     "read_state",
     "register_codec",
+    "register_persistable",
     "register_state_dataclass",
     "sign_state",
     "state_bytes",
@@ -302,7 +304,8 @@ class Persistable:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        register_persistable(cls)
+        if any(cls.__module__ == m or cls.__module__.startswith(f"{m}.") for m in PERSISTABLE_MODULES):
+            register_persistable(cls)
         init = cls.__dict__.get("__init__")
         if init is None:
             return

@@ -475,15 +475,16 @@ class PhasedAgent(Persistable):
         except IndexError:
             raise NotFittedError("the algorithm has finished; read recommendation") from None
 
-    def scheduled(self) -> IntArray:
-        """The arms still to pull in the current phase, in order; ``ask()`` is the first.
+    def scheduled(self, limit: int | None = None) -> IntArray:
+        """The arms still to pull in the current phase (at most ``limit``), in order; ``ask()`` is the first.
 
         The order is fixed when the phase starts, from public state only (the active set), so these
         pulls may be handed out at once (a service lets several be outstanding); empty once done.
         """
         if self.done:
             return np.zeros(0, dtype=np.int64)
-        return np.array(self._queue[self._position:], dtype=np.int64)
+        end = len(self._queue) if limit is None else min(len(self._queue), self._position + max(int(limit), 0))
+        return np.array(self._queue[self._position:end], dtype=np.int64)
 
     def tell(self, arm: int, reward: float) -> None:
         """Report the reward of the arm returned by the last :meth:`ask`.

@@ -576,13 +576,15 @@ class DPEBSElimination(Persistable):
         self._asked = (active[left_index], right)
         return self._asked
 
-    def scheduled(self) -> list[tuple[int, int]]:
+    def scheduled(self, limit: int | None = None) -> list[tuple[int, int]]:
         """The pairs known before the next feedback, in order; ``ask()`` is the first.
 
-        ``[ask()]`` (each round may eliminate arms), the committed self-duel up to the horizon once one
-        arm is left, ``[]`` after the horizon.
+        ``[ask()]`` (each round may eliminate arms), the committed self-duel up to the horizon (at
+        most ``limit`` of them) once one arm is left, ``[]`` after the horizon.
         """
         left = self.constants.horizon - self.time
+        if limit is not None:
+            left = min(left, max(int(limit), 0))
         if left <= 0:
             return []
         return [self.ask()] * (left if self.committed else 1)

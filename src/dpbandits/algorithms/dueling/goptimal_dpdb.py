@@ -164,7 +164,8 @@ def phase_play_count(settings: GOptimalSettings, phase: int, g_value: float, sup
     privacy = 0.0
     if math.isfinite(settings.epsilon):
         m = support_size
-        privacy = 2 * m * g_value * math.log(2 * m * lt / delta) / (kappa * settings.epsilon * accuracy)
+        denominator = kappa * settings.epsilon * accuracy  # underflows to 0 for a tiny ε: N_ℓ = +inf (capped later)
+        privacy = 2 * m * g_value * math.log(2 * m * lt / delta) / denominator if denominator > 0 else math.inf
     return (statistical + privacy) * settings.play_count_scale
 
 
@@ -295,7 +296,7 @@ def _plan_phase(
     support = np.asarray(design.support)
     weights = np.asarray(design.weights)[support]
     total = phase_play_count(settings, phase, design.g_value, support.size)
-    counts = np.ceil(weights * total).astype(np.int64)  # t_ℓ = ⌈π·N_ℓ⌉
+    counts = _play_counts(weights, total, settings.horizon)  # t_ℓ = ⌈π·N_ℓ⌉, capped at T + 1
     diagnostics: dict[str, Any] = {"g": float(design.g_value), "support": int(support.size), "N": float(total)}
     if settings.lambda_min_check == "enforce":
         # raise N_ℓ until λ_min(V_ℓ) >= the requirement (V_ℓ grows linearly in N_ℓ), capped at T: a
@@ -306,9 +307,19 @@ def _plan_phase(
             if lambda_min >= required or total >= settings.horizon:
                 break
             total = min(float(settings.horizon), total * required / lambda_min * (1.0 + 1e-9))
-            counts = np.ceil(weights * total).astype(np.int64)
+            counts = _play_counts(weights, total, settings.horizon)
         diagnostics.update({"N": float(total), "N_enforcement_factor": float(total / base)})
     return _Phase(phase, pairs[support], counts, coords[support], basis, float(design.g_value), coords, diagnostics)
+
+
+def _play_counts(weights: FloatArray, total: float, horizon: int) -> IntArray:
+    """t_ℓ(x, y) = ⌈π_ℓ(x, y)·N_ℓ⌉, each capped at T + 1.
+
+    A phase starts at a round >= 0, so a pair played more than T times in a row is never finished
+    within the horizon: capping at T + 1 changes no play and no release, and keeps the counts
+    (hence the schedule) bounded by the horizon even when N_ℓ is huge or infinite (tiny ε).
+    """
+    return np.fmin(np.ceil(weights * total), float(horizon + 1)).astype(np.int64)
 
 
 def _lambda_min_condition(coordinates: FloatArray, counts: IntArray, settings: GOptimalSettings) -> tuple[float, float]:
@@ -520,22 +531,29 @@ class GOptimalDPDB(Persistable):
             self._asked = self._pair_list[self._slot]
         return self._asked
 
-    def scheduled(self) -> list[tuple[int, int]]:
+    def scheduled(self, limit: int | None = None) -> list[tuple[int, int]]:
         """The pairs still to play in the current phase, in order; ``ask()`` is the first.
 
         A phase's pairs and counts are fixed from earlier phases' releases only, so these duels may
-        be handed out at once. Once committed, the self-duel (a, a) up to the horizon.
+        be handed out at once. Once committed, the self-duel (a, a) up to the horizon. Built lazily:
+        at most ``limit`` pairs (default: up to the horizon), whatever the phase's play counts.
         """
         left = self.settings.horizon - self.time
+        if limit is not None:
+            left = min(left, max(int(limit), 0))
         if left <= 0:
             return []
         if self._committed_arm is not None:
             return [(self._committed_arm, self._committed_arm)] * left
-        plan = self.phases[-1]
-        remaining = plan.counts[self._slot:].copy()
-        remaining[0] -= self._played_in_slot
-        pairs = np.repeat(plan.pairs[self._slot:], remaining, axis=0)[:left]
-        return [(int(a), int(b)) for a, b in pairs]
+        scheduled: list[tuple[int, int]] = []
+        played = self._played_in_slot
+        for pair, count in zip(self._pair_list[self._slot:], self._count_list[self._slot:], strict=True):
+            take = min(count - played, left - len(scheduled))  # built up to the horizon only
+            scheduled.extend([pair] * take)
+            played = 0
+            if len(scheduled) >= left:
+                break
+        return scheduled
 
     def tell(self, pair: tuple[int, int], winner: int | None = None, *, first_wins: int | bool | None = None) -> None:
         """Record the outcome: ``winner`` is the arm that won, or ``first_wins`` is True iff ``pair[0]`` won.

@@ -146,6 +146,9 @@ class USCA(Persistable):
         Largest M the exact backend accepts. Its peak memory is
         :func:`~dpbandits.algorithms.kernel.surrogate.exact_kernel_peak_bytes` (8·M² bytes for the
         Cholesky factor plus a chunked workspace, about 11·M² bytes for large M): 1.6 GB at M = 12 000.
+    max_approx_size : int, optional
+        Largest M = T·⌈T/γ̂⌉ accepted when ``approx_size`` is not given (a bound on the set-up's
+        cost, checked once γ̂ is known and before the approximating set is drawn); default no bound.
 
     Privacy
     -------
@@ -215,6 +218,7 @@ class USCA(Persistable):
         chunk_size: int = 8192,
         precision: str = "float32",
         max_exact_size: int = _DEFAULT_MAX_EXACT_SIZE,
+        max_approx_size: int | None = None,
     ) -> None:
         self.horizon = check_int(horizon, "horizon", minimum=1)
         self.epsilon = check_epsilon(epsilon, allow_inf=True)
@@ -256,10 +260,22 @@ class USCA(Persistable):
             exact_kernel=kernel if self.backend == "kernel" else None,
             feature_map=self.feature_map,
         )
+        if not (math.isfinite(self.gamma) and self.gamma > 0):
+            raise InvalidParameterError(
+                f"the information gain estimate must be a positive number; got gamma={self.gamma!r} (the kernel's "
+                f"length scale {kernel.length_scale!r} is too small for the feature map to represent)"
+            )
         # K = ⌈T/γ̂⌉ ; M = T·K
         self.scale_factor = max(1, math.ceil(self.horizon / self.gamma))
         if approx_size is None:
             self.approx_size = self.horizon * self.scale_factor
+            if max_approx_size is not None and self.approx_size > check_int(max_approx_size, "max_approx_size",
+                                                                              minimum=0):
+                raise InvalidParameterError(
+                    f"horizon: T={self.horizon} with gamma={self.gamma:.4g} needs an approximating set of "
+                    f"M = T*ceil(T/gamma) = {self.approx_size} points, more than max_approx_size={max_approx_size} "
+                    "(the set-up cost limit); lower the horizon"
+                )
         else:
             self.approx_size = check_int(approx_size, "approx_size", minimum=1)
             self.deviations.append(
@@ -340,9 +356,10 @@ class USCA(Persistable):
             raise InvalidParameterError(f"all horizon={self.horizon} learning rounds were already observed")
         return self.learning_actions[self._rounds].copy()
 
-    def scheduled(self) -> FloatArray:
-        """Every learning action still to play, in order (data-independent); ``ask()`` is the first."""
-        return self.learning_actions[self._rounds:].copy()
+    def scheduled(self, limit: int | None = None) -> FloatArray:
+        """The learning actions still to play (at most ``limit``), in order (data-independent); ``ask()`` is the first."""
+        end = None if limit is None else self._rounds + max(int(limit), 0)
+        return self.learning_actions[self._rounds:end].copy()
 
     def tell(self, context: ArrayLike, reward: float) -> None:
         """Record the current round's context cₜ and reward yₜ (for the action of :meth:`ask`)."""
