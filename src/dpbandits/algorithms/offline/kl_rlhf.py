@@ -511,6 +511,18 @@ class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
         dist2 = sq[:, None] + sq[None, :] - 2.0 * (w @ w.T)
         return float(np.sqrt(max(0.0, float(dist2.max()))))
 
+    def sample_guarantee(self, action_features: ArrayLike | None = None,
+                         reference: ArrayLike | None = None) -> Guarantee:
+        """The guarantee ``sample(accountant=...)`` records per sample: label DP over every labelling.
+
+        ``guarantee(action_features, reference, scope="domain")`` with label neighbouring: the
+        comparisons z_i are public under label DP, so ε depends on them, on the public prompt and on
+        the public η, B, λ and solver tolerance only, never on the labels it protects. (Add/remove of
+        whole comparisons, a different unit, is ``guarantee(scope="domain", neighbouring="add_remove")``
+        with the public ``min_eigenvalue``; spend it yourself if that is the unit you protect.)
+        """
+        return self.guarantee(action_features, reference, scope="domain")
+
     def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None, *,
                   kind: str = "pure", variant: str = "corrected", neighbouring: str = "label",
                   scope: str = "instance", **kwargs: Any) -> Guarantee:
