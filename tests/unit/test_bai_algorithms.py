@@ -331,11 +331,11 @@ def test_sequential_halving_loads_a_state_saved_when_counts_were_added_per_pull(
     old["_total_counts"] = old["_total_counts"].copy()
     np.add.at(old["_total_counts"], np.asarray(original._queue[: original._position]), 1)  # the old layout
     loaded = SequentialHalving._rebuild(original.get_params(), old, {})
-    while not original.finished:
+    while not original.done:
         reward = float(rewards.random())
         arm = original.ask()
         assert loaded.ask() == arm
         original.tell(arm, reward)
         loaded.tell(arm, reward)
-    assert loaded.recommend() == original.recommend()
+    assert loaded.recommendation == original.recommendation
     np.testing.assert_array_equal(loaded._total_counts, original._total_counts)

@@ -47,13 +47,15 @@ from dpbandits._core.validation import (
     check_one_of,
 )
 from dpbandits.algorithms.dueling._common import (
+    UNIT,
     check_dueling_env,
     check_elimination_horizon,
     check_told,
     elimination_horizon_precheck,
 )
 from dpbandits.algorithms.dueling._streams import fresh_seed_sequence, trial_seed_sequences, trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.own_agent import OwnAgent
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.base import counter_uniform, counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 from dpbandits.privacy.accounting import Accountant, spend
@@ -78,7 +80,6 @@ __all__ = [
     "simulate_ebs_elimination",
 ]
 
-UNIT = "one preference label (one round's feedback, the user's whole response function)"
 REFERENCE = (
     "Saha & Asi (2024), DP-Dueling, Lemma 2 and Theorem 1 (DP-EBS-Elimination); "
     "reconstruction in specs/spec_dp_dueling.md §3.7"
@@ -304,7 +305,8 @@ def _opponents(uniforms: FloatArray, active: IntArray, left_index: IntArray, opp
     return active[j]
 
 
-class DPEBSElimination(Persistable):
+@register_algorithm_class("dp-ebs-elimination", non_private="ebs-elimination")
+class DPEBSElimination(OwnAgent, Persistable):
     """Ask/tell DP-EBS-Elimination agent.
 
     Parameters

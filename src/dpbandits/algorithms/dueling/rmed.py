@@ -44,7 +44,7 @@ from dpbandits._core.validation import check_int, check_positive_float
 from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
 from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, add_per_trial, simulate_policy
 from dpbandits.algorithms.dueling._streams import trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
 __all__ = ["RMED1", "RMED1Policy", "bernoulli_kl_to_half", "rmed1_asymptotic_constant", "simulate_rmed1"]
@@ -150,6 +150,7 @@ def _tolerance(n_arms: int, tolerance: float | None) -> float:
     return check_positive_float(tolerance, "tolerance")
 
 
+@register_algorithm_class("rmed1")
 class RMED1(RoundAgent):
     """Ask/tell RMED1 agent (non-private).
 

@@ -17,12 +17,14 @@ from dpbandits._core.persistence import Persistable
 from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
 from dpbandits.algorithms.offline.accountants import account_linear
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.offline import LoggedContextualData
 from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = ["KLLinearPolicy"]
 
 
+@register_algorithm_class("kl-linear", "kl-linear-classification")
 class KLLinearPolicy(EllipticalKLPolicy, Persistable):
     """KL-regularised pessimistic policy for logged linear contextual bandit data (eq. 10).
 

@@ -25,6 +25,7 @@ from dpbandits._core.validation import (
     check_probability_vector,
 )
 from dpbandits.algorithms.offline.accountants import account_mab
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.offline import LoggedBanditData
 from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee
@@ -152,6 +153,7 @@ def check_mab_statistics(counts: ArrayLike, reward_sums: ArrayLike, *, n_arms: i
     return n, s
 
 
+@register_algorithm_class("kl-mab", "kl-mab-repeated")
 class KLMABPolicy(Persistable):
     """KL-regularised pessimistic policy for logged multi-armed bandit data (eq. 8).
 
