@@ -153,15 +153,10 @@ def duelpy_run(class_name: str) -> Callable[[int], int] | None:
 
 def bai_pulls(agent: Any, u: list[float], start: int, *, clip: bool = True) -> int:
     """Drive a best-arm agent to its end with rewards w_i·U, clipped to 1 if ``clip`` (as its plain loop
-    computes them); returns the pulls made. ``done`` (``finished``) is read as a deployer's loop reads it."""
+    computes them); returns the pulls made. ``done`` is read as a deployer's loop reads it."""
     i = start
     ask, tell = agent.ask, agent.tell
-    if hasattr(agent, "done"):
-        while not agent.done:
-            arm = ask()
-            tell(arm, min(1.0, WIDTHS[arm] * u[i]))
-            i += 1
-    elif clip:
+    if clip:
         while not agent.done:
             arm = ask()
             tell(arm, min(1.0, WIDTHS[arm] * u[i]))

@@ -115,7 +115,7 @@ def test_ask_tell_agrees_exactly_with_the_vectorised_form(reuse_samples: bool, s
 def test_ask_tell_protocol_errors(seed: int) -> None:
     agent = SequentialHalving(4, 16, rng=seed)
     with pytest.raises(NotFittedError, match="has not finished"):
-        agent.recommendation
+        _ = agent.recommendation
     arm = agent.ask()
     with pytest.raises(NotFittedError, match="tell the reward"):
         agent.ask()

@@ -389,8 +389,9 @@ class SequentialHalving(OwnAgent, Persistable):
         return NonPrivate(unit="one entry of the reward table", reason="Sequential Halving is non-private")
 
     def _progress(self) -> tuple[int, int]:
-        """(round, rounds in all)."""
-        return self._round, len(self._schedule)
+        """(pulls told, pulls in all)."""
+        pulls = [size * per_arm for size, per_arm in self._schedule]
+        return sum(pulls[: self._round]) + self._position, sum(pulls)
 
     @property
     def finished(self) -> bool:

@@ -66,7 +66,7 @@ from dpbandits.privacy.counters import (
     binary_tree_node_scale,
     tree_levels,
 )
-from dpbandits.privacy.guarantees import Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Neighbouring, NonPrivate, PureDP
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise
 
 __all__ = [
@@ -275,7 +275,7 @@ def dp_ebs_guarantee(epsilon: float, counter_epsilon: str = "quarter", stats_rem
     check_one_of(counter_epsilon, "counter_epsilon", tuple(_BUDGET_SPLIT))
     removal = check_one_of(stats_removal, "stats_removal", STATS_REMOVAL)
     if math.isinf(eps):
-        return PureDP.infinite(
+        return NonPrivate(
             unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
             reason="epsilon = inf: the non-private twin releases exact counts",
         )

@@ -57,7 +57,7 @@ from dpbandits.algorithms.own_agent import OwnAgent
 from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 from dpbandits.privacy.accounting import Accountant, spend
-from dpbandits.privacy.guarantees import Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Neighbouring, NonPrivate, PureDP
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
 __all__ = [
@@ -241,7 +241,7 @@ def goptimal_dpdb_guarantee(epsilon: float) -> PureDP:
     """
     eps = check_epsilon(epsilon, allow_inf=True)
     if math.isinf(eps):
-        return PureDP.infinite(unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
+        return NonPrivate(unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
                                reason="epsilon = inf: the non-private twin uses exact counts")
     return PureDP(epsilon=eps, unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
                   reason="per-(phase, pair) Laplace(1/ε) sums of disjoint labels, sensitivity 1 "
