@@ -414,8 +414,20 @@ class Accountant:
         """
         return self._epsilon(self._ledger, check_delta(delta))
 
-    def guarantee(self, delta: float, *, unit: str, neighbouring: Neighbouring | str, reference: str = "") -> Guarantee:
-        """Return the guarantee of everything spent, at ``delta``, for the given unit and relation."""
+    def guarantee(self, delta: float | None = None, *, unit: str, neighbouring: Neighbouring | str,
+                  reference: str = "") -> Guarantee:
+        """Return the guarantee of everything spent, at ``delta``, for the given unit and relation.
+
+        Parameters
+        ----------
+        delta : float, optional
+            δ; default ``delta_budget`` (as :meth:`spent`).
+        unit, neighbouring : str, Neighbouring
+            What every recorded release protects, and under which relation: the caller's to state,
+            since the accountant composes numbers only (keyword-only, no default).
+        reference : str, optional
+        """
+        delta = self.delta_budget if delta is None else delta
         epsilon = self.get_epsilon(delta)
         if math.isinf(epsilon):
             return PureDP(epsilon=math.inf, unit=unit, neighbouring=neighbouring,  # type: ignore[arg-type]
