@@ -120,8 +120,8 @@ def register_algorithm_class(name: str, *also: str, non_private: str | None = No
     """
 
     def decorator(cls: C) -> C:
-        cls.registry_name = name
-        cls.non_private_registry_name = non_private
+        setattr(cls, "registry_name", name)  # noqa: B010 (class attributes the decorator adds)
+        setattr(cls, "non_private_registry_name", non_private)  # noqa: B010
         for key in (name, *also, non_private):
             if key is not None:
                 _CLASSES[key] = cls

@@ -461,7 +461,7 @@ class PhasedAgent(Persistable):
         InvalidParameterError
             For an agent not made by :meth:`PhasedAlgorithm.agent` (it does not know its algorithm).
         """
-        return self.get_params()["algorithm"].privacy  # type: ignore[attr-defined,no-any-return]
+        return self.get_params()["algorithm"].privacy  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         algorithm = "?" if self._algorithm is None else type(self._algorithm).__name__

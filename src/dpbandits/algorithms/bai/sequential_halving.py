@@ -396,8 +396,8 @@ class SequentialHalving(OwnAgent, Persistable):
     @property
     def finished(self) -> bool:
         """Deprecated spelling of :attr:`done` (removed in the next release)."""
-        return deprecated_alias("SequentialHalving.finished", "done", self.done)  # type: ignore[no-any-return]
+        return deprecated_alias("SequentialHalving.finished", "done", self.done)
 
     def recommend(self) -> int:
         """Deprecated spelling of :attr:`recommendation` (removed in the next release)."""
-        return deprecated_alias("SequentialHalving.recommend()", "recommendation", self.recommendation)  # type: ignore[no-any-return]
+        return deprecated_alias("SequentialHalving.recommend()", "recommendation", self.recommendation)
