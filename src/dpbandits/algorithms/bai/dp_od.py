@@ -28,7 +28,7 @@ from dpbandits.algorithms.bai.od_linbai import L_MODES, OptimalDesignPlanner
 from dpbandits.algorithms.bai.phased import PhasedAlgorithm, check_reward_bounds
 from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.base import BanditEnvironment
-from dpbandits.privacy.guarantees import Guarantee, Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Guarantee, Neighbouring, NonPrivate, PureDP
 
 __all__ = ["DPOD"]
 
@@ -85,8 +85,8 @@ class DPOD(PhasedAlgorithm):
                      "with l1 sensitivity")
         unit, neighbouring = REWARD_TABLE_UNIT, Neighbouring.REPLACE_ONE
         if math.isinf(self.epsilon):
-            return PureDP.infinite(unit=unit, neighbouring=neighbouring, reason="epsilon=inf: no noise",
-                                   reference=reference)
+            return NonPrivate(unit=unit, neighbouring=neighbouring, reason="epsilon=inf: no noise",
+                              reference=reference)
         if self.allow_out_of_range:
             return PureDP.infinite(unit=unit, neighbouring=neighbouring, reference=reference,
                                    reason="allow_out_of_range=True: rewards may exceed [0, 1]")
