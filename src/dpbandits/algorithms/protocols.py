@@ -14,7 +14,8 @@ Sequential Halving *are* their own agent (``agent()`` returns the object itself)
 comparator states so with a :class:`~dpbandits.privacy.guarantees.NonPrivate` guarantee.
 :func:`missing_members` checks an object against a protocol without evaluating any property (some
 properties, such as an agent's ``recommendation`` before it is done, raise by design);
-``tests/contract/test_conformance.py`` checks every registered algorithm with it.
+``tests/contract/test_conformance.py`` checks every registered algorithm that has a one-trial class
+with it.
 """
 
 from __future__ import annotations
