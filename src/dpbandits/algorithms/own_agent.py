@@ -38,8 +38,8 @@ class OwnAgent:
     """Mixin: the object is its own agent; ``simulate`` runs the registered vectorised form.
 
     A subclass is decorated with :func:`~dpbandits.algorithms.registry.register_algorithm_class`
-    (which sets :attr:`registry_name`), has an attribute ``time`` (rounds played) and a constructor
-    argument ``horizon``, or overrides :meth:`_progress`.
+    (which sets ``registry_name``), has an attribute ``time`` (rounds played) and a constructor
+    argument ``horizon``, or overrides ``_progress``.
     """
 
     registry_name: ClassVar[str]
@@ -51,7 +51,7 @@ class OwnAgent:
         return self
 
     def guarantee(self) -> Guarantee:
-        """The guarantee of the run (:attr:`privacy`; this algorithm has no options that change it)."""
+        """The guarantee of the run (``privacy``; this algorithm has no options that change it)."""
         guarantee: Guarantee = self.privacy
         return guarantee
 
