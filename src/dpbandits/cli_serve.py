@@ -77,10 +77,13 @@ def register(app: typer.Typer) -> None:
         allow_insecure_seeded_noise: Annotated[bool, typer.Option(
             "--allow-insecure-seeded-noise", hidden=True,
             help="Accept experiments with insecure_seed (seeded noise, NOT private): tests only.")] = False,
+        behind_tls: Annotated[bool, typer.Option(
+            "--behind-tls", help="Clients reach the server over TLS (a proxy terminates it): the status "
+                                 "page's cookies are Secure.")] = False,
     ) -> None:
         """Run the experiment service (HTTP API, OpenAPI docs at /docs, status page at /status)."""
         _require_serve_extra()
         from dpbandits.serve.server import run
 
         run(db, host=host, port=port, sqlite_synchronous=sqlite_synchronous, lease_seconds=lease_seconds,
-            allow_insecure_seeded_noise=allow_insecure_seeded_noise)
+            allow_insecure_seeded_noise=allow_insecure_seeded_noise, behind_tls=behind_tls)

@@ -1,7 +1,8 @@
 """The README stays true: every Python block and every CLI command in it runs as written.
 
 The install, test and benchmark commands are what CI itself runs (or, for the benchmarks, too long
-for the suite); every other line of a ``bash`` block is executed, in order, in a fresh directory.
+for the suite); every other line of a ``bash`` block is executed, in order, in a fresh directory
+that holds a copy of ``examples/`` (the README's commands run from the repository's root).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def test_readme_python_block_runs(index: int, tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("dpbandits") is None, reason="the dpbandits command is not installed")
 def test_readme_shell_commands_run_in_order(tmp_path: Path) -> None:
     env = {**os.environ, "MPLBACKEND": "Agg"}
+    shutil.copytree(README.parent / "examples", tmp_path / "examples")
     commands = shell_commands()
     first = None
     for command in commands:
@@ -60,7 +62,7 @@ def test_readme_shell_commands_run_in_order(tmp_path: Path) -> None:
     assert commands[0].startswith("dpbandits reproduce quickstart")
     assert first is not None
     assert "DP-BAI: ε-DP for one entry of the reward table, at ε = {0.03, 0.1, 0.3, 1.0, 3.0}" in first.stdout
-    summary = tmp_path / "runs" / "bai-smoke" / "summary.csv"
-    assert summary.read_text(encoding="utf-8").startswith("budget,algorithm,n_trials,")
+    summary = tmp_path / "runs" / "my-study" / "summary.csv"  # the study init-study copied: a private one
+    assert summary.read_text(encoding="utf-8").startswith("budget,epsilon,algorithm,n_trials,")
     for name in ("manifest.json", "study.toml", "cells", "plots"):
-        assert (tmp_path / "runs" / "bai-smoke" / name).exists(), name
+        assert (tmp_path / "runs" / "my-study" / name).exists(), name

@@ -15,16 +15,21 @@ __all__ = [
     "DependencyNotInstalledError",
     "EmptySupportError",
     "ExperimentalWarning",
+    "ForkRefusedError",
     "InsecureNoiseWarning",
     "InvalidActionError",
     "InvalidParameterError",
+    "LedgerUnitError",
     "NotFittedError",
     "NumericsWarning",
     "PaperVariantWarning",
+    "PerInstanceSpendError",
     "PrivacyBudgetExceededError",
     "PrivacyWarning",
     "StudyError",
+    "UnsafeTargetError",
     "UnsupportedEventError",
+    "UserAlgorithmError",
 ]
 
 
@@ -56,6 +61,25 @@ class PrivacyBudgetExceededError(DPBanditsError):
     """An operation would spend more privacy budget than allowed; raised *before* spending."""
 
 
+class ForkRefusedError(PrivacyBudgetExceededError):
+    """A saved generation is being continued a second time under one ledger (a fork), and forks are refused.
+
+    Users seen before the save would be in two continuations; pass ``on_fork="charge"`` to pay for
+    the second continuation afresh instead.
+    """
+
+
+class LedgerUnitError(DPBanditsError, ValueError):
+    """A spend protects another unit or neighbouring relation than its ledger, and no conversion was stated."""
+
+
+class PerInstanceSpendError(DPBanditsError, ValueError):
+    """A per-instance (data-dependent) guarantee was spent: its ε itself would reveal the data.
+
+    Spend the data-independent guarantee over a declared public domain instead.
+    """
+
+
 class DependencyNotInstalledError(DPBanditsError, ImportError):
     """An optional dependency is needed for this feature; the message names the extra."""
 
@@ -64,8 +88,20 @@ class DataFormatError(DPBanditsError, ValueError):
     """A data file is malformed; the message names the row and the column."""
 
 
+class UnsafeTargetError(DPBanditsError, OSError):
+    """A file would be written over a symbolic link or something that is not a regular file."""
+
+
 class StudyError(DPBanditsError):
     """A study cannot be run as asked (invalid study file, a run directory of another study, ...)."""
+
+
+class UserAlgorithmError(DPBanditsError):
+    """A user's own algorithm (named by import path or entry point) cannot be loaded or failed.
+
+    The message names the algorithm and the step; the user's exception is chained as ``__cause__``
+    (``DPBANDITS_DEBUG=1`` shows its traceback on the command line).
+    """
 
 
 class DPBanditsWarning(UserWarning):

@@ -17,6 +17,9 @@ with many independent trials per (grid point, algorithm) *cell*. It is written i
     [[algorithms]]
     name = "uniform"                        # a registered algorithm
     [[algorithms]]
+    algorithm = "my_ucb:PrivateUCB"         # your own, by import path (or entry point name)
+    label = "My private UCB"
+    [[algorithms]]
     name = "dp-bai"
     label = "DP-BAI (eps=1)"                # optional; labels must be unique (default: name)
     epsilon = 1.0                           # fixed parameters of this algorithm, inline
@@ -82,6 +85,7 @@ import inspect
 import itertools
 import json
 import math
+import stat
 import tomllib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -99,6 +103,7 @@ from dpbandits.experiments.analysis_catalog import check_analysis_name
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "MAX_STUDY_FILE_BYTES",
     "PRESENTATION_FIELDS",
     "AlgorithmConfig",
     "Cell",
@@ -280,6 +285,9 @@ class AlgorithmConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _inline(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "algorithm" in data and "name" not in data:
+            # `algorithm = "package.module:MyAgent"` reads better for a user's own algorithm
+            data = {"name": data["algorithm"], **{k: v for k, v in data.items() if k != "algorithm"}}
         return _collect_inline_params(data, _ALGORITHM_KEYS)
 
     @property
@@ -535,7 +543,7 @@ class Study(BaseModel):
         algo_specs: list[AlgorithmSpec | None] = []
         for index, algorithm in enumerate(self.algorithms):
             try:
-                algo_specs.append(get_algorithm(algorithm.name))
+                algo_specs.append(get_algorithm(algorithm.name, self._environment_kind()))
             except DPBanditsError as exc:
                 problems.append(f"algorithms[{index}].name: {_strip_name(exc)}")
                 algo_specs.append(None)
@@ -735,8 +743,15 @@ class Study(BaseModel):
         return self.grid.points()
 
     def algorithm_spec(self, index: int) -> AlgorithmSpec:
-        """The registry entry of ``algorithms[index]``."""
-        return get_algorithm(self.algorithms[index].name)
+        """The registry entry of ``algorithms[index]`` (a user's algorithm: its entry for this environment)."""
+        return get_algorithm(self.algorithms[index].name, self._environment_kind())
+
+    def _environment_kind(self) -> str | None:
+        """The kind of the study's environment (``"mab"``, ``"dueling"``, ...), None if it is unknown."""
+        try:
+            return get_environment(self.environment.name).kind
+        except DPBanditsError:
+            return None
 
     def metrics_of(self, index: int) -> tuple[str, ...]:
         """The metrics recorded for ``algorithms[index]``: the requested ones it returns."""
@@ -854,19 +869,38 @@ def load_study(path: str | Path) -> Study:
     return parse_study_text(read_study_text(path), source=str(path))
 
 
+MAX_STUDY_FILE_BYTES = 1 << 20
+"""The largest study file read (1 MiB; the bundled studies are under 4 kB): a larger file, a
+device such as ``/dev/zero``, is refused before it can fill memory."""
+
+
 def read_study_text(path: str | Path) -> str:
     """The text of a study file (UTF-8; a byte-order mark is allowed).
+
+    A regular file larger than :data:`MAX_STUDY_FILE_BYTES` is refused before it is read, and a
+    device (``/dev/zero``) before it is opened; a pipe (``<(...)``) is read up to that size.
 
     Raises
     ------
     StudyError
-        If the file cannot be read or is not UTF-8 text.
+        If the file cannot be read, is a device, is larger than the cap or is not UTF-8 text.
     """
     file = Path(path)
+    cap = MAX_STUDY_FILE_BYTES
     try:
-        return file.read_bytes().decode("utf-8-sig")
+        mode = file.stat().st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            raise StudyError(f"study file {str(file)!r} is a device, not a study file")
+        if stat.S_ISREG(mode) and file.stat().st_size > cap:
+            raise StudyError(f"study file {str(file)!r} is larger than {cap:,} bytes: not a study file")
+        with file.open("rb") as handle:
+            data = handle.read(cap + 1)
     except OSError as exc:
         raise StudyError(f"study file {str(file)!r} cannot be read: {exc.strerror or exc}") from None
+    if len(data) > cap:
+        raise StudyError(f"study file {str(file)!r} is larger than {cap:,} bytes: not a study file")
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise StudyError(f"study file {str(file)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
                          "save it as UTF-8") from None

@@ -22,12 +22,11 @@ import asyncio
 import contextlib
 import logging
 from typing import Annotated, Any, Literal
-from urllib.parse import parse_qs
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
@@ -41,14 +40,13 @@ from dpbandits.serve.errors import NotFound, ServiceError
 from dpbandits.serve.kinds import list_kinds
 from dpbandits.serve.schemas import CreateExperiment, SampleRequest, TellRequest
 from dpbandits.serve.service import ExperimentService, library_error_status
-from dpbandits.serve.status_page import render_login, render_status
+from dpbandits.serve.status_routes import add_status_routes
 
 __all__ = ["MAX_JSON_BYTES", "MAX_UPLOAD_BYTES", "create_app"]
 
 MAX_JSON_BYTES = 64 * 1024
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 LEASE_SECONDS = 10.0
-COOKIE = "dpbandits_key"
 _log = logging.getLogger("dpbandits.serve")
 
 
@@ -135,7 +133,8 @@ class _StepsFreed:
 
 
 def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, json_limit: int = MAX_JSON_BYTES,
-               upload_limit: int = MAX_UPLOAD_BYTES, lease_seconds: float = LEASE_SECONDS) -> FastAPI:
+               upload_limit: int = MAX_UPLOAD_BYTES, lease_seconds: float = LEASE_SECONDS,
+               behind_tls: bool = False) -> FastAPI:
     """Build the application on a store (see :func:`dpbandits.serve.storage.make_engine`).
 
     Parameters
@@ -147,6 +146,9 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         Largest JSON body and largest uploaded data file, in bytes.
     lease_seconds : float
         How long a handed-out step is not handed out again (see :mod:`dpbandits.serve.service`).
+    behind_tls : bool, default False
+        The server is reached over TLS (a proxy terminates it): the status page's cookies are
+        ``Secure`` whatever the request's scheme (see :mod:`dpbandits.serve.status_routes`).
 
     Returns
     -------
@@ -271,37 +273,7 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         """Release private samples (KL-offline actions, USCA recommendations), each spending the budget."""
         return service.sample(who, _checked_id(experiment_id), body.size, body.context)
 
-    # ------------------------------------------------------------------------------ status page
-    @app.get("/", include_in_schema=False)
-    def root() -> RedirectResponse:
-        return RedirectResponse("/status", status_code=303)
-
-    @app.get("/status", response_class=HTMLResponse, tags=["status page"])
-    def status_page(request: Request) -> HTMLResponse:
-        """The status page of the key in the cookie (a sign-in form without one)."""
-        who = keys.owner(request.cookies.get(COOKIE))
-        if who is None:
-            return HTMLResponse(render_login())
-        listed = service.experiments(who)
-        spent = {e["id"]: service.ledger(who, e["id"])["spent"]["epsilon"] for e in listed}
-        return HTMLResponse(render_status(listed, spent))
-
-    @app.post("/status/login", include_in_schema=False)
-    async def login(request: Request) -> Response:
-        form = parse_qs((await request.body()).decode("utf-8", "replace"))
-        key = (form.get("key") or [""])[0].strip()
-        if keys.owner(key) is None:
-            return HTMLResponse(render_login("Unknown or revoked API key."), status_code=401)
-        response = RedirectResponse("/status", status_code=303)
-        response.set_cookie(COOKIE, key, httponly=True, samesite="strict")
-        return response
-
-    @app.post("/status/logout", include_in_schema=False)
-    def logout() -> Response:
-        response = RedirectResponse("/status", status_code=303)
-        response.delete_cookie(COOKIE)
-        return response
-
+    add_status_routes(app, engine, keys, behind_tls=behind_tls)
     app.add_middleware(BodyLimit, json_limit=json_limit, upload_limit=upload_limit)
     return app
 

@@ -10,7 +10,7 @@ __all__ = ["main", "run"]
 
 
 def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronous: str = "full",
-        lease_seconds: float = 10.0, allow_insecure_seeded_noise: bool = False) -> None:
+        lease_seconds: float = 10.0, allow_insecure_seeded_noise: bool = False, behind_tls: bool = False) -> None:
     """Serve the HTTP API and the status page on ``host:port`` from the store ``db`` (blocks).
 
     Parameters
@@ -25,6 +25,10 @@ def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronou
         How long a handed-out step is reserved for its client (see :mod:`dpbandits.serve.service`).
     allow_insecure_seeded_noise : bool
         Accept experiments with seeded noise (tests only: not private).
+    behind_tls : bool
+        Clients reach the server over TLS (a proxy terminates it): the status page's cookies are
+        ``Secure``. Without it they are ``Secure`` when the request's scheme is https (uvicorn takes
+        it from a trusted proxy's ``X-Forwarded-Proto``).
     """
     import uvicorn
 
@@ -35,7 +39,7 @@ def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronou
     if not lease_seconds > 0:
         raise InvalidParameterError(f"lease_seconds must be > 0; got {lease_seconds!r}")
     application = create_app(engine, allow_insecure_seeded_noise=allow_insecure_seeded_noise,
-                             lease_seconds=lease_seconds)
+                             lease_seconds=lease_seconds, behind_tls=behind_tls)
     uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False)
 
 
@@ -48,6 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sqlite-synchronous", choices=("full", "normal"), default="full")
     parser.add_argument("--lease-seconds", type=float, default=10.0)
     parser.add_argument("--allow-insecure-seeded-noise", action="store_true")
+    parser.add_argument("--behind-tls", action="store_true")
     options = parser.parse_args(argv)
     run(options.db, host=options.host, port=options.port, sqlite_synchronous=options.sqlite_synchronous,
-        lease_seconds=options.lease_seconds, allow_insecure_seeded_noise=options.allow_insecure_seeded_noise)
+        lease_seconds=options.lease_seconds, allow_insecure_seeded_noise=options.allow_insecure_seeded_noise,
+        behind_tls=options.behind_tls)

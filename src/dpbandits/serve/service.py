@@ -66,6 +66,7 @@ from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.serve.errors import Conflict, NotFound, ServiceError
 from dpbandits.serve.kinds import Action, ExperimentKind, Feedback, get_kind
 from dpbandits.serve.ledger import encode_event, finite_or_none, rebuild_accountant
+from dpbandits.serve.limits import check_release_affordable
 from dpbandits.serve.locking import SELECT_ROW, GroupCommitter, lock_experiment_row
 from dpbandits.serve.storage import experiments, feedback, ledger, ticket_secret
 from dpbandits.serve.tickets import issue_ticket, parse_ticket, ticket_matches
@@ -260,7 +261,12 @@ class ExperimentService:
                                "--allow-insecure-seeded-noise for tests)", code="insecure_refused")
         if not kind.family.run_event and epsilon_budget is None:
             raise ServiceError(f"epsilon_budget is required for kind {kind_name!r}: every sample spends privacy")
-        agent = kind.build(model, insecure_seed)
+        try:
+            agent = kind.build(model, insecure_seed)
+            # a finite guarantee, and a budget (ε and δ) that affords one release (for ask/tell kinds: the run)
+            check_release_affordable(kind.family.release_guarantee(agent, model), epsilon_budget, delta_budget)
+        except PrivacyBudgetExceededError as exc:
+            raise Conflict(str(exc), code="budget_exceeded") from None
         accountant = Accountant(epsilon_budget, delta_budget)
         run_event = None
         privacy: dict[str, Any] | None = None

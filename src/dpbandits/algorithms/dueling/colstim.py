@@ -44,14 +44,18 @@ from dpbandits.algorithms.dueling._common import (
 )
 from dpbandits.algorithms.dueling._pairwise_logistic import PairwiseLogistic
 from dpbandits.algorithms.dueling._rounds import (
+    LOGISTIC_MODEL,
+    LOGISTIC_RULES,
     RoundAgent,
     RoundPolicy,
+    round_schema,
     simulate_policy,
     uniform_distinct_pair,
 )
 from dpbandits.algorithms.dueling._streams import counter_gumbel, round_coins, trial_streams
 from dpbandits.algorithms.dueling.maxinp import LinearDuelingSettings, linear_dueling_settings
 from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
+from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
 __all__ = ["CoLSTIM", "CoLSTIMPolicy", "simulate_colstim"]
@@ -140,9 +144,13 @@ class CoLSTIM(RoundAgent):
     >>> agent.tell(agent.ask(), first_wins=True)
     """
 
+    _schema = round_schema(LOGISTIC_MODEL, LOGISTIC_RULES)
+
+
     def __init__(self, features: Any, horizon: int, *, exploration_rounds: int | None = None, ridge: float = 1.0,
                  threshold: float | None = None, confidence_width: float | None = None, rng: RNGLike = None) -> None:
         settings = linear_dueling_settings(features, horizon, exploration_rounds, ridge, 1.0)
+        check_pairwise_state("colstim", settings.n_arms)
         c_thresh, c1 = _widths(settings, threshold, confidence_width)
         policy = CoLSTIMPolicy(settings, np.array([trial_streams(rng).algorithm_key]), c_thresh, c1)
         super().__init__(policy, settings.horizon)
@@ -195,7 +203,7 @@ def simulate_colstim(
     ----------
     Bengs, Saha & Hüllermeier (2022), Algorithm 1 and Theorem 3.2 (regret Õ(√(dT))).
     """
-    check_dueling_env(env)
+    check_pairwise_state("colstim", check_dueling_env(env).n_arms, n_trials)
     settings = linear_dueling_settings(env.features, horizon, exploration_rounds, ridge, 1.0)
     c_thresh, c1 = _widths(settings, threshold, confidence_width)
     metrics, _ = simulate_policy(env, n_trials, rng, settings.horizon,

@@ -32,7 +32,9 @@ import numpy as np
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike
+from dpbandits._core.schema import Array, Int, Maybe, StateSchema, Tuple, rule
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int
 from dpbandits.algorithms.dueling._common import (
@@ -45,11 +47,16 @@ from dpbandits.algorithms.dueling._common import (
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.own_agent import OwnAgent
 from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
+from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 from dpbandits.privacy.guarantees import NonPrivate
 
 __all__ = ["InterleavedFilter", "simulate_interleaved_filter"]
+
+_BYTES_PER_ARM = 48.0
+"""Lower bound of an agent's memory per arm: the remaining arms as int64 and their wins (16 B) and as a
+list of Python ints (8 B pointers, 28 B int objects for ids above 256); refused up front when it cannot fit."""
 
 
 def _log_inverse_delta(n_arms: int, horizon: int) -> float:
@@ -84,6 +91,10 @@ def _after_sweep(
     return new_candidate, pruned, np.zeros(pruned.size), True
 
 
+def _last_arm(agent: InterleavedFilter) -> int:
+    return agent.n_arms - 1
+
+
 @register_algorithm_class("interleaved-filter")
 class InterleavedFilter(OwnAgent, Persistable):
     """Ask/tell Interleaved Filter 2 agent (non-private).
@@ -112,10 +123,25 @@ class InterleavedFilter(OwnAgent, Persistable):
     >>> agent.tell(agent.ask(), first_wins=True)
     """
 
-    _state_fields = ("candidate", "remaining", "_wins", "_sweeps", "_position", "time", "_asked")
+    _schema = StateSchema(
+        candidate=Int(0, _last_arm),
+        remaining=Array("int64", (None,), low=0, high=_last_arm),
+        _wins=Array("float64", (None,), low=0, high="horizon", integral=True),
+        _sweeps=Int(0, "horizon"),
+        _position=Int(0, "n_arms"),
+        time=Int(0, "horizon"),
+        _asked=Maybe(Tuple(Int(0, _last_arm), Int(0, _last_arm))),
+        rules=[rule("remaining: distinct arms other than candidate, one win count each, _position < their number "
+                    "(or 0), wins <= _sweeps <= time",
+                    lambda f, s: len(set(s["remaining"].tolist()) | {s["candidate"]}) == s["remaining"].size + 1
+                    and s["_wins"].shape == s["remaining"].shape
+                    and s["_position"] <= max(s["remaining"].size - 1, 0)
+                    and (s["_wins"] <= s["_sweeps"]).all() and s["_sweeps"] <= s["time"])],
+    )
 
     def __init__(self, n_arms: int, horizon: int, *, rng: RNGLike = None) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=2)
+        check_fits("n_arms", self.n_arms, _BYTES_PER_ARM * self.n_arms, what="interleaved-filter's remaining arms")
         self.horizon = check_int(horizon, "horizon", minimum=1)
         self._log_inv_delta = _log_inverse_delta(self.n_arms, self.horizon)
         self.candidate = _initial_candidate(trial_streams(rng).algorithm_key, self.n_arms)
@@ -265,7 +291,7 @@ def simulate_interleaved_filter(
     ----------
     Yue et al. (2012), Algorithm 1 and §5 (IF2), expected regret O(K·log T/Δ).
     """
-    check_dueling_env(env)
+    check_pairwise_state("interleaved-filter", check_dueling_env(env).n_arms, n_trials)
     check_elimination_horizon(horizon, env.n_arms, "interleaved-filter")
     n = check_int(n_trials, "n_trials", minimum=1)
     horizon = check_int(horizon, "horizon", minimum=1)

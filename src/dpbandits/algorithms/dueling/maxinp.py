@@ -47,13 +47,17 @@ from dpbandits.algorithms.dueling._common import (
 )
 from dpbandits.algorithms.dueling._pairwise_logistic import PairwiseLogistic
 from dpbandits.algorithms.dueling._rounds import (
+    LOGISTIC_MODEL,
+    LOGISTIC_RULES,
     RoundAgent,
     RoundPolicy,
+    round_schema,
     simulate_policy,
     uniform_distinct_pair,
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
+from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
 __all__ = ["LinearDuelingSettings", "MaxInP", "MaxInPPolicy", "linear_dueling_settings", "simulate_maxinp"]
@@ -184,9 +188,13 @@ class MaxInP(RoundAgent):
     >>> agent.tell(agent.ask(), first_wins=True)
     """
 
+    _schema = round_schema(LOGISTIC_MODEL, LOGISTIC_RULES)
+
+
     def __init__(self, features: Any, horizon: int, *, exploration_rounds: int | None = None, ridge: float = 1.0,
                  theta_bound: float = 1.0, confidence_scale: float = 1.0, rng: RNGLike = None) -> None:
         settings = linear_dueling_settings(features, horizon, exploration_rounds, ridge, theta_bound)
+        check_pairwise_state("maxinp", settings.n_arms)
         scale = check_positive_float(confidence_scale, "confidence_scale")
         policy = MaxInPPolicy(settings, np.array([trial_streams(rng).algorithm_key]), scale)
         super().__init__(policy, settings.horizon)
@@ -239,7 +247,7 @@ def simulate_maxinp(
     ----------
     Saha (2021), Algorithm 1 and Theorem 3 (regret Õ(d√T)).
     """
-    check_dueling_env(env)
+    check_pairwise_state("maxinp", check_dueling_env(env).n_arms, n_trials)
     settings = linear_dueling_settings(env.features, horizon, exploration_rounds, ridge, theta_bound)
     scale = check_positive_float(confidence_scale, "confidence_scale")
     metrics, _ = simulate_policy(env, n_trials, rng, settings.horizon, lambda keys: MaxInPPolicy(settings, keys, scale),

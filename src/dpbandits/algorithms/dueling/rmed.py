@@ -39,12 +39,27 @@ import numpy as np
 from scipy import special
 
 from dpbandits._core.rng import RNGLike
+from dpbandits._core.schema import Array
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
-from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
-from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, add_per_trial, simulate_policy
+from dpbandits.algorithms.dueling._common import (
+    DUELING_ENVIRONMENTS,
+    check_dueling_env,
+    round_horizon_precheck,
+)
+from dpbandits.algorithms.dueling._rounds import (
+    WINS,
+    WINS_SUM_AT_MOST_TIME,
+    RoundAgent,
+    RoundPolicy,
+    _arm,
+    add_per_trial,
+    round_schema,
+    simulate_policy,
+)
 from dpbandits.algorithms.dueling._streams import trial_streams
 from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
+from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
 __all__ = ["RMED1", "RMED1Policy", "bernoulli_kl_to_half", "rmed1_asymptotic_constant", "simulate_rmed1"]
@@ -181,8 +196,15 @@ class RMED1(RoundAgent):
     (0, 1)
     """
 
+    _schema = round_schema({
+        "wins": WINS, "remaining": Array("bool", (1, "n_arms")), "next_loop": Array("bool", (1, "n_arms")),
+        "_means": Array("float64", (1, "n_arms", "n_arms"), low=0, high=1), "_divergence": Array("float64", (1, "n_arms"), low=0),
+        "_leader": Array("int64", (1,), low=0, high=_arm)}, (WINS_SUM_AT_MOST_TIME,))
+
+
     def __init__(self, n_arms: int, horizon: int, tolerance: float | None = None, *, rng: RNGLike = None) -> None:
         k = check_int(n_arms, "n_arms", minimum=2)
+        check_pairwise_state("rmed1", k)
         keys = np.array([trial_streams(rng).algorithm_key])
         super().__init__(RMED1Policy(k, keys, _tolerance(k, tolerance)), horizon)
 
@@ -231,6 +253,7 @@ def simulate_rmed1(
     Komiyama et al. (2015), Algorithms 1–2, Theorem 3 (asymptotically optimal regret
     Σ_i Δ_1i/(2·d(μ_i1, ½))·ln T under strong stochastic transitivity).
     """
+    check_pairwise_state("rmed1", check_dueling_env(env).n_arms, n_trials)
     f = _tolerance(env.n_arms, tolerance)
     metrics, _ = simulate_policy(env, n_trials, rng, horizon, lambda keys: RMED1Policy(env.n_arms, keys, f),
                                  algorithm="rmed1")
