@@ -157,6 +157,10 @@ _EXPORTS: dict[str, str] = {
     "NoiseBackend": "dpbandits.privacy.noise",
     "OpenDPNoise": "dpbandits.privacy.noise",
     "get_noise_backend": "dpbandits.privacy.noise",
+    "GroupPrivacy": "dpbandits.privacy.ledger",
+    "LedgerEntry": "dpbandits.privacy.ledger",
+    "NeighbouringConversion": "dpbandits.privacy.ledger",
+    "detectable_violation": "dpbandits.audit.statistical",
     # errors and warnings (every class of dpbandits._core.errors)
     "DPBanditsError": "dpbandits._core.errors",
     "InvalidParameterError": "dpbandits._core.errors",
