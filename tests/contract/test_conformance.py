@@ -89,8 +89,8 @@ BUILD: dict[str, Build] = {
     "dp-ebs-elimination": lambda env, seed: dpbandits.DPEBSElimination(
         env.n_arms, HORIZON, EPSILON, rng=seed, insecure_seeded_noise=True),
     "ebs-elimination": lambda env, seed: dpbandits.DPEBSElimination(env.n_arms, HORIZON, math.inf, rng=seed),
-    "ldp-ebs-elimination": lambda env, seed: dpbandits.LDPEBSElimination(
-        env.n_arms, HORIZON, EPSILON, rng=seed, insecure_seeded_noise=True),
+    # local DP: the users randomise their reports, the learner draws no privacy noise
+    "ldp-ebs-elimination": lambda env, seed: dpbandits.LDPEBSElimination(env.n_arms, HORIZON, EPSILON, rng=seed),
     "goptimal-dpdb": lambda env, seed: dpbandits.GOptimalDPDB(
         env.features, HORIZON, EPSILON, rng=seed, insecure_seeded_noise=True),
     "goptimal-dpdb-nonprivate": lambda env, seed: dpbandits.GOptimalDPDB(env.features, HORIZON, math.inf, rng=seed),
