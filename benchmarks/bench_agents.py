@@ -157,21 +157,16 @@ def duelpy_run(class_name: str) -> Callable[[int], int] | None:
 
 def bai_pulls(agent: Any, u: list[float], start: int, *, clip: bool = True) -> int:
     """Drive a best-arm agent to its end with rewards w_i·U, clipped to 1 if ``clip`` (as its plain loop
-    computes them); returns the pulls made. ``done`` (``finished``) is read as a deployer's loop reads it."""
+    computes them); returns the pulls made. ``done`` is read as a deployer's loop reads it."""
     i = start
     ask, tell = agent.ask, agent.tell
-    if hasattr(agent, "done"):
+    if clip:
         while not agent.done:
             arm = ask()
             tell(arm, min(1.0, WIDTHS[arm] * u[i]))
             i += 1
-    elif clip:
-        while not agent.finished:
-            arm = ask()
-            tell(arm, min(1.0, WIDTHS[arm] * u[i]))
-            i += 1
     else:
-        while not agent.finished:
+        while not agent.done:
             arm = ask()
             tell(arm, WIDTHS[arm] * u[i])
             i += 1
@@ -208,8 +203,8 @@ def sequential_halving_case(trials: int) -> Case:
         agent = SequentialHalving(BAI.n_arms, BAI_BUDGET, rng=SEED + trial)
         bai_pulls(agent, u, trial * BAI_BUDGET, clip=False)
         reference = plain.sequential_halving(BAI.n_arms, BAI_BUDGET, WIDTHS, u[trial * BAI_BUDGET:])
-        if agent.recommend() != reference:
-            raise SystemExit(f"sequential-halving: ours recommends {agent.recommend()}, the plain loop {reference}")
+        if agent.recommendation != reference:
+            raise SystemExit(f"sequential-halving: ours recommends {agent.recommendation}, the plain loop {reference}")
 
     def ours(_: int, secure: bool) -> int:
         pulls = 0

@@ -21,6 +21,8 @@ from dpbandits.algorithms.bai.phased import run_vectorised
 from dpbandits.audit.statistical import OutcomeEvent, epsilon_lower_bound, select_events
 from dpbandits.privacy.noise import NumpyNoise
 
+pytestmark = pytest.mark.slow  # Monte Carlo audits: many simulated runs
+
 EPSILON = 1.0
 N_SAMPLES = 100_000
 N_CALIBRATION = 10_000

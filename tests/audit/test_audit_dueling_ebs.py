@@ -55,6 +55,7 @@ def _oracle_streams(pairs: list[tuple[int, int]], outcomes: list[int],
     return streams
 
 
+@pytest.mark.slow
 def test_bookkeeping_and_realised_transcript_loss(seed: int) -> None:
     table = lower_index_wins(EBS_HORIZON, EBS_ARMS)
     neighbour = flip_user(table, FLIPPED_USER)

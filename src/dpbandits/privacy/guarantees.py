@@ -31,6 +31,7 @@ __all__ = [
     "ApproxDP",
     "Guarantee",
     "Neighbouring",
+    "NonPrivate",
     "PureDP",
     "UnsupportedConversionError",
     "add_remove_to_label",
@@ -242,6 +243,41 @@ class ApproxDP(Guarantee):
     >>> ApproxDP(epsilon=1.0, delta=1e-6, unit="one record", neighbouring="add/remove").delta
     1e-06
     """
+
+
+@dataclass(frozen=True, kw_only=True)
+class NonPrivate(PureDP):
+    """The explicit statement that an algorithm gives no privacy guarantee (ε = ∞).
+
+    A non-private comparator still names the unit a private algorithm of its family protects, so
+    that its ``privacy`` reads beside theirs; ``epsilon`` is always ``inf`` and ``is_finite`` False.
+
+    Parameters
+    ----------
+    unit : str
+        The unit a private algorithm of the family protects ("one preference label").
+    reason : str, default "non-private algorithm"
+        Why there is no guarantee.
+    neighbouring : Neighbouring, default replace-one
+
+    Examples
+    --------
+    >>> from dpbandits.privacy.guarantees import NonPrivate
+    >>> print(NonPrivate(unit="one preference label", reason="RUCB stores every raw outcome"))
+    non-private (no guarantee) for one preference label: RUCB stores every raw outcome
+    """
+
+    epsilon: float = math.inf
+    neighbouring: Neighbouring = Neighbouring.REPLACE_ONE
+    reason: str = "non-private algorithm"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not math.isinf(self.epsilon):
+            raise InvalidParameterError(f"epsilon of a NonPrivate guarantee must be inf; got {self.epsilon!r}")
+
+    def __str__(self) -> str:
+        return f"non-private (no guarantee) for {self.unit}: {self.reason}"
 
 
 def add_remove_to_replace_one(guarantee: Guarantee) -> Guarantee:

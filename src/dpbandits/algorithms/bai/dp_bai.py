@@ -45,7 +45,7 @@ from dpbandits.algorithms.bai.schedule import (
     dp_bai_schedule,
     guard_pulls,
 )
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.base import BanditEnvironment
 from dpbandits.privacy.guarantees import ApproxDP, Guarantee, Neighbouring, PureDP
 from dpbandits.privacy.mechanisms import analytic_gaussian_sigma
@@ -171,6 +171,7 @@ class _DPBAIFamily(PhasedAlgorithm):
         self._set_common(tie_break, clip_rewards, allow_out_of_range)
 
 
+@register_algorithm_class("dp-bai")
 class DPBAI(_DPBAIFamily):
     """DP-BAI: ε-DP fixed-budget best-arm identification in linear bandits (Algorithm 1).
 
@@ -247,6 +248,7 @@ class DPBAI(_DPBAIFamily):
         return ""
 
 
+@register_algorithm_class("dp-bai-baseline")
 class Baseline(DPBAI):
     """Baseline of §5: DP-BAI without Max-Det collections (every active arm is pulled in every phase).
 
@@ -266,6 +268,7 @@ class Baseline(DPBAI):
     _name = "Baseline"
 
 
+@register_algorithm_class("dp-bai-gauss")
 class DPBAIGauss(_DPBAIFamily):
     """DP-BAI-Gauss: (ε, δ)-DP variant of DP-BAI with Gaussian noise (Algorithm 2, Appendix D).
 

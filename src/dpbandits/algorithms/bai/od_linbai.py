@@ -31,9 +31,9 @@ from dpbandits.algorithms.bai.designs import GOptimalDesign, g_optimal_design, r
 from dpbandits.algorithms.bai.dp_bai import environment_features
 from dpbandits.algorithms.bai.phased import PhasedAlgorithm, PhasePlan
 from dpbandits.algorithms.bai.schedule import InsufficientBudgetError
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.base import BanditEnvironment
-from dpbandits.privacy.guarantees import Guarantee, Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Guarantee, NonPrivate
 
 __all__ = ["L_MODES", "ODLinBAI", "OptimalDesignPlanner", "od_linbai_base_allocation"]
 
@@ -157,6 +157,7 @@ class OptimalDesignPlanner:
         return (survivors, used + plan.total_pulls, projections)
 
 
+@register_algorithm_class("od-linbai")
 class ODLinBAI(PhasedAlgorithm):
     """OD-LinBAI: non-private fixed-budget linear BAI with G-optimal designs (Yang & Tan 2022).
 
@@ -189,8 +190,7 @@ class ODLinBAI(PhasedAlgorithm):
     @property
     def privacy(self) -> Guarantee:
         """No privacy (ε = ∞)."""
-        return PureDP.infinite(unit="one entry of the reward table", neighbouring=Neighbouring.REPLACE_ONE,
-                               reason="OD-LinBAI is non-private")
+        return NonPrivate(unit="one entry of the reward table", reason="OD-LinBAI is non-private")
 
 
 @register_algorithm("od-linbai", family="bai", privacy="none (non-private)", metrics=("success", "pulls_used"),

@@ -61,7 +61,7 @@ from dpbandits.algorithms.dueling._rounds import (
     uniform_pick,
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
@@ -187,6 +187,7 @@ class CCBPolicy(RoundPolicy):
         add_per_trial(self.wins, 1 - outcome, second, first)
 
 
+@register_algorithm_class("copeland-confidence-bound")
 class CopelandConfidenceBound(RoundAgent):
     """Ask/tell Copeland Confidence Bound agent (non-private).
 

@@ -60,13 +60,15 @@ from dpbandits._core.validation import (
     check_one_of,
 )
 from dpbandits.algorithms.dueling._common import (
+    UNIT,
     check_dueling_env,
     check_elimination_horizon,
     check_told,
     elimination_horizon_precheck,
 )
 from dpbandits.algorithms.dueling._streams import fresh_seed_sequence, trial_seed_sequences, trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.own_agent import OwnAgent
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.base import counter_uniform, counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 from dpbandits.privacy.accounting import Accountant, spend
@@ -77,7 +79,7 @@ from dpbandits.privacy.counters import (
     binary_tree_node_scale,
     tree_levels,
 )
-from dpbandits.privacy.guarantees import Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Neighbouring, NonPrivate, PureDP
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise
 
 __all__ = [
@@ -91,7 +93,6 @@ __all__ = [
     "simulate_ebs_elimination",
 ]
 
-UNIT = "one preference label (one round's feedback, the user's whole response function)"
 REFERENCE = (
     "Saha & Asi (2024), DP-Dueling, Lemma 2 and Theorem 1 (DP-EBS-Elimination); "
     "reconstruction, paper errata DUEL-3/4"
@@ -287,7 +288,7 @@ def dp_ebs_guarantee(epsilon: float, counter_epsilon: str = "quarter", stats_rem
     check_one_of(counter_epsilon, "counter_epsilon", tuple(_BUDGET_SPLIT))
     removal = check_one_of(stats_removal, "stats_removal", STATS_REMOVAL)
     if math.isinf(eps):
-        return PureDP.infinite(
+        return NonPrivate(
             unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
             reason="epsilon = inf: the non-private twin releases exact counts",
         )
@@ -329,7 +330,8 @@ def _horizon(agent: DPEBSElimination) -> int:
     return int(agent.constants.horizon)
 
 
-class DPEBSElimination(Persistable):
+@register_algorithm_class("dp-ebs-elimination", non_private="ebs-elimination")
+class DPEBSElimination(OwnAgent, Persistable):
     """Ask/tell DP-EBS-Elimination agent.
 
     Parameters

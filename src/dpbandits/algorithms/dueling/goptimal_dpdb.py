@@ -54,10 +54,11 @@ from dpbandits._core.validation import (
 from dpbandits.algorithms.bai.designs import g_optimal_design
 from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.own_agent import OwnAgent
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 from dpbandits.privacy.accounting import Accountant, spend
-from dpbandits.privacy.guarantees import Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Neighbouring, NonPrivate, PureDP
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
 __all__ = [
@@ -242,7 +243,7 @@ def goptimal_dpdb_guarantee(epsilon: float) -> PureDP:
     """
     eps = check_epsilon(epsilon, allow_inf=True)
     if math.isinf(eps):
-        return PureDP.infinite(unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
+        return NonPrivate(unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
                                reason="epsilon = inf: the non-private twin uses exact counts")
     return PureDP(epsilon=eps, unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
                   reason="per-(phase, pair) Laplace(1/ε) sums of disjoint labels, sensitivity 1 "
@@ -380,7 +381,8 @@ def _width_diagnostics(plan: _Phase, settings: GOptimalSettings) -> dict[str, fl
     return out
 
 
-class GOptimalDPDB(Persistable):
+@register_algorithm_class("goptimal-dpdb", non_private="goptimal-dpdb-nonprivate")
+class GOptimalDPDB(OwnAgent, Persistable):
     """Ask/tell GOptimal-DPDB agent on a finite arm set (a net for infinite spaces).
 
     Parameters
@@ -498,6 +500,19 @@ class GOptimalDPDB(Persistable):
     def committed(self) -> bool:
         """Whether the agent plays (a, a) from now on."""
         return self._committed_arm is not None
+
+    @property
+    def recommendation(self) -> int:
+        """The committed arm; before, the active arm of largest estimated utility xᵀθ̂.
+
+        θ̂ is the last finished phase's (a private release); before the first, the lowest active index.
+        """
+        if self._committed_arm is not None:
+            return self._committed_arm
+        if not self.theta_estimates:
+            return int(self.active.min())
+        utilities = self.features[self.active] @ self.theta_estimates[-1]
+        return int(self.active[int(np.argmax(utilities))])
 
     def _start_phase(self, index: int) -> None:
         plan = None if self.active.size == 1 else _plan_phase(self.features, self.active, index, self.settings)

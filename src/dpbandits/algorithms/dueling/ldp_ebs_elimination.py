@@ -34,7 +34,7 @@ from dpbandits.algorithms.dueling.dp_ebs_elimination import (
     ebs_constants,
     run_trial,
 )
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.dueling import UtilityDuelingEnvironment
 from dpbandits.privacy.counters import TreeNoiseTable
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
@@ -109,6 +109,7 @@ def _report_range(epsilon: float) -> float:
     return value
 
 
+@register_algorithm_class("ldp-ebs-elimination")
 class LDPEBSElimination(DPEBSElimination):
     """Ask/tell learner of the local-DP baseline: ``tell`` receives the user's randomised report.
 

@@ -64,7 +64,7 @@ from dpbandits.algorithms.dueling._rounds import (
     uniform_distinct_pair,
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
@@ -174,6 +174,7 @@ class MaxInPPolicy(RoundPolicy):
         return np.asarray(np.argmax(theta @ self.settings.features.T, axis=1), dtype=np.int64)
 
 
+@register_algorithm_class("maxinp")
 class MaxInP(RoundAgent):
     """Ask/tell MaxInP agent (non-private).
 

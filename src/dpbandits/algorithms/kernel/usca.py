@@ -61,7 +61,7 @@ from dpbandits.algorithms.kernel.surrogate import (
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.kernel import KernelBanditEnvironment, StationaryKernel, joint_points
 from dpbandits.privacy.accounting import Accountant, spend
-from dpbandits.privacy.guarantees import Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Neighbouring, NonPrivate, PureDP
 from dpbandits.privacy.mechanisms import BackendLike, GridExponentialMechanism, uniform_grid
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
@@ -323,7 +323,7 @@ class USCA(Persistable):
     def privacy(self) -> PureDP:
         """The guarantee of one prediction: ε-joint-DP for one round's context and reward."""
         if math.isinf(self.epsilon):
-            return PureDP.infinite(
+            return NonPrivate(
                 unit=PROTECTED_UNIT, neighbouring=Neighbouring.JOINT, reference=USCA_REFERENCE,
                 reason="epsilon = inf: non-private USCA (argmax of the surrogate mean)",
             )

@@ -39,9 +39,10 @@ from dpbandits._core.validation import check_epsilon, check_in_interval, check_i
 from dpbandits.algorithms.offline.accountants import UNIT_MAB, mab_domain_sensitivity
 from dpbandits.algorithms.offline.domain import refuse_outside_count_floor
 from dpbandits.algorithms.offline.kl_mab import MAB_COUNTS, MAB_SUMS, MAB_SUMS_WITHIN_COUNTS, mab_utilities
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.offline import LoggedBanditData
 from dpbandits.privacy.accounting import Accountant, spend
-from dpbandits.privacy.guarantees import Guarantee, Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Guarantee, Neighbouring, NonPrivate, PureDP
 from dpbandits.privacy.mechanisms import ExponentialMechanism, ReportNoisyMaxMechanism, report_noisy_max
 from dpbandits.privacy.noise import NoiseBackend, privacy_noise
 
@@ -120,6 +121,7 @@ class _MABBaseline(Persistable):
         )
 
 
+@register_algorithm_class("em-mab")
 class ExponentialMechanismMAB(_MABBaseline):
     """Exponential mechanism on u(a) = r̄(a) − β0/√N(a) with η = 2Δ(m)/ε and a uniform base measure.
 
@@ -171,6 +173,7 @@ class ExponentialMechanismMAB(_MABBaseline):
         return self._mechanism().sample(self.utilities_, rng, size, backend, insecure_seeded_noise=insecure_seeded_noise)
 
 
+@register_algorithm_class("rnm-mab")
 class ReportNoisyMaxMAB(_MABBaseline):
     """Report-noisy-max: argmax_a (u(a) + Lap(Δ(m)/ε)) (one utility changes between neighbours).
 
@@ -218,6 +221,7 @@ class ReportNoisyMaxMAB(_MABBaseline):
                                 backend=backend, insecure_seeded_noise=insecure_seeded_noise)
 
 
+@register_algorithm_class("laplace-greedy-mab")
 class LaplaceStatisticsGreedyMAB(_MABBaseline):
     """Release ũ = u + Lap(Δ(m)/ε) for every arm once, then act greedily on ũ.
 
@@ -261,6 +265,7 @@ class LaplaceStatisticsGreedyMAB(_MABBaseline):
         return np.asarray(best if size is None else np.full(check_int(size, "size", minimum=1), best))
 
 
+@register_algorithm_class("greedy-mab")
 class PessimisticGreedyMAB(Persistable):
     """Non-private reference: argmax_a (r̄(a) − β0/√N(a)), ties broken uniformly at random.
 
@@ -323,5 +328,5 @@ class PessimisticGreedyMAB(Persistable):
     @property
     def privacy(self) -> Guarantee:
         """No privacy: ε = ∞."""
-        return PureDP.infinite(unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
-                               reason="non-private reference (deterministic arg-max)")
+        return NonPrivate(unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
+                          reason="non-private reference (deterministic arg-max)")

@@ -24,12 +24,14 @@ from dpbandits.algorithms.offline._elliptical import (
 )
 from dpbandits.algorithms.offline.accountants import account_linear
 from dpbandits.algorithms.offline.domain import require_declared_domain
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.offline import LoggedContextualData
 from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = ["KLLinearPolicy"]
 
 
+@register_algorithm_class("kl-linear", "kl-linear-classification")
 class KLLinearPolicy(EllipticalKLPolicy, Persistable):
     """KL-regularised pessimistic policy for logged linear contextual bandit data (eq. 10).
 

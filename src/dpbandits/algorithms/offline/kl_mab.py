@@ -28,6 +28,7 @@ from dpbandits._core.validation import (
 )
 from dpbandits.algorithms.offline.accountants import account_mab
 from dpbandits.algorithms.offline.domain import refuse_outside_count_floor, require_declared_domain
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.offline import LoggedBanditData
 from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee
@@ -174,6 +175,7 @@ def _extremes_fit(counts: IntArray, sums: FloatArray, minima: FloatArray, maxima
                 and np.all(hi <= s + slack) and np.all(s <= lo + (n - 1) * r + slack))
 
 
+@register_algorithm_class("kl-mab", "kl-mab-repeated")
 class KLMABPolicy(Persistable):
     """KL-regularised pessimistic policy for logged multi-armed bandit data (eq. 8).
 

@@ -26,6 +26,7 @@ from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_in_interval, check_positive_float
 from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
 from dpbandits.algorithms.offline.accountants import account_rlhf
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.offline import PreferenceData
 from dpbandits.privacy.guarantees import Guarantee
 
@@ -290,6 +291,7 @@ def bradley_terry_mle(
     return BradleyTerryFit(theta, True, nu_star, residual, iterations)
 
 
+@register_algorithm_class("kl-rlhf")
 class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
     """KL-regularised pessimistic RLHF policy on Bradley–Terry preference data (eq. 11).
 
