@@ -12,7 +12,11 @@ rounds (``_harness.interleaved``), per step (one ``ask`` + one ``tell``, or one 
   per release (the cost floor set by OpenDP itself);
 * **peer**: the same algorithm in another library, where one exists: duelpy 1.0.0 (RUCB,
   Beat-the-Mean, RMED1, Double Thompson Sampling, Copeland Confidence Bound, Interleaved Filtering),
-  run with its own loop (``algorithm.run()`` on a ``MatrixFeedback``).
+  run with its own loop (``algorithm.run()`` on a ``MatrixFeedback``). duelpy is a **speed** peer
+  only, never a reference for results: its RUCB records every duel as won by the first arm (its
+  ``step`` tests ``feedback_mechanism.duel(c, d) < 0`` on the boolean that ``duel`` returns, which is
+  never below 0), and an independent review found its RMED1 broken as shipped too; so its regret or
+  its pulls must not be compared with dpbandits' (the plain loops are the like-for-like reference).
 
 Targets: ours fast <= 2 × plain loop; ours secure <= 3 × the OpenDP-direct plain loop; ours faster
 than the peer (ratio peer / ours > 1). Feedback is the same in every loop: duel (a, b) at round t is
@@ -292,7 +296,7 @@ def cases(quick: bool, rounds: int) -> list[Case]:
              lambda s, sec: duel(CopelandConfidenceBound(K, HORIZON, rng=SEED), s),
              loop(plain.copeland_confidence_bound, P, rng(SEED)),
              peer=("duelpy CopelandConfidenceBound", duelpy_run("CopelandConfidenceBound"))),
-        Case("maxinp", n(600), lambda s, sec: duel(MaxInP(FEATURES, HORIZON, rng=SEED), s),
+        Case("maxinp", n(600), lambda s, sec: duel(MaxInP(FEATURES, HORIZON, confidence_scale=1.0, rng=SEED), s),
              lambda s: (plain.maxinp(FEATURES, P, s, uniforms(s), rng(SEED), HORIZON), s)[1]),
         Case("colstim", n(600), lambda s, sec: duel(CoLSTIM(FEATURES, HORIZON, rng=SEED), s),
              lambda s: (plain.colstim(FEATURES, P, s, uniforms(s), rng(SEED), HORIZON), s)[1]),

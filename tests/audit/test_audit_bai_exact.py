@@ -1,4 +1,4 @@
-"""Exact privacy audit of DP-BAI, Baseline and DP-OD on tiny instances (spec §2.6, §8 items 6-7).
+"""Exact privacy audit of DP-BAI, Baseline and DP-OD on tiny instances.
 
 For a fixed reward table the whole output (pull sequence and recommendation) is a function of the
 survivor-set path, whose exact law is computed by quadrature of Laplace densities

@@ -1,4 +1,4 @@
-"""Monte-Carlo privacy audit of DP-BAI on a multi-phase instance with both branches (spec §8 item 7).
+"""Monte-Carlo privacy audit of DP-BAI on a multi-phase instance with both branches.
 
 K = 12 arms in d = 3: s = (12, 4, 3, 2, 1); phase 1 uses a Max-Det collection (3² < 12), later phases
 pull every active arm. The exact audit does not cover this shape, so outputs — the recommended arm

@@ -1,5 +1,5 @@
-"""DP-BAI, DP-BAI-Gauss, Baseline, OD-LinBAI and DP-OD: mechanics on the spec's instances, budget,
-ask/tell vs vectorised agreement, validation and guarantees (spec §2, §4, §6.1, §8)."""
+"""DP-BAI, DP-BAI-Gauss, Baseline, OD-LinBAI and DP-OD: mechanics on the paper's instances, budget,
+ask/tell vs vectorised agreement, validation and guarantees."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ the neighbouring notion (:class:`Neighbouring`), the reference (paper and theore
 per-instance (data-dependent). A guarantee whose precondition fails is ``epsilon = inf`` with the
 reason in ``reason``.
 
-Conversions between neighbouring notions are the correct ones only
-(``specs/spec_kl_regularization.md`` §4.8):
+Conversions between neighbouring notions are the correct ones only:
 
 * add/remove (ε, δ) ⇒ replace-one (2ε, (1 + e^ε)·δ) — a replacement is a removal then an addition;
 * add/remove (ε, δ) ⇒ label-only (2ε, (1 + e^ε)·δ) — a label flip is a replacement;
@@ -336,8 +335,8 @@ def replace_one_to_add_remove(guarantee: Guarantee, *, bounded_with_null: bool =
     """Convert replace-one to add/remove — only under the bounded-with-null-element model.
 
     The KL paper's Proposition 1 claims replace-one (ε', δ') ⇒ add/remove (ε, e^ε·δ). That is false
-    in general: releasing ``len(D)`` is (0, 0) replace-one DP and not add/remove DP for any finite ε
-    (``specs/spec_kl_regularization.md`` §4.8). When datasets are modelled with a null element ⊥ so
+    in general: releasing ``len(D)`` is (0, 0) replace-one DP and not add/remove DP for any finite ε.
+    When datasets are modelled with a null element ⊥ so
     that adding or removing a record *is* a replacement with ⊥, the guarantee carries over unchanged.
 
     Parameters

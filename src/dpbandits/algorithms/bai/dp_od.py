@@ -8,7 +8,7 @@ sizes); only the right-hand side of the least-squares fit is privatised:
 Changing one reward x → x' in [0, 1] moves U_r by a_i^{(r)}·(x − x'), whose ℓ1 norm is at most
 ‖a_i^{(r)}‖₁; the Laplace mechanism therefore needs L_r >= max_i ‖a_i^{(r)}‖₁ (``l_mode="l1"``,
 the default). The paper's L = max_i ‖a_i‖₂ (``l_mode="paper"``) can under-noise by up to √d_r
-(spec §4.3, §7 B2); on the paper's two experiments both coincide.
+(errata BAI-B2); on the paper's two experiments both coincide.
 """
 
 from __future__ import annotations

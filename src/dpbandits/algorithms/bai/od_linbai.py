@@ -9,7 +9,7 @@ span *only when the dimension drops* (d_r < d_{r−1}), computes a G-optimal des
 (support <= d_r(d_r+1)/2), pulls each arm of the support ⌈π_r(i)·m⌉ times, fits ordinary least
 squares on this phase's rewards only, θ̂_r = V_r⁻¹ U_r, and keeps the ⌈d/2^r⌉ arms with the largest
 ⟨θ̂_r, a_i⟩. The schedule was checked against a public third-party implementation (same m, phase
-count, projection rule, ⌈π·m⌉ allocation and ⌈d/2^r⌉ rule; ``specs/spec_dp_bai.md`` §4.2, D1).
+count, projection rule, ⌈π·m⌉ allocation and ⌈d/2^r⌉ rule; errata BAI-D1).
 
 The same planner, with Laplace noise added to U_r, is DP-OD (:mod:`~dpbandits.algorithms.bai.dp_od`).
 """
@@ -120,7 +120,7 @@ class OptimalDesignPlanner:
         pulls = np.ceil(design.weights[support] * self.base_allocation - 1e-9).astype(np.int64)  # ⌈π(i)·m⌉
         pulls = np.maximum(pulls, 1)
         clipped = used + int(pulls.sum()) > self.budget
-        if clipped:  # safety net (§2.5): shrink proportionally so the budget is never exceeded
+        if clipped:  # safety net (errata BAI-A11): shrink proportionally so the budget is never exceeded
             pulls = np.floor(pulls * (self.budget - used) / pulls.sum()).astype(np.int64)
             if np.any(pulls < 1):
                 raise InsufficientBudgetError(

@@ -90,7 +90,7 @@ class PhasePlan:
     keep : int
         Number of survivors.
     clipped : bool
-        Whether the budget guard reduced the pulls (§2.5 of the spec).
+        Whether the budget guard reduced the pulls (errata BAI-A11).
     info : dict
         Diagnostics (dimension, branch, noise scale, ...).
     """

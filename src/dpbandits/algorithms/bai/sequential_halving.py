@@ -18,7 +18,7 @@ stream: the algorithm is not private.
 References
 ----------
 Z. Karnin, T. Koren, O. Somekh. "Almost optimal exploration in multi-armed bandits." ICML 2013,
-Algorithm 1 and Theorem 4.1. Implementation notes: ``specs/spec_dp_bai.md`` §4.4.
+Algorithm 1 and Theorem 4.1. Per-round averages are used (errata BAI-D2).
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def simulate_sequential_halving(
 
     References
     ----------
-    Karnin, Koren & Somekh (2013), Algorithm 1; ``specs/spec_dp_bai.md`` §4.4.
+    Karnin, Koren & Somekh (2013), Algorithm 1.
     """
     n_trials = check_int(n_trials, "n_trials", minimum=1)
     reward_draws = check_reward_draws(reward_draws)  # type: ignore[assignment]

@@ -1,4 +1,4 @@
-"""Local-DP baseline: EBS-Elimination on randomised-response reports (spec §7.4; not a paper algorithm).
+"""Local-DP baseline: EBS-Elimination on randomised-response reports (errata DUEL-30; not a paper algorithm).
 
 Each user randomises its own preference bit before sending it (randomised response, Warner 1965):
 the reported bit is the true outcome with probability 1 − q and its opposite with probability
@@ -132,7 +132,7 @@ class LDPEBSElimination(DPEBSElimination):
 
     References
     ----------
-    Warner (1965); spec §7.4 (baseline, not a paper algorithm).
+    Warner (1965).
     """
 
     def __init__(self, n_arms: int, horizon: int, epsilon: float, *, conf_scale: float = 1.0,
@@ -183,7 +183,7 @@ def simulate_ldp_ebs(
 
     References
     ----------
-    Warner (1965); spec §7.4.
+    Warner (1965)
     """
     check_dueling_env(env)
     check_elimination_horizon(horizon, env.n_arms, "ldp-ebs-elimination")

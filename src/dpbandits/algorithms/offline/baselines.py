@@ -1,4 +1,4 @@
-"""Baselines for utility comparisons with the KL-regularised MAB policy (spec §3.5 and study E5).
+"""Baselines for utility comparisons with the KL-regularised MAB policy (study kl-e5-privacy-utility).
 
 The private baselines are standard mechanisms calibrated **only from public quantities**: the
 number of arms K, the reward bound R, the pessimism β0, ε, and a per-arm count floor ``min_count``
@@ -114,7 +114,7 @@ class _MABBaseline(Persistable):
         """Pure ε-DP of one release (add/remove of one logged record) over the declared domain."""
         return PureDP(
             epsilon=self.epsilon, unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
-            reference=(f"{type(self).__name__} (spec §3.5), noise calibrated by the public Delta(m) = "
+            reference=(f"{type(self).__name__}, noise calibrated by the public Delta(m) = "
                        f"{self.sensitivity:.6g} from min_count m, reward bound R, beta0 and epsilon"),
             domain=(f"N(a) >= min_count = {self.min_count} for every arm, rewards in [0, {self.reward_bound:g}]; "
                     "every pair of add/remove neighbours in it"),
@@ -147,7 +147,7 @@ class ExponentialMechanismMAB(_MABBaseline):
 
     References
     ----------
-    McSherry & Talwar (2007); KL paper eq. (6); spec §3.5.
+    McSherry & Talwar (2007); KL paper eq. (6).
     """
 
     name = "em"
@@ -187,7 +187,7 @@ class ReportNoisyMaxMAB(_MABBaseline):
 
     References
     ----------
-    Dwork & Roth (2014), §3.3; spec §3.5.
+    Dwork & Roth (2014), §3.3.
     """
 
     name = "rnm"
@@ -236,7 +236,7 @@ class LaplaceStatisticsGreedyMAB(_MABBaseline):
 
     References
     ----------
-    Dwork & Roth (2014), Theorem 3.6; spec §3.5 and E6.
+    Dwork & Roth (2014), Theorem 3.6 and E6.
     """
 
     _schema = _MABBaseline._schema.extend(noisy_utilities_=Array("float64", ("n_arms",)))  # the release
@@ -281,7 +281,7 @@ class PessimisticGreedyMAB(Persistable):
 
     References
     ----------
-    ``specs/spec_kl_regularization.md`` §3.5 (non-private references).
+    Non-private references (not in the paper).
     """
 
     name = "greedy"

@@ -89,7 +89,7 @@ def mab_utilities(counts: ArrayLike, reward_sums: ArrayLike, beta0: float) -> Fl
     Returns
     -------
     ndarray of shape (..., K)
-        An arm with no data gets u = -inf: Γ = 1/√0 = ∞, so π̃(a) = 0 (spec §3.2, §7 item 22).
+        An arm with no data gets u = -inf: Γ = 1/√0 = ∞, so π̃(a) = 0 (errata KL-22).
     """
     n = np.asarray(counts, dtype=np.float64)
     s = np.asarray(reward_sums, dtype=np.float64)
@@ -233,7 +233,7 @@ class KLMABPolicy(Persistable):
     References
     ----------
     Zhang, Panaganti, Shi, Ziani, Wierman (2025), "KL-regularization itself is differentially private
-    in bandits and RLHF", eq. (8), Theorem 1 and Corollary 1; ``specs/spec_kl_regularization.md`` §3.2.
+    in bandits and RLHF", eq. (8), Theorem 1 and Corollary 1.
 
     Examples
     --------
