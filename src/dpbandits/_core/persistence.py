@@ -526,9 +526,12 @@ class Persistable:
     def _continuation_charge(self) -> Any:
         """What a fork of this object costs again: its privacy guarantee (None for a non-private object)."""
         try:
-            return getattr(self, "privacy", None)
+            guarantee = getattr(self, "privacy", None)
         except DPBanditsError:  # e.g. a policy whose guarantee needs a declared domain
             return None
+        # a non-private object states an infinite ε (NonPrivate): there is nothing finite to charge
+        epsilon = getattr(guarantee, "epsilon", None)
+        return None if epsilon is None or epsilon == float("inf") else guarantee
 
     def __repr__(self) -> str:
         try:
