@@ -150,3 +150,11 @@ def test_lambda_min_check_modes() -> None:
     assert warn.phases[0].diagnostics["lambda_min_ok"] is False
     with pytest.raises(InvalidParameterError, match="lambda_min_check must be one of"):
         GOptimalDPDB(env.features, 100, 1.0, lambda_min_check="strict")
+
+
+def test_arms_with_identical_features_commit_at_once_and_save() -> None:
+    """Every arm alike: no phase can be planned, the agent commits to arm 0 and its state saves and loads."""
+    agent = GOptimalDPDB(np.full((3, 2), 0.6), 300, 0.01)
+    loaded = GOptimalDPDB.from_bytes(agent.to_bytes())
+    assert agent.recommendation == loaded.recommendation == 0
+    assert loaded.ask() == (0, 0)

@@ -434,7 +434,7 @@ class GOptimalDPDB(OwnAgent, Persistable):
     _schema = StateSchema(
         active=Array("int64", (None,), low=0, high=_last_arm),
         time=Int(0, "settings.horizon"),
-        phases=ListOf(Instance(_Phase), min_length=1, max_length="settings.horizon"),
+        phases=ListOf(Instance(_Phase), min_length=0, max_length="settings.horizon"),
         theta_estimates=ListOf(Array("float64", (lambda a: a.features.shape[1],)), max_length="settings.horizon"),
         _asked=Maybe(Tuple(Int(0, _last_arm), Int(0, _last_arm))),
         _committed_arm=Maybe(Int(0, _last_arm)),
@@ -518,6 +518,9 @@ class GOptimalDPDB(OwnAgent, Persistable):
         plan = None if self.active.size == 1 else _plan_phase(self.features, self.active, index, self.settings)
         if plan is None:
             self._committed_arm = int(self.active.min())
+            if not self.phases:  # committed before any phase (e.g. every arm has the same features)
+                self._slot, self._played_in_slot = 0, 0
+                self._wins = np.zeros(0, dtype=np.int64)
             return
         self.phases.append(plan)
         self._slot, self._played_in_slot = 0, 0
