@@ -15,6 +15,10 @@ Tables
     conflicting tell), the acknowledgement returned, and, until applied to the agent, the feedback
     itself (then erased: the store keeps raw feedback only while it is needed to survive a crash).
     ``(experiment_id, step)`` is unique: a step is counted once, whatever the clients or processes.
+``leases``
+    The steps handed out by ``ask``: one row per (experiment, step) with the time of its latest
+    hand-out, so that every server process (``--workers N``, several hosts on one PostgreSQL) sees
+    the same leases (see :mod:`dpbandits.serve.leases`). Rows of applied steps are deleted.
 ``ledger``
     The privacy ledger: one row per release (the run's guarantee at creation, a recommendation,
     samples), each written in the transaction that makes the release.
@@ -28,7 +32,8 @@ with ``synchronous=FULL`` by default (a committed transaction survives a power l
 survives a killed process only), a busy timeout, and write transactions opened with ``BEGIN
 IMMEDIATE`` (the write lock is taken at the start, so two writers never deadlock on an upgrade).
 PostgreSQL URLs (``postgresql+psycopg://...``) are used unchanged; writers lock the experiment's row
-with ``SELECT ... FOR UPDATE``.
+with ``SELECT ... FOR UPDATE``. Engines hide bound parameters from every error and log line
+(``hide_parameters``): a failed statement's text never shows an agent's state or raw feedback.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ __all__ = [
     "experiments",
     "feedback",
     "is_sqlite",
+    "leases",
     "ledger",
     "make_engine",
     "metadata",
@@ -119,6 +125,13 @@ feedback = Table(
     Column("ack", Text, nullable=False),  # JSON: the acknowledgement a retry gets again
     Column("created_at", Float, nullable=False),
     UniqueConstraint("experiment_id", "step", name="uq_feedback_step"),
+)
+
+leases = Table(
+    "leases", metadata,
+    Column("experiment_id", String(32), ForeignKey("experiments.id"), primary_key=True),
+    Column("step", Integer, primary_key=True),
+    Column("issued_at", Float, nullable=False),  # wall-clock time (time.time()) of its latest hand-out
 )
 
 ledger = Table(
@@ -187,7 +200,9 @@ def make_engine(db: str, *, synchronous: str = "full", pool_size: int = 16) -> E
     if synchronous not in SQLITE_SYNCHRONOUS:
         raise InvalidParameterError(f"synchronous must be one of {list(SQLITE_SYNCHRONOUS)}; got {synchronous!r}")
     url = database_url(db)
-    kwargs: dict[str, Any] = {"pool_size": pool_size, "max_overflow": 2 * pool_size, "pool_pre_ping": False}
+    # hide_parameters: an error's text (logged, or raised) never carries bound values (states, feedback)
+    kwargs: dict[str, Any] = {"pool_size": pool_size, "max_overflow": 2 * pool_size, "pool_pre_ping": False,
+                              "hide_parameters": True}
     if url.startswith("sqlite"):
         if url in ("sqlite://", "sqlite:///:memory:"):
             raise InvalidParameterError("db must be a file for SQLite (an in-memory database is lost on exit)")
