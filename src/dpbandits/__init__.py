@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "privacy_noise": "dpbandits.privacy.noise",
     "BinaryTreeCounter": "dpbandits.privacy.counters",
     "Accountant": "dpbandits.privacy.accounting",
+    "DurableAccountant": "dpbandits.privacy.ledger_store",
     # auditing
     "audit_exact": "dpbandits.audit.exact",
     "epsilon_lower_bound": "dpbandits.audit.statistical",
@@ -64,6 +65,9 @@ _EXPORTS: dict[str, str] = {
     "DPBanditsError": "dpbandits._core.errors",
     "InvalidParameterError": "dpbandits._core.errors",
     "PrivacyBudgetExceededError": "dpbandits._core.errors",
+    "ForkRefusedError": "dpbandits._core.errors",
+    "LedgerUnitError": "dpbandits._core.errors",
+    "PerInstanceSpendError": "dpbandits._core.errors",
     "InsecureNoiseWarning": "dpbandits._core.errors",
     "PrivacyWarning": "dpbandits._core.errors",
 }

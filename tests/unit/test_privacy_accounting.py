@@ -260,7 +260,7 @@ def test_every_method_bounds_a_mixed_ledger_and_pld_is_tightest(method: str) -> 
     eps = acc.get_epsilon(1e-6)
     assert 0.0 < eps < 5.0 + 0.5 + 3.0  # far below plain basic composition of the parts
     if method == "pld":
-        assert eps <= Accountant(method="basic")._epsilon(acc._ledger, 1e-6)
+        assert eps <= Accountant(method="basic")._epsilon(list(acc.entries()), 1e-6)
 
 
 def test_pld_and_rdp_agree_with_dp_accounting_accountants() -> None:

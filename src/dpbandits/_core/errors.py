@@ -15,12 +15,15 @@ __all__ = [
     "DependencyNotInstalledError",
     "EmptySupportError",
     "ExperimentalWarning",
+    "ForkRefusedError",
     "InsecureNoiseWarning",
     "InvalidActionError",
     "InvalidParameterError",
+    "LedgerUnitError",
     "NotFittedError",
     "NumericsWarning",
     "PaperVariantWarning",
+    "PerInstanceSpendError",
     "PrivacyBudgetExceededError",
     "PrivacyWarning",
     "StudyError",
@@ -54,6 +57,25 @@ class UnsupportedEventError(DPBanditsError, TypeError):
 
 class PrivacyBudgetExceededError(DPBanditsError):
     """An operation would spend more privacy budget than allowed; raised *before* spending."""
+
+
+class ForkRefusedError(PrivacyBudgetExceededError):
+    """A saved generation is being continued a second time under one ledger (a fork), and forks are refused.
+
+    Users seen before the save would be in two continuations; pass ``on_fork="charge"`` to pay for
+    the second continuation afresh instead.
+    """
+
+
+class LedgerUnitError(DPBanditsError, ValueError):
+    """A spend protects another unit or neighbouring relation than its ledger, and no conversion was stated."""
+
+
+class PerInstanceSpendError(DPBanditsError, ValueError):
+    """A per-instance (data-dependent) guarantee was spent: its ε itself would reveal the data.
+
+    Spend the data-independent guarantee over a declared public domain instead.
+    """
 
 
 class DependencyNotInstalledError(DPBanditsError, ImportError):

@@ -1,31 +1,47 @@
-"""Privacy accounting: privacy events, composition theorems, a ledger, and export to dp_accounting.
+"""Privacy accounting: a typed, thread-safe ledger of releases that enforces a budget.
 
-A *privacy event* is an immutable record of one private release, in terms of its noise
-(:class:`LaplaceEvent`, :class:`GaussianEvent`) or of its guarantee (:class:`PureEvent`,
-:class:`ApproxEvent`); :class:`ComposedEvent` repeats a group of events. Mechanisms expose their event as
-``mechanism.event``.
+An :class:`Accountant` records every release as a :class:`~dpbandits.privacy.ledger.LedgerEntry`
+(event, count, unit, neighbouring relation, scope, label, lineage) and reports ε(δ) of their
+composition (:func:`~dpbandits.privacy.composition.ledger_epsilon`). It refuses:
 
-* :func:`basic_composition` — ε and δ add up (Dwork et al. 2006).
-* :func:`advanced_composition` — k-fold composition of (ε, δ)-DP mechanisms is
-  (√(2k ln(1/δ'))·ε + k·ε·(e^ε − 1), kδ + δ')-DP (Dwork, Rothblum & Vadhan 2010, Theorem III.3).
-* :class:`Accountant` — a ledger of events that reports ε(δ): Gaussian events compose *exactly*
-  (k Gaussian mechanisms with ratios Δᵢ/σᵢ are one Gaussian mechanism with μ = √Σ(Δᵢ/σᵢ)²;
-  Dong, Roth & Su 2022, Corollary 3.3), everything else by the better of basic and advanced composition.
-* :func:`to_dp_accounting` — the same events as ``dp_accounting`` events, to cross-check against its
-  PLD and RDP accountants; ``Accountant(method="pld" | "rdp")`` composes through them
-  (:mod:`dpbandits.privacy.dp_accounting_bridge`).
-* :func:`gaussian_delta` / :func:`gaussian_epsilon` — the exact privacy profile of the Gaussian
-  mechanism (Balle & Wang 2018, Theorem 8).
+* a spend over the budget (:class:`~dpbandits._core.errors.PrivacyBudgetExceededError`), before
+  recording and before the release draws any noise;
+* a spend of another unit or neighbouring relation than the ledger's
+  (:class:`~dpbandits._core.errors.LedgerUnitError`) unless the caller states a conversion
+  (:class:`~dpbandits.privacy.ledger.GroupPrivacy`,
+  :class:`~dpbandits.privacy.ledger.NeighbouringConversion`);
+* a per-instance (data-dependent) guarantee (:class:`~dpbandits._core.errors.PerInstanceSpendError`)
+  unless ``allow_per_instance=True``;
+* a second continuation of one saved generation (:class:`~dpbandits._core.errors.ForkRefusedError`)
+  unless it is charged afresh (:meth:`Accountant.record_continuation`).
+
+Check-and-record is one atomic step under a lock, so threads may share one accountant; processes
+and hosts share a :class:`~dpbandits.privacy.ledger_store.DurableAccountant` (same methods, a
+database underneath). The composition theorems live in :mod:`dpbandits.privacy.composition` and
+are re-exported here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
-from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
-from dpbandits._core.validation import check_delta, check_epsilon, check_int, check_one_of, check_sensitivity
-from dpbandits.privacy.dp_accounting_bridge import check_supported, pld_epsilon, rdp_epsilon, to_dp_accounting
+from dpbandits._core.errors import ForkRefusedError, InvalidParameterError
+from dpbandits._core.validation import check_delta, check_epsilon, check_one_of
+from dpbandits.privacy.composition import (
+    ACCOUNTING_METHODS,
+    advanced_composition,
+    basic_composition,
+    compose_guarantees,
+    gaussian_delta,
+    gaussian_epsilon,
+    guarantee_event,
+    ledger_epsilon,
+)
+from dpbandits.privacy.dp_accounting_bridge import to_dp_accounting
 from dpbandits.privacy.events import (
     ApproxEvent,
     ComposedEvent,
@@ -34,10 +50,18 @@ from dpbandits.privacy.events import (
     LaplaceEvent,
     PrivacyEvent,
     PureEvent,
-    fixed_parameters,
-    flatten_event,
 )
 from dpbandits.privacy.guarantees import ApproxDP, Guarantee, Neighbouring, PureDP
+from dpbandits.privacy.ledger import (
+    GroupPrivacy,
+    LedgerEntry,
+    NeighbouringConversion,
+    check_budget,
+    check_continuation,
+    check_neighbouring,
+    check_unit,
+    make_entry,
+)
 
 __all__ = [
     "ACCOUNTING_METHODS",
@@ -46,7 +70,11 @@ __all__ = [
     "ComposedEvent",
     "EpsilonDelta",
     "GaussianEvent",
+    "GroupPrivacy",
     "LaplaceEvent",
+    "LedgerEntry",
+    "LedgerView",
+    "NeighbouringConversion",
     "PrivacyEvent",
     "PureEvent",
     "advanced_composition",
@@ -60,271 +88,71 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------------------------------
-# Exact privacy profile of the Gaussian mechanism
-# ---------------------------------------------------------------------------------------------------
+class LedgerView:
+    """The state of a ledger inside one check-and-record step (held under its lock or transaction).
 
-
-def _gaussian_delta(mu: float, epsilon: float) -> float:
-    from scipy.special import log_ndtr  # lazy: keep `import dpbandits` light
-
-    # δ(ε) = Φ(μ/2 − ε/μ) − e^ε·Φ(−μ/2 − ε/μ), μ = Δ/σ; second term in log space (no overflow)
-    first = math.exp(float(log_ndtr(mu / 2.0 - epsilon / mu)))
-    second = math.exp(epsilon + float(log_ndtr(-mu / 2.0 - epsilon / mu)))
-    return max(0.0, first - second)
-
-
-def gaussian_delta(sigma: float, l2_sensitivity: float, epsilon: float) -> float:
-    """Return the exact δ(ε) of the Gaussian mechanism N(f(D), σ²I) with ℓ2-sensitivity Δ.
-
-    δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε·Φ(−Δ/(2σ) − εσ/Δ): the mechanism is (ε, δ)-DP if and only if
-    δ >= δ(ε).
-
-    Parameters
-    ----------
-    sigma : float
-        Noise standard deviation σ > 0.
-    l2_sensitivity : float
-        Δ > 0.
-    epsilon : float
-        ε >= 0.
-
-    Returns
-    -------
-    float
-
-    References
-    ----------
-    Balle & Wang (2018), "Improving the Gaussian mechanism for differential privacy", Theorem 8.
-
-    Examples
-    --------
-    >>> from dpbandits.privacy.accounting import gaussian_delta
-    >>> round(gaussian_delta(3.73, 1.0, 1.0) * 1e5, 2)
-    1.0
+    :class:`Accountant` keeps it in memory; :class:`~dpbandits.privacy.ledger_store.DurableAccountant`
+    reads it from and writes it to its database.
     """
-    sigma = check_sensitivity(sigma, "sigma")
-    delta_f = check_sensitivity(l2_sensitivity, "l2_sensitivity")
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not 0 <= epsilon < math.inf:
-        raise InvalidParameterError(f"epsilon must be a finite float >= 0; got {epsilon!r}")
-    return _gaussian_delta(delta_f / sigma, float(epsilon))
 
+    def __init__(self, unit: str | None, neighbouring: Neighbouring | None, entries: list[LedgerEntry],
+                 continuations: dict[tuple[str, int], int]) -> None:
+        self.unit = unit
+        self.neighbouring = neighbouring
+        self.entries = entries
+        self.continuations = continuations
 
-def _gaussian_epsilon(mu: float, delta: float) -> float:
-    from scipy.optimize import brentq  # lazy: keep `import dpbandits` light
+    def append(self, entry: LedgerEntry) -> None:
+        """Record ``entry``; the first entry with a unit (relation) fixes the ledger's."""
+        if self.unit is None:
+            self.unit = entry.unit
+        if self.neighbouring is None:
+            self.neighbouring = entry.neighbouring
+        self.entries.append(entry)
 
-    if _gaussian_delta(mu, 0.0) <= delta:
-        return 0.0
-    upper = 1.0
-    while _gaussian_delta(mu, upper) > delta:
-        upper *= 2.0
-    root = float(brentq(lambda e: _gaussian_delta(mu, e) - delta, 0.0, upper, xtol=1e-12, rtol=1e-12))
-    # round ε up so that δ(ε) <= δ holds in floating point
-    while _gaussian_delta(mu, root) > delta:
-        root = root * (1.0 + 1e-12) + 1e-15
-    return root
+    def prior_continuations(self, lineage: str, generation: int) -> int:
+        """How many times (lineage, generation) was continued under this ledger so far."""
+        return self.continuations.get((lineage, generation), 0)
 
-
-def gaussian_epsilon(sigma: float, l2_sensitivity: float, delta: float) -> float:
-    """Return the smallest ε with δ(ε) <= ``delta`` for the Gaussian mechanism (rounded up).
-
-    Parameters
-    ----------
-    sigma : float
-        σ > 0.
-    l2_sensitivity : float
-        Δ > 0.
-    delta : float
-        δ in (0, 1).
-
-    Returns
-    -------
-    float
-
-    References
-    ----------
-    Balle & Wang (2018), Theorem 8.
-    """
-    sigma = check_sensitivity(sigma, "sigma")
-    delta_f = check_sensitivity(l2_sensitivity, "l2_sensitivity")
-    delta = check_delta(delta)
-    if delta == 0.0:
-        raise InvalidParameterError("delta must be > 0 for the Gaussian mechanism; got 0.0")
-    return _gaussian_epsilon(delta_f / sigma, delta)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Composition theorems
-# ---------------------------------------------------------------------------------------------------
-
-
-def basic_composition(items: Iterable[Guarantee | PrivacyEvent]) -> EpsilonDelta:
-    """Basic composition: (Σεᵢ, Σδᵢ).
-
-    Parameters
-    ----------
-    items : iterable of Guarantee or PrivacyEvent
-        Guarantees must share one neighbouring relation. Gaussian events are refused (they have no
-        single (ε, δ); use :class:`Accountant`).
-
-    Returns
-    -------
-    EpsilonDelta
-        δ is capped at 1.
-
-    Raises
-    ------
-    UnsupportedEventError
-        For a :class:`GaussianEvent`.
-    InvalidParameterError
-        If guarantees of different neighbouring relations are mixed.
-
-    References
-    ----------
-    Dwork, McSherry, Nissim & Smith (2006); Dwork & Roth (2014), Theorem 3.16.
-
-    Examples
-    --------
-    >>> from dpbandits.privacy.accounting import basic_composition, LaplaceEvent, PureEvent
-    >>> basic_composition([LaplaceEvent(scale=2.0), PureEvent(0.25)])
-    EpsilonDelta(epsilon=0.75, delta=0.0)
-    """
-    epsilon, delta = 0.0, 0.0
-    relations: set[Neighbouring] = set()
-    for item in items:
-        if isinstance(item, Guarantee):
-            relations.add(item.neighbouring)
-            epsilon += item.epsilon
-            delta += item.delta
-        elif isinstance(item, PrivacyEvent):
-            for event, count in flatten_event(item):
-                eps_i, delta_i = fixed_parameters(event)
-                epsilon += count * eps_i
-                delta += count * delta_i
-        else:
-            raise InvalidParameterError(f"items must be Guarantee or PrivacyEvent values; got {item!r}")
-    if len(relations) > 1:
-        raise InvalidParameterError(
-            f"guarantees must share one neighbouring relation; got {sorted(r.value for r in relations)}"
-        )
-    return EpsilonDelta(epsilon, min(1.0, delta))
-
-
-def compose_guarantees(guarantees: Iterable[Guarantee], *, unit: str | None = None) -> Guarantee:
-    """Compose guarantees of one unit and neighbouring relation by basic composition.
-
-    Parameters
-    ----------
-    guarantees : iterable of Guarantee
-        At least one; all with the same neighbouring relation (and the same unit unless ``unit``).
-    unit : str, optional
-        The unit of the result when the guarantees name different units.
-
-    Returns
-    -------
-    Guarantee
-        :class:`PureDP` if the total δ is 0, else :class:`ApproxDP`; per-instance if any input is.
-    """
-    items = list(guarantees)
-    if not items:
-        raise InvalidParameterError("guarantees must not be empty; got 0 guarantees")
-    units = {g.unit for g in items}
-    if unit is None and len(units) > 1:
-        raise InvalidParameterError(f"guarantees must share one unit (or pass unit=); got {sorted(units)}")
-    epsilon, delta = basic_composition(items)
-    cls: type[Guarantee] = PureDP if delta == 0.0 else ApproxDP
-    references = "; ".join(dict.fromkeys(g.reference for g in items if g.reference))
-    return cls(
-        epsilon=epsilon,
-        delta=delta,
-        unit=items[0].unit if unit is None else unit,
-        neighbouring=items[0].neighbouring,
-        reference=f"basic composition of: {references}" if references else "basic composition",
-        per_instance=any(g.per_instance for g in items),
-        reason="; ".join(dict.fromkeys(g.reason for g in items if g.reason)),
-    )
-
-
-def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: float) -> EpsilonDelta:
-    """Advanced composition of k (ε, δ)-DP mechanisms (Dwork–Rothblum–Vadhan).
-
-    ε' = √(2k·ln(1/δ'))·ε + k·ε·(e^ε − 1),  δ'' = k·δ + δ'.
-
-    Parameters
-    ----------
-    epsilon : float
-        ε > 0 of each mechanism.
-    delta : float
-        δ in [0, 1) of each mechanism.
-    k : int
-        Number of mechanisms, >= 1.
-    delta_prime : float
-        δ' in (0, 1).
-
-    Returns
-    -------
-    EpsilonDelta
-        (ε', min(1, δ'')).
-
-    References
-    ----------
-    Dwork, Rothblum & Vadhan (2010), Theorem III.3; Dwork & Roth (2014), Theorem 3.20.
-
-    Examples
-    --------
-    >>> from dpbandits.privacy.accounting import advanced_composition
-    >>> round(advanced_composition(0.1, 0.0, 100, 1e-6).epsilon, 4)
-    6.3082
-    """
-    eps = check_epsilon(epsilon)
-    delta = check_delta(delta)
-    k = check_int(k, "k", minimum=1)
-    delta_prime = check_delta(delta_prime, "delta_prime")
-    if delta_prime == 0.0:
-        raise InvalidParameterError("delta_prime must be > 0 for advanced composition; got 0.0")
-    # ε' = √(2k ln(1/δ'))·ε + k·ε·(e^ε − 1)
-    eps_total = math.sqrt(2.0 * k * math.log(1.0 / delta_prime)) * eps + k * eps * math.expm1(eps)
-    # δ'' = kδ + δ'
-    return EpsilonDelta(eps_total, min(1.0, k * delta + delta_prime))
-
-
-# ---------------------------------------------------------------------------------------------------
-# Accountant
-# ---------------------------------------------------------------------------------------------------
-
-_DELTA_SPLITS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
-
-
-ACCOUNTING_METHODS: tuple[str, ...] = ("basic", "pld", "rdp")
-"""Composition methods of :class:`Accountant`."""
+    def add_continuation(self, lineage: str, generation: int, before: int) -> None:
+        """Record one more continuation of (lineage, generation), which had ``before``."""
+        self.continuations[(lineage, generation)] = before + 1
 
 
 class Accountant:
-    """A privacy ledger: records events, reports ε(δ) of their composition, and enforces a budget.
+    """A typed privacy ledger: records releases, reports ε(δ) of their composition, enforces a budget.
 
     Every private algorithm and release of the library takes ``accountant=``: it records its event
-    here *before* drawing any noise, so a release that would exceed the budget raises
+    or guarantee here *before* drawing any noise, so a release that would exceed the budget raises
     :class:`~dpbandits._core.errors.PrivacyBudgetExceededError` and draws nothing.
 
     Parameters
     ----------
     epsilon_budget : float, optional
-        If given, :meth:`spend` refuses, *before* recording, an event that would make
+        If given, :meth:`spend` refuses, *before* recording, a spend that would make
         ε(``delta_budget``) exceed this budget.
     delta_budget : float, default 0
         The δ at which the budget is checked (and at which :meth:`spent` / :meth:`remaining` report).
+        Pure events (Laplace, ε-DP) compose exactly at δ = 0 (Σεᵢ) under every method.
     method : {"basic", "pld", "rdp"}, default "basic"
-        ``"basic"``: Gaussian events compose exactly (one Gaussian mechanism with μ = √Σ(Δᵢ/σᵢ)²), the
-        others by the better of basic and advanced composition — the simple, always-available choice.
+        ``"basic"``: Gaussian events compose exactly (one Gaussian mechanism with μ = √Σ(Δᵢ/σᵢ)²), pure
+        events by summation, the others by the better of basic and advanced composition.
         ``"pld"``: privacy-loss distributions through ``dp_accounting`` (tightest; Laplace and
         Gaussian exactly, (ε, δ) events through their dominating pair). ``"rdp"``: Rényi DP through
-        ``dp_accounting`` (no (ε, δ) events with δ > 0). See
-        :mod:`dpbandits.privacy.dp_accounting_bridge`.
+        ``dp_accounting`` (no (ε, δ) events with δ > 0). See :mod:`dpbandits.privacy.composition`.
+    unit : str, optional
+        The unit every spend must protect ("one user"). Default: fixed by the first spend that
+        names one (every :class:`~dpbandits.privacy.guarantees.Guarantee` does).
+    neighbouring : Neighbouring or str, optional
+        The neighbouring relation every spend must hold under; default as for ``unit``.
 
     Notes
     -----
-    The events must all protect the same unit under the same neighbouring relation: the accountant
-    composes numbers, it does not convert between relations.
+    A bare event (``LaplaceEvent``...) spent without ``unit=`` / ``neighbouring=`` counts for the
+    ledger's unit and relation: the caller asserts that the released query's sensitivity is for
+    that unit. Check-and-record holds one lock; :meth:`can_spend` is advisory only (another thread
+    may spend in between). An accountant cannot be copied or pickled: two copies would each spend
+    the whole budget.
 
     Examples
     --------
@@ -336,69 +164,181 @@ class Accountant:
     """
 
     def __init__(self, epsilon_budget: float | None = None, delta_budget: float = 0.0, *,
-                 method: str = "basic") -> None:
+                 method: str = "basic", unit: str | None = None,
+                 neighbouring: Neighbouring | str | None = None) -> None:
         self.epsilon_budget = None if epsilon_budget is None else check_epsilon(epsilon_budget, "epsilon_budget")
         self.delta_budget = check_delta(delta_budget, "delta_budget")
         self.method = check_one_of(method, "method", ACCOUNTING_METHODS)
-        self._ledger: list[tuple[PrivacyEvent, int]] = []
+        self._lock = threading.RLock()
+        self._view = LedgerView(check_unit(unit),
+                                None if neighbouring is None else check_neighbouring(neighbouring), [], {})
+
+    # -- storage: in memory, under one lock (DurableAccountant overrides these two) -------------------
+
+    @contextmanager
+    def _locked(self, connection: Any = None) -> Iterator[LedgerView]:
+        """The ledger's state, held exclusively until the block ends (changes kept only without error)."""
+        if connection is not None:
+            raise InvalidParameterError("connection= is for a DurableAccountant; an Accountant is in memory")
+        with self._lock:
+            yield self._view  # every check comes before the first change: a refusal changes nothing
+
+    def _read(self, connection: Any = None) -> LedgerView:
+        """A consistent snapshot of the ledger's state."""
+        if connection is not None:
+            raise InvalidParameterError("connection= is for a DurableAccountant; an Accountant is in memory")
+        with self._lock:
+            view = self._view
+            return LedgerView(view.unit, view.neighbouring, list(view.entries), dict(view.continuations))
+
+    # -- public API ---------------------------------------------------------------------------------
+
+    @property
+    def unit(self) -> str | None:
+        """The unit this ledger protects (None until a constructor argument or a spend fixes it)."""
+        return self._read().unit
+
+    @property
+    def neighbouring(self) -> Neighbouring | None:
+        """The neighbouring relation of this ledger (None until fixed)."""
+        return self._read().neighbouring
+
+    def entries(self, *, connection: Any = None) -> tuple[LedgerEntry, ...]:
+        """Every recorded spend, in order (``connection=``: only for a DurableAccountant)."""
+        return tuple(self._read(connection).entries)
 
     @property
     def events(self) -> tuple[PrivacyEvent, ...]:
-        """The recorded events, as one :class:`ComposedEvent` per :meth:`spend` call."""
-        return tuple(ComposedEvent((event, ), count) for event, count in self._ledger)
+        """The recorded events, as one :class:`ComposedEvent` per spend."""
+        return tuple(ComposedEvent((e.event,), e.count) for e in self.entries())
 
-    def _check_event(self, event: PrivacyEvent, count: int) -> int:
-        if not isinstance(event, PrivacyEvent):
-            raise InvalidParameterError(f"event must be a PrivacyEvent; got {event!r}")
-        count = check_int(count, "count", minimum=1)
-        # refuse, before recording, events the chosen method cannot bound
-        if self.method == "basic":
-            for leaf, _n in flatten_event(event):
-                if not isinstance(leaf, GaussianEvent):
-                    fixed_parameters(leaf)
-        else:
-            check_supported(event, self.method)
-        return count
+    def _entry(self, view: LedgerView, item: PrivacyEvent | Guarantee, count: int, kw: dict[str, Any]) -> LedgerEntry:
+        return make_entry(item, count, ledger_unit=view.unit, ledger_neighbouring=view.neighbouring,
+                          method=self.method, **kw)
 
-    def can_spend(self, event: PrivacyEvent, count: int = 1) -> bool:
-        """Whether :meth:`spend` would accept ``count`` runs of ``event`` (nothing is recorded)."""
-        count = self._check_event(event, count)
+    def can_spend(self, event: PrivacyEvent | Guarantee, count: int = 1, **kw: Any) -> bool:
+        """Whether :meth:`spend` would accept this spend now (advisory: nothing is recorded or reserved).
+
+        Raises what :meth:`spend` raises for a spend it refuses on other grounds than the budget.
+        """
+        view = self._read()
+        entry = self._entry(view, event, count, _spend_keywords(**kw))
         if self.epsilon_budget is None:
             return True
-        return self._epsilon([*self._ledger, (event, count)], self.delta_budget) <= self.epsilon_budget
+        return self._epsilon([*view.entries, entry], self.delta_budget) <= self.epsilon_budget
 
-    def spend(self, event: PrivacyEvent, count: int = 1) -> None:
-        """Record ``count`` runs of ``event``.
+    def spend(self, event: PrivacyEvent | Guarantee, count: int = 1, *, unit: str | None = None,
+              neighbouring: Neighbouring | str | None = None, scope: str = "domain", label: str = "",
+              conversion: Any = None, allow_per_instance: bool = False, lineage: str | None = None,
+              connection: Any = None) -> None:
+        """Record ``count`` runs of a release, atomically checked against the budget.
+
+        Parameters
+        ----------
+        event : PrivacyEvent or Guarantee
+            The release's event, or its guarantee (which names its unit, relation and scope).
+        count : int, default 1
+        unit, neighbouring : optional
+            For a bare event: the unit and relation it protects (default: the ledger's).
+        scope : {"domain", "per-instance"}, default "domain"
+            For a bare event; a guarantee's own ``per_instance`` makes it "per-instance".
+        label : str, optional
+            What was released ("KLMABPolicy.sample"), kept with the entry.
+        conversion : GroupPrivacy, NeighbouringConversion or a tuple of them, optional
+            How the spend's unit and relation map to the ledger's; applied in order.
+        allow_per_instance : bool, default False
+            Record a per-instance guarantee anyway (its ε depends on the data: the ledger, and the
+            point where the budget refuses, then reveal the data).
+        lineage : str, optional
+            The lineage id of the saved object this spend continues.
+        connection : optional
+            Only for :class:`~dpbandits.privacy.ledger_store.DurableAccountant`.
 
         Raises
         ------
         PrivacyBudgetExceededError
             If a budget was set and would be exceeded; nothing is recorded then.
+        PerInstanceSpendError
+            For a per-instance guarantee without ``allow_per_instance=True``.
+        LedgerUnitError
+            For another unit or relation than the ledger's, without a conversion.
         UnsupportedEventError
             If the accounting method cannot bound the event; nothing is recorded then.
         """
-        count = self._check_event(event, count)
-        if self.epsilon_budget is not None:
-            spent = self._epsilon([*self._ledger, (event, count)], self.delta_budget)
-            if spent > self.epsilon_budget:
-                raise PrivacyBudgetExceededError(
-                    f"spending {count} × {event!r} would bring epsilon to {spent:.6g} at "
-                    f"delta={self.delta_budget:g}, over epsilon_budget={self.epsilon_budget:g}; nothing was spent"
-                )
-        self._ledger.append((event, count))
+        kw = _spend_keywords(unit=unit, neighbouring=neighbouring, scope=scope, label=label,
+                             conversion=conversion, allow_per_instance=allow_per_instance, lineage=lineage)
+        with self._locked(connection) as view:
+            entry = self._entry(view, event, count, kw)
+            check_budget(view.entries, entry, method=self.method, epsilon_budget=self.epsilon_budget,
+                         delta_budget=self.delta_budget)
+            view.append(entry)
 
-    def spent(self, delta: float | None = None) -> EpsilonDelta:
+    def record_continuation(self, lineage: str, generation: int, *, on_fork: str = "refuse",
+                            charge: Guarantee | PrivacyEvent | None = None, label: str = "",
+                            connection: Any = None) -> None:
+        """Record that saved generation ``generation`` of ``lineage`` is continued under this ledger.
+
+        A saved object continued twice puts the users seen before the save in two continuations.
+        The first continuation of a (lineage, generation) is recorded and costs nothing here (what
+        it releases next is spent as usual); a second one is refused, or charged afresh.
+
+        Parameters
+        ----------
+        lineage : str
+            The saved object's lineage id.
+        generation : int
+            The saved generation (>= 0).
+        on_fork : {"refuse", "charge"}, default "refuse"
+            On a second continuation: raise :class:`~dpbandits._core.errors.ForkRefusedError`, or
+            spend ``charge`` (atomically with the record; refused if over budget).
+        charge : Guarantee or PrivacyEvent, optional
+            What a charged fork costs: the saved object's (data-independent) guarantee.
+        label : str, optional
+            Label of the charged entry (default "continuation of <lineage> generation <g>").
+        connection : optional
+            Only for :class:`~dpbandits.privacy.ledger_store.DurableAccountant`.
+
+        Raises
+        ------
+        ForkRefusedError
+            On a second continuation with ``on_fork="refuse"``.
+        PrivacyBudgetExceededError
+            On a charged fork over budget (nothing is recorded).
+        """
+        lineage, generation, on_fork = check_continuation(lineage, generation, on_fork)
+        if on_fork == "charge" and charge is None:
+            raise InvalidParameterError('on_fork="charge" needs charge= (the guarantee a fork costs)')
+        label = label or f"continuation of {lineage} generation {generation}"
+        with self._locked(connection) as view:
+            before = view.prior_continuations(lineage, generation)
+            if before == 0:
+                view.add_continuation(lineage, generation, before)
+                return
+            if on_fork == "refuse":
+                raise ForkRefusedError(
+                    f"generation {generation} of lineage {lineage} was already continued under this ledger; "
+                    'a second continuation is a fork (pass on_fork="charge" to pay for it afresh)'
+                )
+            assert charge is not None
+            entry = self._entry(view, charge, 1, _spend_keywords(label=label, lineage=lineage))
+            check_budget(view.entries, entry, method=self.method, epsilon_budget=self.epsilon_budget,
+                         delta_budget=self.delta_budget)
+            view.append(entry)
+            view.add_continuation(lineage, generation, before)
+
+    def spent(self, delta: float | None = None, *, connection: Any = None) -> EpsilonDelta:
         """(ε, δ) spent so far, at ``delta`` (default ``delta_budget``)."""
         at = self.delta_budget if delta is None else check_delta(delta)
-        return EpsilonDelta(self.get_epsilon(at), at)
+        return EpsilonDelta(self.get_epsilon(at, connection=connection), at)
 
-    def remaining(self) -> EpsilonDelta:
+    def remaining(self, *, connection: Any = None) -> EpsilonDelta:
         """(ε budget − ε spent, δ budget) at ``delta_budget``; ε is ``inf`` without a budget."""
         if self.epsilon_budget is None:
             return EpsilonDelta(math.inf, self.delta_budget)
-        return EpsilonDelta(max(0.0, self.epsilon_budget - self.get_epsilon(self.delta_budget)), self.delta_budget)
+        spent = self.get_epsilon(self.delta_budget, connection=connection)
+        return EpsilonDelta(max(0.0, self.epsilon_budget - spent), self.delta_budget)
 
-    def get_epsilon(self, delta: float) -> float:
+    def get_epsilon(self, delta: float, *, connection: Any = None) -> float:
         """Return an upper bound on ε of everything spent, at ``delta``.
 
         Parameters
@@ -412,99 +352,68 @@ class Accountant:
         float
             ``inf`` when no finite ε holds at this δ (Gaussian events and no δ left).
         """
-        return self._epsilon(self._ledger, check_delta(delta))
+        return self._epsilon(self._read(connection).entries, check_delta(delta))
 
-    def guarantee(self, delta: float, *, unit: str, neighbouring: Neighbouring | str, reference: str = "") -> Guarantee:
-        """Return the guarantee of everything spent, at ``delta``, for the given unit and relation."""
-        epsilon = self.get_epsilon(delta)
+    def guarantee(self, delta: float, *, unit: str | None = None, neighbouring: Neighbouring | str | None = None,
+                  reference: str = "") -> Guarantee:
+        """Return the guarantee of everything spent, at ``delta``, for the ledger's unit and relation.
+
+        ``unit`` / ``neighbouring`` are needed only while the ledger has none.
+        """
+        view = self._read()
+        unit = view.unit if unit is None else unit
+        relation = view.neighbouring if neighbouring is None else check_neighbouring(neighbouring)
+        if unit is None or relation is None:
+            raise InvalidParameterError("the ledger names no unit or relation yet: pass unit= and neighbouring=")
+        epsilon = self._epsilon(view.entries, check_delta(delta))
+        per_instance = any(e.scope == "per-instance" for e in view.entries)
         if math.isinf(epsilon):
-            return PureDP(epsilon=math.inf, unit=unit, neighbouring=neighbouring,  # type: ignore[arg-type]
+            return PureDP(epsilon=math.inf, unit=unit, neighbouring=relation, per_instance=per_instance,
                           reason=f"no finite epsilon at delta={delta}", reference=reference)
         cls: type[Guarantee] = PureDP if delta == 0.0 else ApproxDP
-        return cls(epsilon=epsilon, delta=delta, unit=unit, neighbouring=neighbouring,  # type: ignore[arg-type]
+        return cls(epsilon=epsilon, delta=delta, unit=unit, neighbouring=relation, per_instance=per_instance,
                    reference=reference or f"dpbandits Accountant (method={self.method!r})")
 
-    def _epsilon(self, ledger: list[tuple[PrivacyEvent, int]], delta: float) -> float:
-        if self.method == "pld":
-            return pld_epsilon(ledger, delta)
-        if self.method == "rdp":
-            return rdp_epsilon(ledger, delta)
-        return _basic_epsilon(ledger, delta)
+    def _epsilon(self, entries: list[LedgerEntry], delta: float) -> float:
+        return ledger_epsilon(self.method, [(e.event, e.count) for e in entries], delta)
+
+    def __reduce__(self) -> Any:
+        raise InvalidParameterError(
+            "an accountant cannot be copied or pickled (two copies would each spend the whole budget): "
+            "share the one object between threads, or a DurableAccountant between processes"
+        )
 
     def __repr__(self) -> str:
-        return (f"Accountant(method={self.method!r}, events={len(self._ledger)}, "
-                f"epsilon_budget={self.epsilon_budget}, delta_budget={self.delta_budget})")
+        view = self._read()
+        return (f"{type(self).__name__}(method={self.method!r}, entries={len(view.entries)}, "
+                f"epsilon_budget={self.epsilon_budget}, delta_budget={self.delta_budget}, unit={view.unit!r})")
 
 
-def _basic_epsilon(ledger: list[tuple[PrivacyEvent, int]], delta: float) -> float:
-    """Exact Gaussian composition plus the better of basic and advanced composition of the rest."""
-    mu_squared = 0.0
-    fixed: list[tuple[EpsilonDelta, int]] = []
-    for top_event, top_count in ledger:
-        for event, count in flatten_event(top_event, top_count):
-            if isinstance(event, GaussianEvent):
-                # μ² = Σ (Δᵢ/σᵢ)²: composed Gaussians are one Gaussian mechanism
-                mu_squared += count / event.noise_multiplier**2
-            else:
-                fixed.append((fixed_parameters(event), count))
-    delta_fixed = sum(n * d for (_e, d), n in fixed)
-    remaining = delta - delta_fixed
-    if remaining < 0.0:
-        raise InvalidParameterError(
-            f"delta must be >= the delta already spent by (epsilon, delta) events ({delta_fixed:.6g}); "
-            f"got {delta!r}"
-        )
-    mu = math.sqrt(mu_squared)
-
-    def gaussian_part(budget: float) -> float:
-        if mu == 0.0:
-            return 0.0
-        return math.inf if budget <= 0.0 else _gaussian_epsilon(mu, budget)
-
-    # basic composition of the fixed part; the Gaussian part gets all the remaining δ
-    best = sum(n * e for (e, _d), n in fixed) + gaussian_part(remaining)
-    distinct = {p for p, _n in fixed}
-    k = sum(n for _p, n in fixed)
-    if len(distinct) == 1 and k >= 2 and remaining > 0.0:
-        ((eps_0, delta_0),) = distinct
-        if eps_0 > 0.0:
-            splits = (1.0,) if mu == 0.0 else _DELTA_SPLITS
-            for share in splits:
-                # advanced composition gets δ' = share·remaining, the Gaussian part the rest
-                eps_adv = advanced_composition(eps_0, delta_0, k, share * remaining).epsilon
-                best = min(best, eps_adv + gaussian_part((1.0 - share) * remaining))
-    return best
+def _spend_keywords(*, unit: str | None = None, neighbouring: Neighbouring | str | None = None,
+                    scope: str = "domain", label: str = "", conversion: Any = None,
+                    allow_per_instance: bool = False, lineage: str | None = None) -> dict[str, Any]:
+    return {"unit": unit, "neighbouring": neighbouring, "scope": scope, "label": label,
+            "conversion": conversion, "allow_per_instance": allow_per_instance, "lineage": lineage}
 
 
-def guarantee_event(guarantee: Guarantee) -> PrivacyEvent:
-    """The event of a release whose guarantee is ``guarantee``: PureEvent(ε) or ApproxEvent(ε, δ).
-
-    Raises
-    ------
-    InvalidParameterError
-        If the guarantee is infinite (nothing to account: the release is not private).
-    """
-    if not math.isfinite(guarantee.epsilon):
-        raise InvalidParameterError(
-            f"an accountant cannot record a release with no finite guarantee (epsilon = inf: {guarantee.reason})"
-        )
-    return PureEvent(guarantee.epsilon) if guarantee.delta == 0.0 else ApproxEvent(guarantee.epsilon, guarantee.delta)
-
-
-def spend(accountant: Accountant | None, event: PrivacyEvent | Guarantee, count: int = 1) -> None:
+def spend(accountant: Accountant | None, event: PrivacyEvent | Guarantee, count: int = 1, **kw: Any) -> None:
     """Record ``count`` releases in ``accountant`` (nothing when it is None), before any noise is drawn.
 
-    Every private algorithm calls this at its release points with its own event (or guarantee).
+    Every private algorithm calls this at its release points with its own event (or guarantee); the
+    keywords (``label=``, ``unit=``, ``allow_per_instance=``...) are those of :meth:`Accountant.spend`.
 
     Raises
     ------
     PrivacyBudgetExceededError
         If the accountant's budget would be exceeded; nothing is recorded.
+    PerInstanceSpendError
+        For a per-instance guarantee, unless ``allow_per_instance=True`` (with no accountant nothing
+        is recorded and nothing is checked).
     InvalidParameterError
         If ``accountant`` is not an :class:`Accountant`.
     """
     if accountant is None:
         return
     if not isinstance(accountant, Accountant):
-        raise InvalidParameterError(f"accountant must be an Accountant or None; got {accountant!r}")
-    accountant.spend(guarantee_event(event) if isinstance(event, Guarantee) else event, count)
+        raise InvalidParameterError(f"accountant must be an Accountant or None; got {accountant!r:.100}")
+    accountant.spend(event, count, **kw)

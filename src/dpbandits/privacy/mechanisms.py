@@ -50,10 +50,10 @@ from dpbandits.privacy.accounting import (
     LaplaceEvent,
     PrivacyEvent,
     PureEvent,
-    _gaussian_delta,
     gaussian_delta,
     spend,
 )
+from dpbandits.privacy.composition import _gaussian_delta
 from dpbandits.privacy.guarantees import ApproxDP, Guarantee, Neighbouring, PureDP
 from dpbandits.privacy.noise import NoiseBackend, privacy_noise
 
@@ -222,7 +222,7 @@ class Mechanism(ABC):
         The event is spent *before* any noise is drawn, so an over-budget release draws nothing.
         """
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend, stacklevel=4)
-        spend(accountant, self.event, count)
+        spend(accountant, self.event, count, label=f"{type(self).__name__}.release")
         return noise
 
     def guarantee(self, unit: str, neighbouring: Neighbouring | str, reference: str | None = None) -> Guarantee:
