@@ -40,8 +40,9 @@ computation started from, so several server processes on one store keep these gu
 request that lost the race is recomputed from the stored state). After a crash the agent is rebuilt from the stored state and the stored, not yet applied
 feedback: nothing acknowledged is lost, nothing is counted twice (a step is unique in the feedback
 table), and noise is never drawn again for a value that left the process — a value drawn by a
-transaction that did not commit never left it. Releases on demand (samples) spend the budget,
-record their ledger row and store the state in the transaction that draws them.
+transaction that did not commit never left it. Releases on demand (samples) spend the budget on
+the experiment's durable ledger (:mod:`dpbandits.serve.ledger`) and store the state in one
+transaction.
 
 Privacy
 -------
@@ -73,13 +74,13 @@ from dpbandits._core.errors import (
     NotFittedError,
     PrivacyBudgetExceededError,
 )
-from dpbandits.privacy.accounting import Accountant, guarantee_event, spend
+from dpbandits.privacy.accounting import Accountant
 from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.serve.errors import Conflict, NotFound, QuotaExceeded, Retry, ServiceError
 from dpbandits.serve.jobs import build_job, load_job, sample_job, upload_job
 from dpbandits.serve.kinds import ExperimentKind, Feedback, get_kind
 from dpbandits.serve.leases import forget_applied, pick_step
-from dpbandits.serve.ledger import encode_event, finite_or_none, rebuild_accountant
+from dpbandits.serve.ledger import budget_json, finite_or_none, ledger_report, open_ledger, spend_or_refuse
 from dpbandits.serve.live import LiveAgent, LiveAgents
 from dpbandits.serve.locking import (
     SELECT_ROW,
@@ -90,7 +91,7 @@ from dpbandits.serve.locking import (
     lock_version,
 )
 from dpbandits.serve.quotas import Quotas
-from dpbandits.serve.storage import api_keys, experiments, feedback, is_sqlite, ledger, ticket_secret
+from dpbandits.serve.storage import api_keys, experiments, feedback, is_sqlite, ticket_secret
 from dpbandits.serve.tickets import issue_ticket, parse_ticket, ticket_matches
 from dpbandits.serve.workers import run_isolated
 
@@ -116,10 +117,6 @@ _COUNT_TELL = update(experiments).where(_SAME_VERSION).values(told=bindparam("ne
 _WRITE_STATE = update(experiments).where(_SAME_VERSION).values(
     told=bindparam("new_told"), version=bindparam("new_version"), state=bindparam("new_state"),
     applied=bindparam("new_applied"), summary=bindparam("new_summary"))
-_SELECT_LEDGER = (select(ledger.c.event, ledger.c.count).where(ledger.c.experiment_id == bindparam("experiment_id"))
-                  .order_by(ledger.c.id))
-_SELECT_BUDGET = select(experiments.c.epsilon_budget, experiments.c.delta_budget).where(
-    experiments.c.id == bindparam("experiment_id"))
 _LOCK_KEY = select(api_keys.c.id).where(api_keys.c.id == bindparam("owner_id"))
 
 
@@ -288,19 +285,14 @@ class ExperimentService:
                              cancel=cancel)
         state: bytes = built["state"]
         self.quotas.check_state(state)
-        run_event = None
+        guarantee: Guarantee | None = built["guarantee"]
         privacy: dict[str, Any] | None = None
-        if kind.family.run_event:
-            guarantee: Guarantee = built["guarantee"]
+        if guarantee is not None:  # ask/tell kinds: the run is one release, paid now
             privacy = _guarantee_json(guarantee)
             if not guarantee.is_finite:
                 raise ServiceError(f"these parameters give no finite privacy guarantee ({guarantee}); "
                                    "the service runs private experiments only", code="not_private")
-            run_event = guarantee_event(guarantee)
-            try:
-                spend(Accountant(epsilon_budget, delta_budget), run_event)
-            except PrivacyBudgetExceededError as exc:
-                raise Conflict(str(exc), code="budget_exceeded") from None
+            spend_or_refuse(Accountant(epsilon_budget, delta_budget), guarantee, 1, label="run")  # before storing
         experiment_id = secrets.token_hex(16)
         now = time.time()
         summary = self._summary(built["summary"], privacy=privacy, insecure=insecure_seed is not None)
@@ -321,12 +313,10 @@ class ExperimentService:
                 epsilon_budget=epsilon_budget, delta_budget=delta_budget, state=state, applied=0,
                 told=0, version=1, summary=json.dumps(summary),
             ))
-            if kind.family.run_event:
-                connection.execute(insert(ledger).values(
-                    experiment_id=experiment_id, created_at=now, release="run", count=1,
-                    event=None if run_event is None else encode_event(run_event),
-                    note="the whole run (every value it releases, its recommendation) is one release",
-                ))
+            accountant = open_ledger(self.engine, experiment_id, connection=connection,
+                                     epsilon_budget=epsilon_budget, delta_budget=delta_budget)
+            if guarantee is not None:
+                spend_or_refuse(accountant, guarantee, 1, label="run", connection=connection)
 
         self._writer.submit(f"!{owner_id:012d}", insert_experiment).result()  # "!": key rows lock first
         if built["agent"] is not None:  # kept: the first ask needs no load
@@ -381,22 +371,7 @@ class ExperimentService:
         """The privacy ledger: guarantee, events (releases) and the budget spent / remaining."""
         with self.engine.connect() as connection:
             row = self._owned_row(connection, owner_id, experiment_id)
-            rows = connection.execute(
-                select(ledger).where(ledger.c.experiment_id == experiment_id).order_by(ledger.c.id)
-            ).mappings().all()
-        accountant = rebuild_accountant(row["epsilon_budget"], row["delta_budget"],
-                                        [(r["event"], r["count"]) for r in rows])
-        spent, remaining = accountant.spent(), accountant.remaining()
-        return {
-            "experiment": experiment_id,
-            "guarantee": json.loads(row["summary"]).get("privacy"),
-            "budget": {"epsilon": row["epsilon_budget"], "delta": row["delta_budget"]},
-            "spent": {"epsilon": finite_or_none(spent.epsilon), "delta": spent.delta},
-            "remaining": {"epsilon": finite_or_none(remaining.epsilon), "delta": remaining.delta},
-            "events": [{"release": r["release"], "created_at": r["created_at"], "count": r["count"],
-                        "event": None if r["event"] is None else json.loads(r["event"]), "note": r["note"]}
-                       for r in rows],
-        }
+        return ledger_report(self.engine, experiment_id, json.loads(row["summary"]))
 
     # ------------------------------------------------------------------------------ ask
     def ask(self, owner_id: int, experiment_id: str, *, lease: float = 0.0) -> dict[str, Any] | None:
@@ -519,14 +494,13 @@ class ExperimentService:
         others = [{"applied_ticket": t} for t in newly_applied if t != ticket_text]
         values: dict[str, Any] = {"experiment_id": experiment_id, "expected": live.version, "new_told": live.told,
                                   "new_version": live.version + 1}
-        recommendation = None
         if newly_applied:
             live.summary = self._summary(family.summary(live.agent), previous=live.summary)
+            if done:
+                live.summary.setdefault("done_at", time.time())
             state = live.agent.to_bytes()
             self.quotas.check_state(state)
             values.update(new_state=state, new_applied=live.applied, new_summary=json.dumps(live.summary))
-            if done:
-                recommendation = live.summary.get("recommendation")
         live.version += 1
         applied = live.applied
 
@@ -538,13 +512,6 @@ class ExperimentService:
                 connection.execute(_MARK_APPLIED, others)
             if newly_applied:
                 forget_applied(connection, experiment_id, applied)
-            if recommendation is not None:
-                connection.execute(insert(ledger).values(
-                    experiment_id=experiment_id, created_at=time.time(), release="recommendation",
-                    event=None, count=1,
-                    note=f"recommendation {json.dumps(recommendation)}: post-processing, "
-                         "covered by the run's guarantee",
-                ))
             return ack
 
         return store
@@ -652,14 +619,17 @@ class ExperimentService:
             if live.closed:
                 raise Conflict("the experiment is closed", code="closed")
             try:
-                event = guarantee_event(family.guarantee(live.agent))
+                guarantee = family.guarantee(live.agent)
             except NotFittedError as exc:
                 raise Conflict(str(exc), code="not_ready") from None
-            with self.engine.connect() as connection:
-                accountant, spent_rows = _accountant(connection, experiment_id)
-            _spend(accountant, event, size)  # before anything is drawn
+            accountant = open_ledger(self.engine, experiment_id)
+            if not accountant.can_spend(guarantee, size):  # before anything is drawn
+                spent = accountant.spent().epsilon
+                raise Conflict(f"{size} sample(s) of ε = {guarantee.epsilon:g} each would exceed the "
+                               f"experiment's epsilon_budget = {accountant.epsilon_budget:g} (spent: {spent:g})",
+                               code="budget_exceeded")
             seed = (None if live.insecure_seed is None
-                    else np.random.SeedSequence([live.insecure_seed, spent_rows]))
+                    else np.random.SeedSequence([live.insecure_seed, len(accountant.entries())]))
             try:
                 drawn = run_isolated(sample_job, live.kind.name, live.params.model_dump_json(), _portable(live.agent),
                                      size, context, seed, time_limit=self.time_limit, cancel=cancel)
@@ -668,29 +638,16 @@ class ExperimentService:
             self.quotas.check_state(drawn["state"])
             expected = live.version
 
-            def release(connection: Connection) -> Accountant:
+            def release(connection: Connection) -> dict[str, Any]:
                 compare_and_set(connection, experiment_id, expected, state=drawn["state"])
-                accountant, _ = _accountant(connection, experiment_id)
-                _spend(accountant, event, size)  # again, in the transaction: the authoritative check
-                connection.execute(insert(ledger).values(
-                    experiment_id=experiment_id, created_at=time.time(), release="sample",
-                    event=encode_event(event), count=size, note=f"{size} sample(s)"))
-                return accountant
+                accountant = open_ledger(self.engine, experiment_id, connection=connection)
+                spend_or_refuse(accountant, guarantee, size, label="sample", connection=connection)  # authoritative
+                return budget_json(accountant, connection=connection)
 
-            accountant = self._submit(experiment_id, release, live).result()
+            budget = self._submit(experiment_id, release, live).result()
             live.agent = self._adopt(live.kind, live.params, drawn["state"], drawn["agent"])
             live.version = expected + 1
-        spent, remaining = accountant.spent(), accountant.remaining()
-        return {"samples": drawn["samples"],
-                "spent": {"epsilon": finite_or_none(spent.epsilon), "delta": spent.delta},
-                "remaining": {"epsilon": finite_or_none(remaining.epsilon), "delta": remaining.delta}}
-
-
-def _accountant(connection: Connection, experiment_id: str) -> tuple[Accountant, int]:
-    """The experiment's accountant rebuilt from its ledger rows, and the number of rows."""
-    budget = connection.execute(_SELECT_BUDGET, {"experiment_id": experiment_id}).one()
-    rows = connection.execute(_SELECT_LEDGER, {"experiment_id": experiment_id}).all()
-    return rebuild_accountant(budget[0], budget[1], [(r[0], r[1]) for r in rows]), len(rows)
+        return {"samples": drawn["samples"], **budget}
 
 
 def _portable(agent: Any) -> bytes | tuple[bytes]:
@@ -699,13 +656,6 @@ def _portable(agent: Any) -> bytes | tuple[bytes]:
         return (pickle.dumps(agent, protocol=pickle.HIGHEST_PROTOCOL),)
     except Exception:
         return bytes(agent.to_bytes())
-
-
-def _spend(accountant: Accountant, event: Any, size: int) -> None:
-    try:
-        accountant.spend(event, size)
-    except PrivacyBudgetExceededError as exc:
-        raise Conflict(str(exc), code="budget_exceeded") from None
 
 
 def _retried(ack: dict[str, Any], told_hash: str, digest: str) -> dict[str, Any]:

@@ -19,9 +19,10 @@ Tables
     The steps handed out by ``ask``: one row per (experiment, step) with the time of its latest
     hand-out, so that every server process (``--workers N``, several hosts on one PostgreSQL) sees
     the same leases (see :mod:`dpbandits.serve.leases`). Rows of applied steps are deleted.
-``ledger``
-    The privacy ledger: one row per release (the run's guarantee at creation, a recommendation,
-    samples), each written in the transaction that makes the release.
+``ledgers``, ``ledger_entries``, ``ledger_continuations``
+    The privacy ledgers of the experiments: the library's durable ledger
+    (:mod:`dpbandits.privacy.ledger_store`), created in the same database; see
+    :mod:`dpbandits.serve.ledger`.
 ``settings``
     Server secrets (the key that signs tickets), created with the schema.
 
@@ -66,6 +67,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError
 
 from dpbandits._core.errors import InvalidParameterError
+from dpbandits.privacy.ledger_store import create_ledger_tables
 
 __all__ = [
     "SQLITE_SYNCHRONOUS",
@@ -75,7 +77,6 @@ __all__ = [
     "feedback",
     "is_sqlite",
     "leases",
-    "ledger",
     "make_engine",
     "metadata",
     "settings",
@@ -132,18 +133,6 @@ leases = Table(
     Column("experiment_id", String(32), ForeignKey("experiments.id"), primary_key=True),
     Column("step", Integer, primary_key=True),
     Column("issued_at", Float, nullable=False),  # wall-clock time (time.time()) of its latest hand-out
-)
-
-ledger = Table(
-    "ledger", metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("experiment_id", String(32), ForeignKey("experiments.id"), nullable=False),
-    Column("created_at", Float, nullable=False),
-    Column("release", String(64), nullable=False),  # "run", "recommendation", "sample", ...
-    Column("event", Text, nullable=True),  # JSON privacy event spent (None: post-processing, no cost)
-    Column("count", Integer, nullable=False, default=1),
-    Column("note", Text, nullable=False, default=""),
-    Index("ix_ledger_experiment", "experiment_id"),
 )
 
 settings = Table(
@@ -211,6 +200,7 @@ def make_engine(db: str, *, synchronous: str = "full", pool_size: int = 16) -> E
     if is_sqlite(engine):
         _configure_sqlite(engine, synchronous)
     metadata.create_all(engine)
+    create_ledger_tables(engine)  # the experiments' privacy ledgers (dpbandits.privacy.ledger_store)
     ticket_secret(engine)  # created once, with the schema
     return engine
 
