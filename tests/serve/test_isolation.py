@@ -101,3 +101,48 @@ def test_concurrent_requests_over_the_quota_are_refused() -> None:
             pass
     with limit.hold(1):  # released
         pass
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds used by ``pid`` and its descendants (live ones, and the reaped children they waited for)."""
+    import os
+    from pathlib import Path
+
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry.name)] = (int(fields[1]), sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK"))
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [child for child, (ppid, _) in stats.items() if ppid == parent and child not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(stats[p][1] for p in tree if p in stats)
+
+
+@pytest.mark.slow
+def test_server_cpu_stops_shortly_after_the_client_gives_up(tmp_path: Any) -> None:
+    import httpx
+    from servetools import make_store
+
+    from dpbandits.serve.testing import ServerProcess
+
+    store = make_store(str(tmp_path / "s.db"))
+    heavy = {"horizon": 10, "epsilon": 1.0, "reward_bound": 1.0, "action_dim": 3, "context_dim": 3}  # ~13 s of CPU
+    with ServerProcess(store.db) as server, httpx.Client(base_url=server.url, timeout=60,
+                                                         headers={"Authorization": f"Bearer {store.alice}"}) as http:
+        assert server.process is not None
+        assert http.post("/v1/experiments", json={"kind": "dp-bai", "params": BAI}).status_code == 201  # warm
+        with pytest.raises(httpx.ReadTimeout):
+            http.post("/v1/experiments", json={"kind": "usca", "params": heavy, "epsilon_budget": 1.0}, timeout=1.5)
+        time.sleep(1.0)
+        before = _tree_cpu(server.process.pid)
+        time.sleep(3.0)
+        used = _tree_cpu(server.process.pid) - before
+        assert used < 0.3, f"the server used {used:.2f} s of CPU in the 3 s after its client gave up"
+        assert [e["kind"] for e in http.get("/v1/experiments").json()] == ["dp-bai"]  # nothing was recorded
