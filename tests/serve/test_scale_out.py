@@ -54,7 +54,8 @@ def test_two_processes_telling_one_experiment_lose_nothing(store: Store) -> None
 def _two_servers(store: Store, log: Any, **options: Any) -> list[Any]:
     from dpbandits.serve.testing import ServerProcess
 
-    return [ServerProcess(store.db, allow_insecure_seeded_noise=True, log=log, **options).start() for _ in range(2)]
+    return [ServerProcess(store.db, allow_insecure_seeded_noise=True, log=log, **options).start(timeout=300)
+            for _ in range(2)]  # a busy machine starts a server slowly
 
 
 @pytest.mark.slow
@@ -119,8 +120,8 @@ def test_the_budget_race_between_server_processes_never_overspends(postgres_clus
 
     store = make_store(new_postgres_database(postgres_cluster))
     log = tmp_path / "servers.log"
-    servers = [ServerProcess(store.db, log=log).start(),
-               ServerProcess(store.db, log=log, options=("--workers", "2")).start()]
+    servers = [ServerProcess(store.db, log=log).start(timeout=300),
+               ServerProcess(store.db, log=log, options=("--workers", "2")).start(timeout=300)]
     data = b"arm,reward\n" + b"".join(b"%d,%d\n" % (i % 2, (i // 2) % 2) for i in range(40))
     params = {"n_arms": 2, "eta": 1.0, "min_count": 5}
     try:

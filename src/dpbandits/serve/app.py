@@ -47,6 +47,7 @@ from dpbandits._core.errors import DPBanditsError
 from dpbandits.serve.auth import KeyCache
 from dpbandits.serve.errors import NotFound, QuotaExceeded, Retry, ServiceError
 from dpbandits.serve.kinds import list_kinds
+from dpbandits.serve.ledger import spent_by_experiment
 from dpbandits.serve.quotas import ConcurrencyLimit, Quotas
 from dpbandits.serve.schemas import CreateExperiment, SampleRequest, TellRequest
 from dpbandits.serve.service import ATTEMPTS, ExperimentService, library_error_status
@@ -409,7 +410,7 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         if who is None:
             return HTMLResponse(render_login())
         listed = service.experiments(who)
-        spent = {e["id"]: service.ledger(who, e["id"])["spent"]["epsilon"] for e in listed}
+        spent = spent_by_experiment(engine, [e["id"] for e in listed])  # one query for every experiment
         return HTMLResponse(render_status(listed, spent))
 
     @app.post("/status/login", include_in_schema=False)

@@ -20,11 +20,12 @@ from sqlalchemy import Connection, Engine, select
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits.privacy.accounting import Accountant
+from dpbandits.privacy.event_codec import decode_event
 from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.privacy.ledger_store import DurableAccountant, ledger_entries
 from dpbandits.serve.errors import Conflict
 
-__all__ = ["budget_json", "finite_or_none", "ledger_report", "open_ledger", "spend_or_refuse"]
+__all__ = ["budget_json", "finite_or_none", "ledger_report", "open_ledger", "spend_or_refuse", "spent_by_experiment"]
 
 
 def _ledger_id(experiment_id: str) -> str:
@@ -77,6 +78,23 @@ def ledger_report(engine: Engine, experiment_id: str, summary: dict[str, Any]) -
     return {"experiment": experiment_id, "guarantee": summary.get("privacy"),
             "budget": {"epsilon": accountant.epsilon_budget, "delta": accountant.delta_budget},
             **budget_json(accountant), "events": events}
+
+
+def spent_by_experiment(engine: Engine, experiment_ids: list[str]) -> dict[str, float | None]:
+    """ε spent by each experiment (None: not finite), from ONE query over their ledgers' entries.
+
+    Composed as their durable ledgers compose them (basic composition, the service's method).
+    """
+    wanted = {_ledger_id(e): e for e in experiment_ids}
+    accountants = {e: Accountant() for e in experiment_ids}
+    if wanted:
+        with engine.connect() as connection:
+            rows = connection.execute(select(ledger_entries.c.ledger_id, ledger_entries.c.event, ledger_entries.c.count)
+                                      .where(ledger_entries.c.ledger_id.in_(list(wanted)))
+                                      .order_by(ledger_entries.c.id)).all()
+        for row in rows:
+            accountants[wanted[row.ledger_id]].spend(decode_event(row.event), int(row.count))
+    return {e: finite_or_none(a.spent().epsilon) for e, a in accountants.items()}
 
 
 _NOTES = {"run": "the whole run (every value it releases, its recommendation) is one release"}

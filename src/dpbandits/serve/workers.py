@@ -110,7 +110,7 @@ def run_isolated(function: Callable[..., T], *args: Any, time_limit: float,
     """
     context = _context()
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(sender, function, args), daemon=True)  # type: ignore[attr-defined]
+    process = context.Process(target=_child, args=(sender, function, args), daemon=True)
     deadline = time.monotonic() + time_limit
     try:
         process.start()
