@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import threading
 from dataclasses import asdict
 from typing import Any
 
@@ -31,7 +30,7 @@ def _application(settings: dict[str, Any]) -> Any:
     from dpbandits.serve.workers import start_workers
 
     engine = make_engine(settings["db"], synchronous=settings["sqlite_synchronous"])
-    threading.Thread(target=start_workers, name="dpbandits-forkserver", daemon=True).start()
+    start_workers()  # before listening: the first heavy request does not wait for the library's import
     return create_app(engine, allow_insecure_seeded_noise=settings["allow_insecure_seeded_noise"],
                       lease_seconds=settings["lease_seconds"], quotas=Quotas(**settings["quotas"]),
                       time_limit=settings["time_limit"])

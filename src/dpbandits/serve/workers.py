@@ -9,7 +9,9 @@ not the server's. A job still running after ``time_limit`` seconds, or whose ``c
 set (the HTTP layer sets it when the client disconnects), is killed with SIGKILL: its CPU stops at
 once, and nothing it computed is stored or released.
 
-A job's function gets and returns picklable values. Library errors raised in the child come back
+A job's function gets and returns picklable values. As with every ``multiprocessing`` start method
+but ``fork``, a script that uses the service in-process must guard its entry point with ``if
+__name__ == "__main__":`` (a job's process imports the main module); ``dpbandits serve`` does. Library errors raised in the child come back
 as the same error class with the same one-line message; any other exception is a bug, reported by
 its class only (:class:`IsolatedWorkFailed`), since its message may hold the job's data.
 """
@@ -34,9 +36,10 @@ T = TypeVar("T")
 
 _POLL_SECONDS = 0.05
 _PRELOAD = ["dpbandits.serve.jobs", "dpbandits.algorithms.bai", "dpbandits.algorithms.dueling",
-            "dpbandits.algorithms.kernel", "dpbandits.algorithms.offline", "dpbandits.envs.kernel",
-            "dpbandits.envs.readers", "pandas", "pyarrow.parquet", "sklearn.gaussian_process"]
-"""Imported once by the fork server (a missing optional one is skipped), not by every job."""
+            "dpbandits.algorithms.kernel", "dpbandits.algorithms.offline"]
+"""Imported once by the fork server, not by every job (the heavy optional libraries — scikit-learn
+for USCA's kernels, pandas and pyarrow for uploads — are imported by the jobs that need them: a
+server that never sees those kinds does not pay for them)."""
 _CONTEXT: BaseContext | None = None
 _GUARD = threading.Lock()
 
