@@ -48,7 +48,7 @@ def _health_rounds(url: str, seconds: float, n_clients: int = N_CLIENTS) -> list
     deadline = time.monotonic() + seconds
 
     def health() -> None:
-        with httpx.Client(base_url=url) as http:
+        with httpx.Client(base_url=url, timeout=60) as http:
             while time.monotonic() < deadline:
                 started = time.perf_counter()
                 http.get("/healthz")

@@ -138,6 +138,9 @@ def bench_scale(seconds: float) -> None:
                     two, health_two, errors_two = _rate([first.url, second.url], key, ids, seconds)
     finally:
         cluster.stop()
+    if not (one > 0 and health_one > 0 and health_two > 0):
+        print(f"scale-out: no rate measured (1 process: {one} tells/s, errors {errors_one + errors_two})")
+        return
     print(f"PostgreSQL, 1 process: {one:.0f} tells/s (healthz rounds {health_one:.0f}/s); "
           f"2 processes: {two:.0f} tells/s (healthz rounds {health_two:.0f}/s); errors {errors_one + errors_two}")
     report_ratio("scale-out: tells/s on 2 processes / on 1 (PostgreSQL)", two / one, numerator=f"{two:.0f} tells/s",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dpbandits._core.errors import DPBanditsError
+from dpbandits._core.errors import DPBanditsError, NotFittedError, PrivacyBudgetExceededError
 
-__all__ = ["Cancelled", "Conflict", "NotFound", "QuotaExceeded", "Retry", "ServiceError", "TimeLimitExceeded", "TooLarge"]
+__all__ = ["Cancelled", "Conflict", "NotFound", "QuotaExceeded", "Retry", "ServiceError", "TimeLimitExceeded", "TooLarge", "library_error_status"]
 
 
 class ServiceError(DPBanditsError):
@@ -66,3 +66,12 @@ class Retry(ServiceError):
 
     status = 503
     code = "store_unavailable"
+
+
+def library_error_status(exc: DPBanditsError) -> int:
+    """The HTTP status of a library error raised while serving a request (4xx: the request's fault)."""
+    if isinstance(exc, ServiceError):
+        return exc.status
+    if isinstance(exc, NotFittedError | PrivacyBudgetExceededError):
+        return 409
+    return 400

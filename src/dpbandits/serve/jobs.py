@@ -16,7 +16,7 @@ from typing import Any
 from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.serve.kinds import get_kind
 
-__all__ = ["build_job", "load_job", "sample_job", "upload_job"]
+__all__ = ["build_job", "load_job", "portable", "sample_job", "upload_job"]
 
 
 def _pickled(agent: Any) -> bytes | None:
@@ -39,6 +39,12 @@ def load_job(kind_name: str, params_json: str, state: bytes) -> bytes | None:
     """The agent stored as ``state``, pickled (None if it cannot be)."""
     kind = get_kind(kind_name)
     return _pickled(kind.load(kind.params.model_validate_json(params_json), state))
+
+
+def portable(agent: Any) -> bytes | tuple[bytes]:
+    """The agent as a job takes it: ``(pickled,)``, or its state bytes if it cannot be pickled."""
+    pickled = _pickled(agent)
+    return bytes(agent.to_bytes()) if pickled is None else (pickled,)
 
 
 def _agent(kind_name: str, params_json: str, stored: bytes | tuple[bytes]) -> Any:

@@ -93,7 +93,7 @@ def spent_by_experiment(engine: Engine, experiment_ids: list[str]) -> dict[str, 
                                       .where(ledger_entries.c.ledger_id.in_(list(wanted)))
                                       .order_by(ledger_entries.c.id)).all()
         for row in rows:
-            accountants[wanted[row.ledger_id]].spend(decode_event(row.event), int(row.count))
+            accountants[wanted[row[0]]].spend(decode_event(row[1]), int(row[2]))
     return {e: finite_or_none(a.spent().epsilon) for e, a in accountants.items()}
 
 

@@ -41,13 +41,17 @@ from dpbandits.serve.errors import NotFound, Retry
 from dpbandits.serve.storage import experiments, is_sqlite
 
 __all__ = [
+    "ATTEMPTS",
     "ROW_WITHOUT_STATE",
     "SELECT_ROW",
     "ExperimentLocks",
     "GroupCommitter",
     "compare_and_set",
+    "done_future",
     "lock_experiment_row",
     "lock_version",
+    "retrying",
+    "then",
     "write_transaction",
 ]
 
@@ -119,6 +123,43 @@ class GroupCommitter:
                 future.set_result(value)
             else:
                 future.set_exception(value)
+
+
+ATTEMPTS = 4
+"""How often a request that lost a race with another server process is recomputed before a 503."""
+U = TypeVar("U")
+
+
+def then(future: Future[T], function: Callable[[T], U]) -> Future[U]:
+    """A future of ``function(future's result)`` (an exception of either is the new future's)."""
+    chained: Future[U] = Future()
+
+    def done(source: Future[T]) -> None:
+        try:
+            chained.set_result(function(source.result()))
+        except BaseException as exc:
+            chained.set_exception(exc)
+
+    future.add_done_callback(done)
+    return chained
+
+
+def done_future(value: T) -> Future[T]:
+    """A future that already holds ``value``."""
+    future: Future[T] = Future()
+    future.set_result(value)
+    return future
+
+
+def retrying(request: Callable[[], Future[T]]) -> T:
+    """``request().result()``, recomputed while it fails with ``Retry`` (at most :data:`ATTEMPTS` times)."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return request().result()
+        except Retry:
+            if attempt == ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 _SQLITE_WRITERS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()

@@ -70,40 +70,53 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 
 from dpbandits._core.errors import (
-    DPBanditsError,
     NotFittedError,
-    PrivacyBudgetExceededError,
 )
 from dpbandits.privacy.accounting import Accountant
 from dpbandits.privacy.guarantees import Guarantee
-from dpbandits.serve.errors import Conflict, NotFound, QuotaExceeded, Retry, ServiceError
-from dpbandits.serve.jobs import build_job, load_job, sample_job, upload_job
+from dpbandits.serve.errors import (
+    Conflict,
+    NotFound,
+    QuotaExceeded,
+    Retry,
+    ServiceError,
+    library_error_status,
+)
+from dpbandits.serve.jobs import build_job, load_job, portable, sample_job, upload_job
 from dpbandits.serve.kinds import ExperimentKind, Feedback, get_kind
 from dpbandits.serve.leases import forget_applied, pick_step
 from dpbandits.serve.ledger import budget_json, finite_or_none, ledger_report, open_ledger, spend_or_refuse
 from dpbandits.serve.live import LiveAgent, LiveAgents
 from dpbandits.serve.locking import (
+    ATTEMPTS,
     SELECT_ROW,
     ExperimentLocks,
     GroupCommitter,
     compare_and_set,
+    done_future,
     lock_experiment_row,
     lock_version,
+    retrying,
+    then,
 )
 from dpbandits.serve.quotas import Quotas
 from dpbandits.serve.storage import api_keys, experiments, feedback, is_sqlite, ticket_secret
 from dpbandits.serve.tickets import issue_ticket, parse_ticket, ticket_matches
 from dpbandits.serve.workers import run_isolated
 
-__all__ = ["ATTEMPTS", "ExperimentService"]
+__all__ = ["ATTEMPTS", "ExperimentService", "library_error_status"]
 
 T = TypeVar("T")
 U = TypeVar("U")
 
 MAX_LIVE = 256
 """Agents kept in memory (least recently used ones are dropped and reloaded from the store)."""
-ATTEMPTS = 4
-"""How often a request that lost a race with another server process is recomputed before a 503."""
+LIGHT_STATE_BYTES = 32 * 1024
+"""Agents stored in at most this many bytes are loaded in the server process (a child process costs
+more than their load); larger ones, and those of :data:`HEAVY_LOAD_FAMILIES`, in a child process."""
+HEAVY_LOAD_FAMILIES = frozenset({"kernel"})
+"""Families whose agents do seconds of set-up when loaded whatever their size (USCA rebuilds its
+kernel approximation)."""
 
 # The statements of the frequent requests, built once (SQLAlchemy reuses their compiled form and cache key).
 _SELECT_LOADED = select(experiments).where(experiments.c.id == bindparam("experiment_id"))
@@ -130,37 +143,6 @@ def _guarantee_json(guarantee: Guarantee) -> dict[str, Any]:
             "neighbouring": str(getattr(guarantee.neighbouring, "value", guarantee.neighbouring)),
             "reference": guarantee.reference, "per_instance": bool(guarantee.per_instance),
             "description": str(guarantee)}
-
-
-def _then(future: Future[T], function: Callable[[T], U]) -> Future[U]:
-    """A future of ``function(future's result)`` (an exception of either is the new future's)."""
-    chained: Future[U] = Future()
-
-    def done(source: Future[T]) -> None:
-        try:
-            chained.set_result(function(source.result()))
-        except BaseException as exc:
-            chained.set_exception(exc)
-
-    future.add_done_callback(done)
-    return chained
-
-
-def _done(value: T) -> Future[T]:
-    future: Future[T] = Future()
-    future.set_result(value)
-    return future
-
-
-def retrying(request: Callable[[], Future[T]]) -> T:
-    """``request().result()``, recomputed while it fails with :class:`Retry` (at most :data:`ATTEMPTS` times)."""
-    for attempt in range(ATTEMPTS):
-        try:
-            return request().result()
-        except Retry:
-            if attempt == ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
 
 
 class ExperimentService:
@@ -212,8 +194,12 @@ class ExperimentService:
         kind = get_kind(row["kind"])
         params = kind.params.model_validate_json(row["params"])
         state = bytes(row["state"])
-        pickled = run_isolated(load_job, kind.name, row["params"], state, time_limit=self.time_limit, cancel=cancel)
-        live = LiveAgent(row["id"], row["owner_id"], kind, params, self._adopt(kind, params, state, pickled),
+        if len(state) <= LIGHT_STATE_BYTES and kind.family.name not in HEAVY_LOAD_FAMILIES:
+            agent = kind.load(params, state)  # milliseconds: cheaper than a child process
+        else:
+            agent = self._adopt(kind, params, state, run_isolated(load_job, kind.name, row["params"], state,
+                                                                  time_limit=self.time_limit, cancel=cancel))
+        live = LiveAgent(row["id"], row["owner_id"], kind, params, agent,
                          row["version"], row["applied"], row["told"], bool(row["closed"]), row["insecure_seed"],
                          {int(step): (ticket, json.loads(payload)) for step, ticket, payload in pending},
                          json.loads(row["summary"]))
@@ -414,7 +400,7 @@ class ExperimentService:
             action = schedule[step - applied]
             return {"ticket": issue_ticket(self._secret, experiment_id, step, action), "step": step, **action}
 
-        return _then(self._submit(experiment_id, lease_a_step, live), handed)
+        return then(self._submit(experiment_id, lease_a_step, live), handed)
 
     # ------------------------------------------------------------------------------ tell
     def tell(self, owner_id: int, experiment_id: str, ticket_text: str, reported: Feedback) -> dict[str, Any]:
@@ -442,11 +428,11 @@ class ExperimentService:
             live = self._agent(owner_id, experiment_id)
             in_flight = live.in_flight.get(ticket.text)
             if in_flight is not None:  # a retry while the first tell is being committed
-                return _then(in_flight[1], lambda ack: _retried(ack, in_flight[0], digest))
+                return then(in_flight[1], lambda ack: _retried(ack, in_flight[0], digest))
             if live.closed:
                 raise Conflict("the experiment is closed", code="closed")
             if ticket.step < live.applied or ticket.step in live.buffered:
-                return _done(self._told_before(ticket.text, digest))
+                return done_future(self._told_before(ticket.text, digest))
             schedule = live.schedule()
             index = ticket.step - live.applied
             if index >= len(schedule) or not ticket_matches(self._secret, ticket, schedule[index]):
@@ -571,7 +557,7 @@ class ExperimentService:
             with tempfile.TemporaryDirectory() as directory:
                 path = Path(directory) / f"upload.{file_format}"
                 path.write_bytes(data)
-                fitted = run_isolated(upload_job, live.kind.name, live.params.model_dump_json(), _portable(live.agent),
+                fitted = run_isolated(upload_job, live.kind.name, live.params.model_dump_json(), portable(live.agent),
                                       str(path), options, time_limit=self.time_limit, cancel=cancel)
             self.quotas.check_state(fitted["state"])
             summary = self._summary(fitted["summary"], privacy=_guarantee_json(fitted["guarantee"]),
@@ -631,7 +617,7 @@ class ExperimentService:
             seed = (None if live.insecure_seed is None
                     else np.random.SeedSequence([live.insecure_seed, len(accountant.entries())]))
             try:
-                drawn = run_isolated(sample_job, live.kind.name, live.params.model_dump_json(), _portable(live.agent),
+                drawn = run_isolated(sample_job, live.kind.name, live.params.model_dump_json(), portable(live.agent),
                                      size, context, seed, time_limit=self.time_limit, cancel=cancel)
             except NotFittedError as exc:
                 raise Conflict(str(exc), code="not_ready") from None
@@ -650,14 +636,6 @@ class ExperimentService:
         return {"samples": drawn["samples"], **budget}
 
 
-def _portable(agent: Any) -> bytes | tuple[bytes]:
-    """The agent as a child process job takes it: pickled, or its state bytes if it cannot be pickled."""
-    try:
-        return (pickle.dumps(agent, protocol=pickle.HIGHEST_PROTOCOL),)
-    except Exception:
-        return bytes(agent.to_bytes())
-
-
 def _retried(ack: dict[str, Any], told_hash: str, digest: str) -> dict[str, Any]:
     """The original acknowledgement of a retried tell, or a 409 if its feedback differs."""
     if told_hash != digest:
@@ -668,12 +646,3 @@ def _retried(ack: dict[str, Any], told_hash: str, digest: str) -> dict[str, Any]
 def _validation_message(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in error['loc']) or 'params'}: {error['msg']}"
                      for error in exc.errors()[:10])
-
-
-def library_error_status(exc: DPBanditsError) -> int:
-    """The HTTP status of a library error raised while serving a request (4xx: the request's fault)."""
-    if isinstance(exc, ServiceError):
-        return exc.status
-    if isinstance(exc, NotFittedError | PrivacyBudgetExceededError):
-        return 409
-    return 400

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from multiprocessing.context import BaseContext
+from multiprocessing.context import ForkServerContext
 from typing import Any, TypeVar
 
 from dpbandits._core import errors as library_errors
@@ -40,7 +40,7 @@ _PRELOAD = ["dpbandits.serve.jobs", "dpbandits.algorithms.bai", "dpbandits.algor
 """Imported once by the fork server, not by every job (the heavy optional libraries — scikit-learn
 for USCA's kernels, pandas and pyarrow for uploads — are imported by the jobs that need them: a
 server that never sees those kinds does not pay for them)."""
-_CONTEXT: BaseContext | None = None
+_CONTEXT: ForkServerContext | None = None
 _GUARD = threading.Lock()
 
 
@@ -48,11 +48,12 @@ class IsolatedWorkFailed(RuntimeError):
     """A job died or raised something other than a library error (named by its class only)."""
 
 
-def _context() -> BaseContext:
+def _context() -> ForkServerContext:
     global _CONTEXT
     with _GUARD:
         if _CONTEXT is None:
             context = multiprocessing.get_context("forkserver")
+            assert isinstance(context, ForkServerContext)
             context.set_forkserver_preload(_PRELOAD)
             _CONTEXT = context
         return _CONTEXT
@@ -138,4 +139,4 @@ def run_isolated(function: Callable[..., T], *args: Any, time_limit: float,
         receiver.close()
     if kind != "ok":
         _raise(kind, payload)
-    return payload  # type: ignore[no-any-return]
+    return payload
