@@ -89,7 +89,7 @@ def bench(label: str, db: str, seconds: float, synchronous: str = "full") -> flo
     engine.dispose()
     with tempfile.TemporaryDirectory() as directory, ServerProcess(
             db, synchronous=synchronous, log=Path(directory) / "server.log") as server:
-        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}) as http:
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=300) as http:
             ids = [http.post("/v1/experiments", json={"kind": "dp-bai", "params": {
                 "n_arms": 8, "budget": 10_000_000, "epsilon": 1.0}}).json()["id"] for _ in range(4)]
         assert server.process is not None
