@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from servetools import make_store
+from servetools import Store, make_store
 from sqlalchemy import exc as sa
 
 from dpbandits.serve.app import create_app
@@ -152,8 +152,7 @@ def test_terminated_connections_are_503_never_500_and_the_service_recovers(postg
         assert client.get(f"/v1/experiments/{experiment}").json()["progress"]["steps_told"] >= 1
 
 
-def test_upload_errors_carry_no_server_path(tmp_path: Path) -> None:
-    store = make_store(str(tmp_path / "s.db"))
+def test_upload_errors_carry_no_server_path(store: Store) -> None:
     with _client(store.db, store.alice) as client:
         experiment = client.post("/v1/experiments", json={"kind": "kl-mab", "epsilon_budget": 5.0, "params": {
             "n_arms": 2, "eta": 1.0, "min_count": 2}}).json()["id"]

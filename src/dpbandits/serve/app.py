@@ -50,7 +50,7 @@ from dpbandits.serve.kinds import list_kinds
 from dpbandits.serve.ledger import spent_by_experiment
 from dpbandits.serve.quotas import ConcurrencyLimit, Quotas
 from dpbandits.serve.schemas import CreateExperiment, SampleRequest, TellRequest
-from dpbandits.serve.service import ATTEMPTS, ExperimentService, library_error_status
+from dpbandits.serve.service import ATTEMPTS, ExperimentService, NeedsThread, library_error_status
 from dpbandits.serve.status_page import render_login, render_status
 from dpbandits.serve.store_errors import is_bad_value, is_retryable
 
@@ -283,11 +283,18 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     app.state.keys = keys
     app.state.concurrency = ConcurrencyLimit(quotas.concurrent_requests)
 
-    async def committed(experiment_id: str, request: Callable[[], Future[T]]) -> T:
-        """Compute under the experiment's gate (in the thread pool), then await the commit; recompute on Retry."""
+    async def committed(experiment_id: str, request: Callable[[bool], Future[T]]) -> T:
+        """Compute under the experiment's gate, then await the commit; recompute on Retry.
+
+        ``request(inline)`` runs on the event loop when the agent is in memory and small, else (it
+        raised :class:`~dpbandits.serve.service.NeedsThread`) in the thread pool.
+        """
         for attempt in range(ATTEMPTS):
             async with gates.hold(experiment_id):
-                future = await run_in_threadpool(request)
+                try:
+                    future = request(True)
+                except NeedsThread:
+                    future = await run_in_threadpool(request, False)
             try:
                 return await asyncio.wrap_future(future)
             except Retry:
@@ -350,8 +357,8 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         one or a lease to expire.
         """
         experiment_id = _checked_id(experiment_id)
-        while (handed := await committed(experiment_id, lambda: service.ask_later(who, experiment_id,
-                                                                                   lease=lease_seconds))) is None:
+        while (handed := await committed(experiment_id, lambda inline: service.ask_later(
+                who, experiment_id, lease=lease_seconds, inline=inline))) is None:
             await steps_freed.wait(experiment_id, timeout=min(lease_seconds, 1.0))
         return JSONResponse(handed)  # no response model: nothing to re-validate
 
@@ -360,13 +367,13 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         """Feedback of a ticket's step; acknowledged once committed. A retry returns the same acknowledgement."""
         experiment_id = _checked_id(experiment_id)
         reported = body.feedback()
-        acknowledged = await committed(experiment_id,
-                                       lambda: service.tell_later(who, experiment_id, body.ticket, reported))
+        acknowledged = await committed(experiment_id, lambda inline: service.tell_later(
+            who, experiment_id, body.ticket, reported, inline=inline))
         steps_freed.notify(experiment_id)
         return JSONResponse(acknowledged)
 
     @app.get(path + "/ledger", tags=["privacy"])
-    async def ledger(experiment_id: str, who: Admitted) -> dict[str, Any]:
+    def ledger(experiment_id: str, who: Admitted) -> dict[str, Any]:  # in the thread pool: it opens the ledger
         """The privacy ledger: guarantee, releases, budget spent and remaining."""
         return service.ledger(who, _checked_id(experiment_id))
 
@@ -374,7 +381,7 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     async def close(experiment_id: str, who: Admitted) -> dict[str, Any]:
         """Close the experiment (no further ask, tell, upload or sample)."""
         experiment_id = _checked_id(experiment_id)
-        await committed(experiment_id, lambda: service.close_later(who, experiment_id))
+        await committed(experiment_id, lambda _inline: service.close_later(who, experiment_id))
         steps_freed.notify(experiment_id)  # waiting asks see it closed
         return service.status(who, experiment_id)
 
@@ -390,13 +397,17 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         """Upload logged data (CSV or Parquet body) to a KL-offline experiment; fits its policy, once."""
         data = await request.body()
         fmt = file_format or ("parquet" if "parquet" in request.headers.get("content-type", "") else "csv")
-        return await _cancellable(request, service.upload, who, _checked_id(experiment_id), data, file_format=fmt,
-                                  action_column=action_column, reward_column=reward_column, clip=clip)
+        experiment_id = _checked_id(experiment_id)
+        async with gates.hold(experiment_id):  # the experiment's requests on the event loop never wait for it
+            return await _cancellable(request, service.upload, who, experiment_id, data, file_format=fmt,
+                                      action_column=action_column, reward_column=reward_column, clip=clip)
 
     @app.post(path + "/sample", tags=["offline"])
     async def sample(experiment_id: str, body: SampleRequest, who: Admitted, request: Request) -> dict[str, Any]:
         """Release private samples (KL-offline actions, USCA recommendations), each spending the budget."""
-        return await _cancellable(request, service.sample, who, _checked_id(experiment_id), body.size, body.context)
+        experiment_id = _checked_id(experiment_id)
+        async with gates.hold(experiment_id):  # the experiment's requests on the event loop never wait for it
+            return await _cancellable(request, service.sample, who, experiment_id, body.size, body.context)
 
     # ------------------------------------------------------------------------------ status page
     @app.get("/", include_in_schema=False)

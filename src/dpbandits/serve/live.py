@@ -32,6 +32,7 @@ class LiveAgent:
     kind: ExperimentKind
     params: BaseModel
     agent: Any
+    state_bytes: int  # size of its stored state (what serialising it costs)
     version: int
     applied: int
     told: int

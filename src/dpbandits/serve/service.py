@@ -104,7 +104,7 @@ from dpbandits.serve.storage import api_keys, experiments, feedback, is_sqlite, 
 from dpbandits.serve.tickets import issue_ticket, parse_ticket, ticket_matches
 from dpbandits.serve.workers import run_isolated
 
-__all__ = ["ATTEMPTS", "ExperimentService", "library_error_status"]
+__all__ = ["ATTEMPTS", "ExperimentService", "NeedsThread", "library_error_status"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -145,6 +145,15 @@ def _guarantee_json(guarantee: Guarantee) -> dict[str, Any]:
             "description": str(guarantee)}
 
 
+class NeedsThread(Exception):
+    """Raised by an ``inline`` call whose work would block an event loop: call again from a thread.
+
+    Requests of an experiment whose agent is in memory with a small state (the common case) are
+    computed on the event loop directly; a load, or a large state to serialise, goes to a thread.
+    Nothing was changed when it is raised.
+    """
+
+
 class ExperimentService:
     """The service's operations on a store (see the module docstring).
 
@@ -178,9 +187,17 @@ class ExperimentService:
         self._writer = GroupCommitter(engine, on_abort=self._live.forget_all)
 
     # ------------------------------------------------------------------------------ live agents
-    def _agent(self, owner_id: int, experiment_id: str, cancel: threading.Event | None = None) -> LiveAgent:
-        """The experiment's agent in memory (loaded on a miss); call with the experiment's lock held."""
-        live = self._live.get(experiment_id) or self._load(owner_id, experiment_id, cancel)
+    def _agent(self, owner_id: int, experiment_id: str, cancel: threading.Event | None = None, *,
+               inline: bool = False) -> LiveAgent:
+        """The experiment's agent in memory (loaded on a miss); call with the experiment's lock held.
+
+        With ``inline`` (the caller is the event loop) a miss, or an agent whose state is not small,
+        raises :class:`NeedsThread` instead of doing slow work.
+        """
+        live = self._live.get(experiment_id)
+        if inline and (live is None or live.state_bytes > LIGHT_STATE_BYTES):
+            raise NeedsThread(experiment_id)
+        live = live or self._load(owner_id, experiment_id, cancel)
         if live.owner_id != owner_id:  # another key's experiment does not exist for this key
             raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
         return live
@@ -199,7 +216,7 @@ class ExperimentService:
         else:
             agent = self._adopt(kind, params, state, run_isolated(load_job, kind.name, row["params"], state,
                                                                   time_limit=self.time_limit, cancel=cancel))
-        live = LiveAgent(row["id"], row["owner_id"], kind, params, agent,
+        live = LiveAgent(row["id"], row["owner_id"], kind, params, agent, len(state),
                          row["version"], row["applied"], row["told"], bool(row["closed"]), row["insecure_seed"],
                          {int(step): (ticket, json.loads(payload)) for step, ticket, payload in pending},
                          json.loads(row["summary"]))
@@ -306,7 +323,7 @@ class ExperimentService:
 
         self._writer.submit(f"!{owner_id:012d}", insert_experiment).result()  # "!": key rows lock first
         if built["agent"] is not None:  # kept: the first ask needs no load
-            self._live.put(LiveAgent(experiment_id, owner_id, kind, model, pickle.loads(built["agent"]),
+            self._live.put(LiveAgent(experiment_id, owner_id, kind, model, pickle.loads(built["agent"]), len(state),
                                      1, 0, 0, False, insecure_seed, {}, summary))
         return self.status(owner_id, experiment_id)
 
@@ -376,10 +393,13 @@ class ExperimentService:
         """
         return retrying(lambda: self.ask_later(owner_id, experiment_id, lease=lease))
 
-    def ask_later(self, owner_id: int, experiment_id: str, *, lease: float = 0.0) -> Future[Any]:
-        """:meth:`ask` as a future (it completes once the lease is committed; :class:`Retry`: call again)."""
+    def ask_later(self, owner_id: int, experiment_id: str, *, lease: float = 0.0, inline: bool = False) -> Future[Any]:
+        """:meth:`ask` as a future (it completes once the lease is committed; :class:`Retry`: call again).
+
+        ``inline``: called from an event loop, which must not wait (see :class:`NeedsThread`).
+        """
         with self._locks.hold(experiment_id):
-            live = self._agent(owner_id, experiment_id)
+            live = self._agent(owner_id, experiment_id, inline=inline)
             if live.closed:
                 raise Conflict("the experiment is closed", code="closed")
             if not live.kind.family.interactive:
@@ -415,17 +435,19 @@ class ExperimentService:
         """
         return retrying(lambda: self.tell_later(owner_id, experiment_id, ticket_text, reported))
 
-    def tell_later(self, owner_id: int, experiment_id: str, ticket_text: str, reported: Feedback) -> Future[Any]:
+    def tell_later(self, owner_id: int, experiment_id: str, ticket_text: str, reported: Feedback, *,
+                   inline: bool = False) -> Future[Any]:
         """:meth:`tell` as a future (it completes once the acknowledged feedback is committed).
 
         The feedback is validated before the agent is touched: a refused tell leaves it as it was.
+        ``inline``: called from an event loop, which must not wait (see :class:`NeedsThread`).
         """
         ticket = parse_ticket(ticket_text)
         if ticket.experiment_id != experiment_id:
             raise ServiceError("ticket was issued for another experiment", code="invalid_ticket")
         digest = _feedback_hash(reported)
         with self._locks.hold(experiment_id):
-            live = self._agent(owner_id, experiment_id)
+            live = self._agent(owner_id, experiment_id, inline=inline)
             in_flight = live.in_flight.get(ticket.text)
             if in_flight is not None:  # a retry while the first tell is being committed
                 return then(in_flight[1], lambda ack: _retried(ack, in_flight[0], digest))
@@ -485,6 +507,7 @@ class ExperimentService:
             if done:
                 live.summary.setdefault("done_at", time.time())
             state = live.agent.to_bytes()
+            live.state_bytes = len(state)
             self.quotas.check_state(state)
             values.update(new_state=state, new_applied=live.applied, new_summary=json.dumps(live.summary))
         live.version += 1
