@@ -13,10 +13,10 @@ its class only (never the statement's parameters). OpenAPI docs: ``/docs`` (Swag
 ``/redoc``, served from files packaged with ``fastapi-offline`` (the network may be closed), and
 ``/openapi.json``. The status page is ``/status``.
 
-Requests of one experiment enter its computation one at a time (an asyncio lock per experiment,
-so waiting holds no thread); the computation runs in the thread pool and its commit is a job of
-the service's commit thread, awaited as a future (group commit; see
-:mod:`dpbandits.serve.locking`). The heavy requests (create, sample, upload, and any request that
+Requests of one experiment enter their computation one at a time (an asyncio lock per experiment,
+so waiting holds no thread); the computation runs on the event loop when the agent is in memory
+and small (microseconds), else in the thread pool, and its commit is a job of the service's commit
+thread, awaited as a future (group commit; see :mod:`dpbandits.serve.locking`). The heavy requests (create, sample, upload, and any request that
 must load an agent) run their CPU-heavy part in a child process with a time limit, killed as soon
 as the client disconnects (:mod:`dpbandits.serve.workers`).
 """
