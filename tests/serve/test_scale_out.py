@@ -159,7 +159,7 @@ def test_the_budget_race_between_server_processes_never_overspends(postgres_clus
         ledger = http.get(f"/v1/experiments/{experiment}/ledger").json()
         assert [e["release"] for e in ledger["events"]] == ["sample"] * 5
         engine = make_engine(store.db)
-        durable = DurableAccountant(engine, f"experiment-{experiment}")
+        durable = DurableAccountant(engine, experiment)  # the experiment's ledger id is its id
         assert len(durable.entries()) == 5
         assert durable.spent().epsilon == pytest.approx(5 * per_sample)
         assert durable.spent().epsilon <= durable.epsilon_budget

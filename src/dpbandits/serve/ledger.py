@@ -1,7 +1,7 @@
 """The privacy ledger of a served experiment, on the library's durable ledger.
 
 Every experiment has a :class:`~dpbandits.privacy.ledger_store.DurableAccountant` in the service's
-own database (its tables are created with the service's, ledger id ``experiment-<id>``) holding
+own database (its tables are created with the service's; its ledger id is the experiment's id) holding
 its budget and one entry per release that costs privacy: the run's guarantee when an ask/tell
 experiment is created, each batch of samples. The service spends with ``connection=``: the
 check against the budget, the entry, the experiment's new state and its other rows commit in ONE
@@ -29,7 +29,7 @@ __all__ = ["budget_json", "finite_or_none", "ledger_report", "open_ledger", "spe
 
 
 def _ledger_id(experiment_id: str) -> str:
-    return f"experiment-{experiment_id}"
+    return experiment_id  # ledger_entries.ledger_id joins experiments.id directly
 
 
 def open_ledger(engine: Engine, experiment_id: str, *, connection: Connection | None = None,
