@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,3 +25,24 @@ def seed(request: pytest.FixtureRequest) -> int:
 def rng(seed: int) -> np.random.Generator:
     """A Generator seeded from :func:`seed`."""
     return np.random.default_rng(seed)
+
+
+NO_POSTGRES = "PostgreSQL's server binaries (initdb, pg_ctl) are not installed: apt-get install postgresql"
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Any]:
+    """One throw-away PostgreSQL cluster for the session (``dpbandits.serve.testing.LocalPostgres``).
+
+    Debian's ``postgresql`` package, started in a temporary directory on a free loopback port; the
+    tests that use it are skipped, saying why, only when its binaries (or psycopg) are absent.
+    """
+    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[serve]')")
+    pytest.importorskip("httpx", reason="the serve extra is not installed (pip install -e '.[serve]')")
+    from dpbandits.serve.testing import LocalPostgres, postgres_binaries
+
+    if postgres_binaries() is None:
+        pytest.skip(NO_POSTGRES)
+    cluster = LocalPostgres().start()
+    yield cluster
+    cluster.stop()

@@ -29,6 +29,7 @@ import logging
 import os
 import pkgutil
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TextIO
@@ -63,7 +64,7 @@ class _UserErrorGroup(TyperGroup):
 
     #: The order ``--help`` lists the commands in (others follow in registration order).
     COMMAND_ORDER = ("list", "show", "init-study", "run", "reproduce", "status", "summary", "plot",
-                     "account", "serve", "api-key", "version")
+                     "account", "audit", "serve", "api-key", "version")
 
     def list_commands(self, ctx: Any) -> list[str]:
         """The commands, in :attr:`COMMAND_ORDER` (catalogue, studies, accounting, service, version)."""
@@ -77,6 +78,8 @@ class _UserErrorGroup(TyperGroup):
         except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt, SystemExit):
             raise
         except DPBanditsError as exc:
+            if os.environ.get("DPBANDITS_DEBUG"):  # e.g. a user's algorithm failed: show where
+                traceback.print_exception(exc)
             _fail(str(exc))
         except OSError as exc:
             where = f" {exc.filename!r}" if exc.filename else ""

@@ -90,6 +90,9 @@ def register(app: typer.Typer) -> None:
         allow_insecure_seeded_noise: Annotated[bool, typer.Option(
             "--allow-insecure-seeded-noise", hidden=True,
             help="Accept experiments with insecure_seed (seeded noise, NOT private): tests only.")] = False,
+        behind_tls: Annotated[bool, typer.Option(
+            "--behind-tls", help="Clients reach the server over TLS (a proxy terminates it): the status "
+                                 "page's cookies are Secure.")] = False,
     ) -> None:
         """Run the experiment service (HTTP API, OpenAPI docs at /docs, status page at /status)."""
         _require_serve_extra()
@@ -99,5 +102,5 @@ def register(app: typer.Typer) -> None:
         quotas = Quotas(experiments=max_experiments, concurrent_requests=max_concurrent_requests,
                         state_bytes=max_state_bytes)
         run(db, host=host, port=port, sqlite_synchronous=sqlite_synchronous, lease_seconds=lease_seconds,
-            allow_insecure_seeded_noise=allow_insecure_seeded_noise, workers=workers, time_limit=time_limit,
-            quotas=quotas)
+            allow_insecure_seeded_noise=allow_insecure_seeded_noise, behind_tls=behind_tls, workers=workers,
+            time_limit=time_limit, quotas=quotas)

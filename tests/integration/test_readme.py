@@ -1,7 +1,8 @@
 """The README stays true: every Python block and every CLI command in it runs as written.
 
 The install, test and benchmark commands are what CI itself runs (or, for the benchmarks, too long
-for the suite); every other line of a ``bash`` block is executed, in order, in a fresh directory.
+for the suite); every other line of a ``bash`` block is executed, in order, in a fresh directory
+that holds a copy of ``examples/`` (the README's commands run from the repository's root).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def test_readme_python_block_runs(index: int, tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("dpbandits") is None, reason="the dpbandits command is not installed")
 def test_readme_shell_commands_run_in_order(tmp_path: Path) -> None:
     env = {**os.environ, "MPLBACKEND": "Agg"}
+    shutil.copytree(README.parent / "examples", tmp_path / "examples")
     commands = shell_commands()
     first = None
     for command in commands:

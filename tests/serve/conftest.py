@@ -16,19 +16,9 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed (pip ins
 
 from servetools import OPEN_CLIENTS, Store, make_store
 
-from dpbandits.serve.testing import LocalPostgres, ServerProcess, postgres_binaries
+from dpbandits.serve.testing import LocalPostgres, ServerProcess
 
-NO_POSTGRES = "PostgreSQL's server binaries (initdb, pg_ctl) are not installed: apt-get install postgresql"
-
-
-@pytest.fixture(scope="session")
-def postgres_cluster() -> Iterator[LocalPostgres]:
-    """One PostgreSQL cluster for the session (a database per test is created from it on demand)."""
-    if postgres_binaries() is None:
-        pytest.skip(NO_POSTGRES)
-    cluster = LocalPostgres().start()
-    yield cluster
-    cluster.stop()
+# the session's PostgreSQL cluster is the fixture ``postgres_cluster`` of tests/conftest.py
 
 
 _databases = iter(range(1_000_000))

@@ -1,7 +1,9 @@
 """The status page in a real browser: Debian's headless Chromium driven by Playwright.
 
 The page is loaded once, signed in with a key, and must show the experiment's progress change after
-tells, by refreshing itself (no reload from the test), then a plot of released estimates.
+tells, by refreshing itself (no reload from the test), then a plot of released estimates with axes.
+The browser's cookie is a session id, never the key; the sign-in form carries an anti-forgery token;
+the experiment's own page shows its ledger over time and its released estimates as charts with axes.
 """
 
 from __future__ import annotations
@@ -39,14 +41,28 @@ def test_status_page_shows_progress_changing_after_tells(served: Any) -> None:
         try:
             page = browser.new_page()
             page.goto(server.url + "/status")
+            assert len(page.locator("form[action='/status/login'] input[name='csrf']").input_value()) >= 40
             page.fill("#key", store.bob)
             page.click("#sign-in")
             progress = page.locator(f"#exp-{experiment} .progress")
             assert progress.inner_text().startswith("0 / 90")
+            cookies = {c["name"]: c for c in page.context.cookies()}
+            session = cookies["dpbandits_session"]
+            assert store.bob not in session["value"] and session["httpOnly"] and session["sameSite"] == "Strict"
+            assert all(store.bob not in c["value"] for c in cookies.values())
             _tell(http, experiment, 60)  # past the first phase: a released estimate exists
             sync_api.expect(progress).to_have_text("60 / 90", timeout=15_000)  # the page refreshed itself
-            assert page.locator(f"#exp-{experiment} svg.estimates rect").count() >= 1
+            chart = page.locator(f"#exp-{experiment} svg.estimates")
+            assert chart.locator("rect").count() >= 1
+            assert chart.locator(".y-axis text.tick").count() >= 2 and chart.locator(".axis-label").count() == 2
             assert "browser test" in page.content()
+            page.click(f"#exp-{experiment} a")  # the experiment's own page
+            sync_api.expect(page.locator("h1")).to_have_text("browser test", timeout=15_000)
+            ledger_chart = page.locator("svg.ledger-chart")
+            assert ledger_chart.locator(".y-axis text.tick").count() >= 2
+            assert ledger_chart.locator(".x-axis").count() == 1 and ledger_chart.locator(".axis-label").count() == 2
+            assert page.locator("#ledger tbody tr").count() >= 1
+            assert page.locator("svg.estimates .y-axis text.tick").count() >= 2
         finally:
             browser.close()
 

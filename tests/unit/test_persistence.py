@@ -230,6 +230,7 @@ def test_to_bytes_is_the_file_format_and_from_bytes_continues(tmp_path: Path) ->
     path = agent.save(tmp_path / "agent.npz")
     _, from_bytes, _ = read_state(data)
     _, from_file, _ = read_state(path)
+    assert from_file.pop("generation") == from_bytes.pop("generation") + 1  # each is a save (issue 23)
     assert from_bytes == from_file
     copy = Persistable.from_bytes(data)
     assert isinstance(copy, DPEBSElimination)

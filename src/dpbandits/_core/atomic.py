@@ -3,16 +3,49 @@
 One implementation for every file the library writes (run directories, summaries, plots, saved
 agents and policies): write a temporary file in the target's directory, flush and ``fsync`` it,
 ``os.replace`` it over the target, then ``fsync`` the directory so the rename itself is durable.
+
+A target path that holds a symbolic link or anything but a regular file (a directory, a device,
+a FIFO, a socket) is refused with :class:`~dpbandits._core.errors.UnsafeTargetError` before anything
+is written: a rename would replace the link (leaving the file it points to stale) or the device.
+Write to the link's target path itself if that is what you mean. (The check and the rename are
+not one atomic step: a link created in between by someone who can write to the directory is
+replaced, never followed.)
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_many", "fsync_directory"]
+from dpbandits._core.errors import UnsafeTargetError
+
+__all__ = ["atomic_write_bytes", "atomic_write_many", "check_target", "fsync_directory"]
+
+
+def check_target(path: str | os.PathLike[str]) -> None:
+    """Refuse a target that exists and is a symbolic link or not a regular file (see the module docstring).
+
+    Raises
+    ------
+    UnsafeTargetError
+        Naming the path and what is there.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError:
+        return  # unreadable parent and the like: the write itself reports it
+    if stat.S_ISLNK(mode):
+        raise UnsafeTargetError(f"{os.fspath(path)} is a symbolic link; refusing to replace it (write to "
+                                f"{os.path.realpath(path)} instead)")
+    if not stat.S_ISREG(mode):
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        raise UnsafeTargetError(f"{os.fspath(path)} is {kind}; refusing to replace it with a regular file")
 
 
 def fsync_directory(directory: str | os.PathLike[str]) -> None:
@@ -45,8 +78,11 @@ def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], bytes]], *,
     and each directory is fsync-ed once. When this returns every file is durable; a crash before
     leaves each target either as it was or complete, never half-written. On any failure, an
     interrupt included, the temporary files not yet renamed are removed and the ``OSError`` (disk
-    full, read-only file system, no permission) propagates, its ``filename`` the target's.
+    full, read-only file system, no permission) propagates, its ``filename`` the target's. Every
+    target is checked first (:func:`check_target`): nothing is written if one is refused.
     """
+    for path, _ in files:
+        check_target(path)
     pending: list[tuple[Path, Path]] = []  # (temporary, target) not yet renamed
     target = Path()
     try:

@@ -27,7 +27,9 @@ __all__ = [
     "PrivacyBudgetExceededError",
     "PrivacyWarning",
     "StudyError",
+    "UnsafeTargetError",
     "UnsupportedEventError",
+    "UserAlgorithmError",
 ]
 
 
@@ -86,8 +88,20 @@ class DataFormatError(DPBanditsError, ValueError):
     """A data file is malformed; the message names the row and the column."""
 
 
+class UnsafeTargetError(DPBanditsError, OSError):
+    """A file would be written over a symbolic link or something that is not a regular file."""
+
+
 class StudyError(DPBanditsError):
     """A study cannot be run as asked (invalid study file, a run directory of another study, ...)."""
+
+
+class UserAlgorithmError(DPBanditsError):
+    """A user's own algorithm (named by import path or entry point) cannot be loaded or failed.
+
+    The message names the algorithm and the step; the user's exception is chained as ``__cause__``
+    (``DPBANDITS_DEBUG=1`` shows its traceback on the command line).
+    """
 
 
 class DPBanditsWarning(UserWarning):

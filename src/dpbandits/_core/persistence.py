@@ -2,13 +2,15 @@
 
 A state file is a NumPy ``.npz`` archive (a zip of ``.npy`` members) read with ``allow_pickle=False``:
 
-* member ``__meta__``: UTF-8 JSON, ``{"format": "dpbandits-state", "format_version": 1,
-  "library_version": ..., "class": "<module>.<qualname>", "params": {...}, "state": {...}}``;
+* member ``__meta__``: UTF-8 JSON, ``{"format": "dpbandits-state", "format_version": 2,
+  "library_version": ..., "class": "<module>.<qualname>", "lineage": "<32 hex digits>",
+  "generation": <int>, "params": {...}, "state": {...}}``;
 * members ``a0``, ``a1``, …: the NumPy arrays that ``params`` and ``state`` refer to.
 
 ``params`` are the constructor arguments (:meth:`Persistable.get_params`); ``state`` holds the
-attributes a class lists in ``_state_fields`` — what changes while it runs. Values are encoded as JSON
-with tagged objects for what JSON lacks:
+fields the class declares in its schema (``_schema``, a :class:`~dpbandits._core.schema.StateSchema`)
+— what changes while it runs, derived values excluded. Values are encoded as JSON with tagged objects
+for what JSON lacks (:mod:`dpbandits._core.codec`):
 
 ========================================  =====================================================
 value                                     encoding
@@ -23,13 +25,30 @@ SeedSequence                              ``{"__seed_sequence__": {"entropy": ..
 secure noise backend                      ``{"__noise__": {"kind": "secure"}}`` (nothing to save)
 seeded NumPy noise backend                ``{"__noise__": {"kind": "numpy", "generator": ...}}``
 a :class:`Persistable` value              ``{"__object__": class, "params": ..., "state": ...}``
-a dataclass of the dpbandits package       ``{"__dataclass__": class, "fields": {...}}``
+a registered dataclass                    ``{"__dataclass__": class, "fields": {...}}``
 ========================================  =====================================================
 
-Only classes of the ``dpbandits`` package are ever instantiated on load, and dataclasses and
-:class:`Persistable` objects are rebuilt through their constructors, so a file cannot run code.
-A file of a newer ``format_version`` is refused with a message saying so. Writes are atomic (a
-temporary file in the same directory, flushed and fsynced, then renamed over the target).
+Threat model: a file is input from whoever could write it. ``load``
+
+* never imports or calls anything a file names: classes are looked up in the registry of
+  persistable classes and registered dataclasses, generators are rebuilt from a whitelist of bit
+  generators and their (NumPy-validated) state;
+* reads every member (CRC-checked) and refuses unknown header keys, then builds the object from its
+  parameters (the constructor validates them; whatever it raises on them becomes a
+  :class:`~dpbandits._core.errors.DataFormatError`), checks every state field against the class's
+  schema (unknown or missing fields refused, ``__dict__`` included) and only then restores it;
+  derived state (a KL policy's probabilities and guarantee, caches) is recomputed from the validated
+  sufficient statistics, never read;
+* optionally checks integrity: a file saved with ``key=`` starts with ``SIGNED_MAGIC`` and an
+  HMAC-SHA256 tag over the rest of the file; it loads only with the same key, and a key refuses an
+  unsigned file. Without a key a valid file is trusted to be *valid*, not *authentic*;
+* with ``accountant=``, records the continuation of the saved (lineage, generation), so that a
+  saved state continued twice (a fork) is refused or charged again (``on_fork``).
+
+A format-1 file (before lineage) is read through the same checks; its lineage is a digest of its
+content and its generation 0. A file of a newer ``format_version`` is refused with a message saying
+so. Writes are atomic (:mod:`dpbandits._core.atomic`), and refuse a target that is a symbolic link or
+not a regular file rather than replace it.
 
 Privacy: a saved agent is the curator's private state (it holds raw statistics), not a release. It
 never holds a secure backend's noise source (there is none to save) and never changes what is
@@ -39,191 +58,114 @@ agent continues exactly as the original would.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import importlib
+import hashlib
+import hmac
 import inspect
 import io
 import json
-import math
 import os
+import re
+import stat
+import uuid
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 import numpy as np
 
 from dpbandits._core.atomic import atomic_write_bytes
-from dpbandits._core.errors import DataFormatError, InvalidParameterError
+from dpbandits._core.codec import (
+    PERSISTABLE_MODULES,
+    Decoder,
+    Encoder,
+    Unsaved,
+    class_path,
+    persistable_class,
+    register_codec,
+    register_persistable,
+    register_state_dataclass,
+)
+from dpbandits._core.errors import DataFormatError, DPBanditsError, InvalidParameterError
+from dpbandits._core.schema import StateSchema
 
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "MIN_KEY_BYTES",
+    "SIGNED_MAGIC",
     "Persistable",
     "atomic_write_bytes",
     "read_state",
     "register_codec",
+    "register_persistable",
+    "register_state_dataclass",
+    "sign_state",
     "state_bytes",
     "write_state",
 ]
 
+_T = TypeVar("_T")
 FORMAT = "dpbandits-state"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _META = "__meta__"
+_META_KEYS = ("format", "format_version", "library_version", "class", "lineage", "generation", "params", "state")
+_LINEAGE = re.compile(r"[0-9a-f]{32}")
+SIGNED_MAGIC = b"DPBSIG1\n"
+"""First bytes of a signed state file (then the 32-byte HMAC-SHA256 tag, then the state file)."""
+_HMAC_CONTEXT = b"dpbandits-state-hmac-sha256\x00"
+_TAG_BYTES = 32
+MIN_KEY_BYTES = 16
 
 
-_CODECS: dict[str, tuple[type, Any, Any]] = {}
+def _check_key(key: Any) -> bytes | None:
+    """An integrity key: None, or bytes of at least 16 bytes."""
+    if key is None:
+        return None
+    if not isinstance(key, bytes | bytearray | memoryview) or len(bytes(key)) < MIN_KEY_BYTES:
+        raise InvalidParameterError(
+            f"key must be bytes of at least {MIN_KEY_BYTES} bytes (an HMAC-SHA256 key); got {type(key).__name__}"
+        )
+    return bytes(key)
 
 
-def register_codec(tag: str, cls: type, encode: Any, decode: Any) -> None:
-    """Teach the state format a type of a higher layer (the noise backends register themselves).
-
-    Parameters
-    ----------
-    tag : str
-        The JSON key that marks an encoded value (``"__noise__"``).
-    cls : type
-        Values that are instances of ``cls`` are encoded as ``{tag: encode(value, encode_value)}``.
-    encode, decode : callable
-        ``encode(value, encode_value) -> JSON-able`` and ``decode(payload, decode_value) -> value``;
-        ``encode_value`` / ``decode_value`` encode nested values (generators, arrays).
-    """
-    _CODECS[tag] = (cls, encode, decode)
+def _tag(key: bytes, body: bytes) -> bytes:
+    return hmac.new(key, _HMAC_CONTEXT + body, hashlib.sha256).digest()
 
 
-class _Unsaved:
-    """Marker of a constructor argument that cannot be saved (a callable): ``load`` needs it again."""
+def sign_state(data: bytes, key: bytes) -> bytes:
+    """A signed state file: ``SIGNED_MAGIC``, the HMAC-SHA256 tag of the whole file after the tag, the state bytes."""
+    return SIGNED_MAGIC + _tag(key, SIGNED_MAGIC + data) + data
 
 
-def _class_path(obj_or_cls: Any) -> str:
-    cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
-    return f"{cls.__module__}.{cls.__qualname__}"
+def _unwrap(data: bytes, key: bytes | None, name: str) -> bytes:
+    """The state bytes of ``data`` after checking its integrity tag against ``key`` (both or neither)."""
+    signed = data.startswith(SIGNED_MAGIC)
+    if signed and key is None:
+        raise DataFormatError(f"{name}: the state file is signed (HMAC-SHA256); pass its key to load it (key=...)")
+    if key is None:
+        return data
+    if not signed:
+        raise DataFormatError(f"{name}: a key was given but the state file carries no integrity tag; refused")
+    tag, body = data[len(SIGNED_MAGIC):len(SIGNED_MAGIC) + _TAG_BYTES], data[len(SIGNED_MAGIC) + _TAG_BYTES:]
+    if not hmac.compare_digest(tag, _tag(key, SIGNED_MAGIC + body)):
+        raise DataFormatError(f"{name}: integrity tag does not match: the file was altered or the key is wrong")
+    return body
 
 
-def _resolve_class(path: str) -> type:
-    module_name, _, qualname = path.rpartition(".")
-    if not (module_name == "dpbandits" or module_name.startswith("dpbandits.")) or "<" in qualname:
-        raise DataFormatError(f"state file refers to class {path!r}, which is not a dpbandits class")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError):
-        raise DataFormatError(f"state file refers to class {path!r}, which this dpbandits does not have") from None
-    if not isinstance(obj, type):
-        raise DataFormatError(f"state file refers to {path!r}, which is not a class")
-    return obj
-
-
-class _Encoder:
-    def __init__(self) -> None:
-        self.arrays: dict[str, np.ndarray] = {}
-
-    def encode(self, value: Any) -> Any:
-        if value is None or isinstance(value, bool | str):
-            return value
-        if isinstance(value, int | np.integer) and not isinstance(value, bool):
-            return int(value)
-        if isinstance(value, float | np.floating):
-            v = float(value)
-            return v if math.isfinite(v) else {"__float__": repr(v)}
-        if isinstance(value, np.bool_):
-            return bool(value)
-        if isinstance(value, np.ndarray):
-            if value.dtype == object:
-                raise InvalidParameterError("cannot save an object array (only numeric and string arrays)")
-            key = f"a{len(self.arrays)}"
-            self.arrays[key] = value
-            return {"__array__": key}
-        if isinstance(value, tuple):
-            return {"__tuple__": [self.encode(v) for v in value]}
-        if isinstance(value, list):
-            return [self.encode(v) for v in value]
-        if isinstance(value, dict):
-            if all(isinstance(k, str) for k in value):
-                return {"__dict__": {k: self.encode(v) for k, v in value.items()}}
-            return {"__items__": [[self.encode(k), self.encode(v)] for k, v in value.items()]}
-        if isinstance(value, np.random.Generator):
-            return {"__generator__": self.encode(value.bit_generator.state)}
-        if isinstance(value, np.random.SeedSequence):
-            return {"__seed_sequence__": {"entropy": self.encode(value.entropy),
-                                          "spawn_key": self.encode(tuple(value.spawn_key))}}
-        for tag, (cls, encode, _decode) in _CODECS.items():
-            if isinstance(value, cls):
-                return {tag: encode(value, self.encode)}
-        if isinstance(value, _Unsaved):
-            return {"__unsaved__": True}
-        if isinstance(value, Persistable):
-            return {"__object__": _class_path(value), "params": self.encode(value.get_params()),
-                    "state": self.encode(value._get_state())}
-        if dataclasses.is_dataclass(value) and not isinstance(value, type) and _class_path(value).startswith("dpbandits."):
-            fields = {f.name: self.encode(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
-            return {"__dataclass__": _class_path(value), "fields": fields}
-        if isinstance(value, float | int):  # pragma: no cover - covered above
-            return value
-        raise InvalidParameterError(f"cannot save a value of type {type(value).__name__}: {value!r}")
-
-
-class _Decoder:
-    def __init__(self, arrays: Any, overrides: dict[str, Any]) -> None:
-        self.arrays = arrays
-        self.overrides = overrides
-
-    def decode(self, value: Any, name: str = "") -> Any:
-        if isinstance(value, list):
-            return [self.decode(v) for v in value]
-        if not isinstance(value, dict):
-            return value
-        if "__array__" in value:
-            return np.array(self.arrays[value["__array__"]])
-        if "__float__" in value:
-            return float(value["__float__"])
-        if "__tuple__" in value:
-            return tuple(self.decode(v) for v in value["__tuple__"])
-        if "__dict__" in value:
-            return {k: self.decode(v, k) for k, v in value["__dict__"].items()}
-        if "__items__" in value:
-            return {self.decode(k): self.decode(v) for k, v in value["__items__"]}
-        if "__generator__" in value:
-            state = self.decode(value["__generator__"])
-            bit_generator = getattr(np.random, state["bit_generator"])()
-            bit_generator.state = state
-            return np.random.Generator(bit_generator)
-        if "__seed_sequence__" in value:
-            spec = value["__seed_sequence__"]
-            return np.random.SeedSequence(self.decode(spec["entropy"]), spawn_key=self.decode(spec["spawn_key"]))
-        for tag, (_cls, _encode, decode) in _CODECS.items():
-            if tag in value:
-                return decode(value[tag], self.decode)
-        if "__unsaved__" in value:
-            if name not in self.overrides:
-                raise InvalidParameterError(
-                    f"{name} was not saved (it is a callable); pass it to load(): load(path, {name}=...)"
-                )
-            return self.overrides[name]
-        if "__object__" in value:
-            cls = _resolve_class(value["__object__"])
-            if not issubclass(cls, Persistable):
-                raise DataFormatError(f"class {value['__object__']!r} cannot be loaded from a state file")
-            return cls._rebuild(self.decode(value["params"]), self.decode(value["state"]), self.overrides)
-        if "__dataclass__" in value:
-            cls = _resolve_class(value["__dataclass__"])
-            if not dataclasses.is_dataclass(cls):
-                raise DataFormatError(f"class {value['__dataclass__']!r} is not a dataclass")
-            return cls(**{k: self.decode(v, k) for k, v in value["fields"].items()})
-        raise DataFormatError(f"unknown value in state file: {value!r}")
-
-
-def state_bytes(obj: Persistable) -> bytes:
-    """Encode ``obj`` in the state format (see the module docstring): the bytes a state file holds."""
+def state_bytes(obj: Persistable, *, generation: int | None = None) -> bytes:
+    """Encode ``obj`` in the state format (see the module docstring): the bytes an unsigned state file holds."""
     from dpbandits import __version__
 
-    encoder = _Encoder()
+    encoder = Encoder()
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "library_version": __version__,
-        "class": _class_path(obj),
+        "class": class_path(obj),
+        "lineage": obj.lineage,
+        "generation": obj.generation if generation is None else generation,
         "params": encoder.encode(obj.get_params()),
         "state": encoder.encode(obj._get_state()),
     }
@@ -233,43 +175,84 @@ def state_bytes(obj: Persistable) -> bytes:
     return buffer.getvalue()
 
 
-def write_state(path: str | os.PathLike[str], obj: Persistable) -> Path:
-    """Save ``obj`` (see the module docstring for the format); returns the path written."""
-    return atomic_write_bytes(path, state_bytes(obj))
+def write_state(path: str | os.PathLike[str], obj: Persistable, *, key: bytes | None = None) -> Path:
+    """Save ``obj`` (see the module docstring for the format; signed when ``key`` is given)."""
+    return obj.save(path, key=key)
 
 
-def read_state(path: str | os.PathLike[str] | bytes) -> tuple[type, dict[str, Any], Any]:
-    """Read a state file, or the bytes of one: (class, meta, arrays).
-
-    Refuses other files and newer format versions.
-    """
-    source: io.BytesIO | Path
+def _read_source(path: str | os.PathLike[str] | bytes, key: bytes | None) -> tuple[str, bytes]:
     if isinstance(path, bytes | bytearray | memoryview):
-        name, source = "state bytes", io.BytesIO(bytes(path))
-    else:
-        name, source = str(Path(path)), Path(path)
-    try:
-        archive = np.load(source, allow_pickle=False)
+        return "state bytes", _unwrap(bytes(path), key, "state bytes")
+    name = str(Path(path))
+    try:  # non-blocking open: a FIFO must not block, and only a regular file is read
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise DataFormatError(f"{name}: not a regular file, so not a state file")
+            data = handle.read()
     except FileNotFoundError:
         raise DataFormatError(f"{name}: no such state file") from None
+    except IsADirectoryError:
+        raise DataFormatError(f"{name}: not a regular file, so not a state file") from None
+    return name, _unwrap(data, key, name)
+
+
+def read_state(path: str | os.PathLike[str] | bytes, *,
+               key: bytes | None = None) -> tuple[type, dict[str, Any], dict[str, np.ndarray]]:
+    """Read a state file, or the bytes of one: (class, meta, arrays by member name).
+
+    Refuses other files, newer format versions, signed files without their key (or with another)
+    and, when ``key`` is given, unsigned files. ``meta`` holds the checked ``lineage`` and
+    ``generation`` (for a format-1 file, which has none: the lineage is a digest of its content and
+    the generation 0).
+    """
+    name, data = _read_source(path, _check_key(key))
+    try:  # stored members only (as np.savez writes them): what is read is never more than the file
+        with zipfile.ZipFile(io.BytesIO(data)) as container:
+            compressed = any(info.compress_type != zipfile.ZIP_STORED for info in container.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
+        compressed = False  # np.load below says what the file is not
+    if compressed:
+        raise DataFormatError(f"{name}: a state file holds uncompressed members only")
+    try:
+        archive = np.load(io.BytesIO(data), allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise DataFormatError(f"{name}: not a dpbandits state file ({exc})") from None
     if not hasattr(archive, "files") or _META not in archive.files:
         raise DataFormatError(f"{name}: not a dpbandits state file (no {_META} member)")
+    try:  # every member read (and CRC-checked) now: a damaged member is a format error here, not later
+        with archive:
+            members = {member: archive[member] for member in archive.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
+        raise DataFormatError(f"{name}: damaged state file member ({exc})") from None
     try:
-        meta = json.loads(bytes(archive[_META]).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
+        header = members.pop(_META)
+        if header.dtype != np.uint8 or header.ndim != 1:
+            raise ValueError("the header is not a byte string")
+        meta = json.loads(header.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise DataFormatError(f"{name}: damaged state file header ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise DataFormatError(f"{name}: not a dpbandits state file (format {meta.get('format')!r})"
                               if isinstance(meta, dict) else f"{name}: damaged state file header")
     version = meta.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
+    if not isinstance(version, int) or isinstance(version, bool) or version > FORMAT_VERSION or version < 1:
         raise DataFormatError(
             f"{name}: state format version {version!r} (written by dpbandits {meta.get('library_version')}); "
-            f"this dpbandits reads version {FORMAT_VERSION}: upgrade dpbandits to load it"
+            f"this dpbandits reads versions 1 to {FORMAT_VERSION}: upgrade dpbandits to load it"
         )
-    return _resolve_class(str(meta.get("class"))), meta, archive
+    keys = set(_META_KEYS) - ({"lineage", "generation"} if version == 1 else set())
+    if set(meta) != keys:
+        odd = sorted(set(meta) ^ keys)[0]
+        raise DataFormatError(f"{name}: damaged state file header ({'unknown' if odd in meta else 'missing'} {odd!r})")
+    if version == 1:
+        meta["lineage"], meta["generation"] = hashlib.sha256(data).hexdigest()[:32], 0
+    if not (isinstance(meta["lineage"], str) and _LINEAGE.fullmatch(meta["lineage"])):
+        raise DataFormatError(f"{name}: lineage must be 32 lowercase hex digits; got {meta['lineage']!r}")
+    generation = meta["generation"]
+    if isinstance(generation, bool) or not isinstance(generation, int) or not 0 <= generation < 2**62:
+        raise DataFormatError(f"{name}: generation must be an integer >= 0; got {generation!r}")
+    return persistable_class(meta["class"]), meta, members
 
 
 _NOT_SAVED = ("accountant",)
@@ -291,27 +274,38 @@ def _record_rng(rng: Any) -> Any:
     return rng
 
 
+ON_FORK = ("refuse", "charge")
+
+
 class Persistable:
     """Mixin: ``get_params``, ``__repr__``, ``save(path)`` and ``load(path)`` for agents and policies.
 
     The constructor's arguments are recorded when the object is built (the outermost ``__init__`` of
     a class hierarchy; with ``_replay_rng``, ``rng`` as the SeedSequence it stands for, so that public
-    coins replay) and returned by :meth:`get_params`. A subclass lists in ``_state_fields`` the attributes that change
-    while it runs; loading rebuilds the object from its parameters and restores those fields.
-    Arguments that are callables are listed in ``_unsaved_params`` and passed again to :meth:`load`.
+    coins replay) and returned by :meth:`get_params`. A subclass declares its saved state in
+    ``_schema`` (a :class:`~dpbandits._core.schema.StateSchema`); loading rebuilds the object from
+    its parameters, validates the state against the schema and only then restores it (then
+    :meth:`_set_state` recomputes what is derived). Arguments that are callables are listed in
+    ``_unsaved_params`` and passed again to :meth:`load`.
+
+    Every object has a :attr:`lineage` (fixed at construction, kept by save and load) and a
+    :attr:`generation` (the number of saves in its history), so that an accountant can see a saved
+    state continued twice (a fork).
     """
 
-    _state_fields: ClassVar[tuple[str, ...]] = ()
+    _schema: ClassVar[StateSchema] = StateSchema()
     _unsaved_params: ClassVar[tuple[str, ...]] = ()
     """Constructor arguments that are callables: not saved, to be passed again to :meth:`load`."""
-    _fitted_state: ClassVar[bool] = False
-    """Whether the state also holds every fitted attribute (names ending in ``_``, as in scikit-learn)."""
     _replay_rng: ClassVar[bool] = False
-    """Whether ``rng`` seeds public coins drawn at construction that are not in ``_state_fields``:
+    """Whether ``rng`` seeds public coins drawn at construction that are not in the state:
     then it is recorded as the SeedSequence it stands for (never for a privacy-noise seed)."""
+    _fitted_schema: ClassVar[bool] = False
+    """Whether an empty state (an object not fitted yet) is also valid."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if any(cls.__module__ == m or cls.__module__.startswith(f"{m}.") for m in PERSISTABLE_MODULES):
+            register_persistable(cls)
         init = cls.__dict__.get("__init__")
         if init is None:
             return
@@ -341,8 +335,21 @@ class Persistable:
             finally:
                 self._recording_params = False
             self._params = params
+            self._lineage, self._generation = uuid.uuid4().hex, 0
 
         cls.__init__ = recording_init  # type: ignore[method-assign]
+
+    @property
+    def lineage(self) -> str:
+        """The history of this object: 32 hex digits drawn at construction, kept across saves and loads."""
+        if not hasattr(self, "_lineage"):
+            self._lineage, self._generation = uuid.uuid4().hex, 0
+        return self._lineage
+
+    @property
+    def generation(self) -> int:
+        """How many saves this object's history has: 0 when built, +1 at each save (or :meth:`to_bytes`)."""
+        return getattr(self, "_generation", 0)
 
     def get_params(self) -> dict[str, Any]:
         """The constructor arguments of this object (callables marked, the accountant left out).
@@ -354,70 +361,124 @@ class Persistable:
         params = dict(getattr(self, "_params", {}))
         for name in self._unsaved_params:
             if name in params:
-                params[name] = _Unsaved()
+                params[name] = Unsaved()
         return params
 
-    def _state_names(self) -> list[str]:
-        names = list(self._state_fields)
-        if self._fitted_state:
-            names += [k for k in vars(self) if k.endswith("_") and not k.startswith("__") and k not in names]
-        return names
-
     def _get_state(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._state_names() if hasattr(self, name)}
+        """The fields of the schema (none for an object not fitted yet, when the class allows it)."""
+        names = list(self._schema.fields)
+        if self._fitted_schema and not all(hasattr(self, n) for n in names):
+            return {}
+        return {name: getattr(self, name) for name in names}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        allowed = set(self._state_fields)
+        """Restore validated fields; a subclass extends it to recompute derived state."""
         for name, value in state.items():
-            if name in allowed or (self._fitted_state and name.endswith("_")):
-                setattr(self, name, value)
+            setattr(self, name, value)
 
     @classmethod
-    def _rebuild(cls, params: dict[str, Any], state: dict[str, Any], overrides: dict[str, Any]) -> Self:
-        obj = cls(**{**params, **{k: v for k, v in overrides.items() if k in params}})
-        obj._set_state(state)
+    def _parameter_names(cls) -> set[str]:
+        parameters = inspect.signature(cls.__init__).parameters
+        return {name for name, p in parameters.items() if name != "self" and name not in _NOT_SAVED
+                and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)}
+
+    @classmethod
+    def _construct(cls, params: Any, expected: set[str] | None = None) -> Any:
+        """``cls(**params)`` for a file's params: exactly the constructor's names, its refusals as format errors."""
+        expected = cls._parameter_names() if expected is None else expected
+        if not isinstance(params, dict) or set(params) != expected:
+            found = set(params) if isinstance(params, dict) else set()
+            odd = sorted(found - expected) or sorted(expected - found)
+            what = "unknown" if set(odd) <= found else "missing"
+            raise DataFormatError(f"parameters of {cls.__name__}: {what} parameter {odd[0] if odd else params!r}")
+        return _guarded(f"parameters of {cls.__name__} refused", lambda: cls(**params))
+
+    @classmethod
+    def _rebuild(cls, params: Any, state: Any, decoder: Decoder) -> Self:
+        obj = cls._construct(params)
+        obj._restore(state)
         return obj
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
+    def _restore(self, state: Any) -> None:
+        """Validate ``state`` against the schema, then restore it (nothing is set on a refusal)."""
+        if state == {} and self._fitted_schema:
+            return
+        values = self._schema.validate(self, state)
+        _guarded(f"state of {type(self).__name__} refused", lambda: self._set_state(values))
+
+    def save(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> Path:
         """Save this object to ``path`` atomically, in the versioned state format.
+
+        Parameters
+        ----------
+        path : str or PathLike
+            The file; a symbolic link or anything but a regular file there is refused, not replaced.
+        key : bytes, optional
+            An HMAC-SHA256 key (>= 16 bytes): the file then carries a tag over its whole content and
+            loads only with the same key.
 
         Returns
         -------
         pathlib.Path
             The file written.
         """
-        return write_state(path, self)
+        written = atomic_write_bytes(path, self._next_state_file(key))
+        self._generation = self.generation + 1
+        return written
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> Self:
+    def load(cls, path: str | os.PathLike[str], *, key: bytes | None = None, accountant: Any = None,
+             on_fork: str = "refuse", **overrides: Any) -> Self:
         """Load an object saved by :meth:`save`; it continues exactly as the saved one would.
 
         Parameters
         ----------
         path : str or PathLike
+        key : bytes, optional
+            The key the file was signed with; required for a signed file, refused for an unsigned one.
+        accountant : Accountant or DurableAccountant, optional
+            Records this continuation of the saved (lineage, generation) before the object is returned
+            (``accountant.record_continuation``); a second continuation of the same saved state is a
+            fork: refused (``on_fork="refuse"``) or charged this object's privacy guarantee again
+            (``on_fork="charge"``).
+        on_fork : {"refuse", "charge"}, default "refuse"
         **overrides
-            Values of constructor arguments that could not be saved (callables), by name.
+            Values of constructor arguments that could not be saved (callables), by name; any other
+            name is an error.
 
         Raises
         ------
         DataFormatError
-            If the file is not a dpbandits state file, comes from a newer format version, or holds
-            another class.
+            If the file is not a dpbandits state file, comes from a newer format version, holds
+            another class, fails its integrity check, or breaks its class's schema.
+        ForkRefusedError
+            If ``accountant`` already recorded a continuation of this saved state.
         """
-        return cls._from_state(read_state(path), str(path), overrides)
+        return cls._from_state(read_state(path, key=key), str(path), overrides, accountant, on_fork)
 
-    def to_bytes(self) -> bytes:
+    def to_bytes(self, *, key: bytes | None = None) -> bytes:
         """Encode the object in the state format of :meth:`save`, as bytes (for a database, a socket...).
+
+        Counts as a save: the bytes carry the next :attr:`generation`.
 
         Returns
         -------
         bytes
-            Exactly what :meth:`save` would write to a file.
+            Exactly what :meth:`save` would write to a file (signed with ``key`` if given).
         """
-        return state_bytes(self)
+        data = self._next_state_file(key)
+        self._generation = self.generation + 1
+        return data
+
+    def _next_state_file(self, key: bytes | None) -> bytes:
+        """The state file of the next generation (signed with ``key`` if given)."""
+        checked = _check_key(key)
+        data = state_bytes(self, generation=self.generation + 1)
+        return data if checked is None else sign_state(data, checked)
 
     @classmethod
-    def from_bytes(cls, data: bytes, **overrides: Any) -> Self:
+    def from_bytes(cls, data: bytes, *, key: bytes | None = None, accountant: Any = None,
+                   on_fork: str = "refuse", **overrides: Any) -> Self:
         """Rebuild an object from :meth:`to_bytes` (or a state file's content); as :meth:`load`.
 
         Raises
@@ -425,17 +486,49 @@ class Persistable:
         DataFormatError
             As :meth:`load`.
         """
-        return cls._from_state(read_state(bytes(data)), "state bytes", overrides)
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise InvalidParameterError(f"data must be bytes; got {type(data).__name__}")
+        return cls._from_state(read_state(bytes(data), key=key), "state bytes", overrides, accountant, on_fork)
 
     @classmethod
-    def _from_state(cls, stored: tuple[type, dict[str, Any], Any], name: str, overrides: dict[str, Any]) -> Self:
+    def _from_state(cls, stored: tuple[type, dict[str, Any], Any], name: str, overrides: dict[str, Any],
+                    accountant: Any, on_fork: str) -> Self:
         stored_cls, meta, archive = stored
+        if on_fork not in ON_FORK:
+            raise InvalidParameterError(f"on_fork must be one of {list(ON_FORK)}; got {on_fork!r}")
         if not issubclass(stored_cls, cls):
             raise DataFormatError(f"{name}: holds a {stored_cls.__name__}, not a {cls.__name__}")
-        decoder = _Decoder(archive, overrides)
-        params = decoder.decode(meta["params"])
-        state = decoder.decode(meta["state"])
-        return stored_cls._rebuild(params, state, overrides)
+        unknown = sorted(set(overrides) - set(stored_cls._unsaved_params))
+        if unknown:
+            raise InvalidParameterError(
+                f"load() got an unexpected argument {unknown[0]!r}: only the unsaved callables "
+                f"{list(stored_cls._unsaved_params)} of {stored_cls.__name__} can be passed again"
+            )
+        decoder = Decoder(archive, overrides, stored_cls._unsaved_params)
+        try:
+            obj = stored_cls._rebuild(decoder.decode(meta["params"]), decoder.decode(meta["state"]), decoder)
+        except DataFormatError as exc:
+            raise DataFormatError(f"{name}: {exc}") from None
+        except RecursionError:
+            raise DataFormatError(f"{name}: values nested too deeply for a state file") from None
+        obj._lineage, obj._generation = meta["lineage"], meta["generation"]
+        if accountant is not None:
+            charge = obj._continuation_charge() if on_fork == "charge" else None
+            if on_fork == "charge" and charge is None:
+                raise InvalidParameterError(
+                    f'on_fork="charge": a {stored_cls.__name__} has no privacy guarantee to charge for a fork; '
+                    'pass on_fork="refuse"'
+                )
+            accountant.record_continuation(obj.lineage, obj.generation, on_fork=on_fork, charge=charge,
+                                           label=f"{stored_cls.__name__}.load")
+        return obj
+
+    def _continuation_charge(self) -> Any:
+        """What a fork of this object costs again: its privacy guarantee (None for a non-private object)."""
+        try:
+            return getattr(self, "privacy", None)
+        except DPBanditsError:  # e.g. a policy whose guarantee needs a declared domain
+            return None
 
     def __repr__(self) -> str:
         try:
@@ -448,10 +541,24 @@ class Persistable:
         return f"{type(self).__name__}({shown})"
 
 
+def _guarded(what: str, build: Callable[[], _T]) -> _T:
+    """Run a constructor or a restore on a file's values: its refusals become one :class:`DataFormatError`.
+
+    The constructor is the validator of a file's parameters; whatever it raises on them (its own
+    errors, or a TypeError on a value of the wrong type) means the file is not valid for the class.
+    """
+    try:
+        return build()
+    except DataFormatError:
+        raise
+    except (DPBanditsError, ArithmeticError, LookupError, TypeError, ValueError, MemoryError) as exc:
+        raise DataFormatError(f"{what}: {type(exc).__name__}: {exc}") from None
+
+
 def _short_repr(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"array(shape={value.shape})"
-    if isinstance(value, _Unsaved):
+    if isinstance(value, Unsaved):
         return "<callable>"
     if isinstance(value, np.random.Generator | np.random.SeedSequence):
         return type(value).__name__  # never a seed in a repr

@@ -19,21 +19,37 @@ Registration happens at import time of the algorithm's module (``@register_algor
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
 
-from dpbandits._core.errors import InvalidParameterError
+from dpbandits._core.errors import InvalidParameterError, UserAlgorithmError
+from dpbandits.algorithms.user_imports import (
+    ENTRY_POINT_GROUP,
+    entry_point_target,
+    is_import_path,
+    load_user_object,
+)
+from dpbandits.algorithms.user_simulation import (
+    AGENT_METRICS,
+    PROPORTION_METRICS,
+    AgentSimulation,
+    FunctionSimulation,
+)
 
 __all__ = [
     "AlgorithmSpec",
     "SimulateFn",
     "get_algorithm",
+    "is_user_algorithm",
     "list_algorithms",
     "load_builtin_algorithms",
     "register_algorithm",
+    "registered_spec_of",
+    "user_algorithm_spec",
 ]
 
 SimulateFn = Callable[..., Mapping[str, np.ndarray]]
@@ -144,24 +160,101 @@ def load_builtin_algorithms() -> None:
         importlib.import_module(module)
 
 
-def get_algorithm(name: str) -> AlgorithmSpec:
-    """Return the registered algorithm ``name``.
+def get_algorithm(name: str, environment_kind: str | None = None) -> AlgorithmSpec:
+    """Return the registered algorithm ``name``, or the user's algorithm it names.
+
+    Parameters
+    ----------
+    name : str
+        A registry name (``"dp-bai"``), an import path ``"package.module:Object"`` or the name of an
+        entry point of group ``dpbandits.algorithms`` (see :func:`user_algorithm_spec`).
+    environment_kind : str, optional
+        The kind of the environment the algorithm will run on; a user's agent class reports the
+        metrics the runner computes for that kind.
 
     Raises
     ------
     InvalidParameterError
         If no algorithm has that name; the message lists the registered ones.
+    UserAlgorithmError
+        If ``name`` names a user's algorithm that cannot be loaded.
     """
+    if is_import_path(name):
+        return user_algorithm_spec(name, environment_kind)
     for module in BUILTIN_MODULES:  # import the families one at a time, until the name is registered
         if name in _REGISTRY:
             break
         importlib.import_module(module)
-    try:
+    if name in _REGISTRY:
         return _REGISTRY[name]
-    except KeyError:
-        raise InvalidParameterError(
-            f"algorithm must be one of {sorted(_REGISTRY)}; got {name!r}"
-        ) from None
+    if entry_point_target(name) is not None:
+        return user_algorithm_spec(name, environment_kind)
+    raise InvalidParameterError(
+        f"algorithm must be one of {sorted(_REGISTRY)}, an import path 'package.module:Object' or an "
+        f"entry point of group {ENTRY_POINT_GROUP!r}; got {name!r}"
+    )
+
+
+def is_user_algorithm(name: str) -> bool:
+    """Whether ``name`` names a user's algorithm (an import path or an entry point), not a built-in."""
+    return is_import_path(name) or (name not in _REGISTRY and entry_point_target(name) is not None)
+
+
+def registered_spec_of(function: object) -> AlgorithmSpec | None:
+    """The registry entry whose simulation entry point is ``function``, if it registered itself."""
+    return next((spec for spec in _REGISTRY.values() if spec.simulate is function), None)
+
+
+def user_algorithm_spec(name: str, environment_kind: str | None = None) -> AlgorithmSpec:
+    """The registry entry of a user's algorithm named by import path or entry point.
+
+    The object it names is an agent class (driven by :class:`~dpbandits.algorithms.user_simulation.AgentSimulation`)
+    or a vectorised simulation function that registered itself with :func:`register_algorithm` or
+    carries a ``metrics`` attribute (see :mod:`dpbandits.algorithms.user_imports`).
+
+    Raises
+    ------
+    UserAlgorithmError
+        If the object cannot be imported, is a class without the agent protocol, or is a function
+        whose metrics are unknown.
+    """
+    found = load_user_object(name)
+    if inspect.isclass(found):
+        missing = [member for member in ("ask", "tell", "done", "recommendation") if not hasattr(found, member)]
+        if missing:
+            raise UserAlgorithmError(
+                f"algorithm {name!r} is a class without {', '.join(missing)}: an agent class needs ask(), "
+                "tell(...), done and recommendation (see the guide 'Your own algorithm')"
+            )
+        kinds = [environment_kind] if environment_kind in AGENT_METRICS else list(AGENT_METRICS)
+        metrics = tuple(dict.fromkeys(metric for kind in kinds for metric in AGENT_METRICS[str(kind)]))
+        declared = getattr(found, "PRIVACY", None)
+        return AlgorithmSpec(
+            name=name, family="user", simulate=AgentSimulation(name), metrics=metrics,
+            privacy=str(declared) if declared else "declared by each agent's privacy attribute",
+            proportion_metrics=PROPORTION_METRICS, environments=tuple(AGENT_METRICS),
+            description=_first_line(found.__doc__) or f"agent {name}",
+        )
+    if not callable(found):
+        raise UserAlgorithmError(
+            f"algorithm {name!r} is a {type(found).__name__}: it must be an agent class or a simulation function"
+        )
+    registered = registered_spec_of(found)
+    if registered is not None:
+        return registered
+    declared_metrics = getattr(found, "metrics", None)
+    if not isinstance(declared_metrics, tuple | list) or not declared_metrics or not all(isinstance(m, str) for m in declared_metrics):
+        raise UserAlgorithmError(
+            f"simulation function {name!r} must declare the metrics it returns: decorate it with "
+            "dpbandits.algorithms.registry.register_algorithm(...) or set its attribute metrics = ('success', ...)"
+        )
+    declared = getattr(found, "privacy", None)
+    return AlgorithmSpec(
+        name=name, family="user", simulate=FunctionSimulation(name), metrics=tuple(declared_metrics),
+        privacy=str(declared) if declared else "undeclared (the function states no guarantee)",
+        proportion_metrics=tuple(getattr(found, "proportion_metrics", ())),
+        description=_first_line(found.__doc__) or f"simulation function {name}",
+    )
 
 
 def list_algorithms() -> list[AlgorithmSpec]:

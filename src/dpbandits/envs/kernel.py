@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpbandits._core.codec import register_state_dataclass
 from dpbandits._core.errors import DependencyNotInstalledError, InvalidParameterError
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray
@@ -59,6 +60,7 @@ def _sklearn_kernels() -> Any:
     return kernels
 
 
+@register_state_dataclass
 @dataclass(frozen=True)
 class StationaryKernel:
     """An isotropic stationary kernel k(w, w') = κ0(‖w − w'‖ / ℓ) with κ0(0) = 1.

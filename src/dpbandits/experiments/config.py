@@ -17,6 +17,9 @@ with many independent trials per (grid point, algorithm) *cell*. It is written i
     [[algorithms]]
     name = "uniform"                        # a registered algorithm
     [[algorithms]]
+    algorithm = "my_ucb:PrivateUCB"         # your own, by import path (or entry point name)
+    label = "My private UCB"
+    [[algorithms]]
     name = "dp-bai"
     label = "DP-BAI (eps=1)"                # optional; labels must be unique (default: name)
     epsilon = 1.0                           # fixed parameters of this algorithm, inline
@@ -280,6 +283,9 @@ class AlgorithmConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _inline(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "algorithm" in data and "name" not in data:
+            # `algorithm = "package.module:MyAgent"` reads better for a user's own algorithm
+            data = {"name": data["algorithm"], **{k: v for k, v in data.items() if k != "algorithm"}}
         return _collect_inline_params(data, _ALGORITHM_KEYS)
 
     @property
@@ -535,7 +541,7 @@ class Study(BaseModel):
         algo_specs: list[AlgorithmSpec | None] = []
         for index, algorithm in enumerate(self.algorithms):
             try:
-                algo_specs.append(get_algorithm(algorithm.name))
+                algo_specs.append(get_algorithm(algorithm.name, self._environment_kind()))
             except DPBanditsError as exc:
                 problems.append(f"algorithms[{index}].name: {_strip_name(exc)}")
                 algo_specs.append(None)
@@ -735,8 +741,15 @@ class Study(BaseModel):
         return self.grid.points()
 
     def algorithm_spec(self, index: int) -> AlgorithmSpec:
-        """The registry entry of ``algorithms[index]``."""
-        return get_algorithm(self.algorithms[index].name)
+        """The registry entry of ``algorithms[index]`` (a user's algorithm: its entry for this environment)."""
+        return get_algorithm(self.algorithms[index].name, self._environment_kind())
+
+    def _environment_kind(self) -> str | None:
+        """The kind of the study's environment (``"mab"``, ``"dueling"``, ...), None if it is unknown."""
+        try:
+            return get_environment(self.environment.name).kind
+        except DPBanditsError:
+            return None
 
     def metrics_of(self, index: int) -> tuple[str, ...]:
         """The metrics recorded for ``algorithms[index]``: the requested ones it returns."""

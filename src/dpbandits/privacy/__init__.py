@@ -1,5 +1,8 @@
 """dpbandits.privacy: guarantees, mechanisms, accounting and noise backends.
 
+The ledger (:mod:`dpbandits.privacy.accounting`) is typed and atomic; its durable form
+(:mod:`dpbandits.privacy.ledger_store`, SQLAlchemy) is imported on first use only.
+
 Every release is secure by default: its noise comes from OpenDP (the OS CSPRNG, floating-point
 safe) through :func:`~dpbandits.privacy.noise.privacy_noise`; seeded NumPy noise is for simulation,
 and seeding a release needs ``insecure_seeded_noise=True``.
@@ -32,6 +35,7 @@ from dpbandits.privacy.guarantees import (
     replace_one_to_add_remove,
     replace_one_to_label,
 )
+from dpbandits.privacy.ledger import GroupPrivacy, LedgerEntry, NeighbouringConversion
 from dpbandits.privacy.mechanisms import (
     ExponentialMechanism,
     GaussianMechanism,
@@ -61,11 +65,14 @@ __all__ = [
     "GaussianMechanism",
     "GibbsMechanism",
     "GridExponentialMechanism",
+    "GroupPrivacy",
     "Guarantee",
     "LaplaceEvent",
     "LaplaceMechanism",
+    "LedgerEntry",
     "Mechanism",
     "Neighbouring",
+    "NeighbouringConversion",
     "NoiseBackend",
     "NumpyNoise",
     "OpenDPNoise",

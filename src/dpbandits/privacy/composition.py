@@ -149,7 +149,7 @@ def basic_composition(items: Iterable[Guarantee | PrivacyEvent]) -> EpsilonDelta
     ----------
     items : iterable of Guarantee or PrivacyEvent
         Guarantees must share one neighbouring relation. Gaussian events are refused (they have no
-        single (ε, δ); use :class:`Accountant`).
+        single (ε, δ); use :class:`~dpbandits.privacy.accounting.Accountant`).
 
     Returns
     -------

@@ -52,6 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator
+from dpbandits._core.schema import Array, Int, ListOf, Nested, Noise, StateSchema, Tuple, rule
 from dpbandits._core.validation import (
     check_array,
     check_epsilon,
@@ -252,6 +253,20 @@ def _counter_noise(
     return backends
 
 
+def _bank_dtype(bank: BinaryTreeCounterBank) -> str:
+    return "int64" if bank.integer else "float64"
+
+
+def _node_ends(time: int) -> list[int]:
+    """End times of the nodes held after ``time`` updates: 0, then the prefixes of time's binary decomposition."""
+    ends, end = [0], 0
+    for bit in reversed(range(time.bit_length())):
+        if time >> bit & 1:
+            end += 1 << bit
+            ends.append(end)
+    return ends
+
+
 class BinaryTreeCounterBank(Persistable):
     """Several binary-tree counters that receive their stream elements at the same times.
 
@@ -309,7 +324,22 @@ class BinaryTreeCounterBank(Persistable):
     ([1, 0], [2, 1])
     """
 
-    _state_fields = ("time", "_live", "_live_index", "_nodes", "_released", "_noise", "_read_ahead", "_cursor")
+    _schema = StateSchema(
+        time=Int(0, "horizon"),
+        _live=Array("bool", ("n_counters",)),
+        _nodes=ListOf(Tuple(Int(0, "horizon"), Array(_bank_dtype, ("n_counters",)), Array(_bank_dtype, ("n_counters",))),
+                      min_length=1, max_length=lambda bank: bank.levels + 1),
+        _released=Array(_bank_dtype, ("n_counters",)),
+        _noise=Noise("_noise"),
+        _read_ahead=Array(_bank_dtype, ("n_counters", None)),
+        _cursor=Int(0, _READ_AHEAD),
+        rules=[rule("the nodes end at the binary decomposition of time, from (0, 0, 0)",
+                    lambda bank, s: [n[0] for n in s["_nodes"]] == _node_ends(s["time"])
+                    and not s["_nodes"][0][1].any() and not s["_nodes"][0][2].any()),
+               rule("_cursor <= the read-ahead width <= _READ_AHEAD",
+                    lambda bank, s: s["_cursor"] <= s["_read_ahead"].shape[1] <= _READ_AHEAD)],
+        derived=("_live_index",),
+    )
 
     def __init__(
         self,
@@ -375,6 +405,7 @@ class BinaryTreeCounterBank(Persistable):
 
     def _set_state(self, state: dict[str, Any]) -> None:
         super()._set_state(state)
+        self._live_index = np.flatnonzero(self._live)
         self._configure_noise()  # the restored backends (their streams) replace the constructed ones
 
     @property
@@ -539,7 +570,7 @@ class BinaryTreeCounter(Persistable):
     [1.0, 1.0, 2.0]
     """
 
-    _state_fields = ("_bank",)
+    _schema = StateSchema(_bank=Nested("_bank"))
 
     def __init__(
         self,

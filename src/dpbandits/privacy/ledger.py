@@ -82,7 +82,7 @@ SCOPES: tuple[str, ...] = ("domain", "per-instance")
 """Scopes of a ledger entry: worst case over a declared public domain, or per-instance (data-dependent)."""
 
 ON_FORK: tuple[str, ...] = ("refuse", "charge")
-"""What :meth:`Accountant.record_continuation` does on a second continuation of one saved generation."""
+"""What :meth:`~dpbandits.privacy.accounting.Accountant.record_continuation` does on a second continuation of one saved generation."""
 
 _MAX_TEXT = 1000  # units, labels and lineage ids are short public descriptions
 

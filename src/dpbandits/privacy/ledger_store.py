@@ -20,6 +20,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -45,7 +46,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from dpbandits._core.errors import DataFormatError, DPBanditsError, InvalidParameterError
 from dpbandits._core.validation import check_delta, check_epsilon, check_one_of
@@ -61,7 +62,14 @@ from dpbandits.privacy.ledger import (
     check_unit,
 )
 
-__all__ = ["LEDGER_METADATA", "DurableAccountant", "create_ledger_tables", "ledger_engine"]
+__all__ = [
+    "LEDGER_METADATA",
+    "SQLITE_SYNCHRONOUS",
+    "DurableAccountant",
+    "configure_sqlite",
+    "create_ledger_tables",
+    "ledger_engine",
+]
 
 LEDGER_METADATA = MetaData()
 """The ledger's tables (``dpbandits_ledgers``, ``dpbandits_ledger_entries``, ``dpbandits_ledger_continuations``)."""
@@ -103,17 +111,33 @@ ledger_continuations = Table(
 )
 
 
+_TABLES_READY: weakref.WeakSet[Engine] = weakref.WeakSet()
+"""Engines whose database is known to hold the tables (created or checked in a committed transaction)."""
+
+
 def create_ledger_tables(bind: Engine | Connection) -> None:
     """Create the ledger's tables in ``bind``'s database where they are missing.
 
-    Safe to call from several processes at once (a concurrent creation is retried once).
+    Safe to call from several processes at once (a concurrent creation is checked again). Given a
+    ``Connection``, the tables are created in the caller's transaction.
     """
-    try:
-        LEDGER_METADATA.create_all(bind, checkfirst=True)
-    except DBAPIError:
-        if isinstance(bind, Connection):
-            raise
-        LEDGER_METADATA.create_all(bind, checkfirst=True)  # another process created them meanwhile
+    if isinstance(bind, Connection):
+        if bind.engine not in _TABLES_READY:
+            LEDGER_METADATA.create_all(bind, checkfirst=True)
+        return
+    for attempt in range(3):
+        try:
+            with bind.connect() as connection:
+                # SQLite: BEGIN IMMEDIATE, so the check and the creation hold the write lock together
+                connection = connection.execution_options(sqlite_immediate=True)
+                with connection.begin():
+                    LEDGER_METADATA.create_all(connection, checkfirst=True)
+            _TABLES_READY.add(bind)
+            return
+        except DBAPIError:
+            if attempt == 2:
+                raise
+            time.sleep(0.05 * (attempt + 1))  # another process was creating them: check again
 
 
 def _database_url(location: str | Path) -> str:
@@ -136,8 +160,8 @@ def _database_url(location: str | Path) -> str:
 def ledger_engine(url_or_path: str | Path) -> Engine:
     """An engine for a ledger at ``url_or_path`` (a path means a SQLite file in WAL mode).
 
-    On SQLite: WAL, ``synchronous=FULL``, a 30 s busy timeout, and ``BEGIN IMMEDIATE`` for the
-    connections given the execution option ``sqlite_immediate=True`` (the ledger's writes).
+    On SQLite: :func:`configure_sqlite` (WAL, ``synchronous=FULL``, a 30 s busy timeout, and ``BEGIN
+    IMMEDIATE`` for the connections given the execution option ``sqlite_immediate=True``).
 
     Raises
     ------
@@ -147,10 +171,12 @@ def ledger_engine(url_or_path: str | Path) -> Engine:
     url = _database_url(url_or_path)
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30.0})
-        _configure_sqlite(engine)
+        configure_sqlite(engine)
         return engine
     try:
         return create_engine(url, pool_pre_ping=True)
+    except NoSuchModuleError:
+        raise InvalidParameterError(f"url_or_path names an unknown database: {make_url(url).drivername!r}") from None
     except ModuleNotFoundError as exc:
         from dpbandits._core.errors import DependencyNotInstalledError
 
@@ -160,20 +186,33 @@ def ledger_engine(url_or_path: str | Path) -> Engine:
         ) from None
 
 
-def _configure_sqlite(engine: Engine) -> None:
+SQLITE_SYNCHRONOUS: tuple[str, ...] = ("full", "normal")
+"""Values of SQLite's ``PRAGMA synchronous`` for :func:`configure_sqlite` (WAL mode)."""
+
+
+def configure_sqlite(engine: Engine, synchronous: str = "full") -> None:
+    """Configure a SQLite engine for a shared ledger: WAL, ``synchronous``, a busy timeout, BEGIN IMMEDIATE.
+
+    Each new connection gets ``PRAGMA journal_mode=WAL``, ``PRAGMA synchronous`` (``"full"``: a committed
+    transaction survives a power loss; ``"normal"``: a killed process only), a 30 s busy timeout and
+    foreign keys; a transaction begun on a connection with the execution option
+    ``sqlite_immediate=True`` starts with ``BEGIN IMMEDIATE`` (the write lock is taken at BEGIN: the
+    budget is read and checked under it, and two writers never deadlock on a read-to-write upgrade).
+    """
+    synchronous = check_one_of(synchronous, "synchronous", SQLITE_SYNCHRONOUS)
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN itself (below)
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute(f"PRAGMA synchronous={synchronous.upper()}")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        # writers take the write lock at BEGIN: the budget is read and checked under it
         immediate = connection.get_execution_options().get("sqlite_immediate", False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
@@ -272,6 +311,8 @@ class DurableAccountant(Accountant):
     — otherwise SQLite's serialisation still prevents overspending, but a concurrent writer makes
     the transaction fail with "database is locked". Without ``connection=`` every call is its own
     transaction. An engine passed as ``url_or_path`` is used as it is (the caller configures it).
+    A copied or pickled ledger opened by path or URL reopens the same ledger (one budget, in one
+    database), so it may be handed to worker processes.
 
     Examples
     --------
@@ -308,6 +349,7 @@ class DurableAccountant(Accountant):
         self._cache_lock = threading.Lock()
         self._cache: list[LedgerEntry] = []
         self._cache_last_id = 0
+        self._transaction_rows: tuple[tuple[Any, Any], list[tuple[int, LedgerEntry]]] | None = None
         create_ledger_tables(self.engine if connection is None else connection)
         stored = self._open(asked, connection)
         self.epsilon_budget = stored["epsilon_budget"]
@@ -367,22 +409,37 @@ class DurableAccountant(Accountant):
             row = conn.execute(query if self._sqlite else query.with_for_update()).first()
             if row is None:
                 raise DataFormatError(f"ledger {self.ledger_id!r} is missing from its database")
-            cached, fresh = self._load(conn)
+            key = None if connection is None else (conn.get_transaction(), conn.get_nested_transaction())
+            cached, fresh = self._load(conn, key)
             view = _DurableView(conn, self.ledger_id, check_unit(row.unit),
                                 None if row.neighbouring is None else check_neighbouring(row.neighbouring),
                                 [*cached, *(e for _i, e in fresh)], fresh)
             yield view
+            if key is not None:  # the caller's transaction: what it holds so far, for its next call
+                self._transaction_rows = (key, fresh)
         if connection is None:  # committed: what this transaction read and wrote is now known for good
             self._remember(fresh)
 
-    def _load(self, conn: Connection) -> tuple[list[LedgerEntry], list[tuple[int, LedgerEntry]]]:
-        """The cached entries and the rows after them (read in ``conn``)."""
+    def _load(self, conn: Connection, key: tuple[Any, Any] | None = None,
+              ) -> tuple[list[LedgerEntry], list[tuple[int, LedgerEntry]]]:
+        """The cached (committed) entries and the rows after them, read in ``conn``.
+
+        In a caller's transaction (``key``: its transaction and savepoint), the rows an earlier call
+        read or wrote in that same transaction and savepoint are not read again; they are never
+        cached beyond it (the caller may still roll back).
+        """
         with self._cache_lock:
             cached, last_id = list(self._cache), self._cache_last_id
+        known: list[tuple[int, LedgerEntry]] = []
+        memo = self._transaction_rows
+        if key is not None and memo is not None and key[0] is not None and key[0].is_active and (
+                memo[0][0] is key[0] and memo[0][1] is key[1]):
+            known = [(row_id, entry) for row_id, entry in memo[1] if row_id > last_id]
+            last_id = known[-1][0] if known else last_id
         rows = conn.execute(select(ledger_entries).where(
             ledger_entries.c.ledger_id == self.ledger_id, ledger_entries.c.id > last_id,
         ).order_by(ledger_entries.c.id)).all()
-        return cached, [(int(row.id), _entry_from_row(row)) for row in rows]
+        return cached, [*known, *((int(row.id), _entry_from_row(row)) for row in rows)]
 
     def _remember(self, fresh: list[tuple[int, LedgerEntry]]) -> None:
         with self._cache_lock:
@@ -414,6 +471,15 @@ class DurableAccountant(Accountant):
         url = self.engine.url.render_as_string(hide_password=True)
         budget = "inf" if self.epsilon_budget is None else f"{self.epsilon_budget:g}"
         return f"DurableAccountant({url!r}, {self.ledger_id!r}, epsilon_budget={budget}, method={self.method!r})"
+
+    def __reduce__(self) -> Any:
+        """A copy reopens the same ledger by its URL: both spend one budget, in one database."""
+        if not self._owns_engine:
+            raise InvalidParameterError(
+                "a DurableAccountant on an engine of the caller's cannot be pickled: open the ledger by its "
+                "path or URL in each process"
+            )
+        return (DurableAccountant, (self.engine.url.render_as_string(hide_password=False), self.ledger_id))
 
     def close(self) -> None:
         """Release the engine's connections (only for an engine this ledger created)."""

@@ -43,13 +43,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpbandits._core.codec import register_codec
 from dpbandits._core.errors import (
+    DataFormatError,
     DependencyNotInstalledError,
     EmptySupportError,
     InsecureNoiseWarning,
     InvalidParameterError,
 )
-from dpbandits._core.persistence import register_codec
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.validation import check_array, check_one_of
 
@@ -760,11 +761,15 @@ def _encode_backend(backend: NoiseBackend, encode_value: Any) -> dict[str, Any]:
     return {"kind": "secure"}
 
 
-def _decode_backend(payload: dict[str, Any], decode_value: Any) -> NoiseBackend:
-    if payload.get("kind") == "numpy":
-        warnings.warn(INSECURE_NOISE_MESSAGE, InsecureNoiseWarning, stacklevel=4)
-        return NumpyNoise(decode_value(payload["generator"]))
-    return SecureNoise()
+def _decode_backend(payload: Any, decode_value: Any) -> NoiseBackend:
+    if payload == {"kind": "secure"}:
+        return SecureNoise()
+    if isinstance(payload, dict) and payload.keys() == {"kind", "generator"} and payload["kind"] == "numpy":
+        generator = decode_value(payload["generator"])
+        if isinstance(generator, np.random.Generator):
+            warnings.warn(INSECURE_NOISE_MESSAGE, InsecureNoiseWarning, stacklevel=4)
+            return NumpyNoise(generator)
+    raise DataFormatError(f"damaged noise backend in state file: {str(payload)[:60]!r}")
 
 
 register_codec("__noise__", NoiseBackend, _encode_backend, _decode_backend)

@@ -5,6 +5,8 @@ Modules, one idea each:
 * :mod:`~dpbandits.serve.storage` — tables and engines (SQLite in WAL mode, PostgreSQL by URL);
 * :mod:`~dpbandits.serve.auth` — API keys, stored hashed;
 * :mod:`~dpbandits.serve.kinds` — the registry of experiment kinds (one entry per agent type);
+* :mod:`~dpbandits.serve.params` — each kind's parameters, strict, checked against what can run
+  (:mod:`~dpbandits.serve.limits`: noise scales, run and set-up costs, budgets, text fields);
 * :mod:`~dpbandits.serve.tickets` — signed tickets linking an ask to its tell;
 * :mod:`~dpbandits.serve.locking` — serialising the writers of one experiment, across processes;
 * :mod:`~dpbandits.serve.leases` — the steps handed out, leased in the store;
@@ -15,7 +17,10 @@ Modules, one idea each:
   store failures a retry can fix (503);
 * :mod:`~dpbandits.serve.ledger` — each experiment's privacy ledger (the library's durable ledger);
 * :mod:`~dpbandits.serve.service` — the operations, and how clients share an experiment;
-* :mod:`~dpbandits.serve.app` — the HTTP routes; :mod:`~dpbandits.serve.status_page` — the page.
+* :mod:`~dpbandits.serve.app` — the HTTP routes;
+* :mod:`~dpbandits.serve.status_routes` — the status page's routes, :mod:`~dpbandits.serve.sessions`
+  its sessions, :mod:`~dpbandits.serve.dashboard` its queries, :mod:`~dpbandits.serve.status_page`
+  its HTML and charts.
 
 Start it with ``dpbandits serve --db experiments.db`` after ``dpbandits api-key create``
 (``--workers N`` for several server processes on one store). Needs the

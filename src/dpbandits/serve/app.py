@@ -31,12 +31,11 @@ import traceback
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from typing import Annotated, Any, Literal, TypeVar
-from urllib.parse import parse_qs
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from sqlalchemy import Engine
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -47,11 +46,10 @@ from dpbandits._core.errors import DPBanditsError
 from dpbandits.serve.auth import KeyCache
 from dpbandits.serve.errors import NotFound, QuotaExceeded, Retry, ServiceError
 from dpbandits.serve.kinds import list_kinds
-from dpbandits.serve.ledger import spent_by_experiment
 from dpbandits.serve.quotas import ConcurrencyLimit, Quotas
 from dpbandits.serve.schemas import CreateExperiment, SampleRequest, TellRequest
 from dpbandits.serve.service import ATTEMPTS, ExperimentService, NeedsThread, library_error_status
-from dpbandits.serve.status_page import render_login, render_status
+from dpbandits.serve.status_routes import add_status_routes
 from dpbandits.serve.store_errors import is_bad_value, is_retryable
 
 __all__ = ["MAX_JSON_BYTES", "MAX_UPLOAD_BYTES", "create_app"]
@@ -59,7 +57,6 @@ __all__ = ["MAX_JSON_BYTES", "MAX_UPLOAD_BYTES", "create_app"]
 MAX_JSON_BYTES = 64 * 1024
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 LEASE_SECONDS = 10.0
-COOKIE = "dpbandits_key"
 _log = logging.getLogger("dpbandits.serve")
 T = TypeVar("T")
 
@@ -247,7 +244,7 @@ class _StepsFreed:
 
 def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, json_limit: int = MAX_JSON_BYTES,
                upload_limit: int = MAX_UPLOAD_BYTES, lease_seconds: float = LEASE_SECONDS,
-               quotas: Quotas | None = None, time_limit: float = 60.0) -> FastAPI:
+               quotas: Quotas | None = None, time_limit: float = 60.0, behind_tls: bool = False) -> FastAPI:
     """Build the application on a store (see :func:`dpbandits.serve.storage.make_engine`).
 
     Parameters
@@ -263,6 +260,9 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         Per-key limits (:mod:`dpbandits.serve.quotas`).
     time_limit : float, default 60
         Seconds a request's CPU-heavy part may run (:mod:`dpbandits.serve.workers`).
+    behind_tls : bool, default False
+        The server is reached over TLS (a proxy terminates it): the status page's cookies are
+        ``Secure`` whatever the request's scheme (see :mod:`dpbandits.serve.status_routes`).
 
     Returns
     -------
@@ -409,37 +409,7 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         async with gates.hold(experiment_id):  # the experiment's requests on the event loop never wait for it
             return await _cancellable(request, service.sample, who, experiment_id, body.size, body.context)
 
-    # ------------------------------------------------------------------------------ status page
-    @app.get("/", include_in_schema=False)
-    def root() -> RedirectResponse:
-        return RedirectResponse("/status", status_code=303)
-
-    @app.get("/status", response_class=HTMLResponse, tags=["status page"])
-    def status_page(request: Request) -> HTMLResponse:
-        """The status page of the key in the cookie (a sign-in form without one)."""
-        who = keys.owner(request.cookies.get(COOKIE))
-        if who is None:
-            return HTMLResponse(render_login())
-        listed = service.experiments(who)
-        spent = spent_by_experiment(engine, [e["id"] for e in listed])  # one query for every experiment
-        return HTMLResponse(render_status(listed, spent))
-
-    @app.post("/status/login", include_in_schema=False)
-    async def login(request: Request) -> Response:
-        form = parse_qs((await request.body()).decode("utf-8", "replace"))
-        key = (form.get("key") or [""])[0].strip()
-        if keys.owner(key) is None:
-            return HTMLResponse(render_login("Unknown or revoked API key."), status_code=401)
-        response = RedirectResponse("/status", status_code=303)
-        response.set_cookie(COOKIE, key, httponly=True, samesite="strict")
-        return response
-
-    @app.post("/status/logout", include_in_schema=False)
-    def logout() -> Response:
-        response = RedirectResponse("/status", status_code=303)
-        response.delete_cookie(COOKIE)
-        return response
-
+    add_status_routes(app, engine, keys, behind_tls=behind_tls)
     app.add_middleware(BodyLimit, json_limit=json_limit, upload_limit=upload_limit)
     app.add_middleware(ErrorBoundary)  # inside Starlette's ServerErrorMiddleware: it never re-raises
     return app

@@ -27,12 +27,13 @@ def _pickled(agent: Any) -> bytes | None:
 
 
 def build_job(kind_name: str, params_json: str, seed: int | None) -> dict[str, Any]:
-    """Build a new agent: its state, the agent, its public summary and (ask/tell kinds) its run's guarantee."""
+    """Build a new agent: its state, the agent, its summary, its run's guarantee and one release's guarantee."""
     kind = get_kind(kind_name)
-    agent = kind.build(kind.params.model_validate_json(params_json), seed)
+    params = kind.params.model_validate_json(params_json)
+    agent = kind.build(params, seed)
     guarantee: Guarantee | None = kind.family.guarantee(agent) if kind.family.run_event else None
     return {"state": agent.to_bytes(), "agent": _pickled(agent), "summary": kind.family.summary(agent),
-            "guarantee": guarantee}
+            "guarantee": guarantee, "release_guarantee": kind.family.release_guarantee(agent, params)}
 
 
 def load_job(kind_name: str, params_json: str, state: bytes) -> bytes | None:

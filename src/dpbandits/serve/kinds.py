@@ -31,14 +31,25 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError
 from dpbandits._core.persistence import Persistable
 from dpbandits.privacy.guarantees import Guarantee
+from dpbandits.serve.limits import usca_max_approx_size
+from dpbandits.serve.params import (
+    MAX_DIMENSION,
+    BAIParams,
+    DesignBAIParams,
+    DuelingParams,
+    FeatureDuelingParams,
+    GaussBAIParams,
+    KLMABParams,
+    USCAParams,
+)
 
 __all__ = [
     "BAI",
@@ -52,9 +63,6 @@ __all__ = [
     "register_kind",
 ]
 
-MAX_ARMS = 1000
-MAX_DIMENSION = 64
-MAX_STEPS = 10_000_000
 SCHEDULE_LIMIT = 4096
 """At most this many steps of a schedule are handed out at once."""
 
@@ -63,9 +71,12 @@ Action = dict[str, Any]
 
 
 class Feedback(BaseModel):
-    """What a client reports for one ticket (the fields its family needs; the others stay unset)."""
+    """What a client reports for one ticket (the fields its family needs; the others stay unset).
 
-    model_config = ConfigDict(extra="forbid")
+    Strict JSON types: ``reward: "0.5"`` or ``first_wins: 1`` is refused, not coerced.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     reward: float | None = Field(None, description="BAI and kernel: the observed reward.")
     winner: int | None = Field(None, description="Dueling: the arm that won (one of the pair).")
@@ -88,7 +99,7 @@ class Family(ABC):
         if self.done(agent):
             return []
         scheduled = getattr(agent, "scheduled", None)
-        actions = list(scheduled()[:limit]) if callable(scheduled) else [agent.ask()]
+        actions = list(scheduled(limit)) if callable(scheduled) else [agent.ask()]
         return [self.encode_action(a) for a in actions]
 
     @abstractmethod
@@ -117,6 +128,10 @@ class Family(ABC):
     def steps_total(self, agent: Any) -> int | None:
         """The number of steps a run takes at most (budget or horizon)."""
 
+    def steps_taken(self, agent: Any) -> int | None:
+        """The number of steps applied so far (what a done run took: phases may end under the budget)."""
+        return None
+
     def recommendation(self, agent: Any) -> Any:
         """The released recommendation once done (post-processing of released values), else None."""
         return None
@@ -128,6 +143,10 @@ class Family(ABC):
     def guarantee(self, agent: Any) -> Guarantee:
         """The guarantee of the run (ask/tell kinds) or of one release (sampling kinds)."""
         return agent.privacy
+
+    def release_guarantee(self, agent: Any, params: Any) -> Guarantee:
+        """The guarantee of one release, known when the experiment is created (before any data)."""
+        return self.guarantee(agent)
 
     def sample(self, agent: Any, size: int, context: list[float] | None, seed: Any) -> list[Any]:
         """Draw ``size`` private samples (the caller has spent ``size`` × :meth:`guarantee` first).
@@ -142,7 +161,9 @@ class Family(ABC):
         estimates = self.estimates(agent)
         if estimates is not None:  # JSON has no infinity: a non-finite value is shown as missing
             estimates["values"] = [v if math.isfinite(v) else None for v in estimates["values"]]
-        return {"done": done, "steps_total": self.steps_total(agent),
+        # once done, the total is what the run took (a DP-BAI run may end a few pulls under its budget)
+        total = self.steps_taken(agent) if done else None
+        return {"done": done, "steps_total": self.steps_total(agent) if total is None else total,
                 "recommendation": self.recommendation(agent) if done else None, "estimates": estimates}
 
 
@@ -188,6 +209,9 @@ class _BAIFamily(Family):
 
     def steps_total(self, agent: Any) -> int | None:
         return int(agent.get_params()["algorithm"].budget)
+
+    def steps_taken(self, agent: Any) -> int | None:
+        return int(np.sum(agent.pulls))
 
     def recommendation(self, agent: Any) -> Any:
         return {"arm": int(agent.recommendation)}
@@ -247,6 +271,9 @@ class _DuelingFamily(Family):
 
     def steps_total(self, agent: Any) -> int | None:
         return self._horizon(agent)
+
+    def steps_taken(self, agent: Any) -> int | None:
+        return int(agent.time)
 
     def recommendation(self, agent: Any) -> Any:
         if hasattr(agent, "recommendation"):
@@ -316,6 +343,9 @@ class _KernelFamily(Family):
     def steps_total(self, agent: Any) -> int | None:
         return int(agent.horizon)
 
+    def steps_taken(self, agent: Any) -> int | None:
+        return int(agent.rounds_observed)
+
     def sample(self, agent: Any, size: int, context: list[float] | None, seed: Any) -> list[Any]:
         if context is None:
             raise InvalidParameterError("context is required to sample a USCA recommendation; got none")
@@ -352,6 +382,14 @@ class _OfflineFamily(Family):
     def guarantee(self, agent: Any) -> Guarantee:
         # over the declared public domain (min_count): an ordinary DP guarantee, data-independent
         return agent.guarantee(scope="domain")
+
+    def release_guarantee(self, agent: Any, params: Any) -> Guarantee:
+        # the same ε, from the public parameters (the policy is not fitted yet)
+        from dpbandits.privacy.guarantees import Neighbouring, PureDP
+
+        return PureDP(epsilon=params.sample_epsilon(), unit="one logged record (one sample over the declared domain)",
+                      neighbouring=Neighbouring.ADD_REMOVE,
+                      reference="Zhang et al. (2025), Theorem 1 eq. (9) at N_min = min_count")
 
     def sample(self, agent: Any, size: int, context: list[float] | None, seed: Any) -> list[Any]:
         if context is not None:
@@ -447,102 +485,6 @@ def list_kinds() -> list[ExperimentKind]:
     return [_KINDS[name] for name in sorted(_KINDS)]
 
 
-# ----------------------------------------------------------------------------------- parameters
-class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-Epsilon = Field(gt=0, allow_inf_nan=False, description="ε > 0 of the run (finite).")
-
-
-def _check_features(rows: list[list[float]]) -> None:
-    widths = {len(row) for row in rows}
-    if len(rows) < 2 or len(widths) != 1 or not 1 <= widths.pop() <= MAX_DIMENSION:
-        raise ValueError(f"features must be at least 2 rows of one length in [1, {MAX_DIMENSION}]")
-    if not np.all(np.isfinite(np.asarray(rows, dtype=float))):
-        raise ValueError("features must be finite numbers")
-
-
-class ArmsParams(_Params):
-    """Arms given as feature vectors (a linear bandit) or as a count (K orthogonal arms)."""
-
-    features: list[list[float]] | None = Field(
-        None, max_length=MAX_ARMS, description="K feature vectors a_i (rows); omit for a plain K-armed bandit.")
-    n_arms: int | None = Field(None, ge=2, le=MAX_ARMS, description="K, when features are omitted.")
-
-    @model_validator(mode="after")
-    def _arms(self) -> ArmsParams:
-        if (self.features is None) == (self.n_arms is None):
-            raise ValueError("give exactly one of features and n_arms")
-        if self.features is not None:
-            _check_features(self.features)
-        return self
-
-    def feature_matrix(self) -> np.ndarray:
-        """The features, or the identity for K orthogonal arms."""
-        if self.features is None:
-            return np.eye(int(self.n_arms or 0))
-        return np.asarray(self.features, dtype=float)
-
-
-class BAIParams(ArmsParams):
-    """DP-BAI, Baseline, DP-OD: arms, budget T and ε."""
-
-    budget: int = Field(ge=1, le=MAX_STEPS, description="T, the number of pulls.")
-    epsilon: float = Epsilon
-    clip_rewards: bool = Field(False, description="Clip rewards to [0, 1] instead of refusing them.")
-
-
-class GaussBAIParams(BAIParams):
-    """DP-BAI-Gauss: also δ."""
-
-    delta: float = Field(gt=0, lt=1, description="δ in (0, 1).")
-
-
-class DuelingParams(_Params):
-    """DP-EBS-Elimination and LDP-EBS-Elimination: K arms, horizon T, ε."""
-
-    n_arms: int = Field(ge=2, le=MAX_ARMS, description="K.")
-    horizon: int = Field(ge=1, le=MAX_STEPS, description="T, the number of duels.")
-    epsilon: float = Epsilon
-
-
-class FeatureDuelingParams(_Params):
-    """GOptimal-DPDB: arm features, horizon, ε."""
-
-    features: list[list[float]] = Field(min_length=2, max_length=MAX_ARMS, description="K arm vectors (rows).")
-    horizon: int = Field(ge=1, le=MAX_STEPS)
-    epsilon: float = Epsilon
-
-    @model_validator(mode="after")
-    def _features(self) -> FeatureDuelingParams:
-        _check_features(self.features)
-        return self
-
-
-class USCAParams(_Params):
-    """USCA on [0, 1]^dx × [0, 1]^dc with a stationary kernel; contexts drawn uniformly by the algorithm."""
-
-    horizon: int = Field(ge=1, le=100_000, description="T learning rounds.")
-    epsilon: float = Epsilon
-    reward_bound: float = Field(gt=0, allow_inf_nan=False, description="B_y: rewards in [-B_y, B_y].")
-    kernel: Literal["se", "matern"] = "se"
-    length_scale: float = Field(0.2, gt=0, allow_inf_nan=False)
-    action_dim: int = Field(1, ge=1, le=3)
-    context_dim: int = Field(1, ge=1, le=3)
-    clip: bool = Field(False, description="Clip rewards and project contexts instead of refusing them.")
-
-
-class KLMABParams(_Params):
-    """KL-regularised MAB policy over a declared public domain (a per-arm count floor)."""
-
-    n_arms: int = Field(ge=1, le=MAX_ARMS, description="K, the public action space.")
-    eta: float = Field(gt=0, allow_inf_nan=False, description="η > 0, KL strength.")
-    beta0: float = Field(1.0, ge=0, allow_inf_nan=False, description="β0 >= 0, pessimism.")
-    reward_bound: float = Field(1.0, gt=0, allow_inf_nan=False, description="R: rewards in [0, R].")
-    min_count: int = Field(ge=2, description="m: the public per-arm count floor; data below it is refused.")
-
-
 # ----------------------------------------------------------------------------------- builders
 def _insecure(seed: int | None) -> dict[str, Any]:
     return {} if seed is None else {"rng": seed, "insecure_seeded_noise": True}
@@ -569,7 +511,7 @@ def _build_baseline(p: BAIParams, seed: int | None) -> Persistable:
     return Baseline(p.feature_matrix(), p.budget, p.epsilon, clip_rewards=p.clip_rewards).agent(**_insecure(seed))
 
 
-def _build_dp_od(p: BAIParams, seed: int | None) -> Persistable:
+def _build_dp_od(p: DesignBAIParams, seed: int | None) -> Persistable:
     from dpbandits.algorithms.bai import DPOD
 
     return DPOD(p.feature_matrix(), p.budget, p.epsilon, clip_rewards=p.clip_rewards).agent(**_insecure(seed))
@@ -607,9 +549,11 @@ def _build_usca(p: USCAParams, seed: int | None) -> Persistable:
     from dpbandits.algorithms.kernel import USCA
     from dpbandits.envs.kernel import StationaryKernel
 
+    # M = T·⌈T/γ̂⌉ is known once γ̂ is: USCA refuses an approximating set whose set-up exceeds the limit
     return USCA(horizon=p.horizon, epsilon=p.epsilon, reward_bound=p.reward_bound,
                 kernel=StationaryKernel(p.kernel, p.length_scale), context_generator=UniformContexts(p.context_dim),
-                action_dim=p.action_dim, context_dim=p.context_dim, clip=p.clip, rng=seed)
+                action_dim=p.action_dim, context_dim=p.context_dim, clip=p.clip, rng=seed,
+                max_approx_size=usca_max_approx_size(p.horizon, p.kernel, p.dim))
 
 
 def _usca_overrides(p: USCAParams) -> dict[str, Any]:
@@ -629,7 +573,7 @@ for _kind in (
                    "DP-BAI-Gauss (Alg. 2): (ε, δ)-DP with Gaussian noise"),
     ExperimentKind("baseline-bai", BAI, BAIParams, _build_baseline,
                    "Baseline of Chen et al. (2024): every active arm pulled, Laplace noise"),
-    ExperimentKind("dp-od", BAI, BAIParams, _build_dp_od,
+    ExperimentKind("dp-od", BAI, DesignBAIParams, _build_dp_od,
                    "DP-OD: ε-DP optimal-design linear best-arm identification"),
     ExperimentKind("dp-ebs-elimination", DUELING, DuelingParams, _build_dp_ebs,
                    "DP-EBS-Elimination (Saha & Asi 2024, Alg. 1): ε-DP dueling, one preference label protected"),

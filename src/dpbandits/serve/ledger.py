@@ -20,12 +20,12 @@ from sqlalchemy import Connection, Engine, select
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits.privacy.accounting import Accountant
-from dpbandits.privacy.event_codec import decode_event
 from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.privacy.ledger_store import DurableAccountant, ledger_entries
 from dpbandits.serve.errors import Conflict
 
-__all__ = ["budget_json", "finite_or_none", "ledger_report", "open_ledger", "spend_or_refuse", "spent_by_experiment"]
+__all__ = ["budget_json", "entry_note", "finite_or_none", "ledger_report", "open_ledger", "recommendation_entry",
+           "spend_or_refuse"]
 
 
 def _ledger_id(experiment_id: str) -> str:
@@ -68,33 +68,27 @@ def ledger_report(engine: Engine, experiment_id: str, summary: dict[str, Any]) -
                                          ledger_entries.c.count, ledger_entries.c.event)
                                   .where(ledger_entries.c.ledger_id == _ledger_id(experiment_id))
                                   .order_by(ledger_entries.c.id)).all()
-    events = [{"release": row.label, "created_at": row.created_at, "count": row.count,
-               "event": json.loads(row.event), "note": _NOTES.get(row.label, f"{row.count} sample(s)")}
-              for row in rows]
-    if summary.get("done") and summary.get("recommendation") is not None:
-        events.append({"release": "recommendation", "created_at": summary.get("done_at"), "count": 1,
-                       "event": None, "note": f"recommendation {json.dumps(summary['recommendation'])}: "
-                                              "post-processing, covered by the run's guarantee"})
+    events = [{"release": label, "created_at": created_at, "count": count, "event": json.loads(event),
+               "note": entry_note(label, count)} for label, created_at, count, event in rows]
+    recommendation = recommendation_entry(summary)
+    if recommendation is not None:
+        events.append({**recommendation, "event": None})
     return {"experiment": experiment_id, "guarantee": summary.get("privacy"),
             "budget": {"epsilon": accountant.epsilon_budget, "delta": accountant.delta_budget},
             **budget_json(accountant), "events": events}
 
 
-def spent_by_experiment(engine: Engine, experiment_ids: list[str]) -> dict[str, float | None]:
-    """ε spent by each experiment (None: not finite), from ONE query over their ledgers' entries.
-
-    Composed as their durable ledgers compose them (basic composition, the service's method).
-    """
-    wanted = {_ledger_id(e): e for e in experiment_ids}
-    accountants = {e: Accountant() for e in experiment_ids}
-    if wanted:
-        with engine.connect() as connection:
-            rows = connection.execute(select(ledger_entries.c.ledger_id, ledger_entries.c.event, ledger_entries.c.count)
-                                      .where(ledger_entries.c.ledger_id.in_(list(wanted)))
-                                      .order_by(ledger_entries.c.id)).all()
-        for row in rows:
-            accountants[wanted[row[0]]].spend(decode_event(row[1]), int(row[2]))
-    return {e: finite_or_none(a.spent().epsilon) for e, a in accountants.items()}
+def entry_note(label: str, count: int) -> str:
+    """What a ledger entry of the service paid for, in words."""
+    if label == "run":
+        return "the whole run (every value it releases, its recommendation) is one release"
+    return f"{count} sample(s)"
 
 
-_NOTES = {"run": "the whole run (every value it releases, its recommendation) is one release"}
+def recommendation_entry(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The recommendation of a finished run as a ledger line (post-processing: no entry, no cost), or None."""
+    if not summary.get("done") or summary.get("recommendation") is None:
+        return None
+    return {"release": "recommendation", "created_at": summary.get("done_at"), "count": 1,
+            "note": f"recommendation {json.dumps(summary['recommendation'])}: post-processing, covered by the "
+                    "run's guarantee"}

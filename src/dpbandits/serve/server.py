@@ -33,7 +33,7 @@ def _application(settings: dict[str, Any]) -> Any:
     start_workers()  # before listening: the first heavy request does not wait for the library's import
     return create_app(engine, allow_insecure_seeded_noise=settings["allow_insecure_seeded_noise"],
                       lease_seconds=settings["lease_seconds"], quotas=Quotas(**settings["quotas"]),
-                      time_limit=settings["time_limit"])
+                      time_limit=settings["time_limit"], behind_tls=settings["behind_tls"])
 
 
 def app_from_environment() -> Any:
@@ -42,8 +42,8 @@ def app_from_environment() -> Any:
 
 
 def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronous: str = "full",
-        lease_seconds: float = 10.0, allow_insecure_seeded_noise: bool = False, workers: int = 1,
-        time_limit: float = 60.0, quotas: Any = None) -> None:
+        lease_seconds: float = 10.0, allow_insecure_seeded_noise: bool = False, behind_tls: bool = False,
+        workers: int = 1, time_limit: float = 60.0, quotas: Any = None) -> None:
     """Serve the HTTP API and the status page on ``host:port`` from the store ``db`` (blocks).
 
     Parameters
@@ -58,6 +58,10 @@ def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronou
         How long a handed-out step is reserved for its client (see :mod:`dpbandits.serve.service`).
     allow_insecure_seeded_noise : bool
         Accept experiments with seeded noise (tests only: not private).
+    behind_tls : bool
+        Clients reach the server over TLS (a proxy terminates it): the status page's cookies are
+        ``Secure``. Without it they are ``Secure`` when the request's scheme is https (uvicorn takes
+        it from a trusted proxy's ``X-Forwarded-Proto``).
     workers : int, default 1
         Server processes (see the module docstring).
     time_limit : float, default 60
@@ -78,6 +82,7 @@ def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronou
         raise InvalidParameterError(f"workers must be an integer >= 1; got {workers!r}")
     settings = {"db": db, "sqlite_synchronous": sqlite_synchronous, "lease_seconds": lease_seconds,
                 "allow_insecure_seeded_noise": allow_insecure_seeded_noise, "time_limit": time_limit,
+                "behind_tls": behind_tls,
                 "quotas": asdict(quotas or Quotas())}
     make_engine(db, synchronous=sqlite_synchronous).dispose()  # the schema exists before any worker starts
     if workers == 1:
@@ -100,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sqlite-synchronous", choices=("full", "normal"), default="full")
     parser.add_argument("--lease-seconds", type=float, default=10.0)
     parser.add_argument("--allow-insecure-seeded-noise", action="store_true")
+    parser.add_argument("--behind-tls", action="store_true")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--max-experiments", type=int, default=defaults.experiments)
@@ -110,4 +116,4 @@ def main(argv: list[str] | None = None) -> None:
                     state_bytes=options.max_state_bytes)
     run(options.db, host=options.host, port=options.port, sqlite_synchronous=options.sqlite_synchronous,
         lease_seconds=options.lease_seconds, allow_insecure_seeded_noise=options.allow_insecure_seeded_noise,
-        workers=options.workers, time_limit=options.time_limit, quotas=quotas)
+        behind_tls=options.behind_tls, workers=options.workers, time_limit=options.time_limit, quotas=quotas)

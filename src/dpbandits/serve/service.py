@@ -71,6 +71,7 @@ from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 
 from dpbandits._core.errors import (
     NotFittedError,
+    PrivacyBudgetExceededError,
 )
 from dpbandits.privacy.accounting import Accountant
 from dpbandits.privacy.guarantees import Guarantee
@@ -86,6 +87,7 @@ from dpbandits.serve.jobs import build_job, load_job, portable, sample_job, uplo
 from dpbandits.serve.kinds import ExperimentKind, Feedback, get_kind
 from dpbandits.serve.leases import forget_applied, pick_step
 from dpbandits.serve.ledger import budget_json, finite_or_none, ledger_report, open_ledger, spend_or_refuse
+from dpbandits.serve.limits import check_release_affordable
 from dpbandits.serve.live import LiveAgent, LiveAgents
 from dpbandits.serve.locking import (
     ATTEMPTS,
@@ -286,6 +288,10 @@ class ExperimentService:
         params_json = model.model_dump_json()
         built = run_isolated(build_job, kind_name, params_json, insecure_seed, time_limit=self.time_limit,
                              cancel=cancel)
+        try:  # a finite guarantee, and a budget (ε and δ) that affords one release (ask/tell kinds: the run)
+            check_release_affordable(built["release_guarantee"], epsilon_budget, delta_budget)
+        except PrivacyBudgetExceededError as exc:
+            raise Conflict(str(exc), code="budget_exceeded") from None
         state: bytes = built["state"]
         self.quotas.check_state(state)
         guarantee: Guarantee | None = built["guarantee"]

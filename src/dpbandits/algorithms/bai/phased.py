@@ -29,6 +29,7 @@ of shape (n_trials, |A_p|) from the algorithm stream. With pull-consistent rewar
 
 from __future__ import annotations
 
+import math
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
@@ -37,9 +38,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
+from dpbandits._core.errors import DataFormatError, InvalidActionError, InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, spawn_generators, spawn_seed_sequences
+from dpbandits._core.schema import Array, Generator, Int, ListOf, Maybe, Noise, Spec, StateSchema, fail, rule
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_arm, check_int, check_one_of, check_real
 from dpbandits.envs.base import BanditEnvironment, segment_sums
@@ -302,6 +304,64 @@ def run_vectorised(planner: Planner, n_trials: int, sample_sums: SumSampler, noi
     return PhasedResult(survivors_all[:, 0].copy(), pulls, clipped)
 
 
+class PlannerState(Spec):
+    """A planner's state, shaped as its initial state: ints where it has ints, sets of arms where it has them.
+
+    A set of arms is a tuple of increasing arm indices (the active arms); an empty tuple in the
+    initial state holds such sets (OD-LinBAI's projections). Whether the state has a plan in the
+    saved phase is a rule of the agent's schema.
+    """
+
+    def check(self, value: Any, obj: Any, where: str) -> Any:
+        n_arms = obj._planner.n_arms
+
+        def arms(found: Any) -> tuple[int, ...]:
+            if (not isinstance(found, tuple | list) or not all(type(a) is int for a in found)
+                    or list(found) != sorted(set(found)) or any(a < 0 or a >= n_arms for a in found)):
+                raise fail(where, f"a set of arms is a tuple of increasing indices in [0, {n_arms})", value)
+            return tuple(found)
+
+        def like(found: Any, model: Any) -> Any:
+            if type(model) is int:
+                if type(found) is not int or found < 0:
+                    raise fail(where, "shaped as the planner's initial state (an integer >= 0 here)", value)
+                return found
+            if model == ():
+                if not isinstance(found, tuple | list):
+                    raise fail(where, "shaped as the planner's initial state (sets of arms here)", value)
+                return tuple(arms(item) for item in found)
+            if all(type(m) is int for m in model):
+                return arms(found)
+            if not isinstance(found, tuple | list) or len(found) != len(model):
+                raise fail(where, "shaped as the planner's initial state", value)
+            return tuple(like(f, m) for f, m in zip(found, model, strict=True))
+
+        return like(value, obj._planner.initial_state())
+
+
+class Log(Spec):
+    """One phase's log entry: names to finite numbers, strings or numeric arrays."""
+
+    def check(self, value: Any, obj: Any, where: str) -> Any:
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise fail(where, "a record", value)
+        for key, item in value.items():
+            ok = (item is None or isinstance(item, bool | int | str)
+                  or (isinstance(item, float) and math.isfinite(item))
+                  or (isinstance(item, np.ndarray) and item.dtype.kind in "biuf" and bool(np.isfinite(item).all())))
+            if not ok:
+                raise fail(f"{where}[{key!r}]", "a finite number, a string or a finite numeric array", item)
+        return value
+
+
+def _fits_plan(agent: PhasedAgent, state: dict[str, Any]) -> bool:
+    """Whether the saved phase has a plan in the saved planner state that the position and sums fit."""
+    plan = agent._planner.plan(state["phase"], state["planner_state"])
+    sums = state["sums"]
+    return (sums is not None and sums.shape == (plan.pulled.shape[0],)
+            and state["position"] < max(int(plan.pulls.sum()), 1))
+
+
 class PhasedAgent(Persistable):
     """Ask/tell driver of a phased algorithm, for use against real feedback.
 
@@ -321,6 +381,24 @@ class PhasedAgent(Persistable):
         Clip rewards to ``reward_bounds`` (a per-entry map: the sensitivity is unchanged).
     tie_break : {"random", "index"}
     """
+
+    _schema = StateSchema(
+        phase=Int(0, "_planner.n_phases"),
+        planner_state=PlannerState(),
+        position=Int(0, None),
+        sums=Maybe(Array("float64", (None,))),
+        pulls=Array("int64", ("_planner.n_arms",), low=0),
+        phase_log=ListOf(Log(), max_length="_planner.n_phases"),
+        recommendation=Maybe(Int(0, lambda agent: agent._planner.n_arms - 1)),
+        rng=Generator(),
+        noise=Noise("_noise"),
+        rules=[rule("one phase_log entry per finished phase; a recommendation exactly when every phase is done",
+                    lambda a, s: len(s["phase_log"]) == s["phase"]
+                    and (s["recommendation"] is not None) == (s["phase"] == a._planner.n_phases)),
+               rule("planner_state has a plan in this phase; position and sums within it",
+                    lambda a, s: (s["phase"] == a._planner.n_phases and s["sums"] is None and s["position"] == 0)
+                    or _fits_plan(a, s))],
+    )
 
     def __init__(self, planner: Planner, noise: NoiseBackend | None, algorithm_rng: np.random.Generator,
                  *, reward_bounds: tuple[float, float] = (0.0, 1.0), clip_rewards: bool = False,
@@ -397,15 +475,16 @@ class PhasedAgent(Persistable):
         except IndexError:
             raise NotFittedError("the algorithm has finished; read recommendation") from None
 
-    def scheduled(self) -> IntArray:
-        """The arms still to pull in the current phase, in order; ``ask()`` is the first.
+    def scheduled(self, limit: int | None = None) -> IntArray:
+        """The arms still to pull in the current phase (at most ``limit``), in order; ``ask()`` is the first.
 
         The order is fixed when the phase starts, from public state only (the active set), so these
         pulls may be handed out at once (a service lets several be outstanding); empty once done.
         """
         if self.done:
             return np.zeros(0, dtype=np.int64)
-        return np.array(self._queue[self._position:], dtype=np.int64)
+        end = len(self._queue) if limit is None else min(len(self._queue), self._position + max(int(limit), 0))
+        return np.array(self._queue[self._position:end], dtype=np.int64)
 
     def tell(self, arm: int, reward: float) -> None:
         """Report the reward of the arm returned by the last :meth:`ask`.
@@ -453,10 +532,12 @@ class PhasedAgent(Persistable):
         return {"algorithm": self._algorithm, "insecure_seeded_noise": self._insecure_seeded_noise}
 
     @classmethod
-    def _rebuild(cls, params: dict[str, Any], state: dict[str, Any], overrides: dict[str, Any]) -> PhasedAgent:
-        algorithm = params["algorithm"]
-        agent = algorithm.agent(insecure_seeded_noise=params["insecure_seeded_noise"])
-        agent._set_state(state)
+    def _rebuild(cls, params: Any, state: Any, decoder: Any) -> PhasedAgent:
+        if not isinstance(params, dict) or set(params) != {"algorithm", "insecure_seeded_noise"} or not (
+                isinstance(params["algorithm"], PhasedAlgorithm) and isinstance(params["insecure_seeded_noise"], bool)):
+            raise DataFormatError("parameters of PhasedAgent must be a phased algorithm and insecure_seeded_noise")
+        agent = params["algorithm"].agent(insecure_seeded_noise=params["insecure_seeded_noise"])
+        agent._restore(state)
         return agent
 
     def _get_state(self) -> dict[str, Any]:
@@ -479,6 +560,8 @@ class PhasedAgent(Persistable):
             self._position, self._sums = state["position"], [float(v) for v in state["sums"]]
         self._pulls_done = np.zeros_like(self._pulls_done)
         self._pulls_done = np.array(state["pulls"], dtype=np.int64) - self.pulls  # less the current phase's so far
+        if (self._pulls_done < 0).any():
+            raise DataFormatError("state field pulls must count at least the pulls of the current phase so far")
 
     def _finish_phase(self) -> None:
         plan = self._plan
@@ -543,6 +626,8 @@ class PhasedAlgorithm(Persistable, ABC):
     stream (tie-break keys) and the privacy-noise stream, in that order — in :meth:`simulate` and in
     :meth:`agent` alike, so that one seed drives both forms identically.
     """
+
+    _schema = StateSchema()  # an algorithm is its parameters: no state (its agents have theirs)
 
     planner: Planner
     _plan_cache: _PlanCache | None = None
@@ -637,7 +722,7 @@ class PhasedAlgorithm(Persistable, ABC):
         algorithm_rng = np.random.default_rng(algorithm_seed)
         noise = None
         if self.planner.noise_kind:
-            spend(accountant, self.privacy)  # the whole run is one release of the reward table
+            spend(accountant, self.privacy, label=f"{type(self).__name__}.agent")  # the whole run is one release of the reward table
             noise = privacy_noise(noise_seed if insecure_seeded_noise and noise_backend is None else None,
                                   insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         # allow_out_of_range: accept any finite reward, as simulate() does on such environments

@@ -31,6 +31,7 @@ import numpy as np
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator, spawn_generators
+from dpbandits._core.schema import Array, Bool, Generator, Int, Maybe, StateSchema, rule
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_arm, check_int, check_one_of, check_real
 from dpbandits.algorithms.registry import register_algorithm
@@ -249,8 +250,26 @@ class SequentialHalving(Persistable):
     0
     """
 
-    _state_fields = ("_rng", "_round", "_surviving", "_round_sums", "_total_sums", "_total_counts", "_position",
-                     "_pending", "_counts_added_at_round_end")
+    _schema = StateSchema(
+        _rng=Generator(),
+        _round=Int(0, lambda sh: len(sh._schedule)),
+        _surviving=Array("int64", (None,), low=0, high=lambda sh: sh.n_arms - 1),
+        _round_sums=Array("float64", ("n_arms",)),
+        _total_sums=Array("float64", ("n_arms",)),
+        _total_counts=Array("int64", ("n_arms",), low=0, high="budget"),
+        _position=Int(0, "budget"),
+        _pending=Maybe(Int(0, lambda sh: sh.n_arms - 1)),
+        _counts_added_at_round_end=Bool(),
+        optional=("_counts_added_at_round_end",),  # files of older versions lack it
+        rules=[rule("_surviving: distinct arms, as many as the schedule keeps in _round (1 after the last)",
+                    lambda sh, s: np.unique(s["_surviving"]).size == s["_surviving"].size
+                    == (sh._schedule[s["_round"]][0] if s["_round"] < len(sh._schedule) else 1)),
+               rule("_position < the pulls of the round, _pending the arm asked there",
+                    lambda sh, s: (s["_round"] == len(sh._schedule) and s["_position"] == 0 and s["_pending"] is None)
+                    or (s["_round"] < len(sh._schedule)
+                    and s["_position"] < s["_surviving"].size * sh._schedule[s["_round"]][1]
+                    and s["_pending"] in (None, int(s["_surviving"][s["_position"] % s["_surviving"].size]))))],
+    )
 
     def __init__(self, n_arms: int, budget: int, *, rng: RNGLike = None, reuse_samples: bool = False) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=2)

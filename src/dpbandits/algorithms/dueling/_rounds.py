@@ -31,6 +31,7 @@ import numpy as np
 from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
+from dpbandits._core.schema import Array, Bool, Int, Maybe, Record, Rule, Spec, StateSchema, Tuple, rule
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int
 from dpbandits.algorithms.dueling._common import check_dueling_env, check_round_horizon, check_told
@@ -202,6 +203,57 @@ def simulate_policy(
     return {**metrics, "identified_best": identified}, policy
 
 
+def _arm(agent: Any) -> int:
+    return int(agent.n_arms) - 1
+
+
+def _pair_count(agent: Any) -> int:
+    return int(agent.n_arms) * (int(agent.n_arms) - 1) // 2
+
+
+def _dimension(agent: Any) -> int:
+    return int(agent._policy.model.theta.shape[1])
+
+
+WINS = Array("float64", (1, "n_arms", "n_arms"), low=0, high="horizon", integral=True)
+"""w_ij: how often arm i beat arm j (whole numbers, at most T)."""
+WINS_SUM_IS_TIME = rule("sum(wins) == time (one outcome per round)", lambda a, s: s["policy"]["wins"].sum() == s["time"])
+WINS_SUM_AT_MOST_TIME = rule("sum(wins) <= time and no self-duel wins (a self-duel records nothing)",
+                             lambda a, s: s["policy"]["wins"].sum() <= s["time"]
+                             and not np.diagonal(s["policy"]["wins"], axis1=1, axis2=2).any())
+LOGISTIC_MODEL = {
+    "model.counts": Array("float64", (1, _pair_count), low=0, high="horizon", integral=True),
+    "model.wins": Array("float64", (1, _pair_count), low=0, high="horizon", integral=True),
+    "model.theta": Array("float64", (1, _dimension)),
+    "model.gram": Array("float64", (1, _dimension, _dimension)),
+    "model._fitted": Bool(),
+}
+"""The pairwise logistic model of MaxInP and CoLSTIM: counts and wins per pair, θ̂ and its Gram matrix."""
+LOGISTIC_RULES = (
+    rule("model.wins <= model.counts and sum(model.counts) <= time",
+         lambda a, s: (s["policy"]["model.wins"] <= s["policy"]["model.counts"]).all()
+         and s["policy"]["model.counts"].sum() <= s["time"]),
+    rule("model.gram symmetric with eigenvalues >= ridge",
+         lambda a, s: np.array_equal(g := s["policy"]["model.gram"][0], g.T)
+         and np.linalg.eigvalsh(g)[0] >= a._policy.model.ridge * (1 - 1e-9)),
+)
+
+
+def round_schema(policy: dict[str, Spec], rules: tuple[Rule, ...] = ()) -> StateSchema:
+    """The state of a :class:`RoundAgent`: time, the asked pair, and its policy's fields (``policy``).
+
+    Every policy has ``keys`` (its coins) and ``first_counts`` (how often each arm was played
+    first; they sum to the time).
+    """
+    return StateSchema(
+        time=Int(0, "horizon"),
+        _asked=Maybe(Tuple(Int(0, _arm), Int(0, _arm))),
+        policy=Record(keys=Array("uint64", (1,)), first_counts=Array("int64", (1, "n_arms"), low=0), **policy),
+        rules=[rule("sum(first_counts) == time", lambda a, s: s["policy"]["first_counts"].sum() == s["time"]),
+               *rules],
+    )
+
+
 class RoundAgent(Persistable):
     """Ask/tell form of a round-by-round policy (a batch of one trial).
 
@@ -213,7 +265,7 @@ class RoundAgent(Persistable):
         T; asking beyond it raises :class:`~dpbandits._core.errors.PrivacyBudgetExceededError`.
     """
 
-    _state_fields = ("time", "_asked")
+    _schema = StateSchema()  # each algorithm declares its own with round_schema()
 
     def __init__(self, policy: RoundPolicy, horizon: int) -> None:
         self._policy = policy
@@ -228,12 +280,11 @@ class RoundAgent(Persistable):
         return int(self._policy.recommendation()[0])
 
     def _get_state(self) -> dict[str, Any]:
-        return {**super()._get_state(), "policy": self._policy.get_state()}
+        return {"time": self.time, "_asked": self._asked, "policy": self._policy.get_state()}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        super()._set_state(state)
-        if "policy" in state:
-            self._policy.set_state(state["policy"])
+        self.time, self._asked = state["time"], state["_asked"]
+        self._policy.set_state(state["policy"])
 
     def ask(self) -> tuple[int, int]:
         """Return the next pair; asking again before ``tell`` returns the same pair."""

@@ -37,13 +37,16 @@ from collections.abc import Mapping
 import numpy as np
 
 from dpbandits._core.rng import RNGLike
+from dpbandits._core.schema import Array, rule
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
 from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
 from dpbandits.algorithms.dueling._rounds import (
+    WINS,
     RoundAgent,
     RoundPolicy,
     add_per_trial,
+    round_schema,
     simulate_policy,
     uniform_pick,
 )
@@ -205,6 +208,16 @@ class BeatTheMean(RoundAgent):
     >>> agent = BeatTheMean(3, horizon=100, rng=0)
     >>> agent.tell(agent.ask(), first_wins=True)
     """
+
+    _schema = round_schema({
+        "working": Array("bool", (1, "n_arms")), "wins": WINS,
+        "comparisons": Array("float64", (1, "n_arms", "n_arms"), low=0, high="horizon", integral=True),
+        "win_sums": Array("float64", (1, "n_arms"), low=0, high="horizon", integral=True),
+        "comparison_sums": Array("float64", (1, "n_arms"), low=0, high="horizon", integral=True)},
+        (rule("wins <= comparisons, win_sums <= comparison_sums, some arm working",
+              lambda a, s: (s["policy"]["wins"] <= s["policy"]["comparisons"]).all()
+              and (s["policy"]["win_sums"] <= s["policy"]["comparison_sums"]).all() and s["policy"]["working"].any()),))
+
 
     def __init__(self, n_arms: int, horizon: int, gamma: float = 1.0, *, rng: RNGLike = None) -> None:
         horizon, gamma = _check(horizon, gamma)

@@ -44,8 +44,11 @@ from dpbandits.algorithms.dueling._common import (
 )
 from dpbandits.algorithms.dueling._pairwise_logistic import PairwiseLogistic
 from dpbandits.algorithms.dueling._rounds import (
+    LOGISTIC_MODEL,
+    LOGISTIC_RULES,
     RoundAgent,
     RoundPolicy,
+    round_schema,
     simulate_policy,
     uniform_distinct_pair,
 )
@@ -138,6 +141,9 @@ class CoLSTIM(RoundAgent):
     >>> agent = CoLSTIM([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], horizon=100, rng=0)
     >>> agent.tell(agent.ask(), first_wins=True)
     """
+
+    _schema = round_schema(LOGISTIC_MODEL, LOGISTIC_RULES)
+
 
     def __init__(self, features: Any, horizon: int, *, exploration_rounds: int | None = None, ridge: float = 1.0,
                  threshold: float | None = None, confidence_width: float | None = None, rng: RNGLike = None) -> None:

@@ -39,13 +39,17 @@ from collections.abc import Mapping
 import numpy as np
 
 from dpbandits._core.rng import RNGLike
+from dpbandits._core.schema import Array
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
 from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
 from dpbandits.algorithms.dueling._rounds import (
+    WINS,
+    WINS_SUM_IS_TIME,
     RoundAgent,
     RoundPolicy,
     add_per_trial,
+    round_schema,
     simulate_policy,
     uniform_pick,
 )
@@ -205,6 +209,10 @@ class CopelandConfidenceBound(RoundAgent):
     >>> agent = CopelandConfidenceBound(3, horizon=100, rng=0)
     >>> agent.tell(agent.ask(), first_wins=True)
     """
+
+    _schema = round_schema({"wins": WINS, "best_set": Array("bool", (1, "n_arms")), "beaters": Array("bool", (1, "n_arms", "n_arms")),
+                            "max_losses": Array("int64", (1,), low=0, high="n_arms")}, (WINS_SUM_IS_TIME,))
+
 
     def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:
         k = check_int(n_arms, "n_arms", minimum=2)

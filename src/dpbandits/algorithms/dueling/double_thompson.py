@@ -44,9 +44,12 @@ from dpbandits.algorithms.dueling._common import (
     round_horizon_precheck,
 )
 from dpbandits.algorithms.dueling._rounds import (
+    WINS,
+    WINS_SUM_AT_MOST_TIME,
     RoundAgent,
     RoundPolicy,
     add_per_trial,
+    round_schema,
     simulate_policy,
     uniform_pick,
 )
@@ -282,6 +285,9 @@ class DoubleThompsonSampling(RoundAgent):
     >>> agent = DoubleThompsonSampling(3, horizon=100, rng=0)
     >>> agent.tell(agent.ask(), first_wins=True)
     """
+
+    _schema = round_schema({"wins": WINS}, (WINS_SUM_AT_MOST_TIME,))
+
 
     def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:
         k = check_int(n_arms, "n_arms", minimum=2)

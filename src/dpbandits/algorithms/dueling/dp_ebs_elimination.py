@@ -39,6 +39,18 @@ import numpy as np
 from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
+from dpbandits._core.schema import (
+    Array,
+    Int,
+    ListOf,
+    MappingOf,
+    Maybe,
+    Nested,
+    Record,
+    StateSchema,
+    Tuple,
+    rule,
+)
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
     check_epsilon,
@@ -304,6 +316,18 @@ def _opponents(uniforms: FloatArray, active: IntArray, left_index: IntArray, opp
     return active[j]
 
 
+def _arms(agent: DPEBSElimination) -> int:
+    return int(agent.constants.n_arms)
+
+
+def _last_arm(agent: DPEBSElimination) -> int:
+    return int(agent.constants.n_arms) - 1
+
+
+def _horizon(agent: DPEBSElimination) -> int:
+    return int(agent.constants.horizon)
+
+
 class DPEBSElimination(Persistable):
     """Ask/tell DP-EBS-Elimination agent.
 
@@ -383,8 +407,38 @@ class DPEBSElimination(Persistable):
     1
     """
 
-    _state_fields = ("_key", "_counters", "_active", "_pointer", "_left_counts", "_pending", "_released",
-                     "_pair_counts", "_pair_wins", "elimination_rounds", "time", "_asked", "transcript", "_restarts")
+    _schema = StateSchema(
+        _key=Int(0, 2**64 - 1),
+        _counters=Nested("_counters"),
+        _active=Array("int64", (None,), low=0, high=_last_arm),
+        _pointer=Int(-1, _last_arm),
+        _left_counts=Array("int64", (_arms,), low=0, high=_horizon),
+        _pending=Array("int64", (_arms,), low=0, high=_horizon),
+        _released=Array("int64", (_arms,)),
+        _pair_counts=Array("int64", (_arms, _arms), low=0, high=_horizon),
+        _pair_wins=Array("int64", (_arms, _arms), low=0, high=_horizon),
+        elimination_rounds=MappingOf(Int(0, _last_arm), Int(0, _horizon), max_length=_arms),
+        time=Int(0, _horizon),
+        _asked=Maybe(Tuple(Int(0, _last_arm), Int(0, _last_arm))),
+        transcript=ListOf(Record(round=Int(1, _horizon), pair=Tuple(Int(0, _last_arm), Int(0, _last_arm)),
+                                 released=MappingOf(Int(0, _last_arm), Int(), max_length=_arms),
+                                 stream_elements=MappingOf(Int(0, _last_arm), Int(), max_length=_arms)),
+                          max_length=_horizon),
+        _restarts=Int(0, _arms),
+        rules=[rule("_active: distinct sorted arms, at least one; eliminated arms are the others",
+                    lambda a, s: s["_active"].size >= 1 and (np.diff(s["_active"]) > 0).all()
+                    and set(s["elimination_rounds"]).isdisjoint(s["_active"].tolist())
+                    and len(s["elimination_rounds"]) + s["_active"].size == a.constants.n_arms),
+               rule("counts within the time: sum(_left_counts) <= time, eliminations and counters at times <= time",
+                    lambda a, s: s["_left_counts"].sum() <= s["time"] and s["_counters"].time <= s["time"]
+                    and all(v <= s["time"] for v in s["elimination_rounds"].values())),
+               rule("_pair_wins <= _pair_counts", lambda a, s: (s["_pair_wins"] <= s["_pair_counts"]).all()),
+               rule("a transcript only when record_transcript, at most one entry per round",
+                    lambda a, s: (a.record_transcript or not s["transcript"]) and len(s["transcript"]) <= s["time"]),
+               rule("_restarts only with stats_removal='restart', at most one per elimination",
+                    lambda a, s: s["_restarts"] <= (len(s["elimination_rounds"]) if a.stats_removal == "restart"
+                                                    else 0))],
+    )
 
     def __init__(
         self,
@@ -414,7 +468,7 @@ class DPEBSElimination(Persistable):
         self.counter_epsilon_rule = counter_epsilon
         self.stats_removal = stats_removal
         if math.isfinite(self.privacy.epsilon):
-            spend(accountant, self.privacy)  # the whole run is one ε-DP release, spent before any noise
+            spend(accountant, self.privacy, label=type(self).__name__)  # the whole run is one ε-DP release, spent before any noise
         k = self.constants.n_arms
         streams = trial_streams(rng)
         self._key = streams.algorithm_key
@@ -522,13 +576,15 @@ class DPEBSElimination(Persistable):
         self._asked = (active[left_index], right)
         return self._asked
 
-    def scheduled(self) -> list[tuple[int, int]]:
+    def scheduled(self, limit: int | None = None) -> list[tuple[int, int]]:
         """The pairs known before the next feedback, in order; ``ask()`` is the first.
 
-        ``[ask()]`` (each round may eliminate arms), the committed self-duel up to the horizon once one
-        arm is left, ``[]`` after the horizon.
+        ``[ask()]`` (each round may eliminate arms), the committed self-duel up to the horizon (at
+        most ``limit`` of them) once one arm is left, ``[]`` after the horizon.
         """
         left = self.constants.horizon - self.time
+        if limit is not None:
+            left = min(left, max(int(limit), 0))
         if left <= 0:
             return []
         return [self.ask()] * (left if self.committed else 1)

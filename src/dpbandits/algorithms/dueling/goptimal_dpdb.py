@@ -39,8 +39,9 @@ import numpy as np
 from scipy import special
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
-from dpbandits._core.persistence import Persistable
+from dpbandits._core.persistence import Persistable, register_state_dataclass
 from dpbandits._core.rng import RNGLike
+from dpbandits._core.schema import Array, Instance, Int, ListOf, Maybe, Noise, StateSchema, Tuple, rule
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
     check_array,
@@ -163,7 +164,8 @@ def phase_play_count(settings: GOptimalSettings, phase: int, g_value: float, sup
     privacy = 0.0
     if math.isfinite(settings.epsilon):
         m = support_size
-        privacy = 2 * m * g_value * math.log(2 * m * lt / delta) / (kappa * settings.epsilon * accuracy)
+        denominator = kappa * settings.epsilon * accuracy  # underflows to 0 for a tiny ε: N_ℓ = +inf (capped later)
+        privacy = 2 * m * g_value * math.log(2 * m * lt / delta) / denominator if denominator > 0 else math.inf
     return (statistical + privacy) * settings.play_count_scale
 
 
@@ -247,6 +249,7 @@ def goptimal_dpdb_guarantee(epsilon: float) -> PureDP:
                          "(parallel composition; plays are post-processing of earlier phases)")
 
 
+@register_state_dataclass
 @dataclass
 class _Phase:
     index: int
@@ -257,6 +260,16 @@ class _Phase:
     g_value: float
     all_coordinates: FloatArray  # (n_pairs, r): every active difference, for the width diagnostic
     diagnostics: dict[str, Any] = field(default_factory=dict)
+
+
+def _same_plan(saved: _Phase, plan: _Phase | None) -> bool:
+    """Whether a saved phase schedules what the plan of its active set does (pairs and play counts)."""
+    return plan is not None and saved.index == plan.index and np.array_equal(saved.pairs, plan.pairs) and (
+        np.array_equal(saved.counts, plan.counts))
+
+
+def _last_arm(agent: GOptimalDPDB) -> int:
+    return int(agent.features.shape[0]) - 1
 
 
 def _span_basis(z: FloatArray) -> tuple[FloatArray, int]:
@@ -283,7 +296,7 @@ def _plan_phase(
     support = np.asarray(design.support)
     weights = np.asarray(design.weights)[support]
     total = phase_play_count(settings, phase, design.g_value, support.size)
-    counts = np.ceil(weights * total).astype(np.int64)  # t_ℓ = ⌈π·N_ℓ⌉
+    counts = _play_counts(weights, total, settings.horizon)  # t_ℓ = ⌈π·N_ℓ⌉, capped at T + 1
     diagnostics: dict[str, Any] = {"g": float(design.g_value), "support": int(support.size), "N": float(total)}
     if settings.lambda_min_check == "enforce":
         # raise N_ℓ until λ_min(V_ℓ) >= the requirement (V_ℓ grows linearly in N_ℓ), capped at T: a
@@ -294,9 +307,19 @@ def _plan_phase(
             if lambda_min >= required or total >= settings.horizon:
                 break
             total = min(float(settings.horizon), total * required / lambda_min * (1.0 + 1e-9))
-            counts = np.ceil(weights * total).astype(np.int64)
+            counts = _play_counts(weights, total, settings.horizon)
         diagnostics.update({"N": float(total), "N_enforcement_factor": float(total / base)})
     return _Phase(phase, pairs[support], counts, coords[support], basis, float(design.g_value), coords, diagnostics)
+
+
+def _play_counts(weights: FloatArray, total: float, horizon: int) -> IntArray:
+    """t_ℓ(x, y) = ⌈π_ℓ(x, y)·N_ℓ⌉, each capped at T + 1.
+
+    A phase starts at a round >= 0, so a pair played more than T times in a row is never finished
+    within the horizon: capping at T + 1 changes no play and no release, and keeps the counts
+    (hence the schedule) bounded by the horizon even when N_ℓ is huge or infinite (tiny ε).
+    """
+    return np.fmin(np.ceil(weights * total), float(horizon + 1)).astype(np.int64)
 
 
 def _lambda_min_condition(coordinates: FloatArray, counts: IntArray, settings: GOptimalSettings) -> tuple[float, float]:
@@ -406,8 +429,32 @@ class GOptimalDPDB(Persistable):
     (2017), Theorem 1; Lattimore & Szepesvári (2020), Theorem 21.1 (Kiefer–Wolfowitz).
     """
 
-    _state_fields = ("active", "time", "phases", "theta_estimates", "_asked", "_committed_arm", "_slot",
-                     "_played_in_slot", "_wins", "_noise")
+    _schema = StateSchema(
+        active=Array("int64", (None,), low=0, high=_last_arm),
+        time=Int(0, "settings.horizon"),
+        phases=ListOf(Instance(_Phase), min_length=1, max_length="settings.horizon"),
+        theta_estimates=ListOf(Array("float64", (lambda a: a.features.shape[1],)), max_length="settings.horizon"),
+        _asked=Maybe(Tuple(Int(0, _last_arm), Int(0, _last_arm))),
+        _committed_arm=Maybe(Int(0, _last_arm)),
+        _slot=Int(0, "settings.horizon"),
+        _played_in_slot=Int(0, "settings.horizon"),
+        _wins=Array("int64", (None,), low=0),
+        _noise=Noise("_noise"),
+        rules=[rule("active: distinct sorted arms, at least one", lambda a, s: s["active"].size >= 1
+                    and (np.diff(s["active"]) > 0).all()),
+               rule("phases numbered 1, 2, ... with one θ estimate per finished phase",
+                    lambda a, s: [p.index for p in s["phases"]] == list(range(1, len(s["phases"]) + 1))
+                    and len(s["theta_estimates"]) == len(s["phases"]) - (s["_committed_arm"] is None)),
+               rule("the current phase is the plan of the active arms (recomputed from public values)",
+                    lambda a, s: s["_committed_arm"] is not None or _same_plan(
+                        s["phases"][-1], _plan_phase(a.features, s["active"], len(s["phases"]), a.settings))),
+               rule("_slot < the phase's pairs, _played_in_slot < its count, _wins <= counts, one per pair",
+                    lambda a, s: s["_committed_arm"] is not None or (
+                        s["_wins"].shape == s["phases"][-1].counts.shape
+                        and s["_slot"] < s["_wins"].size
+                        and s["_played_in_slot"] < s["phases"][-1].counts[s["_slot"]]
+                        and (s["_wins"] <= s["phases"][-1].counts).all()))],
+    )
 
     def __init__(
         self,
@@ -431,7 +478,7 @@ class GOptimalDPDB(Persistable):
         self.settings = _settings(self.features.shape[0], horizon, epsilon, failure_probability, kappa,
                                   theta_bound, fw_tol, c_elim, play_count_scale, lambda_min_check)
         if math.isfinite(self.settings.epsilon):
-            spend(accountant, self.privacy)  # the whole run is one ε-DP release, spent before any noise
+            spend(accountant, self.privacy, label=type(self).__name__)  # the whole run is one ε-DP release, spent before any noise
         noise_seed = trial_streams(rng).noise if insecure_seeded_noise and noise_backend is None else None
         self._noise = privacy_noise(noise_seed, insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         self.active = np.arange(self.settings.n_arms, dtype=np.int64)
@@ -484,22 +531,29 @@ class GOptimalDPDB(Persistable):
             self._asked = self._pair_list[self._slot]
         return self._asked
 
-    def scheduled(self) -> list[tuple[int, int]]:
+    def scheduled(self, limit: int | None = None) -> list[tuple[int, int]]:
         """The pairs still to play in the current phase, in order; ``ask()`` is the first.
 
         A phase's pairs and counts are fixed from earlier phases' releases only, so these duels may
-        be handed out at once. Once committed, the self-duel (a, a) up to the horizon.
+        be handed out at once. Once committed, the self-duel (a, a) up to the horizon. Built lazily:
+        at most ``limit`` pairs (default: up to the horizon), whatever the phase's play counts.
         """
         left = self.settings.horizon - self.time
+        if limit is not None:
+            left = min(left, max(int(limit), 0))
         if left <= 0:
             return []
         if self._committed_arm is not None:
             return [(self._committed_arm, self._committed_arm)] * left
-        plan = self.phases[-1]
-        remaining = plan.counts[self._slot:].copy()
-        remaining[0] -= self._played_in_slot
-        pairs = np.repeat(plan.pairs[self._slot:], remaining, axis=0)[:left]
-        return [(int(a), int(b)) for a, b in pairs]
+        scheduled: list[tuple[int, int]] = []
+        played = self._played_in_slot
+        for pair, count in zip(self._pair_list[self._slot:], self._count_list[self._slot:], strict=True):
+            take = min(count - played, left - len(scheduled))  # built up to the horizon only
+            scheduled.extend([pair] * take)
+            played = 0
+            if len(scheduled) >= left:
+                break
+        return scheduled
 
     def tell(self, pair: tuple[int, int], winner: int | None = None, *, first_wins: int | bool | None = None) -> None:
         """Record the outcome: ``winner`` is the arm that won, or ``first_wins`` is True iff ``pair[0]`` won.

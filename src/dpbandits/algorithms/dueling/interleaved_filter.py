@@ -33,6 +33,7 @@ import numpy as np
 from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
+from dpbandits._core.schema import Array, Int, Maybe, StateSchema, Tuple, rule
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int
 from dpbandits.algorithms.dueling._common import (
@@ -81,6 +82,10 @@ def _after_sweep(
     return new_candidate, pruned, np.zeros(pruned.size), True
 
 
+def _last_arm(agent: InterleavedFilter) -> int:
+    return agent.n_arms - 1
+
+
 class InterleavedFilter(Persistable):
     """Ask/tell Interleaved Filter 2 agent (non-private).
 
@@ -108,7 +113,21 @@ class InterleavedFilter(Persistable):
     >>> agent.tell(agent.ask(), first_wins=True)
     """
 
-    _state_fields = ("candidate", "remaining", "_wins", "_sweeps", "_position", "time", "_asked")
+    _schema = StateSchema(
+        candidate=Int(0, _last_arm),
+        remaining=Array("int64", (None,), low=0, high=_last_arm),
+        _wins=Array("float64", (None,), low=0, high="horizon", integral=True),
+        _sweeps=Int(0, "horizon"),
+        _position=Int(0, "n_arms"),
+        time=Int(0, "horizon"),
+        _asked=Maybe(Tuple(Int(0, _last_arm), Int(0, _last_arm))),
+        rules=[rule("remaining: distinct arms other than candidate, one win count each, _position < their number "
+                    "(or 0), wins <= _sweeps <= time",
+                    lambda f, s: len(set(s["remaining"].tolist()) | {s["candidate"]}) == s["remaining"].size + 1
+                    and s["_wins"].shape == s["remaining"].shape
+                    and s["_position"] <= max(s["remaining"].size - 1, 0)
+                    and (s["_wins"] <= s["_sweeps"]).all() and s["_sweeps"] <= s["time"])],
+    )
 
     def __init__(self, n_arms: int, horizon: int, *, rng: RNGLike = None) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=2)

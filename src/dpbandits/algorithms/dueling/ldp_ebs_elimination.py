@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_epsilon, check_int
@@ -47,7 +48,7 @@ REFERENCE = "Warner (1965) randomised response; Saha & Asi (2024), Remark 3 (loc
 def flip_probability(epsilon: float) -> float:
     """The probability q = 1/(1 + e^ε) that a user reports the opposite bit."""
     eps = check_epsilon(epsilon)
-    return 1.0 / (1.0 + math.exp(eps))
+    return 1.0 / (1.0 + math.exp(min(eps, _EXP_LIMIT)))  # e^ε overflows past ~709; q < 1e-304 there
 
 
 def randomised_response(first_wins: int, epsilon: float, rng: RNGLike = None, *,
@@ -90,8 +91,22 @@ def ldp_guarantee(epsilon: float) -> PureDP:
     )
 
 
+_EXP_LIMIT = 700.0  # e^700 ≈ 1e304: past it (e^ε ± 1) is e^ε in floating point
+
+
 def _report_range(epsilon: float) -> float:
-    return (math.exp(epsilon) + 1.0) / (math.exp(epsilon) - 1.0)  # range of the debiased report
+    """(e^ε + 1)/(e^ε − 1) = 1 + 2/(e^ε − 1), the range of the debiased report, stable for every ε > 0.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ε is so small that the range is not a finite number (the reports carry no information).
+    """
+    value = 1.0 + 2.0 / math.expm1(min(epsilon, _EXP_LIMIT)) if epsilon > 0 else math.inf
+    if not math.isfinite(value):
+        raise InvalidParameterError(f"epsilon must be large enough for the debiased reports' range "
+                                    f"(e^ε + 1)/(e^ε − 1) to be finite; got epsilon={epsilon!r}")
+    return value
 
 
 class LDPEBSElimination(DPEBSElimination):

@@ -39,10 +39,20 @@ import numpy as np
 from scipy import special
 
 from dpbandits._core.rng import RNGLike
+from dpbandits._core.schema import Array
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
 from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
-from dpbandits.algorithms.dueling._rounds import RoundAgent, RoundPolicy, add_per_trial, simulate_policy
+from dpbandits.algorithms.dueling._rounds import (
+    WINS,
+    WINS_SUM_AT_MOST_TIME,
+    RoundAgent,
+    RoundPolicy,
+    _arm,
+    add_per_trial,
+    round_schema,
+    simulate_policy,
+)
 from dpbandits.algorithms.dueling._streams import trial_streams
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
@@ -179,6 +189,12 @@ class RMED1(RoundAgent):
     >>> agent.ask()
     (0, 1)
     """
+
+    _schema = round_schema({
+        "wins": WINS, "remaining": Array("bool", (1, "n_arms")), "next_loop": Array("bool", (1, "n_arms")),
+        "_means": Array("float64", (1, "n_arms", "n_arms"), low=0, high=1), "_divergence": Array("float64", (1, "n_arms"), low=0),
+        "_leader": Array("int64", (1,), low=0, high=_arm)}, (WINS_SUM_AT_MOST_TIME,))
+
 
     def __init__(self, n_arms: int, horizon: int, tolerance: float | None = None, *, rng: RNGLike = None) -> None:
         k = check_int(n_arms, "n_arms", minimum=2)

@@ -27,13 +27,18 @@ from collections.abc import Mapping
 import numpy as np
 
 from dpbandits._core.rng import RNGLike
+from dpbandits._core.schema import Array
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
 from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
 from dpbandits.algorithms.dueling._rounds import (
+    WINS,
+    WINS_SUM_IS_TIME,
     RoundAgent,
     RoundPolicy,
+    _arm,
     add_per_trial,
+    round_schema,
     simulate_policy,
     uniform_pick,
 )
@@ -179,6 +184,9 @@ class RUCB(RoundAgent):
     >>> pair = agent.ask()
     >>> agent.tell(pair, first_wins=False)
     """
+
+    _schema = round_schema({"wins": WINS, "hypothesis": Array("int64", (1,), low=-1, high=_arm)}, (WINS_SUM_IS_TIME,))
+
 
     def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:
         k = check_int(n_arms, "n_arms", minimum=2)

@@ -171,7 +171,8 @@ class PrivateFeatureRidge:
             Records the Gaussian release (σ, Δ₂) before any noise is drawn.
         """
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
-        spend(accountant, GaussianEvent(self.sigma, self.l2_sensitivity))
+        spend(accountant, GaussianEvent(self.sigma, self.l2_sensitivity), unit=self.privacy.unit,
+              neighbouring=self.privacy.neighbouring, label=f"{type(self).__name__}.release")
         return self._release(points, rewards, noise)
 
     def _release(self, points: ArrayLike, rewards: ArrayLike, noise: NoiseBackend) -> FloatArray:

@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 from dpbandits._core.errors import InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
+from dpbandits._core.schema import Array, Int, ListOf, StateSchema, rule
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
     check_array,
@@ -145,6 +146,9 @@ class USCA(Persistable):
         Largest M the exact backend accepts. Its peak memory is
         :func:`~dpbandits.algorithms.kernel.surrogate.exact_kernel_peak_bytes` (8·M² bytes for the
         Cholesky factor plus a chunked workspace, about 11·M² bytes for large M): 1.6 GB at M = 12 000.
+    max_approx_size : int, optional
+        Largest M = T·⌈T/γ̂⌉ accepted when ``approx_size`` is not given (a bound on the set-up's
+        cost, checked once γ̂ is known and before the approximating set is drawn); default no bound.
 
     Privacy
     -------
@@ -174,7 +178,17 @@ class USCA(Persistable):
     (1,)
     """
 
-    _state_fields = ("learning_actions", "_rounds", "_reward_vector", "_data_points", "_data_rewards", "n_releases")
+    _schema = StateSchema(
+        _rounds=Int(0, "horizon"),
+        _reward_vector=Array("float64", (lambda a: a._reward_vector.shape[0],)),
+        _data_points=ListOf(Array("float64", (None, lambda a: a.action_dim + a.context_dim)), max_length="horizon"),
+        _data_rewards=ListOf(Array("float64", (None,)), max_length="horizon"),
+        n_releases=Int(0, None),
+        rules=[rule("the data rows (kernel backend; none with features) add up to _rounds, one reward each",
+                    lambda a, s: [p.shape[0] for p in s["_data_points"]] == [r.shape[0] for r in s["_data_rewards"]]
+                    and sum(p.shape[0] for p in s["_data_points"]) == (s["_rounds"] if a.feature_map is None else 0))],
+        derived=("learning_actions",),  # public coins: replayed from the recorded rng
+    )
     _unsaved_params = ("context_generator",)
     _replay_rng = True  # rng draws the public coins (feature map, γ̂, approximating set, learning actions)
 
@@ -204,6 +218,7 @@ class USCA(Persistable):
         chunk_size: int = 8192,
         precision: str = "float32",
         max_exact_size: int = _DEFAULT_MAX_EXACT_SIZE,
+        max_approx_size: int | None = None,
     ) -> None:
         self.horizon = check_int(horizon, "horizon", minimum=1)
         self.epsilon = check_epsilon(epsilon, allow_inf=True)
@@ -245,10 +260,22 @@ class USCA(Persistable):
             exact_kernel=kernel if self.backend == "kernel" else None,
             feature_map=self.feature_map,
         )
+        if not (math.isfinite(self.gamma) and self.gamma > 0):
+            raise InvalidParameterError(
+                f"the information gain estimate must be a positive number; got gamma={self.gamma!r} (the kernel's "
+                f"length scale {kernel.length_scale!r} is too small for the feature map to represent)"
+            )
         # K = ⌈T/γ̂⌉ ; M = T·K
         self.scale_factor = max(1, math.ceil(self.horizon / self.gamma))
         if approx_size is None:
             self.approx_size = self.horizon * self.scale_factor
+            if max_approx_size is not None and self.approx_size > check_int(max_approx_size, "max_approx_size",
+                                                                              minimum=0):
+                raise InvalidParameterError(
+                    f"horizon: T={self.horizon} with gamma={self.gamma:.4g} needs an approximating set of "
+                    f"M = T*ceil(T/gamma) = {self.approx_size} points, more than max_approx_size={max_approx_size} "
+                    "(the set-up cost limit); lower the horizon"
+                )
         else:
             self.approx_size = check_int(approx_size, "approx_size", minimum=1)
             self.deviations.append(
@@ -329,9 +356,10 @@ class USCA(Persistable):
             raise InvalidParameterError(f"all horizon={self.horizon} learning rounds were already observed")
         return self.learning_actions[self._rounds].copy()
 
-    def scheduled(self) -> FloatArray:
-        """Every learning action still to play, in order (data-independent); ``ask()`` is the first."""
-        return self.learning_actions[self._rounds:].copy()
+    def scheduled(self, limit: int | None = None) -> FloatArray:
+        """The learning actions still to play (at most ``limit``), in order (data-independent); ``ask()`` is the first."""
+        end = None if limit is None else self._rounds + max(int(limit), 0)
+        return self.learning_actions[self._rounds:end].copy()
 
     def tell(self, context: ArrayLike, reward: float) -> None:
         """Record the current round's context cₜ and reward yₜ (for the action of :meth:`ask`)."""
@@ -496,7 +524,8 @@ class USCA(Persistable):
         """
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
         if math.isfinite(self.epsilon):
-            spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1))
+            spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1),
+                  label=f"{type(self).__name__}.sample")
         return self._draw(context, noise, size)
 
     def _draw(self, context: ArrayLike, noise: NoiseBackend, size: int | None = None) -> FloatArray:

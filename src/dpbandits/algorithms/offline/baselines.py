@@ -26,16 +26,18 @@ Releases (``sample``, the Laplace release in ``fit``) go through
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from dpbandits._core.errors import InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator
+from dpbandits._core.schema import Array, StateSchema
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_epsilon, check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline.accountants import UNIT_MAB, mab_domain_sensitivity
-from dpbandits.algorithms.offline.kl_mab import mab_utilities
+from dpbandits.algorithms.offline.kl_mab import MAB_COUNTS, MAB_SUMS, MAB_SUMS_WITHIN_COUNTS, mab_utilities
 from dpbandits.envs.offline import LoggedBanditData
 from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee, Neighbouring, PureDP
@@ -68,7 +70,11 @@ class _MABBaseline(Persistable):
 
     name = "baseline"
 
-    _fitted_state = True
+    _fitted_schema = True  # an unfitted baseline saves no state
+    _schema = StateSchema(
+        counts_=Array("int64", ("n_arms",), low="min_count"),  # the declared domain N(a) >= m
+        reward_sums_=MAB_SUMS, rules=[MAB_SUMS_WITHIN_COUNTS], derived=("utilities_",),
+    )
 
     def __init__(self, n_arms: int, epsilon: float, beta0: float = 0.0, reward_bound: float = 1.0, *,
                  min_count: int) -> None:
@@ -91,7 +97,13 @@ class _MABBaseline(Persistable):
                 f"got N({arm}) = {int(counts[arm])}"
             )
         self.counts_: IntArray = counts
+        self.reward_sums_: FloatArray = sums
         self.utilities_: FloatArray = mab_utilities(counts, sums, self.beta0)
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        """Restore the statistics and recompute the utilities from them."""
+        super()._set_state(state)
+        self.utilities_ = mab_utilities(self.counts_, self.reward_sums_, self.beta0)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "utilities_"):
@@ -228,6 +240,8 @@ class LaplaceStatisticsGreedyMAB(_MABBaseline):
     Dwork & Roth (2014), Theorem 3.6; spec §3.5 and E6.
     """
 
+    _schema = _MABBaseline._schema.extend(noisy_utilities_=Array("float64", ("n_arms",)))  # the release
+
     name = "laplace-greedy"
 
     @property
@@ -272,7 +286,9 @@ class PessimisticGreedyMAB(Persistable):
 
     name = "greedy"
 
-    _fitted_state = True
+    _fitted_schema = True
+    _schema = StateSchema(counts_=MAB_COUNTS, reward_sums_=MAB_SUMS, rules=[MAB_SUMS_WITHIN_COUNTS],
+                          derived=("utilities_",))
 
     def __init__(self, n_arms: int, beta0: float = 0.0, reward_bound: float = 1.0) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=1)
@@ -282,8 +298,14 @@ class PessimisticGreedyMAB(Persistable):
     def fit(self, data: LoggedBanditData) -> PessimisticGreedyMAB:
         """Compute u (arms without data get −∞)."""
         counts, sums = _statistics(data, self.n_arms, self.reward_bound)
+        self.counts_, self.reward_sums_ = counts, sums
         self.utilities_: FloatArray = mab_utilities(counts, sums, self.beta0)
         return self
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        """Restore the statistics and recompute the utilities from them."""
+        super()._set_state(state)
+        self.utilities_ = mab_utilities(self.counts_, self.reward_sums_, self.beta0)
 
     def _best(self) -> np.ndarray:
         if not hasattr(self, "utilities_"):

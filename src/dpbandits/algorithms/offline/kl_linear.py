@@ -14,8 +14,14 @@ from numpy.typing import ArrayLike
 from scipy.linalg import cho_solve, cholesky, eigvalsh
 
 from dpbandits._core.persistence import Persistable
+from dpbandits._core.schema import Array, Int, StateSchema, rule
+from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
-from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
+from dpbandits.algorithms.offline._elliptical import (
+    EllipticalKLPolicy,
+    check_declared_domain,
+    is_regularised_gram,
+)
 from dpbandits.algorithms.offline.accountants import account_linear
 from dpbandits.envs.offline import LoggedContextualData
 from dpbandits.privacy.guarantees import Guarantee
@@ -81,7 +87,20 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
     [0.9999, 0.0001]
     """
 
-    _fitted_state = True
+    _fitted_schema = True  # an unfitted policy saves no state
+    _schema = StateSchema(
+        covariance_=Array("float64", (None, None)),
+        theta_=Array("float64", (None,)),
+        n_records_=Int(0, None),
+        rules=[rule("covariance_ = ridge·I + ΦᵀΦ: symmetric, eigenvalues >= ridge, trace <= d·ridge + n "
+                    "(rows of norm <= 1), theta_ of length d",
+                    lambda p, s: is_regularised_gram(s["covariance_"], p.ridge, s["n_records_"], 1.0)
+                    and s["theta_"].shape == s["covariance_"].shape[:1]),
+               rule("|theta_| <= R·sqrt(n / ridge) (a ridge estimate of rewards in [0, R])",
+                    lambda p, s: np.linalg.norm(s["theta_"])
+                    <= p.reward_bound * math.sqrt(s["n_records_"] / p.ridge) * (1 + 1e-9) + 1e-12)],
+        derived=("cholesky_", "lambda_min_", "n_features_in_"),
+    )
 
     def __init__(self, eta: float, beta0: float = 1.0, ridge: float = 2.0, reward_bound: float = 1.0, *,
                  min_eigenvalue: float | None = None, max_records: int | None = None) -> None:
@@ -120,14 +139,24 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
         phi, r = data.features, data.rewards
         d = phi.shape[1]
         # Σ_D = λI + ΦᵀΦ ; b_D = Φᵀr ; θ̂ = Σ_D⁻¹ b_D
-        self.covariance_ = self.ridge * np.eye(d) + phi.T @ phi
-        self.cholesky_ = cholesky(self.covariance_, lower=True, check_finite=False)
-        self.theta_ = np.asarray(cho_solve((self.cholesky_, True), phi.T @ r, check_finite=False))
-        self.lambda_min_ = float(eigvalsh(self.covariance_, subset_by_index=(0, 0))[0])
-        self.n_records_ = int(phi.shape[0])
-        self.n_features_in_ = int(d)
-        check_declared_domain(self.lambda_min_, self.min_eigenvalue, self.n_records_, self.max_records)
+        covariance = self.ridge * np.eye(d) + phi.T @ phi
+        chol = cholesky(covariance, lower=True, check_finite=False)
+        theta = np.asarray(cho_solve((chol, True), phi.T @ r, check_finite=False))
+        self._fit_statistics(covariance, theta, int(phi.shape[0]), chol)
         return self
+
+    def _fit_statistics(self, covariance: FloatArray, theta: FloatArray, n_records: int,
+                        chol: FloatArray | None = None) -> None:
+        """Set Σ_D, θ̂ and n, and derive the Cholesky factor, λ_min and d from them (fit and load)."""
+        self.covariance_, self.theta_, self.n_records_ = covariance, theta, n_records
+        self.cholesky_ = cholesky(covariance, lower=True, check_finite=False) if chol is None else chol
+        self.lambda_min_ = float(eigvalsh(covariance, subset_by_index=(0, 0))[0])
+        self.n_features_in_ = int(covariance.shape[0])
+        check_declared_domain(self.lambda_min_, self.min_eigenvalue, self.n_records_, self.max_records)
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        """Restore Σ_D, θ̂, n; everything else is derived (the guarantee never comes from the file)."""
+        self._fit_statistics(state["covariance_"], state["theta_"], state["n_records_"])
 
     def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None, *,
                   kind: str = "pure", variant: str = "corrected", scope: str = "instance",

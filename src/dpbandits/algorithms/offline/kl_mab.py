@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike
 from dpbandits._core.errors import EmptySupportError, InvalidParameterError, NotFittedError, PrivacyWarning
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
+from dpbandits._core.schema import Array, StateSchema, rule
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
     check_in_interval,
@@ -152,6 +153,25 @@ def check_mab_statistics(counts: ArrayLike, reward_sums: ArrayLike, *, n_arms: i
     return n, s
 
 
+MAB_COUNTS = Array("int64", ("n_arms",), low=0)
+"""N(a): whole counts >= 0, one per arm."""
+MAB_SUMS = Array("float64", ("n_arms",), low=0)
+"""S(a): reward sums >= 0, one per arm."""
+MAB_SUMS_WITHIN_COUNTS = rule("S(a) <= N(a)·R for every arm",
+                              lambda p, s: (s["reward_sums_"] <= s["counts_"] * p.reward_bound * (1 + 1e-12)).all())
+
+
+def _extremes_fit(counts: IntArray, sums: FloatArray, minima: FloatArray, maxima: FloatArray, r: float) -> bool:
+    """Whether per-arm reward extremes are NaN where N = 0 and consistent with (N, S) elsewhere."""
+    empty = counts == 0
+    if not (np.isnan(minima[empty]).all() and np.isnan(maxima[empty]).all()):
+        return False
+    n, s, lo, hi = counts[~empty], sums[~empty], minima[~empty], maxima[~empty]
+    slack = 1e-9 * np.maximum(1.0, n * r)
+    return bool(np.all(lo <= hi) and np.all(n * lo <= s + slack) and np.all(s <= n * hi + slack)
+                and np.all(hi <= s + slack) and np.all(s <= lo + (n - 1) * r + slack))
+
+
 class KLMABPolicy(Persistable):
     """KL-regularised pessimistic policy for logged multi-armed bandit data (eq. 8).
 
@@ -216,7 +236,18 @@ class KLMABPolicy(Persistable):
     [0.787, 0.213]
     """
 
-    _fitted_state = True
+    _fitted_schema = True  # an unfitted policy saves no state
+    _schema = StateSchema(
+        counts_=MAB_COUNTS, reward_sums_=MAB_SUMS,
+        reward_minima_=Array("float64", ("n_arms",), low=0, high="reward_bound", nan=True),
+        reward_maxima_=Array("float64", ("n_arms",), low=0, high="reward_bound", nan=True),
+        rules=[MAB_SUMS_WITHIN_COUNTS,
+               rule("reward extremes: NaN exactly where N(a) = 0, else min <= S/N <= max and "
+                    "max + (N - 1)·0 <= S <= min + (N - 1)·R",
+                    lambda p, s: _extremes_fit(s["counts_"], s["reward_sums_"], s["reward_minima_"],
+                                               s["reward_maxima_"], p.reward_bound))],
+        derived=("utilities_", "log_probabilities_", "n_records_", "fallback_used_"),  # recomputed by _fit
+    )
 
     def __init__(
         self,
@@ -324,6 +355,10 @@ class KLMABPolicy(Persistable):
             self.fallback_used_ = True
             self.log_probabilities_ = self.log_reference.copy()
         return self
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        """Refit from the saved sufficient statistics: π̃ and its guarantee never come from the file."""
+        self._fit(state["counts_"], state["reward_sums_"], state["reward_minima_"], state["reward_maxima_"])
 
     def utilities_from_statistics(self, counts: ArrayLike, reward_sums: ArrayLike) -> FloatArray:
         """Utilities u(a) of eq. (8) for given statistics (the auditor recomputes neighbours with it)."""

@@ -21,6 +21,7 @@ from scipy.special import expit, log_expit
 
 from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.persistence import Persistable
+from dpbandits._core.schema import Array, Maybe, StateSchema, rule
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_in_interval, check_positive_float
 from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
@@ -345,8 +346,18 @@ class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
     ``specs/spec_kl_regularization.md`` §3.4, §4.5, §5.1.3.
     """
 
-    _fitted_state = True
-    _state_fields = ("_feature_differences", "_gram")
+    _fitted_schema = True  # an unfitted policy saves no state
+    _schema = StateSchema(
+        _feature_differences=Array("float64", (None, None)),
+        _labels=Array("float64", (None,), low=0, high=1, integral=True),
+        _warm_start=Maybe(Array("float64", (None,))),
+        rules=[rule("one label per feature difference, a warm start of length d",
+                    lambda p, s: s["_labels"].shape[0] == s["_feature_differences"].shape[0] and (
+                        s["_warm_start"] is None or s["_warm_start"].shape[0] == s["_feature_differences"].shape[1]))],
+        # refit through fit() on load: the estimate, Σ_D and the solver's certificate never come from the file
+        derived=("covariance_", "cholesky_", "lambda_min_", "fit_", "theta_", "n_records_", "n_features_in_",
+                 "_gram", "solver_error_"),
+    )
 
     def __init__(self, eta: float, beta0: float = 1.0, ridge: float = 1.0, norm_bound: float = 1.0, *,
                  solver_tolerance: float = 1e-6, min_eigenvalue: float | None = None) -> None:
@@ -389,7 +400,8 @@ class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
         self.n_records_ = int(z.shape[0])
         self.n_features_in_ = int(d)
         self._gram = gram
-        self._feature_differences = z
+        self._feature_differences, self._labels = z, y
+        self._warm_start = None if warm_start is None else np.array(warm_start, dtype=np.float64)
         check_declared_domain(self.lambda_min_, self.min_eigenvalue, self.n_records_, None)
         self.solver_error_ = self._solver_error_bound(z, y)
         if self.solver_error_ > self.solver_tolerance:  # one refinement from the current point
@@ -404,6 +416,10 @@ class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
                 "solve did not converge): the privacy accounting needs it"
             )
         return self
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        """Refit from the saved data (z, y) and warm start through :meth:`fit`."""
+        self.fit(state["_feature_differences"], state["_labels"], warm_start=state["_warm_start"])
 
     def _solver_error_bound(self, z: FloatArray, y: FloatArray) -> float:
         """Bound on ‖θ̂ − θ*‖_M for the exact constrained maximiser θ* (M = Σ z_iz_iᵀ).

@@ -1,0 +1,255 @@
+"""Adversarial neighbouring inputs for auditing a user's algorithm, and the runs that feed them to it.
+
+The audit of a user's algorithm (:mod:`dpbandits.audit.user`) knows the algorithm only through its
+public protocol, so it supplies the *feedback* itself, for the unit the algorithm declares:
+
+``"reward"`` — one entry of the reward table (replace-one)
+    An ask/tell agent over K arms. A reward table R (K × steps) answers the n-th pull of arm a with
+    R[a, n]. Neighbours differ in one entry, pushed to a bound of the reward range [0, R̄]:
+
+    * every reward 0, and the first reward of arm 0 raised to R̄ (an arm made to look best);
+    * arm 0 always at R̄, others at 0, and arm 0's first reward dropped to 0;
+    * every reward mid-range (R̄/2), and the first reward of the last arm pushed to R̄.
+
+``"label"`` — one preference label (label-only)
+    A dueling agent asking pairs (i, j). A response table answers round t's duel; in the base table
+    every user prefers the lower index. Neighbours flip every answer of one user: the first, the
+    middle and the last round's.
+
+``"record"`` — one logged record (add/remove)
+    An offline policy with ``fit`` (a :class:`~dpbandits.envs.logged.LoggedBanditData`, or
+    ``actions, rewards``) and ``sample()`` over K arms. The base data sets are adversarial for
+    different defects: one covers the arms unevenly (an arm without records — or at the declared
+    ``min_count`` floor m —, a least-covered arm, rewards at both bounds), the others put sparse arms
+    of rewards 0 beside an arm of 1000 rewards at the bound (noise sized from the data is small
+    there). Their neighbours add a record at either bound to an arm (an unseen arm included) and
+    remove an arm's smallest and largest reward — the extremes of
+    :func:`dpbandits.audit.kl.mab_neighbour_datasets`, inside the declared floor.
+
+Each run builds a fresh object with :class:`UserRunner` and returns its *public record*: what the
+algorithm showed the world (the transcript of asks and the recommendation, or the sampled action).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpbandits._core.errors import InvalidParameterError, UserAlgorithmError
+from dpbandits.audit.cases.dueling import flip_user, lower_index_wins
+from dpbandits.audit.kl import mab_neighbour_datasets
+from dpbandits.envs.logged import LoggedBanditData
+
+__all__ = ["UNITS", "Feedback", "PublicRecord", "UserRunner", "fit_policy", "neighbour_inputs"]
+
+UNITS: tuple[str, ...] = ("reward", "label", "record")
+"""The units a user's algorithm can be audited for."""
+
+_STEP_LIMIT = 10**6
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """One input of the audit: a reward table, a response table or a logged data set."""
+
+    unit: str
+    data: Any
+    changed_arm: int | None = None  # reward unit: the arm whose entry differs in the pair
+
+
+@dataclass(frozen=True)
+class PublicRecord:
+    """What one run released: the transcript of asks, the recommendation (or sampled action) and its time."""
+
+    transcript: tuple[Any, ...]
+    output: Any
+    seconds: float
+
+
+def _reward_tables(n_arms: int, steps: int, bound: float) -> Iterator[tuple[str, Feedback, Feedback]]:
+    zeros = np.zeros((n_arms, steps))
+    raised = zeros.copy()
+    raised[0, 0] = bound
+    yield ("every reward 0; arm 0's first reward raised to the bound",
+           Feedback("reward", zeros, 0), Feedback("reward", raised, 0))
+    best = zeros.copy()
+    best[0] = bound
+    dropped = best.copy()
+    dropped[0, 0] = 0.0
+    yield ("arm 0 at the bound, others 0; arm 0's first reward dropped to 0",
+           Feedback("reward", best, 0), Feedback("reward", dropped, 0))
+    middle = np.full((n_arms, steps), bound / 2.0)
+    pushed = middle.copy()
+    pushed[n_arms - 1, 0] = bound
+    yield (f"every reward mid-range; arm {n_arms - 1}'s first reward pushed to the bound",
+           Feedback("reward", middle, n_arms - 1), Feedback("reward", pushed, n_arms - 1))
+
+
+def _label_tables(n_arms: int, steps: int) -> Iterator[tuple[str, Feedback, Feedback]]:
+    table = lower_index_wins(steps, n_arms)
+    for user, where in ((1, "first"), ((steps + 1) // 2, "middle"), (steps, "last")):
+        yield (f"every user prefers the lower index; the {where} user's (round {user}) labels flipped",
+               Feedback("label", table), Feedback("label", flip_user(table, user)))
+
+
+def _uneven_data(n_arms: int, bound: float, floor: int) -> LoggedBanditData:
+    """Arms covered unevenly (an unseen arm, or one at the floor; a least-covered one; ...), both bounds in each."""
+    counts = [floor, *(floor + 1 + 2 * arm for arm in range(n_arms - 1))]
+    actions = np.repeat(np.arange(n_arms), counts)
+    rewards = np.resize(np.array([0.0, bound]), actions.size)
+    return LoggedBanditData(actions, rewards, n_arms, bound)
+
+
+def _dominated_data(n_arms: int, bound: float, sparse: int) -> LoggedBanditData:
+    """Sparse arms of rewards 0 beside one arm of 1000 rewards at the bound: small noise is exposed here."""
+    counts = [sparse] * (n_arms - 1) + [1000]
+    actions = np.repeat(np.arange(n_arms), counts)
+    rewards = np.where(actions == n_arms - 1, bound, 0.0)
+    return LoggedBanditData(actions, rewards, n_arms, bound)
+
+
+def _record_pairs(n_arms: int, bound: float, min_count: int | None) -> Iterator[tuple[str, Feedback, Feedback]]:
+    floor = 0 if min_count is None else min_count
+    bases: list[tuple[str, LoggedBanditData, range | None]] = [
+        ("uneven coverage", _uneven_data(n_arms, bound, floor), None)]
+    for sparse in sorted({max(floor + 1, 3), max(floor + 1, 6)}):
+        bases.append((f"{sparse}-record arms beside a 1000-record arm",
+                      _dominated_data(n_arms, bound, sparse), range(n_arms - 1)))
+    for name, data, arms in bases:
+        for label, neighbour in mab_neighbour_datasets(data, min_count=min_count, arms=arms):
+            yield (f"{name}: {label}", Feedback("record", data), Feedback("record", neighbour))
+
+
+def neighbour_inputs(unit: str, n_arms: int, steps: int, *, reward_bound: float = 1.0,
+                     min_count: int | None = None) -> list[tuple[str, Feedback, Feedback]]:
+    """The adversarial neighbouring inputs of ``unit`` (see the module docstring).
+
+    Parameters
+    ----------
+    unit : {"reward", "label", "record"}
+    n_arms : int
+        K >= 2, the public action space.
+    steps : int
+        The most steps a run takes (the agent's budget or horizon); sizes the tables.
+    reward_bound : float, default 1
+        R̄: rewards lie in [0, R̄].
+    min_count : int, optional
+        ``"record"`` only: the declared per-arm floor of the policy's domain guarantee.
+    """
+    if unit not in UNITS:
+        raise InvalidParameterError(f"unit must be one of {list(UNITS)}; got {unit!r}")
+    if n_arms < 2:
+        raise InvalidParameterError(f"n_arms must be >= 2 for an audit; got {n_arms}")
+    if unit == "reward":
+        return list(_reward_tables(n_arms, steps, reward_bound))
+    if unit == "label":
+        return list(_label_tables(n_arms, steps))
+    return list(_record_pairs(n_arms, reward_bound, min_count))
+
+
+class UserRunner:
+    """Builds a fresh user object per run and feeds it one input; returns its public record.
+
+    Parameters
+    ----------
+    target : str
+        The algorithm's name in messages.
+    factory : callable
+        ``() -> object``: a fresh agent or policy.
+    n_arms : int
+    """
+
+    def __init__(self, target: str, factory: Callable[[], Any], n_arms: int) -> None:
+        self.target, self.factory, self.n_arms = target, factory, n_arms
+
+    def _fail(self, step: int, what: str, exc: BaseException | None = None) -> UserAlgorithmError:
+        cause = "" if exc is None else f" raised {type(exc).__name__}: {exc}"
+        return UserAlgorithmError(f"algorithm {self.target!r} (audit run, step {step}): {what}{cause}")
+
+    def _call(self, step: int, what: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except UserAlgorithmError:
+            raise
+        except Exception as exc:
+            raise self._fail(step, what, exc) from exc
+
+    def _arm(self, step: int, value: Any, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= int(value) < self.n_arms:
+            raise self._fail(step, f"{what} {value!r} is not an arm in 0..{self.n_arms - 1}")
+        return int(value)
+
+    def run(self, feedback: Feedback) -> PublicRecord:
+        """One run on ``feedback``; times the whole run (construction to release)."""
+        started = time.perf_counter()
+        subject = self._call(0, "the constructor", self.factory)
+        if feedback.unit == "record":
+            self._call(0, "fit()", fit_policy, subject, feedback.data)
+            output = _plain(self._call(1, "sample()", subject.sample))
+            return PublicRecord((), output, time.perf_counter() - started)
+        transcript = self._drive(subject, feedback)
+        output = _plain(self._call(len(transcript), "recommendation", getattr, subject, "recommendation", None))
+        return PublicRecord(tuple(transcript), output, time.perf_counter() - started)
+
+    def _drive(self, agent: Any, feedback: Feedback) -> list[Any]:
+        table = feedback.data
+        limit = min(_STEP_LIMIT, table.shape[1] if feedback.unit == "reward" else table.shape[0])
+        pulls = np.zeros(self.n_arms, dtype=np.int64)
+        transcript: list[Any] = []
+        while not self._call(len(transcript), "done", getattr, agent, "done"):
+            step = len(transcript) + 1
+            if step > limit:
+                raise self._fail(step, f"not done after {limit} steps (its budget or horizon)")
+            asked = self._call(step, "ask()", agent.ask)
+            if feedback.unit == "reward":
+                arm = self._arm(step, asked, "ask() returned")
+                reward = float(table[arm, min(pulls[arm], table.shape[1] - 1)])  # R[a, n]: a's n-th pull
+                pulls[arm] += 1
+                self._call(step, "tell()", agent.tell, arm, reward)
+                transcript.append(arm)
+                continue
+            if not isinstance(asked, tuple | list) or len(asked) != 2:
+                raise self._fail(step, f"ask() returned {asked!r}, not a pair of arms")
+            first, second = self._arm(step, asked[0], "ask() returned"), self._arm(step, asked[1], "ask() returned")
+            first_wins = bool(table[step - 1, first, second])
+            if first == second:
+                self._call(step, "tell()", agent.tell, (first, second), first_wins=first_wins)
+            else:
+                self._call(step, "tell()", agent.tell, (first, second), winner=first if first_wins else second)
+            transcript.append((first, second))
+        return transcript
+
+
+def fit_policy(policy: Any, data: LoggedBanditData) -> Any:
+    """``policy.fit(data)`` if ``fit`` takes one argument (a logged data set), else ``fit(actions, rewards)``."""
+    try:
+        required = [p for p in inspect.signature(policy.fit).parameters.values()
+                    if p.default is inspect.Parameter.empty
+                    and p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        required = []
+    if len(required) == 1:
+        policy.fit(data)
+    else:
+        policy.fit(data.actions, data.rewards)
+    return policy
+
+
+def _plain(value: Any) -> Any:
+    """A released value as plain Python (an int, a float, a tuple), comparable across runs."""
+    if isinstance(value, np.ndarray):
+        return tuple(_plain(v) for v in value.tolist()) if value.ndim else _plain(value.item())
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, list | tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), _plain(v)) for k, v in value.items()))
+    return value

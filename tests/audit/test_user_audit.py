@@ -1,0 +1,155 @@
+"""Auditing a user's own algorithm: the docs' worked example passes, broken copies and controls are caught.
+
+False-failure rates: every statistical verdict here holds at the audit's joint confidence (0.95 by
+default; 1 − 1e-4 where stated) for a correct algorithm; the exact verdicts are deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import user_controls as uc
+
+from dpbandits._core.errors import InvalidParameterError, UserAlgorithmError
+from dpbandits.algorithms.offline.baselines import ExponentialMechanismMAB
+from dpbandits.audit.cases.offline import DataScaledRNM
+from dpbandits.audit.user import audit_algorithm, detectable_epsilon
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SURE = 1 - 1e-4  # confidence of the verdicts on correct algorithms (false-failure rate 1e-4)
+UCB = {"n_arms": 3, "params": {"budget": 24}, "epsilon": 1.0}
+POLICY = {"n_arms": 3, "params": {"beta0": 50.0, "min_count": 2}, "epsilon": 1.0}
+RELEASE = {"n_arms": 2, "params": {"beta0": 0.0, "min_count": 2}, "epsilon": 1.0, "pairs": 2}
+
+
+def test_the_worked_example_passes_and_states_what_it_tested() -> None:
+    report = audit_algorithm("private_ucb:PrivateUCB", runs=300, seeded_noise=True, confidence=SURE, rng=1, **UCB)
+    assert report.passed, str(report)
+    assert report.unit == "reward"  # inferred from the agent's guarantee (replace-one, one reward)
+    assert math.isfinite(report.power) and report.power > report.epsilon
+    text = str(report)
+    assert "power:" in text and "not tested:" in text and "3 adversarial neighbouring pairs" in text
+    assert json.loads(json.dumps(report.to_dict()))["passed"] is True
+
+
+@pytest.mark.parametrize("broken", [uc.DataScaledUCB, uc.SeededUCB], ids=["noise-from-data", "seeded-noise"])
+def test_broken_copies_of_the_example_are_caught(broken: type) -> None:
+    report = audit_algorithm(broken, runs=200, rng=2, **UCB)
+    assert not report.passed and report.epsilon_lower_bound > report.epsilon, str(report)
+
+
+# one broken algorithm per kind of negative control in the built-in contract, and correct twins
+CONTROLS = [
+    pytest.param(uc.SeededUCB, {"runs": 200, **UCB}, id="seeded noise"),
+    pytest.param(uc.DataScaledUCB, {"runs": 200, **UCB}, id="noise scaled from the data (agent)"),
+    pytest.param(DataScaledRNM, {"runs": 20, **POLICY}, id="noise scaled from the data (policy)"),
+    pytest.param(uc.DPBAIAgent, {"n_arms": 2, "params": {"budget": 4, "noise_epsilon": 2.0}, "epsilon": 1.0,
+                                 "runs": 20, "distribution": uc.dpbai_law(2, 4, 2.0)}, id="noise too small"),
+    pytest.param(uc.NoiseDroppedLaplace, {"runs": 300, **RELEASE}, id="noise dropped"),
+    pytest.param(uc.SensitivityUnderstatedEM, {"runs": 20, **POLICY}, id="sensitivity understated"),
+    pytest.param(uc.ThreeDrawsEM, {"runs": 20, **POLICY}, id="composition ignored"),
+    pytest.param(uc.FloatLaplaceRelease, {"runs": 2000, **RELEASE}, id="float addition"),
+    pytest.param(uc.RandomisedResponseVote, {"n_arms": 2, "params": {"horizon": 1, "reports": 2}, "epsilon": 1.0,
+                                             "runs": 200, "distribution": uc.vote_law(1.0, 2)},
+                 id="double-counted label"),
+]
+TWINS = [
+    pytest.param(uc.DPBAIAgent, {"n_arms": 2, "params": {"budget": 4}, "epsilon": 1.0, "runs": 300,
+                                 "distribution": uc.dpbai_law(2, 4, 1.0)}, id="DP-BAI"),
+    pytest.param(ExponentialMechanismMAB, {"runs": 20, **POLICY}, id="exponential mechanism"),
+    pytest.param(uc.SecureLaplaceRelease, {"runs": 2000, **RELEASE}, id="secure Laplace release"),
+    pytest.param(uc.RandomisedResponseVote, {"n_arms": 2, "params": {"horizon": 1}, "epsilon": 1.0, "runs": 300,
+                                             "distribution": uc.vote_law(1.0, 1)}, id="randomised response"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("broken", "options"), CONTROLS)
+def test_every_kind_of_negative_control_is_caught_as_a_user_algorithm(broken: type, options: dict) -> None:
+    report = audit_algorithm(broken, rng=3, **options)
+    assert not report.passed, str(report)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("correct", "options"), TWINS)
+def test_correct_twins_of_the_controls_pass(correct: type, options: dict) -> None:
+    report = audit_algorithm(correct, rng=4, confidence=SURE, **options)
+    assert report.passed, str(report)
+
+
+def test_power_grows_with_runs_and_is_infinite_for_events_too_rare() -> None:
+    alpha = 0.05 / 10
+    few, many = detectable_epsilon(1.0, 200, alpha), detectable_epsilon(1.0, 20_000, alpha)
+    assert 1.0 < many < few < math.inf
+    assert many < 1.1  # 20 000 runs resolve a tenth of a nat
+    assert detectable_epsilon(5.0, 20, alpha) == math.inf  # 20 runs cannot show a ratio of e^5
+
+
+class _Raises(uc.PrivateUCB):
+    def tell(self, arm, reward):
+        if self.pulls.sum() == 5:
+            raise ZeroDivisionError("my bug")
+        super().tell(arm, reward)
+
+
+class _FixedBudget(uc.PrivateUCB):
+    def __init__(self, n_arms, epsilon):
+        super().__init__(n_arms, 24, epsilon)
+
+
+def test_errors_inside_the_user_algorithm_are_the_users_and_name_the_step() -> None:
+    with pytest.raises(UserAlgorithmError, match=r"_Raises' \(audit run, step 6\): tell\(\) raised ZeroDivisionError: my bug"):
+        audit_algorithm(_Raises, runs=20, **UCB)
+    with pytest.raises(InvalidParameterError, match="budget or horizon"):
+        audit_algorithm(_FixedBudget, n_arms=3, params={}, epsilon=1.0, runs=20)
+
+
+# ------------------------------------------------------------------------------------ the command
+def _command(tmp_path: Path, *args: str, debug: bool = False) -> subprocess.CompletedProcess[str]:
+    for name in ("private_ucb.py",):
+        shutil.copy(EXAMPLES / name, tmp_path / name)
+    (tmp_path / "broken_ucb.py").write_text(
+        "import numpy as np\nfrom private_ucb import PrivateUCB\n\n\n"
+        "class DataScaledUCB(PrivateUCB):\n"
+        "    def tell(self, arm, reward):\n"
+        "        self.pulls[arm] += 1\n"
+        "        self.exact = getattr(self, 'exact', np.zeros(self.n_arms))\n"
+        "        self.exact[arm] += reward\n"
+        "        scale = 1 / (1 + 100 * self.exact[arm])  # noise scaled from the data\n"
+        "        self.private_sums[arm] = self.exact[arm] + np.random.default_rng().laplace(scale=scale)\n"
+        "\n\nclass Crashes(PrivateUCB):\n"
+        "    def ask(self):\n"
+        "        raise RuntimeError('oops')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DPBANDITS_DEBUG"}
+    if debug:
+        env["DPBANDITS_DEBUG"] = "1"
+    return subprocess.run([sys.executable, "-m", "dpbandits", "audit", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_command_passes_the_example_and_refutes_a_broken_copy(tmp_path: Path) -> None:
+    common = ["--epsilon", "1", "--n-arms", "3", "--param", "budget=24", "--seeded-noise"]
+    passed = _command(tmp_path, "private_ucb:PrivateUCB", *common, "--runs", "300", "--confidence", str(SURE))
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert passed.stdout.startswith("PASSED") and "power:" in passed.stdout
+    refuted = _command(tmp_path, "broken_ucb:DataScaledUCB", *common, "--runs", "200", "--json")
+    assert refuted.returncode == 3, refuted.stdout + refuted.stderr
+    assert json.loads(refuted.stdout)["passed"] is False
+
+
+def test_the_command_reports_a_crash_as_the_users_in_one_line(tmp_path: Path) -> None:
+    result = _command(tmp_path, "broken_ucb:Crashes", "--epsilon", "1", "--param", "budget=24", "--runs", "20")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: algorithm 'broken_ucb:Crashes' (audit run, step 1): ask() raised RuntimeError: oops"]
+    debug = _command(tmp_path, "broken_ucb:Crashes", "--epsilon", "1", "--param", "budget=24", "--runs", "20",
+                     debug=True)
+    assert "Traceback" in debug.stderr and "RuntimeError: oops" in debug.stderr

@@ -1,0 +1,215 @@
+"""A user's own algorithm in a study: by import path or entry point, as an agent class or a function.
+
+The docs' worked example (examples/private_ucb.py) runs beside DP-BAI on the serial and process
+backends with identical summaries; a dueling agent and a vectorised function run too; a user's
+failure is one line naming the algorithm and the step.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dpbandits._core.errors import StudyError, UserAlgorithmError
+from dpbandits.algorithms.registry import get_algorithm
+from dpbandits.experiments.config import Study
+from dpbandits.experiments.runner import run_study
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+DUELING_AGENT = '''
+import numpy as np
+
+
+class RoundRobinDuels:
+    """Duels every pair in turn; recommends the arm with most wins (not private)."""
+
+    def __init__(self, n_arms, horizon, rng=None):
+        self.n_arms, self.horizon, self.time = n_arms, horizon, 0
+        self.wins = np.zeros(n_arms)
+        self.pairs = [(i, j) for i in range(n_arms) for j in range(i + 1, n_arms)]
+
+    @property
+    def done(self):
+        return self.time >= self.horizon
+
+    def ask(self):
+        return self.pairs[self.time % len(self.pairs)]
+
+    def tell(self, pair, winner=None, first_wins=None):
+        self.wins[winner] += 1
+        self.time += 1
+
+    @property
+    def recommendation(self):
+        return int(np.argmax(self.wins))
+'''
+
+FUNCTION = '''
+import numpy as np
+
+from dpbandits._core.rng import spawn_generators
+
+
+def uniform_guess(env, *, n_trials, rng, budget):
+    """Recommends a uniformly random arm (a vectorised simulate function)."""
+    (algorithm_rng,) = spawn_generators(rng, 1)
+    arms = algorithm_rng.integers(env.n_arms, size=n_trials)
+    best = np.asarray(env.means).max()
+    return {"success": (np.asarray(env.means)[arms] == best).astype(float)}
+
+
+uniform_guess.metrics = ("success",)
+uniform_guess.proportion_metrics = ("success",)
+
+
+class Broken:
+    def __init__(self, n_arms, budget):
+        self.n_arms, self.budget, self.t = n_arms, budget, 0
+
+    done = property(lambda self: self.t >= self.budget)
+    recommendation = 0
+
+    def ask(self):
+        return 0
+
+    def tell(self, arm, reward):
+        self.t += 1
+        if self.t == 7:
+            raise KeyError("my bug")
+'''
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory holding the worked example and helper modules, importable (as the working directory is)."""
+    for name in ("private_ucb.py", "private_ucb_study.toml"):
+        shutil.copy(EXAMPLES / name, tmp_path / name)
+    (tmp_path / "my_duels.py").write_text(DUELING_AGENT)
+    (tmp_path / "my_functions.py").write_text(FUNCTION)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    return tmp_path
+
+
+def _small_example(workdir: Path) -> Study:
+    data = tomllib.loads((workdir / "private_ucb_study.toml").read_text())
+    data.update(trials=40, chunk_size=10, grid={"budget": [200], "epsilon": [0.5, 2.0]})
+    return Study.from_mapping(data)
+
+
+def test_the_worked_example_runs_with_identical_summaries_on_serial_and_process(workdir: Path) -> None:
+    study = _small_example(workdir)
+    serial = run_study(study, workdir / "serial", backend="serial", progress="none")
+    process = run_study(study, workdir / "process", backend="process", workers=2, progress="none")
+    first, second = pd.read_csv(serial.summary_path), pd.read_csv(process.summary_path)
+    pd.testing.assert_frame_equal(first, second)
+    labels = set(first["algorithm"])
+    assert labels == {"Private UCB (yours)", "DP-BAI"}
+    ucb = first[first["algorithm"] == "Private UCB (yours)"]
+    assert set(ucb["epsilon"]) == {0.5, 2.0} and (ucb["success_rate"] > 0).all()
+
+
+def test_an_entry_point_names_an_installed_algorithm(workdir: Path) -> None:
+    site = workdir / "site"
+    info = site / "my_ucb_package-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-ucb-package\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[dpbandits.algorithms]\nmy-ucb = private_ucb:PrivateUCB\n")
+    sys.path.insert(0, str(site))
+    try:
+        spec = get_algorithm("my-ucb", "mab")
+        assert spec.family == "user" and "cumulative_regret" in spec.metrics
+    finally:
+        sys.path.remove(str(site))
+
+
+def test_a_dueling_agent_and_a_vectorised_function_run_beside_built_ins(workdir: Path) -> None:
+    duels = Study.from_mapping({
+        "name": "user-duels", "seed": 1, "trials": 6, "chunk_size": 3,
+        "environment": {"name": "dueling-f1"},
+        "algorithms": [{"algorithm": "my_duels:RoundRobinDuels", "label": "round robin"},
+                       {"name": "rucb"}],
+        "grid": {"horizon": [60]},
+    })
+    result = run_study(duels, workdir / "duels", progress="none")
+    summary = pd.read_csv(result.summary_path)
+    assert {"round robin", "rucb"} <= set(summary["algorithm"])
+    assert summary[summary["algorithm"] == "round robin"]["weak_regret_mean"].notna().all()
+    mab = Study.from_mapping({
+        "name": "user-function", "seed": 1, "trials": 20, "chunk_size": 10,
+        "environment": {"name": "bernoulli", "means": [0.9, 0.5, 0.1]},
+        "algorithms": [{"algorithm": "my_functions:uniform_guess"}, {"name": "uniform"}],
+        "grid": {"budget": [30]},
+    })
+    summary = pd.read_csv(run_study(mab, workdir / "function", progress="none").summary_path)
+    assert set(summary["algorithm"]) == {"my_functions:uniform_guess", "uniform"}
+
+
+def test_a_users_failure_is_one_line_naming_the_algorithm_and_step(workdir: Path) -> None:
+    study = Study.from_mapping({
+        "name": "user-broken", "seed": 1, "trials": 2,
+        "environment": {"name": "bernoulli", "means": [0.9, 0.5]},
+        "algorithms": [{"algorithm": "my_functions:Broken"}], "grid": {"budget": [20]},
+    })
+    with pytest.raises(StudyError, match=r"algorithm 'my_functions:Broken' \(trial 0, step 7\): tell\(\) raised "
+                                         r"KeyError: 'my bug'"):
+        run_study(study, workdir / "broken", progress="none")
+    command = subprocess.run(
+        [sys.executable, "-m", "dpbandits", "run", "private_ucb_study.toml", "--out", "runs/x", "--trials", "2"],
+        cwd=workdir, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": os.environ["PYTHONPATH"]},
+    )
+    assert command.returncode == 0, command.stderr
+    (workdir / "bad.toml").write_text(textwrap.dedent("""
+        name = "bad"
+        seed = 1
+        trials = 2
+        [environment]
+        name = "bernoulli"
+        means = [0.9, 0.5]
+        [[algorithms]]
+        algorithm = "my_functions:Broken"
+        [grid]
+        budget = [20]
+    """))
+    failed = subprocess.run([sys.executable, "-m", "dpbandits", "run", "bad.toml", "--out", "runs/bad"],
+                            cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 1
+    errors = [line for line in failed.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "my_functions:Broken" in errors[0] and "step 7" in errors[0], failed.stderr
+    assert "Traceback" not in failed.stderr
+    assert "internal error" not in failed.stderr
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("no_such_module:Agent", "cannot import 'no_such_module'"),
+    ("my_functions:Missing", "has no 'Missing'"),
+    ("my_functions:spawn_generators", "must declare the metrics"),
+])
+def test_bad_names_are_refused_when_the_study_is_validated(workdir: Path, name: str, message: str) -> None:
+    with pytest.raises(StudyError, match=message):
+        Study.from_mapping({"name": "bad", "seed": 1, "trials": 2, "environment": {"name": "bernoulli", "means": [0.9, 0.5]},
+                            "algorithms": [{"algorithm": name}], "grid": {"budget": [20]}})
+    with pytest.raises(UserAlgorithmError):
+        get_algorithm(name)
+
+
+@pytest.mark.slow
+def test_the_worked_example_gives_the_same_summary_on_dask_worker_processes(workdir: Path) -> None:
+    pytest.importorskip("distributed")
+    from dpbandits.experiments.backends import DaskBackend
+
+    study = _small_example(workdir)
+    serial = run_study(study, workdir / "serial", progress="none")
+    run_study(study, workdir / "dask", backend=DaskBackend(workers=2, processes=True), progress="none")
+    assert (workdir / "dask" / "summary.csv").read_bytes() == serial.summary_path.read_bytes()
