@@ -114,15 +114,21 @@ def test_errors_keep_the_connection_open_and_log_no_values(served_app: tuple[Any
     assert "SECRET" not in logged
 
 
-def test_a_nul_character_is_a_400_not_a_retry_on_postgres(postgres_cluster: Any) -> None:
+def test_a_nul_character_is_refused_not_a_retry_on_postgres(postgres_cluster: Any) -> None:
+    from servetools import service_for
+
     from conftest import new_postgres_database
 
     store = make_store(new_postgres_database(postgres_cluster))
-    with _client(store.db, store.alice) as client:
+    with _client(store.db, store.alice) as client:  # refused by validation (4xx), never a 503 "retry"
         response = client.post("/v1/experiments", json={"kind": "dp-bai", "name": "a\x00b",
                                                         "params": {"n_arms": 3, "budget": 60, "epsilon": 1.0}})
-        assert response.status_code == 400, response.text
+        assert response.status_code in (400, 422), response.text
         assert client.get("/v1/experiments").json() == []
+    service, alice, _ = service_for(store)  # past validation, PostgreSQL itself refuses the NUL
+    with pytest.raises(sa.DBAPIError) as refused:
+        service.create(alice, "dp-bai", {"n_arms": 3, "budget": 60, "epsilon": 1.0}, name="a\x00b")
+    assert is_bad_value(refused.value) and not is_retryable(refused.value)  # answered 400, not 503
 
 
 def test_terminated_connections_are_503_never_500_and_the_service_recovers(postgres_cluster: Any) -> None:
