@@ -46,6 +46,7 @@ from dpbandits._core.errors import DPBanditsError
 from dpbandits.serve.auth import KeyCache
 from dpbandits.serve.errors import NotFound, QuotaExceeded, Retry, ServiceError
 from dpbandits.serve.kinds import list_kinds
+from dpbandits.serve.locking import backoff
 from dpbandits.serve.quotas import ConcurrencyLimit, Quotas
 from dpbandits.serve.schemas import CreateExperiment, SampleRequest, TellRequest
 from dpbandits.serve.service import ATTEMPTS, ExperimentService, NeedsThread, library_error_status
@@ -300,6 +301,7 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
             except Retry:
                 if attempt == ATTEMPTS - 1:
                     raise
+                await asyncio.sleep(backoff(attempt))
         raise AssertionError("unreachable")
 
     @app.exception_handler(RequestValidationError)

@@ -28,7 +28,9 @@ does not hold.
 from __future__ import annotations
 
 import queue
+import secrets
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -46,6 +48,7 @@ __all__ = [
     "SELECT_ROW",
     "ExperimentLocks",
     "GroupCommitter",
+    "backoff",
     "compare_and_set",
     "done_future",
     "lock_experiment_row",
@@ -125,8 +128,15 @@ class GroupCommitter:
                 future.set_exception(value)
 
 
-ATTEMPTS = 4
+ATTEMPTS = 8
 """How often a request that lost a race with another server process is recomputed before a 503."""
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before attempt ``attempt + 1``: random and growing, so racing processes desynchronise."""
+    return secrets.randbelow(1001) / 1000 * 0.002 * 2 ** min(attempt, 6)
+
+
 U = TypeVar("U")
 
 
@@ -159,6 +169,7 @@ def retrying(request: Callable[[], Future[T]]) -> T:
         except Retry:
             if attempt == ATTEMPTS - 1:
                 raise
+            time.sleep(backoff(attempt))
     raise AssertionError("unreachable")
 
 

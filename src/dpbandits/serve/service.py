@@ -94,6 +94,7 @@ from dpbandits.serve.locking import (
     SELECT_ROW,
     ExperimentLocks,
     GroupCommitter,
+    backoff,
     compare_and_set,
     done_future,
     lock_experiment_row,
@@ -621,6 +622,7 @@ class ExperimentService:
             except Retry:
                 if attempt == ATTEMPTS - 1:
                     raise
+                time.sleep(backoff(attempt))
         raise AssertionError("unreachable")
 
     def _sample_once(self, owner_id: int, experiment_id: str, size: int, context: list[float] | None,
