@@ -43,9 +43,13 @@ print(f"audited loss {report.epsilon_hat:.5f} <= claimed {policy.privacy.epsilon
 # --8<-- [start:sample]
 from dpbandits import Accountant
 
+# A budget spends the data-independent guarantee over the declared domain (Delta(m)/eta, the same for
+# every dataset in it), never the per-instance figure, which would make the ledger reveal the data.
+# Without a declared domain (``policy`` above) accountant= is refused before the data is read.
 accountant = Accountant(epsilon_budget=1.0)
-actions = policy.sample(size=3, accountant=accountant)  # OpenDP's exact Gumbel noisy-max
-print("three private actions:", actions, " spent:", round(accountant.spent().epsilon, 5))
+actions = floored.sample(size=3, accountant=accountant)  # OpenDP's exact Gumbel noisy-max
+print("per sample:", round(floored.sample_guarantee().epsilon, 5),
+      " three private actions:", actions, " spent:", round(accountant.spent().epsilon, 5))
 # --8<-- [end:sample]
 
 # --8<-- [start:decay]

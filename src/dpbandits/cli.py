@@ -5,8 +5,10 @@ Commands: ``run``, ``reproduce``, ``status``, ``summary``, ``plot``, ``version``
 error prints one ``Error: ...`` line on stderr and exits non-zero, never a traceback: user errors
 (any :class:`~dpbandits._core.errors.DPBanditsError`: an invalid study, a run directory of another
 study, a study too large for the machine), file-system errors and exhausted memory exit with status
-1, usage errors (an option value that is not a number) with status 2. An interrupted run exits with
-130 (Ctrl-C) or 143 (SIGTERM) after saving its finished cells.
+1, usage errors (an option value that is not a number) with status 2; with ``--json`` the error is a
+JSON object on stdout instead. An interrupted run exits with 130 (Ctrl-C) or 143 (SIGTERM) after
+saving its finished cells. The group that does this, and takes ``-q``/``-v`` anywhere on the line,
+is :class:`dpbandits._cli_group.CommandGroup`.
 
 Start-up
 --------
@@ -26,114 +28,25 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import pkgutil
-import sys
-import traceback
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TextIO
+from typing import Annotated, Any, NoReturn
 
 import typer
-from typer.core import TyperGroup
 
 import dpbandits
-from dpbandits._core.errors import DPBanditsError
+from dpbandits._cli_group import CommandGroup, configure_logging, fail, make_console
 
 __all__ = ["app", "configure_logging", "main", "privacy_lines", "register_extensions", "run_status"]
 
 
-def _one_line(message: str) -> str:
-    """A possibly multi-line message as one line: ``first line: second; third``."""
-    first, *rest = [line.strip() for line in message.splitlines() if line.strip()] or [""]
-    return first if not rest else f"{first.rstrip(':')}: {'; '.join(rest)}"
-
-
 def _fail(message: str, code: int = 1) -> NoReturn:
-    typer.echo(f"Error: {_one_line(message)}", err=True)
-    raise typer.Exit(code)
-
-
-class _UserErrorGroup(TyperGroup):
-    """Every error of every command ends as one ``Error: ...`` line on stderr and a non-zero exit.
-
-    Library errors (:class:`~dpbandits._core.errors.DPBanditsError`), file-system errors and
-    exhausted memory exit with status 1; usage errors (a bad option value) with status 2; anything
-    else is a bug, reported in one line too (``DPBANDITS_DEBUG=1`` shows the traceback).
-    """
-
-    #: The order ``--help`` lists the commands in (others follow in registration order).
-    COMMAND_ORDER = ("list", "show", "init-study", "run", "reproduce", "status", "summary", "plot",
-                     "account", "audit", "serve", "api-key", "version")
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        """The commands, in :attr:`COMMAND_ORDER` (catalogue, studies, accounting, service, version)."""
-        names = super().list_commands(ctx)
-        rank = {name: index for index, name in enumerate(self.COMMAND_ORDER)}
-        return sorted(names, key=lambda name: rank.get(name, len(rank)))
-
-    def invoke(self, ctx: Any) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt, SystemExit):
-            raise
-        except DPBanditsError as exc:
-            if os.environ.get("DPBANDITS_DEBUG"):  # e.g. a user's algorithm failed: show where
-                traceback.print_exception(exc)
-            _fail(str(exc))
-        except OSError as exc:
-            where = f" {exc.filename!r}" if exc.filename else ""
-            _fail(f"cannot access{where}: {exc.strerror or exc}")
-        except MemoryError:
-            _fail("out of memory; lower trials, chunk_size, the study's sizes or --workers")
-        except Exception as exc:
-            if os.environ.get("DPBANDITS_DEBUG"):
-                raise
-            _fail(f"internal error ({type(exc).__name__}: {exc}); please report it "
-                  "(DPBANDITS_DEBUG=1 shows the traceback)")
-
-    def main(
-        self,
-        args: Sequence[str] | None = None,
-        prog_name: str | None = None,
-        complete_var: str | None = None,
-        standalone_mode: bool = True,
-        windows_expand_args: bool = True,
-        **extra: Any,
-    ) -> Any:
-        """Run the CLI; usage errors are one line too (not a usage block)."""
-        try:
-            return self._main(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
-        finally:
-            _remove_command_line_handlers()  # the library logs as configured by its host again
-
-    def _main(
-        self,
-        args: Sequence[str] | None,
-        prog_name: str | None,
-        complete_var: str | None,
-        standalone_mode: bool,
-        windows_expand_args: bool,
-        **extra: Any,
-    ) -> Any:
-        if not standalone_mode:
-            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
-        try:
-            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
-        except typer.TyperException as exc:  # usage errors: a bad option value, a missing argument
-            message = _one_line(exc.format_message())
-            if message:  # (no arguments at all: the help was printed, nothing to add)
-                typer.echo(f"Error: {message}", err=True)
-            sys.exit(exc.exit_code)
-        except typer.Abort:
-            typer.echo("Error: aborted", err=True)
-            sys.exit(1)
-        sys.exit(code if isinstance(code, int) else 0)
+    fail(message, code)
 
 
 app = typer.Typer(
     name="dpbandits",
-    cls=_UserErrorGroup,
+    cls=CommandGroup,
     help="Differentially private bandit algorithms: studies, privacy accounting and audits.",
     no_args_is_help=True,
     add_completion=False,
@@ -147,35 +60,6 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
-class _CommandLineHandler(logging.StreamHandler[TextIO]):
-    """The handler the CLI puts on the ``dpbandits`` logger (one per invocation, on the current stderr)."""
-
-
-def _remove_command_line_handlers() -> None:
-    logger = logging.getLogger("dpbandits")
-    added = [handler for handler in logger.handlers if isinstance(handler, _CommandLineHandler)]
-    for handler in added:
-        logger.removeHandler(handler)
-    if added:
-        logger.setLevel(logging.NOTSET)
-        logger.propagate = True
-
-
-def configure_logging(*, quiet: bool = False, verbose: bool = False) -> None:
-    """Send the library's log records (logger ``dpbandits``) to stderr as ``[dpbandits] message`` lines.
-
-    The level is INFO (progress lines, notes), WARNING with ``quiet`` and DEBUG (per-cell timings,
-    the backend's choices) with ``verbose``. Called once per invocation by the root callback.
-    """
-    _remove_command_line_handlers()
-    logger = logging.getLogger("dpbandits")
-    handler = _CommandLineHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("[dpbandits] %(name)s: %(message)s" if verbose else "[dpbandits] %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
-    logger.propagate = False
-
-
 @app.callback()
 def _root(
     version: bool = typer.Option(
@@ -183,20 +67,34 @@ def _root(
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress or notes on stderr (errors and results only)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug log lines on stderr (per-cell timings, backend choices)."),
+    as_json: bool = typer.Option(False, "--json", hidden=True, help="JSON output and errors (list, show, status, account)."),
 ) -> None:
-    """Differentially private bandit algorithms: studies, privacy accounting and audits."""
-    if quiet and verbose:
-        _fail("--quiet and --verbose exclude each other", code=2)
-    configure_logging(quiet=quiet, verbose=verbose)
+    """Differentially private bandit algorithms: studies, privacy accounting and audits.
+
+    -q/--quiet and -v/--verbose may also follow the command (``dpbandits run study.toml -q``).
+    """
+    del quiet, verbose, as_json  # applied as they are parsed, wherever on the line (see dpbandits._cli_group)
 
 
 @app.command("version")
-def version_command() -> None:
-    """Print the version of dpbandits and of its main dependencies."""
-    import numpy
-    import scipy
+def version_command(as_json: bool = typer.Option(False, "--json", help="Print JSON (for scripts).")) -> None:
+    """Print the versions of dpbandits, Python and every dependency that can change a result or a guarantee.
 
-    typer.echo(f"dpbandits {dpbandits.__version__} (numpy {numpy.__version__}, scipy {scipy.__version__})")
+    First the ones that can change a number (OpenDP's noise, dp-accounting, NumPy, SciPy, ...), then
+    those that only draw, print or distribute, then the platform; a run directory's manifest
+    records the same list for every session.
+    """
+    import json
+
+    from dpbandits._core.versions import dependency_versions
+
+    found = dependency_versions()
+    if as_json:
+        typer.echo(json.dumps(found, indent=2))
+        return
+    width = max(map(len, found))
+    for name, number in found.items():
+        typer.echo(f"{name:<{width}}  {number}")
 
 
 # Options shared by `run` and `reproduce`.
@@ -205,6 +103,10 @@ _BACKEND = typer.Option("serial", "--backend", "-b", help="serial, process or da
 _WORKERS = typer.Option(None, "--workers", "-w", min=1, help="Workers of the process pool or local dask cluster (default: all cores).")
 _SCHEDULER = typer.Option(None, "--scheduler", help="Dask scheduler address (default: start a local cluster).")
 _RESUME = typer.Option(False, "--resume", help="Continue an interrupted run; finished cells are kept.")
+_VERSION_CHANGE = typer.Option(
+    False, "--allow-version-change",
+    help="With --resume: continue a run computed with other versions of Python, NumPy, dpbandits, ... "
+         "(refused otherwise); each cell records the session, and so the versions, that computed it.")
 _TRIALS = typer.Option(None, "--trials", "-n", min=1, help="Override the study's number of trials.")
 _SEED = typer.Option(None, "--seed", min=0, help="Override the study's root seed.")
 _PROGRESS = typer.Option("auto", "--progress", help="auto (bar on a terminal, log lines otherwise), rich, log, none.")
@@ -224,6 +126,7 @@ def _run(
     seed: int | None,
     progress: str,
     plot: bool,
+    allow_version_change: bool = False,
 ) -> None:
     from dpbandits._core.validation import check_one_of
     from dpbandits.experiments.plots import import_in_background, plot_run
@@ -241,7 +144,8 @@ def _run(
     plot_import = import_in_background() if plot else None  # overlaps the run (joined before plotting)
     try:
         result = run_study(study, run_dir, backend=backend, workers=workers, scheduler=scheduler,
-                           resume=resume, progress=progress, source_text=source_text)
+                           resume=resume, progress=progress, source_text=source_text,
+                           allow_version_change=allow_version_change)
     except KeyboardInterrupt as exc:
         signal_name, code = ("SIGTERM", 143) if isinstance(exc, RunTerminated) else ("interrupt", 130)
         typer.echo(f"Error: stopped by {signal_name}; finished cells are saved in {run_dir} — continue with "
@@ -299,7 +203,6 @@ def _print_summary(run_dir: Path, *, max_rows: int | None = None) -> None:
 
     With more than ``max_rows`` rows, say so and where the full table is instead.
     """
-    from rich.console import Console
     from rich.table import Table
 
     from dpbandits.experiments.store import SUMMARY_NAME, read_summary, summary_metrics
@@ -324,7 +227,7 @@ def _print_summary(run_dir: Path, *, max_rows: int | None = None) -> None:
             if row[estimate] else "" for m, estimate in metrics.items()
         ]
         table.add_row(*(row[name] for name in swept), row["algorithm"], row["n_trials"], *cells)
-    Console(width=max(100, Console().width)).print(table)
+    make_console(min_width=100).print(table)
 
 
 @app.command("run")
@@ -339,6 +242,7 @@ def run_command(
     seed: int | None = _SEED,
     progress: str = _PROGRESS,
     plot: bool = _PLOT,
+    allow_version_change: bool = _VERSION_CHANGE,
 ) -> None:
     """Run a study file: results, summary.csv and plots go to the run directory."""
     from dpbandits.experiments.config import parse_study_text, read_study_text
@@ -346,7 +250,7 @@ def run_command(
     text = read_study_text(study_file)
     study = parse_study_text(text, source=str(study_file))
     _run(study, text, out=out, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
-         trials=trials, seed=seed, progress=progress, plot=plot)
+         trials=trials, seed=seed, progress=progress, plot=plot, allow_version_change=allow_version_change)
 
 
 @app.command("reproduce")
@@ -361,6 +265,7 @@ def reproduce_command(
     seed: int | None = _SEED,
     progress: str = _PROGRESS,
     plot: bool = _PLOT,
+    allow_version_change: bool = _VERSION_CHANGE,
 ) -> None:
     """Run a bundled study by name."""
     from dpbandits.experiments.bundled import bundled_study_text
@@ -369,7 +274,7 @@ def reproduce_command(
     text = bundled_study_text(name)
     study = parse_study_text(text, source=f"bundled study {name!r}")
     _run(study, text, out=out, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
-         trials=trials, seed=seed, progress=progress, plot=plot)
+         trials=trials, seed=seed, progress=progress, plot=plot, allow_version_change=allow_version_change)
 
 
 def run_status(run_dir: Path) -> dict[str, Any]:
@@ -401,7 +306,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         "run_dir": str(run_dir), "study": manifest["study"], "study_digest": manifest["study_digest"],
         "seed": manifest["seed"], "trials": manifest["trials"], "state": state, "status": status,
         "cells_total": len(states), "cells_done": done, "cells_damaged": damaged,
-        "sessions": [{key: session.get(key) for key in ("started", "ended", "status", "backend")}
+        "sessions": [{key: session.get(key) for key in ("started", "ended", "status", "backend", "versions")}
                      for session in manifest["sessions"]],
     }
 
@@ -428,9 +333,14 @@ def status_command(
                f"seed {found['seed']}, {found['trials']} trials per cell)")
     typer.echo(f"status:   {found['status']} — {done}/{total} cells done"
                + (f", {damaged} damaged (recomputed on --resume)" if damaged else ""))
+    from dpbandits.experiments.store import version_change
+
     for number, session in enumerate(found["sessions"], start=1):
         typer.echo(f"session {number}: {session['started']} → {session['ended'] or '(no end recorded)'} "
                    f"{session['status']} ({session['backend']})")
+        previous = found["sessions"][number - 2].get("versions") if number > 1 else None
+        if previous and session.get("versions") and (change := version_change(previous, session["versions"])):
+            typer.echo(f"  with other versions than session {number - 1}: {change}")
     if done < total:
         typer.echo("continue with: dpbandits run STUDY.toml --out RUN_DIR --resume (same --trials/--seed)")
 

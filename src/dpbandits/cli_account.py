@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import warnings
 from dataclasses import dataclass
 from enum import StrEnum
@@ -204,13 +205,37 @@ def _contextual(setting: Setting, data: Path, actions: Path | None, options: Opt
     else:
         policy = KLRLHFPolicy(eta=o.eta, beta0=o.beta0, ridge=o.ridge, norm_bound=o.norm_bound,
                               min_eigenvalue=o.min_eigenvalue)
-        policy.fit(read_preferences(data, feature_columns=reading.columns(reading.feature_cols or "z*"),
-                                    label_column=reading.label_col, file_format=reading.file_format))
+        preferences = read_preferences(data, feature_columns=reading.columns(reading.feature_cols or "z*"),
+                                       label_column=reading.label_col, file_format=reading.file_format)
+        _fit_rlhf(policy, preferences, data)
         extra = {"neighbouring": o.neighbouring}
     pure = policy.guarantee(features, kind="pure", variant=o.variant, scope=o.scope, **extra)
     approx = (policy.guarantee(features, kind="approx", variant="corrected" if o.variant == "tight" else o.variant,
                                lambda0=o.lambda0, **extra) if o.lambda0 is not None else None)
     return policy.probabilities(features), pure, approx
+
+
+def _fit_rlhf(policy: Any, preferences: Any, data: Path) -> None:
+    """Fit the RLHF policy; an MLE that cannot be certified names the CLI option to change (--norm-bound).
+
+    The policy's public solver tolerance is not a CLI option: when the certified solver error
+    exceeds it (the curvature bound 1/κ_B, κ_B = 2 + e^{2B} + e^{−2B}, vanishes for a large MLE radius
+    B, or the comparisons do not span every direction), the refusal says so in CLI terms.
+    """
+    try:
+        policy.fit(preferences)
+    except InvalidParameterError:
+        error = getattr(policy, "solver_error_", None)
+        if error is None or error <= policy.solver_tolerance:
+            raise
+        bound = policy.norm_bound
+        kappa = "overflows a float" if not 2.0 * bound < math.log(sys.float_info.max) else f"= {2.0 + math.exp(2.0 * bound) + math.exp(-2.0 * bound):.3g}"
+        raise InvalidParameterError(
+            f"--norm-bound {bound:g}: the MLE on --data {data} cannot be certified to within the solver tolerance "
+            f"{policy.solver_tolerance:g} the guarantee needs (certified error {error:.3g}; kappa_B = 2 + e^(2B) + "
+            f"e^(-2B) {kappa}); lower --norm-bound (e.g. 1-5), or check that the comparisons span every "
+            "direction (sum of z z^T singular)"
+        ) from None
 
 
 def _account(setting: Setting, data: Path, actions: Path | None, options: Options,
@@ -243,6 +268,22 @@ def _account(setting: Setting, data: Path, actions: Path | None, options: Option
         "warnings": notes,
     }
     return result, notes
+
+
+def _explained_rows(result: dict[str, Any], options: Options) -> list[tuple[str, str]]:
+    """The table's rows (quantity, what it means); a row without a value (an empty reason) is left out."""
+    approximate = options.n0 is not None or options.k is not None or options.lambda0 is not None
+    rows = [
+        ("unit", "what one record is: the unit the guarantee protects"),
+        ("neighbouring", "which datasets count as neighbours (one record changed, added or removed)"),
+        ("epsilon0", "pure DP: epsilon of one sampled action with delta = 0"),
+        ("epsilon", "(epsilon, delta)-DP from " + ("--n0/--k" if result["setting"] == "mab" else "--lambda0")
+         if approximate else "the pure epsilon0 again (no --n0/--k/--lambda0: no approximate guarantee asked)"),
+        ("delta", "the probability the epsilon bound may fail" if approximate else "0: a pure guarantee"),
+        ("reference", "the result the numbers come from"),
+        ("reason", "why a guarantee is infinite or restricted"),
+    ]
+    return [(key, meaning) for key, meaning in rows if result[key] not in ("", None)]
 
 
 def _json_number(value: Any) -> Any:
@@ -308,16 +349,19 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps({key: _json_number(v) for key, v in result.items()}))
             return
-        from rich.console import Console
         from rich.markup import escape
         from rich.table import Table
 
-        console = Console()
+        from dpbandits._cli_group import make_console
+
+        console = make_console()
         table = Table(title=f"dpbandits account {setting.value} ({variant})")
         table.add_column("quantity")
         table.add_column("value")
-        for key in ("unit", "neighbouring", "epsilon0", "epsilon", "delta", "reference", "reason"):
-            table.add_row(key, f"{result[key]:.6g}" if isinstance(result[key], float) else escape(str(result[key])))
+        table.add_column("meaning")
+        for key, meaning in _explained_rows(result, options):
+            value = result[key]
+            table.add_row(key, f"{value:.6g}" if isinstance(value, float) else escape(str(value)), escape(meaning))
         console.print(table)
         console.print("probabilities: " + ", ".join(f"{p:.6g}" for p in result["probabilities"]))
         if result["per_instance"]:

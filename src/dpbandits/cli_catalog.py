@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,7 +22,10 @@ import typer
 
 from dpbandits._core.errors import InvalidParameterError
 
-__all__ = ["catalogue", "describe", "register"]
+__all__ = ["catalogue", "describe", "plain_text", "register"]
+
+DEFAULT_TEMPLATE = "quickstart"
+"""The study ``init-study`` copies without a name: a private one (DP-BAI, ε-DP, at five ε)."""
 
 # Parameters of a simulation entry point / environment factory that a study does not set.
 _SUPPLIED_BY_RUNNER = frozenset({"env", "n_trials", "rng"})
@@ -44,6 +48,26 @@ def catalogue() -> dict[str, list[dict[str, Any]]]:
         ],
         "studies": [{"name": study.name, "description": study.description} for study in list_bundled_studies()],
     }
+
+
+_ROLE = re.compile(r":(?:[a-z]+:)*[a-z]+:`~?([^`<]*?)(?:\s*<([^`>]*)>)?`")
+_LITERAL = re.compile(r"``(.+?)``")
+
+
+def plain_text(docstring: str) -> str:
+    """A docstring's reST as plain text: cross-references as their names, literals without quotes.
+
+    ``:class:`~a.b.C``` gives ``C`` (``~``: the last dotted part), ``:func:`title <target>``` gives
+    ``title``, a double-backquoted literal its text, and a doubled backslash one backslash.
+    """
+
+    def reference(match: re.Match[str]) -> str:
+        whole, title = match.group(0), match.group(1).strip()
+        if match.group(2) is not None:
+            return title or match.group(2)
+        return title.rsplit(".", 1)[-1] if "`~" in whole else title
+
+    return _LITERAL.sub(r"\1", _ROLE.sub(reference, docstring)).replace("\\\\", "\\")
 
 
 def _parameters(function: Any) -> list[dict[str, Any]]:
@@ -79,13 +103,13 @@ def describe(name: str) -> list[dict[str, Any]]:
                 "type": "algorithm", "name": spec.name, "family": spec.family, "privacy": spec.privacy,
                 "environments": list(spec.environments), "metrics": list(spec.metrics),
                 "proportion_metrics": list(spec.proportion_metrics), "parameters": _parameters(spec.simulate),
-                "documentation": inspect.getdoc(spec.simulate) or spec.description,
+                "documentation": plain_text(inspect.getdoc(spec.simulate) or spec.description),
             })
     for env in list_environments():
         if env.name == name:
             found.append({
                 "type": "environment", "name": env.name, "kind": env.kind, "description": env.description,
-                "parameters": _parameters(env.factory), "documentation": inspect.getdoc(env.factory) or "",
+                "parameters": _parameters(env.factory), "documentation": plain_text(inspect.getdoc(env.factory) or ""),
             })
     for study in list_bundled_studies():
         if study.name == name:
@@ -116,12 +140,9 @@ def _table(title: str, columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from dpbandits._cli_group import make_console
 
-    console = Console()
-    if not console.is_terminal:  # piped output has no terminal width: do not squeeze it into 80 columns
-        console.width = max(console.width, 160)
-    return console
+    return make_console(wide_when_piped=True)
 
 
 def _print_json(value: Any) -> None:
@@ -168,7 +189,7 @@ def show_command(
         if entry["type"] == "study":
             console.print(f"[bold]{escape(entry['name'])}[/bold] (bundled study): {escape(entry['description'])}")
             console.print(f"run it: dpbandits reproduce {entry['name']}; edit a copy: dpbandits init-study {entry['name']}\n")
-            console.print(escape(entry["toml"]), highlight=False, markup=False)
+            console.print(entry["toml"], highlight=False, markup=False)  # as written: a copy parses
             continue
         if entry["type"] == "algorithm":
             console.print(f"[bold]{escape(entry['name'])}[/bold] (algorithm, family {entry['family']})")
@@ -183,16 +204,18 @@ def show_command(
         console.print(f"parameters:   set in {escape(where)}")
         console.print(_table("", ("parameter", "default"), _parameter_rows(entry["parameters"])))
         if entry["documentation"]:
-            console.print(escape(entry["documentation"]), highlight=False)
+            console.print(entry["documentation"], highlight=False, markup=False)
         console.print()
 
 
 def init_study_command(
-    name: Annotated[str, typer.Argument(help="A bundled study (see `dpbandits list`).")],
+    name: Annotated[str, typer.Argument(
+        help="A bundled study (see `dpbandits list`); default: quickstart, a private study (DP-BAI at five ε).")
+    ] = DEFAULT_TEMPLATE,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File (or directory) to write (default: ./NAME.toml).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite the file if it exists.")] = False,
 ) -> None:
-    """Write a copy of a bundled study to a TOML file to edit, then `dpbandits run` it."""
+    """Write a copy of a bundled study (default: the private quickstart) to a TOML file to edit, then `dpbandits run` it."""
     from dpbandits.experiments.bundled import bundled_study_text
     from dpbandits.experiments.store import atomic_write_text
 

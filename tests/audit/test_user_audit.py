@@ -85,11 +85,11 @@ def test_correct_twins_of_the_controls_pass(correct: type, options: dict) -> Non
 
 
 def test_power_grows_with_runs_and_is_infinite_for_events_too_rare() -> None:
-    alpha = 0.05 / 10
-    few, many = detectable_epsilon(1.0, 200, alpha), detectable_epsilon(1.0, 20_000, alpha)
+    options = {"confidence": 0.99, "n_events": 5}
+    few, many = detectable_epsilon(1.0, 200, **options), detectable_epsilon(1.0, 20_000, **options)
     assert 1.0 < many < few < math.inf
     assert many < 1.1  # 20 000 runs resolve a tenth of a nat
-    assert detectable_epsilon(5.0, 20, alpha) == math.inf  # 20 runs cannot show a ratio of e^5
+    assert detectable_epsilon(5.0, 20, **options) == math.inf  # 20 runs cannot show a ratio of e^5
 
 
 class _Raises(uc.PrivateUCB):

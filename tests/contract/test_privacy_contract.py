@@ -3,7 +3,9 @@
 Every registered algorithm that claims privacy must register privacy cases
 (:mod:`dpbandits.audit.cases`) with at least one adversarial neighbour pair; every correct case must
 pass its audits and every negative control must be caught. Statistical audits run at confidence
-1 − 1e-6 per case (false-failure rate <= 1e-6 per case); exact audits are deterministic.
+1 − 1e-6 per case (false-failure rate <= 1e-6 per case); exact audits are deterministic. The audits of
+the deployed samplers state their power (``notes["power"]``, printed in their reports); their
+many-draw twins (``heavy``) are marked slow.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ def _claims_privacy(privacy: str) -> bool:
 
 
 PRIVATE = sorted(spec.name for spec in list_algorithms() if _claims_privacy(spec.privacy))
-CASES = [(name, index) for name in registered_case_algorithms() for index, _ in enumerate(privacy_cases(name))]
+CASES = [pytest.param(name, index, marks=[pytest.mark.slow] if case.heavy else [])
+         for name in registered_case_algorithms() for index, case in enumerate(privacy_cases(name))]
 
 
 @pytest.mark.parametrize("name", PRIVATE)
@@ -39,6 +42,15 @@ def test_case_passes_or_control_is_caught(name: str, index: int, seed: int) -> N
     case = list(privacy_cases(name))[index]
     report = run_privacy_case(case, seed)
     assert report.as_expected, str(report)
+
+
+def test_deployed_samplers_state_their_power() -> None:
+    """Every statistical audit of a deployed (secure) sampler says what violation it can detect."""
+    sampled = [case for name in registered_case_algorithms() for case in privacy_cases(name)
+               if case.sample is not None and not case.broken and ("deployed" in case.description
+                                                                   or "secure" in case.description)]
+    assert sampled and all("power" in case.notes for case in sampled), [c.description for c in sampled
+                                                                         if "power" not in c.notes]
 
 
 def test_negative_controls_cover_the_known_defect_classes() -> None:

@@ -62,7 +62,7 @@ def test_readme_shell_commands_run_in_order(tmp_path: Path) -> None:
     assert commands[0].startswith("dpbandits reproduce quickstart")
     assert first is not None
     assert "DP-BAI: ε-DP for one entry of the reward table, at ε = {0.03, 0.1, 0.3, 1.0, 3.0}" in first.stdout
-    summary = tmp_path / "runs" / "bai-smoke" / "summary.csv"
-    assert summary.read_text(encoding="utf-8").startswith("budget,algorithm,n_trials,")
+    summary = tmp_path / "runs" / "my-study" / "summary.csv"  # the study init-study copied: a private one
+    assert summary.read_text(encoding="utf-8").startswith("budget,epsilon,algorithm,n_trials,")
     for name in ("manifest.json", "study.toml", "cells", "plots"):
-        assert (tmp_path / "runs" / "bai-smoke" / name).exists(), name
+        assert (tmp_path / "runs" / "my-study" / name).exists(), name

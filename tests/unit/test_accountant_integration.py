@@ -126,12 +126,12 @@ def test_kl_policies_and_baselines() -> None:
     from dpbandits.envs.offline import LoggedBanditData, simulate_logged_contextual
 
     actions, rewards = [0] * 40 + [1] * 30 + [2] * 30, [1, 0] * 50
-    mab = KLMABPolicy(n_arms=3, eta=0.5, beta0=0.1).fit(actions, rewards)
-    _check(lambda acc, spy: mab.sample(backend=spy, accountant=acc), mab.privacy.epsilon)
-    linear = KLLinearPolicy(eta=1.0, beta0=0.5, ridge=2.0).fit(
+    mab = KLMABPolicy(n_arms=3, eta=0.5, beta0=0.1, min_count=20).fit(actions, rewards)
+    _check(lambda acc, spy: mab.sample(backend=spy, accountant=acc), mab.sample_guarantee().epsilon)
+    linear = KLLinearPolicy(eta=1.0, beta0=0.5, ridge=2.0, min_eigenvalue=20.0, max_records=400).fit(
         simulate_logged_contextual([0.3, 0.2], 300, rng=np.random.default_rng(0)))
     features = np.array([[0.5, 0.1], [0.0, 0.6], [0.3, 0.3]])
-    _check(lambda acc, spy: linear.sample(features, backend=spy, accountant=acc), linear.guarantee(features).epsilon)
+    _check(lambda acc, spy: linear.sample(features, backend=spy, accountant=acc), linear.sample_guarantee().epsilon)
     data = LoggedBanditData(actions, rewards, 3, 1.0)
     for cls in (ExponentialMechanismMAB, ReportNoisyMaxMAB):
         baseline = cls(3, epsilon=1.0, min_count=20).fit(data)

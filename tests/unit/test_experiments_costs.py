@@ -86,6 +86,6 @@ def test_every_bundled_study_passes_the_cost_check(name: str) -> None:
 
 
 def test_too_many_local_worker_processes_are_refused() -> None:
-    with pytest.raises(StudyError, match=r"^workers: 100000 worker processes need at least 1 TB, more than"):
+    with pytest.raises(StudyError, match=r"^workers: 100000 worker processes need at least 1.3 TB, more than"):
         check_study_cost(_bai({"name": "uniform"}, 100), workers=100_000, local_processes=100_000,
                          limit_bytes=16 * GB)

@@ -186,3 +186,22 @@ def test_a_prepared_adder_checks_its_values(seed: int) -> None:
             backend.adder("discrete_laplace", 1.0)(np.array([0.5]))
         with pytest.raises(InvalidParameterError, match="2\\*\\*53"):
             backend.adder("discrete_laplace", 1.0)(np.array([2**60]))
+
+
+def test_secure_gumbel_max_gives_opendp_every_action_of_every_row() -> None:
+    """Fixed work (issue 23, defect 6): the number of candidates is the public K, whatever has weight 0."""
+    from dpbandits.privacy.noise import SecureNoise
+
+    backend = SecureNoise()
+    measurement = backend._measurement("gumbel_max", 1.0)
+    lengths: list[int] = []
+
+    def spy(scores: list[float]) -> int:
+        lengths.append(len(scores))
+        return int(measurement(scores))
+
+    backend._measurements = {**backend._measurements, ("gumbel_max", 1.0): spy}
+    rows = np.array([[0.0, -1.0, -2.0, -3.0], [0.0, -np.inf, -np.inf, -1.0], [-np.inf, -np.inf, -np.inf, 0.0]])
+    draws = backend.gumbel_max(rows, size=50)
+    assert lengths == [4] * 150
+    assert set(draws[:, 1].tolist()) <= {0, 3} and set(draws[:, 2].tolist()) == {3}

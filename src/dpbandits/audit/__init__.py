@@ -11,6 +11,11 @@
 * :mod:`dpbandits.audit.transcript` — for adaptive algorithms that release through Laplace-type
   noise: the exact log-density ratio of one run's transcript and its supremum over the noise, by
   recording the releases and replaying them on a neighbour (:func:`compare_transcripts`).
+* :mod:`dpbandits.audit.budgets` — the budget contract: what a release spends and when the budget
+  refuses must be identical on neighbouring inputs, and shared ledgers must never be overspent.
+
+:func:`detectable_violation` states the power of a statistical audit (the smallest excess over the
+claim it detects).
 
 A violation found by either auditor is evidence against the claim (exact: a counterexample;
 statistical: at the stated confidence). Passing is evidence, not proof, unless the neighbouring
@@ -36,6 +41,7 @@ from dpbandits.audit.statistical import (
     StatisticalAuditReport,
     ThresholdEvent,
     clopper_pearson,
+    detectable_violation,
     epsilon_lower_bound,
     select_events,
     threshold_events,
@@ -57,6 +63,7 @@ __all__ = [
     "compare_transcripts",
     "delta_for_epsilon",
     "delta_for_epsilon_batch",
+    "detectable_violation",
     "epsilon_lower_bound",
     "float_attack",
     "hockey_stick_divergence",

@@ -34,8 +34,8 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -44,10 +44,17 @@ from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike, spawn_generators
 from dpbandits.audit.exact import audit_exact
 from dpbandits.audit.floating_point import float_attack
-from dpbandits.audit.statistical import OutcomeEvent, epsilon_lower_bound, threshold_events
+from dpbandits.audit.statistical import (
+    OutcomeEvent,
+    detectable_violation,
+    epsilon_lower_bound,
+    threshold_events,
+)
 from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = [
+    "PRIVACY_CASES",
+    "CaseRegistry",
     "CaseReport",
     "NeighbourPair",
     "PairReport",
@@ -57,6 +64,7 @@ __all__ = [
     "register_privacy_cases",
     "registered_case_algorithms",
     "run_privacy_case",
+    "with_power",
 ]
 
 CASE_MODULES: tuple[str, ...] = (
@@ -64,7 +72,17 @@ CASE_MODULES: tuple[str, ...] = (
     "dpbandits.audit.cases.dueling",
     "dpbandits.audit.cases.kernel",
     "dpbandits.audit.cases.offline",
+    "dpbandits.audit.cases.budgets",
 )
+
+
+class _Case(Protocol):
+    @property
+    def algorithm(self) -> str:
+        """Registry name of the audited algorithm."""
+
+
+C = TypeVar("C", bound=_Case)
 
 
 @dataclass(frozen=True)
@@ -125,6 +143,8 @@ class PrivacyCase:
         Confidence of the statistical lower bound (its false-failure rate is 1 − confidence).
     float_attack : bool, default False
         Also run the floating-point attack on the sampled releases.
+    heavy : bool, default False
+        A long statistical audit (many draws): the test suite marks it slow.
     broken : bool, default False
         A negative control: the audit must refute ``claim`` on some pair.
     """
@@ -140,6 +160,7 @@ class PrivacyCase:
     n_samples: int = 20_000
     confidence: float = 1 - 1e-6
     float_attack: bool = False
+    heavy: bool = False
     broken: bool = False
     notes: dict[str, Any] = field(default_factory=dict)
 
@@ -215,7 +236,29 @@ class CaseReport:
 
     def __str__(self) -> str:
         head = f"{self.case.algorithm}: {self.case.description}{' [negative control]' if self.case.broken else ''}"
-        return "\n  ".join([head, *(str(p) for p in self.pairs)])
+        power = [f"power: {self.case.notes['power']}"] if "power" in self.case.notes else []
+        return "\n  ".join([head, *power, *(str(p) for p in self.pairs)])
+
+
+def with_power(case: PrivacyCase, probability: float, event: str, *, n_events: int, n_samples: int | None = None,
+               heavy: bool = False) -> PrivacyCase:
+    """``case`` with the power of its statistical audit stated in ``notes["power"]`` (and in its report).
+
+    The power is :func:`~dpbandits.audit.statistical.detectable_violation` at the case's draws,
+    confidence and claim, on an output event of probability ``probability`` (``event`` says which).
+    ``n_samples`` changes the number of draws; ``heavy`` marks a long audit (slow in the test suite).
+    """
+    n = case.n_samples if n_samples is None else n_samples
+    claim = case.claim_at(case.pairs[0].data)
+    gap = detectable_violation(probability, n, epsilon=claim.epsilon, delta=claim.delta, confidence=case.confidence,
+                               n_events=n_events)
+    found = (f"detects a true loss above the claimed {claim.epsilon:.4g} by >= {gap:.3g}" if math.isfinite(gap)
+             else f"cannot refute the claimed {claim.epsilon:.4g} by frequencies")
+    text = (f"{n} draws per input at confidence 1 - {1 - case.confidence:.0e}: {found} on {event} "
+            f"(probability {probability:.3g})")
+    description = case.description if n_samples is None else f"{case.description}, {n} draws"
+    return replace(case, n_samples=n, heavy=heavy or case.heavy, description=description,
+                   notes={**case.notes, "power": text})
 
 
 def _outcome_events(calibration: NDArray[Any]) -> list[OutcomeEvent]:
@@ -285,23 +328,42 @@ def run_privacy_case(case: PrivacyCase, rng: RNGLike = None) -> CaseReport:
 
 # ---------------------------------------------------------------------------------------- registry
 
-CaseFactory = Callable[[], list[PrivacyCase]]
-_FACTORIES: dict[str, list[CaseFactory]] = {}
+class CaseRegistry(Generic[C]):
+    """Case factories per registered algorithm name, built lazily, each once (one registry per kind of case)."""
 
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._factories: dict[str, list[Callable[[], list[C]]]] = {}
+        self._built: dict[Callable[[], list[C]], list[C]] = {}
 
-def register_privacy_cases(*algorithms: str) -> Callable[[CaseFactory], CaseFactory]:
-    """Register a factory of privacy cases for the named registered algorithms (decorator)."""
-    if not algorithms:
-        raise InvalidParameterError("register_privacy_cases needs at least one algorithm name")
+    def register(self, *algorithms: str) -> Callable[[Callable[[], list[C]]], Callable[[], list[C]]]:
+        """Register a factory of cases for the named registered algorithms (decorator)."""
+        if not algorithms:
+            raise InvalidParameterError(f"registering {self.kind} cases needs at least one algorithm name")
 
-    def decorator(factory: CaseFactory) -> CaseFactory:
-        for name in algorithms:
-            _FACTORIES.setdefault(name, [])
-            if factory not in _FACTORIES[name]:
-                _FACTORIES[name].append(factory)
-        return factory
+        def decorator(factory: Callable[[], list[C]]) -> Callable[[], list[C]]:
+            for name in algorithms:
+                known = self._factories.setdefault(name, [])
+                if factory not in known:
+                    known.append(factory)
+            return factory
 
-    return decorator
+        return decorator
+
+    def algorithms(self) -> list[str]:
+        """Algorithms with at least one registered factory (every case module imported first)."""
+        load_privacy_cases()
+        return sorted(self._factories)
+
+    def cases(self, algorithm: str) -> Iterator[C]:
+        """Every case of ``algorithm`` (correct ones and negative controls); each factory runs once."""
+        load_privacy_cases()
+        for factory in self._factories.get(algorithm, []):
+            if factory not in self._built:
+                self._built[factory] = factory()
+            for case in self._built[factory]:
+                if case.algorithm == algorithm:
+                    yield case
 
 
 def load_privacy_cases() -> None:
@@ -310,21 +372,21 @@ def load_privacy_cases() -> None:
         importlib.import_module(module)
 
 
+CaseFactory = Callable[[], list[PrivacyCase]]
+PRIVACY_CASES: CaseRegistry[PrivacyCase] = CaseRegistry("privacy")
+"""The registry of privacy cases (output-law audits)."""
+
+
+def register_privacy_cases(*algorithms: str) -> Callable[[CaseFactory], CaseFactory]:
+    """Register a factory of privacy cases for the named registered algorithms (decorator)."""
+    return PRIVACY_CASES.register(*algorithms)
+
+
 def registered_case_algorithms() -> list[str]:
     """Algorithms with at least one registered case factory."""
-    load_privacy_cases()
-    return sorted(_FACTORIES)
-
-
-_BUILT: dict[CaseFactory, list[PrivacyCase]] = {}
+    return PRIVACY_CASES.algorithms()
 
 
 def privacy_cases(algorithm: str) -> Iterator[PrivacyCase]:
     """Every case of ``algorithm`` (correct ones and negative controls); each factory runs once."""
-    load_privacy_cases()
-    for factory in _FACTORIES.get(algorithm, []):
-        if factory not in _BUILT:
-            _BUILT[factory] = factory()
-        for case in _BUILT[factory]:
-            if case.algorithm == algorithm:
-                yield case
+    return PRIVACY_CASES.cases(algorithm)

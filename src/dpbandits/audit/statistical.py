@@ -49,6 +49,7 @@ __all__ = [
     "StatisticalAuditReport",
     "ThresholdEvent",
     "clopper_pearson",
+    "detectable_violation",
     "epsilon_lower_bound",
     "select_events",
     "threshold_events",
@@ -452,3 +453,60 @@ def epsilon_lower_bound(
         delta=dlt,
         n_events=n_events,
     )
+
+
+def detectable_violation(probability: float, n: int, *, epsilon: float, delta: float = 0.0,
+                         confidence: float = 1 - 1e-6, n_events: int = 1) -> float:
+    """The power of :func:`epsilon_lower_bound`: the smallest excess over the claim it detects.
+
+    A release that violates an (ε, δ) claim on an output event S with P_D(S) = p and
+    P_D'(S) = (p − δ)·e^{−(ε + Δ)} (true loss ε + Δ on S) gives, at the *expected* counts p·n and
+    P_D'(S)·n of n draws per input (about the median run), the bound log((p_lb − δ)/q_ub) with
+    Clopper–Pearson intervals at miscoverage (1 − confidence)/(2·n_events). This returns the
+    smallest Δ >= 0 at which that bound exceeds ε: a violation at least this large on an event at
+    least this likely is refuted in about half of the runs or more; smaller ones pass unseen.
+
+    Parameters
+    ----------
+    probability : float
+        p = P_D(S) in (δ, 1).
+    n : int
+        Draws per input.
+    epsilon, delta : float
+        The claim.
+    confidence : float, default 1 − 1e-6
+    n_events : int, default 1
+        Events the audit examines (the Bonferroni split).
+
+    Returns
+    -------
+    float
+        Δ, or ``inf`` if no violation of an event that likely is detectable with n draws.
+
+    Examples
+    --------
+    >>> round(detectable_violation(0.5, 10_000, epsilon=1.0, n_events=3), 2)
+    0.17
+    """
+    from scipy.optimize import brentq
+    from scipy.stats import beta
+
+    p = check_in_interval(probability, "probability", 0.0, 1.0, closed="neither")
+    n = check_int(n, "n", minimum=1)
+    dlt = check_in_interval(delta, "delta", 0.0, 1.0, closed="left")
+    conf = check_in_interval(confidence, "confidence", 0.0, 1.0, closed="neither")
+    alpha = (1.0 - conf) / (2 * check_int(n_events, "n_events", minimum=1))
+    # p_lb at the expected count k = p·n (real-valued Beta quantile)
+    p_low = float(beta.ppf(alpha / 2.0, p * n, n - p * n + 1))
+    if not p_low > dlt:
+        return math.inf
+
+    def excess(gap: float) -> float:
+        k = (p - dlt) * math.exp(-(epsilon + gap)) * n
+        q_high = float(beta.ppf(1.0 - alpha / 2.0, k + 1, max(n - k, 1e-9)))
+        return math.log((p_low - dlt) / q_high) - epsilon
+
+    upper = 64.0
+    if excess(upper) <= 0.0:
+        return math.inf
+    return 0.0 if excess(0.0) > 0.0 else float(brentq(excess, 0.0, upper, xtol=1e-6))

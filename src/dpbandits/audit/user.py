@@ -56,7 +56,7 @@ from dpbandits.audit.floating_point import FloatAttackReport, float_attack
 from dpbandits.audit.statistical import (
     OutcomeEvent,
     StatisticalAuditReport,
-    clopper_pearson,
+    detectable_violation,
     epsilon_lower_bound,
     threshold_events,
 )
@@ -77,37 +77,19 @@ _CALIBRATION_SHARE = 0.2
 
 
 # ------------------------------------------------------------------------------------------ power
-def _detectable_at(claim: float, q: float, runs: int, alpha: float, delta: float) -> float:
-    """Smallest ε whose expected counts on an event of probability q (and q·e^ε) give a bound above ``claim``."""
-
-    def bound(epsilon: float) -> float:
-        p = min(1.0, q * math.exp(epsilon))
-        p_low, _ = clopper_pearson(round(p * runs), runs, alpha)
-        _, q_high = clopper_pearson(round(q * runs), runs, alpha)
-        return math.log(max(p_low - delta, 1e-300) / q_high)
-
-    saturated = math.log(1.0 / q)  # p = q·e^ε reaches 1: no larger ε gives larger counts
-    if saturated <= claim or bound(saturated) <= claim:
-        return math.inf
-    low, high = claim, saturated
-    for _ in range(40):  # bisection on ε (the bound grows with ε)
-        middle = (low + high) / 2.0
-        low, high = (low, middle) if bound(middle) > claim else (middle, high)
-    return high
-
-
-def detectable_epsilon(claim: float, runs: int, alpha: float, delta: float = 0.0) -> float:
+def detectable_epsilon(claim: float, runs: int, *, confidence: float, n_events: int, delta: float = 0.0) -> float:
     """The smallest true ε that ``runs`` runs per input could reveal, on the most favourable event.
 
-    An event of probability q on one input and q·e^ε on its neighbour gives, at the expected counts
-    of ``runs`` runs each, the bound log((p_low − δ)/q_high) of Clopper–Pearson intervals at
-    miscoverage ``alpha`` (each end α/2). For each q the smallest ε at which that bound exceeds
-    ``claim`` is found by bisection; the result is the least over q ∈ [1/runs, 1/2]. A violation
-    smaller than this passes unseen whatever the events; a larger one is detected only if the
-    observables contain such an event. ``inf`` if no ε is detectable at all.
+    :func:`~dpbandits.audit.statistical.detectable_violation` gives, for an output event of
+    probability p, the smallest excess over the claim that the bound of ``n_events`` events at this
+    ``confidence`` detects at the expected counts; the result is the claim plus the least excess over
+    p ∈ [1/runs, 1 − 1/runs]. A violation smaller than this passes unseen whatever the events; a
+    larger one is detected only if the observables contain such an event. ``inf`` if none is.
     """
-    candidates = np.geomspace(1.0 / runs, 0.5, 40)
-    return min(_detectable_at(claim, float(q), runs, alpha, delta) for q in candidates)
+    candidates = np.geomspace(max(1.0 / runs, 2.0 * delta, 1e-12), 1.0 - 1.0 / runs, 40)
+    excess = min(detectable_violation(float(p), runs, epsilon=claim, delta=delta, confidence=confidence,
+                                      n_events=n_events) for p in candidates if p > delta)
+    return claim + excess
 
 
 # ---------------------------------------------------------------------------------------- reports
@@ -426,8 +408,8 @@ def _audit(name: str, runner: UserRunner, pairs: list[tuple[str, Feedback, Feedb
             values_e = _observables(records_e, arm)[key]
             events = _events(key, calibration[key])
             report = epsilon_lower_bound(values_d, values_e, events, delta=delta, confidence=each)
-            alpha = (1.0 - each) / (2 * len(events))  # as epsilon_lower_bound splits it (Bonferroni)
-            statistical.append(ObservableAudit(label, key, report, detectable_epsilon(epsilon, runs, alpha, delta)))
+            power = detectable_epsilon(epsilon, runs, confidence=each, n_events=len(events), delta=delta)
+            statistical.append(ObservableAudit(label, key, report, power))
         floats_d = [record.output for record in records_d]
         if floats_d and all(isinstance(value, float) for value in floats_d):
             float_attacks.append((label, float_attack(np.array(floats_d),

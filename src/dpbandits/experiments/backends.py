@@ -24,6 +24,7 @@ completion order.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import multiprocessing
 import os
@@ -33,10 +34,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-from dpbandits._core.errors import DependencyNotInstalledError, InvalidParameterError
+from dpbandits._core.errors import DependencyNotInstalledError, InvalidParameterError, StudyError
 from dpbandits._core.validation import check_int, check_one_of, check_positive_float
 from dpbandits.algorithms.registry import BUILTIN_MODULES
 from dpbandits.experiments.interrupts import interrupts_deferred
@@ -47,10 +49,19 @@ __all__ = [
     "DaskBackend",
     "ProcessBackend",
     "SerialBackend",
+    "WorkerLostError",
     "make_backend",
 ]
 
 BACKENDS: tuple[str, ...] = ("serial", "process", "dask")
+
+
+class WorkerLostError(StudyError):
+    """A worker (a process of the pool, a dask worker) died while it ran tasks: killed, out of memory.
+
+    The tasks of the run are deterministic, so nothing is wrong with the run: the runner says so
+    and how to continue (``--resume`` keeps every finished cell).
+    """
 
 FORKSERVER_PRELOAD: tuple[str, ...] = ("__main__", "dpbandits.experiments.runner", *BUILTIN_MODULES)
 """Modules the ``forkserver`` process imports once, so that each worker starts with them loaded: the
@@ -324,7 +335,10 @@ class ProcessBackend:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     first = pending.pop(future)
-                    results, _ = future.result()
+                    try:
+                        results, _ = future.result()
+                    except BrokenProcessPool:
+                        raise WorkerLostError("a worker process died (killed, or out of memory?)") from None
                     for offset, result in enumerate(results):
                         yield first + offset, result
         finally:  # stopped early (an error, an interrupt): queued tasks must not run on
@@ -384,6 +398,7 @@ class DaskBackend:
                 threads_per_worker=1,
                 processes=self.processes,
                 dashboard_address=None,
+                silence_logs=logging.CRITICAL,  # a killed worker is reported in one line, not dask's tracebacks
             )
             self._client = Client(self._cluster)
         return self
@@ -402,6 +417,8 @@ class DaskBackend:
                       notify: Callable[[str], None] | None = None) -> Iterator[tuple[int, Any]]:
         """Submit every task and yield ``(index, result)`` as futures complete."""
         from distributed import as_completed
+        from distributed.comm.core import CommClosedError
+        from distributed.scheduler import KilledWorker
 
         if self._client is None:
             raise InvalidParameterError("DaskBackend must be used inside a `with` block")
@@ -409,7 +426,14 @@ class DaskBackend:
         index_of = {future.key: index for index, future in enumerate(futures)}
         try:
             for future in as_completed(futures):
-                yield index_of[future.key], future.result()
+                try:
+                    result = future.result()
+                except KilledWorker:
+                    raise WorkerLostError("a dask worker died (killed, or out of memory?) running a task "
+                                          "of this run") from None
+                except CommClosedError:
+                    raise WorkerLostError("the connection to the dask scheduler was lost") from None
+                yield index_of[future.key], result
         finally:
             self._client.cancel(futures)
 

@@ -85,6 +85,7 @@ import inspect
 import itertools
 import json
 import math
+import stat
 import tomllib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -102,6 +103,7 @@ from dpbandits.experiments.analysis_catalog import check_analysis_name
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "MAX_STUDY_FILE_BYTES",
     "PRESENTATION_FIELDS",
     "AlgorithmConfig",
     "Cell",
@@ -867,19 +869,38 @@ def load_study(path: str | Path) -> Study:
     return parse_study_text(read_study_text(path), source=str(path))
 
 
+MAX_STUDY_FILE_BYTES = 1 << 20
+"""The largest study file read (1 MiB; the bundled studies are under 4 kB): a larger file, a
+device such as ``/dev/zero``, is refused before it can fill memory."""
+
+
 def read_study_text(path: str | Path) -> str:
     """The text of a study file (UTF-8; a byte-order mark is allowed).
+
+    A regular file larger than :data:`MAX_STUDY_FILE_BYTES` is refused before it is read, and a
+    device (``/dev/zero``) before it is opened; a pipe (``<(...)``) is read up to that size.
 
     Raises
     ------
     StudyError
-        If the file cannot be read or is not UTF-8 text.
+        If the file cannot be read, is a device, is larger than the cap or is not UTF-8 text.
     """
     file = Path(path)
+    cap = MAX_STUDY_FILE_BYTES
     try:
-        return file.read_bytes().decode("utf-8-sig")
+        mode = file.stat().st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            raise StudyError(f"study file {str(file)!r} is a device, not a study file")
+        if stat.S_ISREG(mode) and file.stat().st_size > cap:
+            raise StudyError(f"study file {str(file)!r} is larger than {cap:,} bytes: not a study file")
+        with file.open("rb") as handle:
+            data = handle.read(cap + 1)
     except OSError as exc:
         raise StudyError(f"study file {str(file)!r} cannot be read: {exc.strerror or exc}") from None
+    if len(data) > cap:
+        raise StudyError(f"study file {str(file)!r} is larger than {cap:,} bytes: not a study file")
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise StudyError(f"study file {str(file)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
                          "save it as UTF-8") from None

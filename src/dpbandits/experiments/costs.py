@@ -23,19 +23,18 @@ it certainly cannot run, never because of a pessimistic guess):
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from dpbandits._core.errors import StudyError
+from dpbandits._core.resources import format_bytes, memory_limit
+from dpbandits.algorithms.sizes import PAIRWISE_COSTS
 from dpbandits.experiments.config import Cell, Study
 
-__all__ = ["ALGORITHM_COSTS", "MAX_CPU_SECONDS", "TRIAL_FLOOR_SECONDS", "TrialCost", "check_study_cost",
-           "memory_limit"]
+__all__ = ["ALGORITHM_COSTS", "MAX_CPU_SECONDS", "PAIRWISE_ALGORITHMS", "TRIAL_FLOOR_SECONDS", "TrialCost",
+           "check_study_cost", "dueling_arms", "memory_limit"]
 
 MAX_CPU_SECONDS = 100 * 365.25 * 86400.0
 """A run whose CPU time is certainly above this (100 CPU-years) is refused."""
@@ -49,9 +48,14 @@ BYTES_PER_TASK = 100
 BYTES_PER_CELL = 200
 """An expanded cell (grid point, parameters, manifest entry) takes at least this much memory."""
 
-BYTES_PER_WORKER_PROCESS = 10e6
-"""A local worker process (an interpreter with NumPy, beyond what it shares with its parent) takes at
-least this much memory."""
+BYTES_PER_WORKER_PROCESS = 13e6
+"""A local worker process takes at least this much memory: its proportional set size (PSS: its private
+pages plus its share of the pages it shares with the fork server and the other workers), measured by
+``python benchmarks/measure_sizes.py workers`` (``/proc/PID/smaps_rollup`` of the idle workers of a
+2-worker process backend): 13-15 MB with the runner and one algorithm family imported (RSS 36 MB,
+private 3-7.5 MB), 23 MB with every family (RSS 65 MB). A worker that has run DP-BAI tasks keeps its
+allocator's memory (RSS 86 MB, private 49 MB): that memory is the tasks', counted by their own cost
+model. RSS counts the shared pages once per worker, so W workers' RSS overstates what they use."""
 
 _COPIES_OF_A_CELL = 2  # a finished cell's chunks, then their concatenation, are held while it is written
 
@@ -70,12 +74,16 @@ class TrialCost:
         Memory of a task independent of its number of trials (e.g. one logged data set).
     driver : str or None
         The parameter that sets the cost (named in refusals), e.g. ``"budget"``.
+    value : object, optional
+        Its value, when it is not a parameter of the cell itself (e.g. the number of arms K of a
+        dueling environment given by its features).
     """
 
     seconds: float = 0.0
     bytes_per_trial: float = 0.0
     bytes_per_task: float = 0.0
     driver: str | None = None
+    value: Any = None
 
 
 def _size(params: Mapping[str, Any], name: str, default: float = 0.0) -> float:
@@ -107,6 +115,40 @@ def _dueling(params: Mapping[str, Any]) -> TrialCost:
     return TrialCost(seconds=1e-8 * _size(params, "horizon"), driver="horizon")
 
 
+_DUELING_INSTANCE_ARMS = {"dueling-f1": 5, "dueling-f2": 10, "dueling-f3": 8}
+
+
+def dueling_arms(environment: str, params: Mapping[str, Any]) -> float:
+    """K of a dueling environment from its parameters, without building it (a lower bound: 2 if unknown)."""
+    if environment in _DUELING_INSTANCE_ARMS:
+        return float(_DUELING_INSTANCE_ARMS[environment])
+    if environment == "dueling-f4":
+        return max(_size(params, "n_arms", default=8.0), 2.0)
+    if environment == "dueling-utility":
+        features = params.get("features")
+        return float(len(features)) if isinstance(features, list | tuple) and len(features) >= 2 else 2.0
+    if environment == "dueling-unit-ball" and params.get("net") == "sphere":
+        return max(_size(params, "n_points", default=32.0), 2.0)
+    return 2.0  # the ball net: its size depends on the dimension and resolution (at least two points)
+
+
+def _pairwise(name: str) -> Callable[[Mapping[str, Any], float], TrialCost]:
+    """The cost of a dueling algorithm with K×K state: :data:`~dpbandits.algorithms.sizes.PAIRWISE_COSTS`."""
+    cost = PAIRWISE_COSTS[name]
+
+    def rule(params: Mapping[str, Any], n_arms: float) -> TrialCost:
+        horizon = _size(params, "horizon")
+        return TrialCost(seconds=max(cost.trial_seconds(n_arms, horizon), 1e-8 * horizon),
+                         bytes_per_trial=cost.trial_bytes(n_arms), driver="n_arms", value=int(n_arms))
+
+    return rule
+
+
+def _theory(params: Mapping[str, Any]) -> TrialCost:
+    # closed-form bounds and schedules: no simulation (the floor)
+    return TrialCost()
+
+
 def _kernel(params: Mapping[str, Any]) -> TrialCost:
     # A kernel or feature update per round (measured >= 400 µs per round at T = 200);
     # the kernel backends refuse their own oversized matrices.
@@ -124,57 +166,40 @@ def _offline(params: Mapping[str, Any]) -> TrialCost:
 ALGORITHM_COSTS: dict[str, Callable[[Mapping[str, Any]], TrialCost]] = {
     **dict.fromkeys(("dp-bai", "dp-bai-baseline", "dp-bai-gauss", "dp-od", "od-linbai"), _phased_bai),
     **dict.fromkeys(("uniform", "sequential-halving"), _mab_bai),
-    **dict.fromkeys(("dp-ebs-elimination", "ebs-elimination", "ldp-ebs-elimination", "rucb",
-                     "interleaved-filter", "goptimal-dpdb", "goptimal-dpdb-nonprivate"), _dueling),
+    **dict.fromkeys(("dp-ebs-elimination", "ebs-elimination", "ldp-ebs-elimination", "goptimal-dpdb",
+                     "goptimal-dpdb-nonprivate"), _dueling),
+    **dict.fromkeys(("theory-dp-ebs-heuristic", "theory-dp-ebs-upper", "theory-goptimal-schedule"), _theory),
     **dict.fromkeys(("usca", "usca-nonprivate", "usca-trivial-sensitivity", "gp-uniform", "cgp-ucb",
                      "private-feature-ridge"), _kernel),
     **dict.fromkeys(("em-mab", "rnm-mab", "laplace-greedy-mab", "greedy-mab", "kl-mab", "kl-mab-repeated",
                      "kl-linear", "kl-rlhf", "kl-linear-classification"), _offline),
 }
 """Cost model per registered algorithm: ``params -> TrialCost`` (lower bounds; see the module docstring).
-``params`` are the cell's environment parameters updated with its algorithm parameters."""
+``params`` are the cell's environment parameters updated with its algorithm parameters. The dueling
+algorithms with K×K state are in :data:`PAIRWISE_ALGORITHMS`. Every registered algorithm has an
+entry in one of the two (a test checks)."""
+
+PAIRWISE_ALGORITHMS: dict[str, Callable[[Mapping[str, Any], float], TrialCost]] = {
+    name: _pairwise(name) for name in PAIRWISE_COSTS
+}
+"""Cost model of the dueling algorithms with K×K state: ``(params, K) -> TrialCost``, K from the
+cell's environment (:func:`dueling_arms`); memory and time from :mod:`dpbandits.algorithms.sizes`."""
 
 
 def trial_cost(cell: Cell) -> TrialCost:
     """The cost model's lower bounds for one trial of ``cell`` (the floor for unknown algorithms)."""
+    params = {**cell.environment_params, **cell.algorithm_params}
     rule = ALGORITHM_COSTS.get(cell.algorithm)
-    cost = rule({**cell.environment_params, **cell.algorithm_params}) if rule is not None else TrialCost()
+    pairwise = PAIRWISE_ALGORITHMS.get(cell.algorithm)
+    if pairwise is not None:
+        cost = pairwise(params, dueling_arms(cell.environment, cell.environment_params))
+    else:
+        cost = rule(params) if rule is not None else TrialCost()
     return TrialCost(max(cost.seconds, TRIAL_FLOOR_SECONDS), cost.bytes_per_trial, cost.bytes_per_task,
-                     cost.driver)
+                     cost.driver, cost.value)
 
 
 # ------------------------------------------------------------------------------ limits
-def _cgroup_memory_limit() -> float:
-    try:
-        text = Path("/sys/fs/cgroup/memory.max").read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return math.inf
-    return float(text) if text.isdigit() else math.inf
-
-
-def memory_limit() -> float:
-    """Bytes this process may use: physical memory, lowered by a finite RLIMIT_AS or cgroup limit."""
-    limit = math.inf
-    with contextlib.suppress(AttributeError, ValueError, OSError):  # not POSIX: no figure
-        limit = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-        if soft != resource.RLIM_INFINITY and soft > 0:
-            limit = min(limit, float(soft))
-    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
-        pass
-    return min(limit, _cgroup_memory_limit())
-
-
-def _bytes(value: float) -> str:
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value:.0f} B"
-
-
 def _cpu_time(seconds: float) -> str:
     year = 365.25 * 86400.0
     if seconds >= year:
@@ -217,24 +242,24 @@ def check_study_cost(study: Study, *, workers: int = 1, local_processes: int = 0
         One line naming the parameter, its value, the estimate and the limit.
     """
     limit = memory_limit() if limit_bytes is None else float(limit_bytes)
-    where = f"more than the {_bytes(limit)} of memory available here"
+    where = f"more than the {format_bytes(limit)} of memory available here"
     if local_processes * BYTES_PER_WORKER_PROCESS > limit:
         raise StudyError(f"workers: {local_processes} worker processes need at least "
-                         f"{_bytes(local_processes * BYTES_PER_WORKER_PROCESS)}, {where}; lower --workers")
+                         f"{format_bytes(local_processes * BYTES_PER_WORKER_PROCESS)}, {where}; lower --workers")
     n_cells = _count_cells(study)
     if n_cells * BYTES_PER_CELL > limit:
         raise StudyError(f"grid: {n_cells:,} cells (grid points × algorithms) need at least "
-                         f"{_bytes(n_cells * BYTES_PER_CELL)} to expand, {where}; sweep fewer values")
+                         f"{format_bytes(n_cells * BYTES_PER_CELL)} to expand, {where}; sweep fewer values")
     n_metrics = max(len(study.metrics_of(index)) for index in range(len(study.algorithms)))
     held = _COPIES_OF_A_CELL * 8.0 * n_metrics * study.trials
     n_chunks = -(-study.trials // study.chunk_size)
     queued = n_cells * n_chunks * BYTES_PER_TASK
     if held > limit or (queued + held > limit and study.chunk_size >= study.trials):
-        raise StudyError(f"trials: {study.trials} trials per cell need at least {_bytes(queued + held)} to hold a "
+        raise StudyError(f"trials: {study.trials} trials per cell need at least {format_bytes(queued + held)} to hold a "
                          f"cell's {n_metrics} metric(s) per trial, {where}; lower trials")
     if queued + held > limit:
         raise StudyError(f"chunk_size: {study.chunk_size} with trials = {study.trials} makes {n_chunks:,} tasks "
-                         f"per cell, which need at least {_bytes(queued + held)} to queue, {where}; raise "
+                         f"per cell, which need at least {format_bytes(queued + held)} to queue, {where}; raise "
                          "chunk_size or lower trials")
     chunk = min(study.chunk_size, study.trials)
     total_seconds = 0.0
@@ -244,10 +269,11 @@ def check_study_cost(study: Study, *, workers: int = 1, local_processes: int = 0
         task_bytes = cost.bytes_per_task + chunk * (cost.bytes_per_trial + 8.0 * n_metrics)
         if queued + held + workers * task_bytes > limit:
             name = cost.driver or "chunk_size"
-            value = {**cell.environment_params, **cell.algorithm_params}.get(name, study.chunk_size)
+            value = cost.value if cost.value is not None else {**cell.environment_params,
+                                                               **cell.algorithm_params}.get(name, study.chunk_size)
             running = f"{workers} tasks of {chunk} trials at once" if workers > 1 else f"a task of {chunk} trials"
             raise StudyError(f"{name}: {value} (algorithm {cell.label!r}, grid point {cell.point}) needs at least "
-                             f"{_bytes(queued + held + workers * task_bytes)} to run {running}, {where}; "
+                             f"{format_bytes(queued + held + workers * task_bytes)} to run {running}, {where}; "
                              f"lower {name}, chunk_size or --workers")
         cell_seconds = cost.seconds * study.trials
         total_seconds += cell_seconds
@@ -257,7 +283,7 @@ def check_study_cost(study: Study, *, workers: int = 1, local_processes: int = 0
         _, cell, cost = slowest
         params = {**cell.environment_params, **cell.algorithm_params}
         name = cost.driver if cost.driver is not None and cost.seconds > TRIAL_FLOOR_SECONDS else "trials"
-        value = study.trials if name == "trials" else params.get(name)
+        value = study.trials if name == "trials" else cost.value if cost.value is not None else params.get(name)
         raise StudyError(f"{name}: {value} makes the study need at least {_cpu_time(total_seconds)} (slowest: "
                          f"algorithm {cell.label!r} at grid point {cell.point}, {study.trials} trials), more than "
                          f"the {_cpu_time(MAX_CPU_SECONDS)} a run may take; lower {name}"

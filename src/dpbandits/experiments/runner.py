@@ -57,7 +57,7 @@ from dpbandits._core.rng import as_seed_sequence
 from dpbandits._core.typing import FloatArray
 from dpbandits.envs.registry import get_environment
 from dpbandits.experiments.analyses import run_analyses
-from dpbandits.experiments.backends import Backend, make_backend
+from dpbandits.experiments.backends import Backend, WorkerLostError, make_backend
 from dpbandits.experiments.config import Cell, Study
 from dpbandits.experiments.costs import check_study_cost
 from dpbandits.experiments.interrupts import RunTerminated, interrupts_deferred, sigterm_as_interrupt
@@ -191,6 +191,7 @@ def run_study(
     resume: bool = False,
     progress: str | ProgressReporter = "auto",
     source_text: str | None = None,
+    allow_version_change: bool = False,
 ) -> RunResult:
     """Run a study into a run directory (see :mod:`dpbandits.experiments.store` for its layout).
 
@@ -209,6 +210,10 @@ def run_study(
     progress : {"auto", "rich", "log", "none"} or ProgressReporter, default "auto"
     source_text : str, optional
         The study file's text, copied into the run directory.
+    allow_version_change : bool, default False
+        With ``resume``: continue a run whose finished cells were computed with other versions of
+        Python or of a package that can change a result (refused otherwise); each cell records
+        the session, and so the versions, that computed it.
 
     Returns
     -------
@@ -223,11 +228,12 @@ def run_study(
     StudyError
         If the study cannot run here (memory or time, see :mod:`dpbandits.experiments.costs`; checked
         before anything is written), the run directory holds another study, or holds results and
-        ``resume`` is false, or an algorithm returns malformed metrics.
+        ``resume`` is false, holds cells of other versions and ``allow_version_change`` is false, or an
+        algorithm returns malformed metrics.
     """
     with sigterm_as_interrupt():
         return _run_study(study, out_dir, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
-                          progress=progress, source_text=source_text)
+                          progress=progress, source_text=source_text, allow_version_change=allow_version_change)
 
 
 def _run_study(
@@ -240,6 +246,7 @@ def _run_study(
     resume: bool,
     progress: str | ProgressReporter,
     source_text: str | None,
+    allow_version_change: bool,
 ) -> RunResult:
     started = time.monotonic()
     engine = make_backend(backend, workers=workers, scheduler=scheduler) if isinstance(backend, str) else backend
@@ -251,7 +258,8 @@ def _run_study(
     # A run is either not started or recorded as started, never half-opened: an interrupt that
     # arrives while the run directory is opened is delivered once the run can record it.
     with interrupts_deferred() as deliver_interrupts:
-        store = RunStore.open(out_dir, study, source_text=source_text, resume=resume, session=engine.describe())
+        store = RunStore.open(out_dir, study, source_text=source_text, resume=resume, session=engine.describe(),
+                              allow_version_change=allow_version_change)
         return _run_opened(study, store, engine, reporter, started, deliver_interrupts)
 
 
@@ -289,6 +297,9 @@ def _run_opened(study: Study, store: RunStore, engine: Backend, reporter: Progre
     except KeyboardInterrupt as exc:
         status, error = "interrupted", exc
         raise
+    except WorkerLostError as exc:
+        error = WorkerLostError(f"{exc}; the finished cells are saved in {store.run_dir}: continue with --resume")
+        raise error from None
     except BaseException as exc:
         error = exc
         raise

@@ -5,7 +5,8 @@ Layout of a run directory::
     RUN_DIR/
       study.toml        copy of the study file as given (when the study came from a file)
       study.json        the effective study (after --trials/--seed overrides), canonical JSON
-      manifest.json     versions, root seed, study digest, sessions (start/end), status of every cell
+      manifest.json     versions the run was created with, root seed, study digest, sessions (start,
+                        end, backend, versions), status of every cell and the session that computed it
       cells/p0000-a00.npz   raw per-trial values of one (grid point, algorithm) cell, one array per metric
       summary.csv       one row per (algorithm, grid point): swept parameters, algorithm, n_trials,
                         and per metric its estimate, <metric>_stderr, _ci_low, _ci_high; the
@@ -21,6 +22,11 @@ counts as finished if and only if its file exists and holds ``n_trials`` finite 
 metric; ``manifest.json`` is rewritten (atomically, at most once a second while running) from them.
 Leftover temporary files of a killed run are removed when the directory is opened again.
 
+A run resumed with another version of Python or of a package that can change a result (see
+:mod:`dpbandits._core.versions`) is refused unless ``allow_version_change``: then every session
+records its versions and every cell the session that computed it, so a mixed run says which cell
+came from which version.
+
 A run directory that holds a different study (another digest) is refused, never overwritten, and
 one that another process is writing (it holds an ``flock`` on ``RUN_DIR/.lock``, which the OS
 releases when that process dies, even by SIGKILL) is refused too.
@@ -31,14 +37,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import os
-import platform
-import sys
 import time
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,6 +51,7 @@ import numpy as np
 from dpbandits._core.atomic import atomic_write_many as write_atomically
 from dpbandits._core.errors import StudyError
 from dpbandits._core.typing import FloatArray
+from dpbandits._core.versions import RESULT_PACKAGES, dependency_versions
 from dpbandits.experiments.config import Cell, Study
 from dpbandits.experiments.summary import MetricSummary, summarize_metric
 
@@ -74,8 +79,6 @@ RUN_FORMAT = 2
 _IDENTITY_KEY = "__identity__"  # in every cell file: the cell key, study digest and seed
 _TMP_MARK = ".tmp-"
 _MANIFEST_INTERVAL_SECONDS = 1.0
-_VERSIONED_PACKAGES = ("dpbandits", "numpy", "scipy", "pydantic", "typer", "rich", "matplotlib", "dask",
-                       "distributed")
 
 
 # ------------------------------------------------------------------------------ atomic files
@@ -123,14 +126,28 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _versions() -> dict[str, str]:
-    found = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for package in _VERSIONED_PACKAGES:
-        try:
-            found[package] = version(package)
-        except PackageNotFoundError:
-            continue
-    return found
+_LOG = logging.getLogger("dpbandits.run")
+_RESULT_NAMES = frozenset(("python", *RESULT_PACKAGES))
+
+
+def _recorded_versions(manifest: Mapping[str, Any]) -> Any:
+    """The versions of the run's last session (older manifests: the run's ``versions``)."""
+    sessions = [session for session in manifest["sessions"] if "versions" in session]
+    return sessions[-1]["versions"] if sessions else manifest.get("versions")
+
+
+def version_change(recorded: Any, current: Mapping[str, str]) -> str | None:
+    """How ``current`` differs from ``recorded`` in the versions that can change a result, or None.
+
+    Compared: Python and :data:`~dpbandits._core.versions.RESULT_PACKAGES` (not the platform, nor
+    packages that only draw or print).
+    """
+    if not isinstance(recorded, dict):
+        return "the run records no versions"
+    names = sorted(name for name in {*recorded, *current} if name in _RESULT_NAMES)
+    changed = [f"{name} {recorded.get(name, 'absent')} -> {current.get(name, 'absent')}"
+               for name in names if recorded.get(name) != current.get(name)]
+    return ", ".join(changed) or None
 
 
 _MANIFEST_FIELDS: dict[str, tuple[type, ...]] = {
@@ -395,6 +412,7 @@ class RunStore:
         source_text: str | None = None,
         resume: bool = False,
         session: Mapping[str, Any] | None = None,
+        allow_version_change: bool = False,
     ) -> RunStore:
         """Create a run directory for ``study`` or reopen one that holds the same study.
 
@@ -409,12 +427,18 @@ class RunStore:
             Continue a run that has finished cells. Without it, such a directory is refused.
         session : mapping, optional
             Facts about this session (backend, workers) recorded in the manifest.
+        allow_version_change : bool, default False
+            Resume a run whose finished cells were computed with other versions of Python or of a
+            package that can change a result (:func:`version_change`). Without it such a run is
+            refused. Either way every session records its versions, every cell the session that
+            computed it, and the run's ``versions`` (those it was created with) are never replaced.
 
         Raises
         ------
         StudyError
-            If the directory holds another study, holds finished cells and ``resume`` is false, or is
-            a non-empty directory that is not a run directory.
+            If the directory holds another study, holds finished cells and ``resume`` is false,
+            holds cells computed with other versions and ``allow_version_change`` is false, or is a
+            non-empty directory that is not a run directory.
         """
         path = Path(run_dir)
         if path.exists() and not path.is_dir():
@@ -433,17 +457,19 @@ class RunStore:
             )
         lock = _acquire_lock(path)
         try:
+            versions = dependency_versions()
             store = cls._open_locked(path, study, source_text=source_text, resume=resume)
+            store._check_versions(versions, allow_version_change)
         except BaseException:
             _release_lock(lock)
             raise
         store._lock = lock
-        store.manifest["versions"] = _versions()
+        store.manifest.setdefault("versions", versions)  # the versions the run was created with, kept
         store.manifest["status"] = "running"
         store.manifest["started"] = _now()
         store.manifest["ended"] = None
         store.manifest["sessions"].append({"started": store.manifest["started"], "ended": None,
-                                           "status": "running", **dict(session or {})})
+                                           "status": "running", **dict(session or {}), "versions": versions})
         store.write_manifest(force=True)
         return store
 
@@ -497,6 +523,23 @@ class RunStore:
         except OSError as exc:
             raise StudyError(f"cannot create {str(store.cells_dir)!r}: {describe_os_error(exc)}") from None
         return store
+
+    def _check_versions(self, versions: Mapping[str, str], allow_change: bool) -> None:
+        """Refuse (or, allowed, log) a resume whose finished cells were computed with other versions."""
+        if not self.manifest["sessions"] or not self.finished_cells():
+            return
+        change = version_change(_recorded_versions(self.manifest), versions)
+        if change is None:
+            return
+        if not allow_change:
+            raise StudyError(
+                f"run directory {str(self.run_dir)!r} holds cells computed with other versions ({change}); "
+                "resuming would mix their results silently: resume with those versions, choose another --out, "
+                "or pass --allow-version-change (each cell then records the session, and so the versions, "
+                "that computed it)"
+            )
+        _LOG.warning("resuming with other versions than the run's last session (%s): each cell records the "
+                     "session that computed it in %s", change, MANIFEST_NAME)
 
     @classmethod
     def read_only(cls, run_dir: str | Path) -> RunStore:
@@ -681,6 +724,7 @@ class RunStore:
                 "n_trials": self.study.trials,
                 "seconds": round(seconds, 6),
                 "finished": _now(),
+                "session": len(self.manifest["sessions"]),  # its versions: sessions[session - 1]["versions"]
             }
         self.write_manifest()
 

@@ -594,7 +594,16 @@ class SecureNoise(NoiseBackend):
 
         The draw is exact for the float64 scores it is given (computing those scores, e.g. u(a)/η,
         is ordinary floating point done by the caller) and has no cutoff. Rows are sampled one
-        OpenDP call at a time.
+        OpenDP call at a time, and every call gets the **whole** row: OpenDP draws noise for every
+        action, ``-inf`` ones included (they never win), so the number of candidates, calls and
+        noise draws is fixed by the public shape, never by which actions have weight 0.
+
+        Notes
+        -----
+        Residual timing: OpenDP compares the noisy scores in exact arithmetic, refining each
+        candidate's noise until the comparison is decided, so one call's time still depends on
+        the magnitudes of the scores (about 25 % slower for a peaked row than for a flat one at
+        K = 10; measured by ``benchmarks/bench_release_timing.py``).
         """
         z = _check_log_weights(log_weights)
         batch_shape = z.shape[:-1] if size is None else (int(size), *z.shape[:-1])
@@ -602,8 +611,7 @@ class SecureNoise(NoiseBackend):
         noisy_max = self._measurement("gumbel_max", 1.0)
         out = np.empty(rows.shape[0], dtype=np.int64)
         for i, row in enumerate(rows):
-            support = np.flatnonzero(np.isfinite(row))
-            out[i] = support[int(noisy_max(row[support].tolist()))]
+            out[i] = int(noisy_max(row.tolist()))
         return out.reshape(batch_shape)
 
     def __repr__(self) -> str:

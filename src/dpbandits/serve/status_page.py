@@ -21,6 +21,7 @@ __all__ = ["REFRESH_SECONDS", "bar_chart", "nice_ticks", "recommendation_text", 
            "render_status", "step_chart"]
 
 REFRESH_SECONDS = 2
+"""Seconds between the pages' automatic reloads."""
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }

@@ -40,6 +40,7 @@ import numpy as np
 
 from dpbandits._core.errors import DataFormatError, InvalidActionError, InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike, spawn_generators, spawn_seed_sequences
 from dpbandits._core.schema import Array, Generator, Int, ListOf, Maybe, Noise, Spec, StateSchema, fail, rule
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
@@ -429,6 +430,8 @@ class PhasedAgent(Persistable):
 
     def _start_phase(self) -> None:
         plan = self._plan = self._cache.plan(self._phase, self._state_id)
+        check_fits("budget", getattr(self._planner, "budget", "?"), 16.0 * float(np.sum(plan.pulls)),
+                   what=f"the queue of phase {self._phase + 1}'s pulls (two Python lists)")
         # the data-independent order of the phase's pulls, and the slot of each pull's arm, as Python
         # ints (read once per pull)
         self._queue = np.repeat(plan.pulled, plan.pulls).tolist()

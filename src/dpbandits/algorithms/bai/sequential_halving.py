@@ -30,6 +30,7 @@ import numpy as np
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike, as_generator, spawn_generators
 from dpbandits._core.schema import Array, Bool, Generator, Int, Maybe, StateSchema, rule
 from dpbandits._core.typing import FloatArray, IntArray
@@ -275,6 +276,8 @@ class SequentialHalving(Persistable):
         self.n_arms = check_int(n_arms, "n_arms", minimum=2)
         self.budget = check_int(budget, "budget", minimum=1)
         self._schedule = halving_schedule(self.n_arms, self.budget)
+        size, pulls = self._schedule[0]  # a round's pulls are queued as a list (8 B per pull)
+        check_fits("budget", self.budget, 8.0 * size * pulls, what="Sequential Halving's queue of its first round's pulls")
         self._rng = as_generator(rng)
         self.reuse_samples = bool(reuse_samples)
         self._round = 0

@@ -40,7 +40,11 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array, rule
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
-from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
+from dpbandits.algorithms.dueling._common import (
+    DUELING_ENVIRONMENTS,
+    check_dueling_env,
+    round_horizon_precheck,
+)
 from dpbandits.algorithms.dueling._rounds import (
     WINS,
     RoundAgent,
@@ -52,6 +56,7 @@ from dpbandits.algorithms.dueling._rounds import (
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniform
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
@@ -222,7 +227,9 @@ class BeatTheMean(RoundAgent):
     def __init__(self, n_arms: int, horizon: int, gamma: float = 1.0, *, rng: RNGLike = None) -> None:
         horizon, gamma = _check(horizon, gamma)
         keys = np.array([trial_streams(rng).algorithm_key])
-        super().__init__(BeatTheMeanPolicy(check_int(n_arms, "n_arms", minimum=2), keys, horizon, gamma), horizon)
+        k = check_int(n_arms, "n_arms", minimum=2)
+        check_pairwise_state("beat-the-mean", k)
+        super().__init__(BeatTheMeanPolicy(k, keys, horizon, gamma), horizon)
 
     @property
     def working_set(self) -> list[int]:
@@ -274,6 +281,7 @@ def simulate_beat_the_mean(
     ----------
     Yue & Joachims (2011), Algorithms 1–2, Theorem 2 (regret O(γ⁷·K·log T/ε*)).
     """
+    check_pairwise_state("beat-the-mean", check_dueling_env(env).n_arms, n_trials)
     horizon, gamma = _check(horizon, gamma)
     metrics, policy = simulate_policy(
         env, n_trials, rng, horizon, lambda keys: BeatTheMeanPolicy(env.n_arms, keys, horizon, gamma),

@@ -55,6 +55,7 @@ from dpbandits.algorithms.dueling._rounds import (
 from dpbandits.algorithms.dueling._streams import counter_gumbel, round_coins, trial_streams
 from dpbandits.algorithms.dueling.maxinp import LinearDuelingSettings, linear_dueling_settings
 from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
 __all__ = ["CoLSTIM", "CoLSTIMPolicy", "simulate_colstim"]
@@ -148,6 +149,7 @@ class CoLSTIM(RoundAgent):
     def __init__(self, features: Any, horizon: int, *, exploration_rounds: int | None = None, ridge: float = 1.0,
                  threshold: float | None = None, confidence_width: float | None = None, rng: RNGLike = None) -> None:
         settings = linear_dueling_settings(features, horizon, exploration_rounds, ridge, 1.0)
+        check_pairwise_state("colstim", settings.n_arms)
         c_thresh, c1 = _widths(settings, threshold, confidence_width)
         policy = CoLSTIMPolicy(settings, np.array([trial_streams(rng).algorithm_key]), c_thresh, c1)
         super().__init__(policy, settings.horizon)
@@ -200,7 +202,7 @@ def simulate_colstim(
     ----------
     Bengs, Saha & Hüllermeier (2022), Algorithm 1 and Theorem 3.2 (regret Õ(√(dT))).
     """
-    check_dueling_env(env)
+    check_pairwise_state("colstim", check_dueling_env(env).n_arms, n_trials)
     settings = linear_dueling_settings(env.features, horizon, exploration_rounds, ridge, 1.0)
     c_thresh, c1 = _widths(settings, threshold, confidence_width)
     metrics, _ = simulate_policy(env, n_trials, rng, settings.horizon,

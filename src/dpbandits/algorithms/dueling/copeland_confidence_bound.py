@@ -42,7 +42,11 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
-from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
+from dpbandits.algorithms.dueling._common import (
+    DUELING_ENVIRONMENTS,
+    check_dueling_env,
+    round_horizon_precheck,
+)
 from dpbandits.algorithms.dueling._rounds import (
     WINS,
     WINS_SUM_IS_TIME,
@@ -55,6 +59,7 @@ from dpbandits.algorithms.dueling._rounds import (
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
@@ -216,6 +221,7 @@ class CopelandConfidenceBound(RoundAgent):
 
     def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:
         k = check_int(n_arms, "n_arms", minimum=2)
+        check_pairwise_state("copeland-confidence-bound", k)
         alpha = check_in_interval(alpha, "alpha", 0.5, np.inf, closed="neither")
         super().__init__(CCBPolicy(k, np.array([trial_streams(rng).algorithm_key]), alpha), horizon)
 
@@ -263,6 +269,7 @@ def simulate_copeland_confidence_bound(
     ----------
     Zoghi et al. (2015), Algorithm 1, Theorem 3 (regret O(K² + (C + L_C)·K·ln T/Δ²)).
     """
+    check_pairwise_state("copeland-confidence-bound", check_dueling_env(env).n_arms, n_trials)
     alpha = check_in_interval(alpha, "alpha", 0.5, np.inf, closed="neither")
     metrics, _ = simulate_policy(env, n_trials, rng, horizon, lambda keys: CCBPolicy(env.n_arms, keys, alpha),
                                  algorithm="copeland-confidence-bound")

@@ -29,6 +29,7 @@ bandits (Theorem 2 and Corollary 1).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -55,6 +56,7 @@ from dpbandits.algorithms.dueling._rounds import (
 )
 from dpbandits.algorithms.dueling._streams import GAMMA_INDEX_LIMIT, counter_beta, round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniform
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
@@ -249,6 +251,11 @@ class DoubleThompsonPolicy(RoundPolicy):
 
 def _check(n_arms: int, horizon: int, alpha: float) -> tuple[int, float]:
     horizon = check_int(horizon, "horizon", minimum=1)
+    if 4 * n_arms * n_arms >= GAMMA_INDEX_LIMIT // 2:  # not one round fits the counter space
+        raise InvalidParameterError(
+            f"n_arms must be < {math.isqrt(GAMMA_INDEX_LIMIT // 8)} for double-thompson-sampling (the Beta "
+            f"samples' counter space); got {n_arms}"
+        )
     if (horizon + 1) * 2 * n_arms * n_arms >= GAMMA_INDEX_LIMIT // 2:
         raise InvalidParameterError(
             f"horizon must be < {GAMMA_INDEX_LIMIT // (4 * n_arms * n_arms)} with K = {n_arms} arms "
@@ -291,6 +298,7 @@ class DoubleThompsonSampling(RoundAgent):
 
     def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:
         k = check_int(n_arms, "n_arms", minimum=2)
+        check_pairwise_state("double-thompson-sampling", k)
         horizon, alpha = _check(k, horizon, alpha)
         super().__init__(DoubleThompsonPolicy(k, np.array([trial_streams(rng).algorithm_key]), alpha), horizon)
 
@@ -339,6 +347,7 @@ def simulate_double_thompson(
     winner).
     """
     check_dueling_env(env)
+    check_pairwise_state("double-thompson-sampling", env.n_arms, n_trials)
     horizon = check_round_horizon(horizon, "double-thompson-sampling")
     horizon, alpha = _check(env.n_arms, horizon, alpha)
     metrics, _ = simulate_policy(env, n_trials, rng, horizon,

@@ -38,6 +38,7 @@ import numpy as np
 
 from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import (
     Array,
@@ -460,6 +461,8 @@ class DPEBSElimination(Persistable):
         record_transcript: bool = False,
         accountant: Accountant | None = None,
     ) -> None:
+        k = check_int(n_arms, "n_arms", minimum=2)
+        check_fits("n_arms", k, 16.0 * k * k, what="DP-EBS-Elimination's K×K pair counts and wins (int64)")
         self.constants = ebs_constants(
             n_arms, horizon, epsilon, failure_probability, counter_epsilon=counter_epsilon,
             tree_bound=tree_bound, union_bound=union_bound, stats_removal=stats_removal,

@@ -32,6 +32,7 @@ import numpy as np
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array, Int, Maybe, StateSchema, Tuple, rule
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
@@ -44,10 +45,15 @@ from dpbandits.algorithms.dueling._common import (
 )
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 
 __all__ = ["InterleavedFilter", "simulate_interleaved_filter"]
+
+_BYTES_PER_ARM = 48.0
+"""Lower bound of an agent's memory per arm: the remaining arms as int64 and their wins (16 B) and as a
+list of Python ints (8 B pointers, 28 B int objects for ids above 256); refused up front when it cannot fit."""
 
 
 def _log_inverse_delta(n_arms: int, horizon: int) -> float:
@@ -131,6 +137,7 @@ class InterleavedFilter(Persistable):
 
     def __init__(self, n_arms: int, horizon: int, *, rng: RNGLike = None) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=2)
+        check_fits("n_arms", self.n_arms, _BYTES_PER_ARM * self.n_arms, what="interleaved-filter's remaining arms")
         self.horizon = check_int(horizon, "horizon", minimum=1)
         self._log_inv_delta = _log_inverse_delta(self.n_arms, self.horizon)
         self.candidate = _initial_candidate(trial_streams(rng).algorithm_key, self.n_arms)
@@ -270,7 +277,7 @@ def simulate_interleaved_filter(
     ----------
     Yue et al. (2012), Algorithm 1 and §5 (IF2), expected regret O(K·log T/Δ).
     """
-    check_dueling_env(env)
+    check_pairwise_state("interleaved-filter", check_dueling_env(env).n_arms, n_trials)
     check_elimination_horizon(horizon, env.n_arms, "interleaved-filter")
     n = check_int(n_trials, "n_trials", minimum=1)
     horizon = check_int(horizon, "horizon", minimum=1)

@@ -57,6 +57,7 @@ from dpbandits.algorithms.dueling._rounds import (
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
 from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
 __all__ = ["LinearDuelingSettings", "MaxInP", "MaxInPPolicy", "linear_dueling_settings", "simulate_maxinp"]
@@ -192,6 +193,7 @@ class MaxInP(RoundAgent):
     def __init__(self, features: Any, horizon: int, *, exploration_rounds: int | None = None, ridge: float = 1.0,
                  theta_bound: float = 1.0, confidence_scale: float = 1.0, rng: RNGLike = None) -> None:
         settings = linear_dueling_settings(features, horizon, exploration_rounds, ridge, theta_bound)
+        check_pairwise_state("maxinp", settings.n_arms)
         scale = check_positive_float(confidence_scale, "confidence_scale")
         policy = MaxInPPolicy(settings, np.array([trial_streams(rng).algorithm_key]), scale)
         super().__init__(policy, settings.horizon)
@@ -244,7 +246,7 @@ def simulate_maxinp(
     ----------
     Saha (2021), Algorithm 1 and Theorem 3 (regret Õ(d√T)).
     """
-    check_dueling_env(env)
+    check_pairwise_state("maxinp", check_dueling_env(env).n_arms, n_trials)
     settings = linear_dueling_settings(env.features, horizon, exploration_rounds, ridge, theta_bound)
     scale = check_positive_float(confidence_scale, "confidence_scale")
     metrics, _ = simulate_policy(env, n_trials, rng, settings.horizon, lambda keys: MaxInPPolicy(settings, keys, scale),

@@ -42,7 +42,11 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
-from dpbandits.algorithms.dueling._common import DUELING_ENVIRONMENTS, round_horizon_precheck
+from dpbandits.algorithms.dueling._common import (
+    DUELING_ENVIRONMENTS,
+    check_dueling_env,
+    round_horizon_precheck,
+)
 from dpbandits.algorithms.dueling._rounds import (
     WINS,
     WINS_SUM_AT_MOST_TIME,
@@ -55,6 +59,7 @@ from dpbandits.algorithms.dueling._rounds import (
 )
 from dpbandits.algorithms.dueling._streams import trial_streams
 from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
 __all__ = ["RMED1", "RMED1Policy", "bernoulli_kl_to_half", "rmed1_asymptotic_constant", "simulate_rmed1"]
@@ -198,6 +203,7 @@ class RMED1(RoundAgent):
 
     def __init__(self, n_arms: int, horizon: int, tolerance: float | None = None, *, rng: RNGLike = None) -> None:
         k = check_int(n_arms, "n_arms", minimum=2)
+        check_pairwise_state("rmed1", k)
         keys = np.array([trial_streams(rng).algorithm_key])
         super().__init__(RMED1Policy(k, keys, _tolerance(k, tolerance)), horizon)
 
@@ -246,6 +252,7 @@ def simulate_rmed1(
     Komiyama et al. (2015), Algorithms 1–2, Theorem 3 (asymptotically optimal regret
     Σ_i Δ_1i/(2·d(μ_i1, ½))·ln T under strong stochastic transitivity).
     """
+    check_pairwise_state("rmed1", check_dueling_env(env).n_arms, n_trials)
     f = _tolerance(env.n_arms, tolerance)
     metrics, _ = simulate_policy(env, n_trials, rng, horizon, lambda keys: RMED1Policy(env.n_arms, keys, f),
                                  algorithm="rmed1")

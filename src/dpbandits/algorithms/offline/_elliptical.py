@@ -21,6 +21,7 @@ from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline.accountants import rejection_sampling_guarantee
+from dpbandits.algorithms.offline.domain import refuse_outside_domain
 from dpbandits.algorithms.offline.kl_mab import kl_log_policy, log_reference_policy
 from dpbandits.envs.offline import check_feature_norms
 from dpbandits.privacy.accounting import Accountant, spend
@@ -33,16 +34,14 @@ __all__ = ["EllipticalKLPolicy", "check_declared_domain"]
 
 def check_declared_domain(lambda_min: float, min_eigenvalue: float | None, n_records: int,
                           max_records: int | None) -> None:
-    """Refuse data outside a declared public domain: λ_min(Σ_D) >= ℓ and n <= n_max (when declared)."""
+    """Refuse data outside a declared public domain: λ_min(Σ_D) >= ℓ and n <= n_max (when declared).
+
+    The message names the declared condition, never λ_min(Σ_D) or n (see :mod:`.domain`).
+    """
     if min_eigenvalue is not None and lambda_min < min_eigenvalue:
-        raise InvalidParameterError(
-            f"data must lie in the declared domain lambda_min(Sigma_D) >= min_eigenvalue = {min_eigenvalue!r}; "
-            f"got lambda_min = {lambda_min!r}"
-        )
+        raise refuse_outside_domain(f"lambda_min(Sigma_D) >= min_eigenvalue = {min_eigenvalue!r}")
     if max_records is not None and n_records > max_records:
-        raise InvalidParameterError(
-            f"data must lie in the declared domain n <= max_records = {max_records}; got n = {n_records}"
-        )
+        raise refuse_outside_domain(f"n <= max_records = {max_records}")
 
 
 def is_regularised_gram(covariance: FloatArray, ridge: float, n_records: int, norm_bound: float) -> bool:
@@ -82,6 +81,19 @@ class EllipticalKLPolicy(ABC):
     def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None,
                   **kwargs: Any) -> Guarantee:
         """The guarantee of one sample at one context (or every context when omitted)."""
+
+    def _continuation_charge(self) -> Guarantee:
+        """A fork of a loaded policy is charged one sample's data-independent guarantee, never a per-instance ε."""
+        return self.sample_guarantee()
+
+    @abstractmethod
+    def sample_guarantee(self, action_features: ArrayLike | None = None,
+                         reference: ArrayLike | None = None) -> Guarantee:
+        """The data-independent guarantee ``sample(accountant=...)`` records per sample (domain scope).
+
+        Refused (:class:`~dpbandits._core.errors.PerInstanceSpendError`, from the public parameters
+        alone) when the policy declares no domain.
+        """
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "theta_"):
@@ -166,7 +178,9 @@ class EllipticalKLPolicy(ABC):
         insecure_seeded_noise : bool, default False
             Seeded NumPy Gumbel-max (simulation and tests only; warns).
         accountant : Accountant, optional
-            Records the guarantee of each sample at this context before anything is drawn (over budget: nothing is).
+            Records :meth:`sample_guarantee` (the data-independent guarantee over the declared domain)
+            for each sample before anything is drawn (over budget: nothing is); refused, before the
+            data is read, when the policy declares no domain.
 
         Privacy
         -------
@@ -175,9 +189,11 @@ class EllipticalKLPolicy(ABC):
         """
         if size is not None:
             size = check_int(size, "size", minimum=1)
-        log_p = self.log_probabilities(action_features, reference)
         if accountant is not None:
-            spend(accountant, self.guarantee(action_features, reference), 1 if size is None else size)
+            self._check_query(action_features)  # a malformed query is refused before anything is spent
+            spend(accountant, self.sample_guarantee(action_features, reference), 1 if size is None else size,
+                  label=f"{type(self).__name__}.sample")
+        log_p = self.log_probabilities(action_features, reference)
         return sample_log_weights(log_p, rng, size, backend=backend, insecure_seeded_noise=insecure_seeded_noise)
 
     # ------------------------------------------------------------------ rejection sampling
@@ -258,6 +274,10 @@ class EllipticalKLPolicy(ABC):
             Source of the Exp(1) acceptance draws (|Laplace(1)|).
         insecure_seeded_noise : bool, default False
             Seeded proposals and acceptance draws (simulation and tests only; warns).
+        accountant : Accountant, optional
+            Records the sampler's guarantee from :meth:`sample_guarantee` (data-independent, over the
+            declared domain; below) before any draw; refused, before the data is read, when the
+            policy declares no domain.
 
         Returns
         -------
@@ -289,15 +309,14 @@ class EllipticalKLPolicy(ABC):
         t = check_int(n_proposals, "n_proposals", minimum=1)
         m = check_int(batch, "batch", minimum=1)
         bound = self._theta_norm_bound(theta_norm_bound)
-        theta_norm = float(np.linalg.norm(self.theta_))
-        if theta_norm > bound:
-            raise InvalidParameterError(
-                f"theta_norm_bound must be >= ||theta_hat|| on every dataset of the declared domain; got "
-                f"{bound!r} < {theta_norm!r} (data outside the domain)"
-            )
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
-        if accountant is not None:  # the sampler's guarantee at every context, before any draw
-                spend(accountant, rejection_sampling_guarantee(self.privacy, self.rejection_failure_bound(t, bound)))
+        # the sampler's data-independent guarantee at every context, before the data is read or noise drawn
+        charge = (None if accountant is None
+                  else rejection_sampling_guarantee(self.sample_guarantee(), self.rejection_failure_bound(t, bound)))
+        if float(np.linalg.norm(self.theta_)) > bound:
+            raise refuse_outside_domain(f"||theta_hat|| <= theta_norm_bound = {bound!r}")
+        if charge is not None:
+            spend(accountant, charge, label=f"{type(self).__name__}.sample_by_rejection")
         # proposals come from the seeded stream when seeded, else from fresh OS entropy
         gen = noise.rng if isinstance(noise, NumpyNoise) else as_generator(None)
         chosen: FloatArray | None = None

@@ -559,15 +559,10 @@ def account_mab(
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
     domain = _check_scope(scope, kind)
-    counts = policy.counts_
-    log_pi0 = policy.log_reference
-    active = np.isfinite(log_pi0)
-    n_min = int(counts[active].min()) if np.any(active) else 0
-    n_max = int(counts.max())
     common: dict[str, Any] = {
         "unit": UNIT_MAB, "neighbouring": Neighbouring.ADD_REMOVE, "strict": strict,
     }
-    if domain:
+    if domain:  # public parameters only: the counts are not read
         if policy.min_count is None:
             raise InvalidParameterError(
                 "scope='domain' needs the public per-arm floor declared when the policy is built "
@@ -582,6 +577,11 @@ def account_mab(
         reason = "" if math.isfinite(eps) else f"Theorem 1 needs min_count >= 2 (got {m}); use variant='tight'"
         return _result(kind, eps, 0.0, reference=f"{PAPER}, Theorem 1 eq. (9) at N_min = min_count",
                        reason=reason, domain=_mab_domain(policy), **common)
+    counts = policy.counts_
+    log_pi0 = policy.log_reference
+    active = np.isfinite(log_pi0)
+    n_min = int(counts[active].min()) if np.any(active) else 0
+    n_max = int(counts.max())
     if getattr(policy, "fallback_used_", False):
         return _result(kind, math.inf, 1.0, reference=f"{PAPER}, eq. (8)", strict=strict,
                        reason="no arm has data: the policy fell back to pi0", unit=UNIT_MAB,

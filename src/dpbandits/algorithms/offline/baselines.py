@@ -37,6 +37,7 @@ from dpbandits._core.schema import Array, StateSchema
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_epsilon, check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline.accountants import UNIT_MAB, mab_domain_sensitivity
+from dpbandits.algorithms.offline.domain import refuse_outside_count_floor
 from dpbandits.algorithms.offline.kl_mab import MAB_COUNTS, MAB_SUMS, MAB_SUMS_WITHIN_COUNTS, mab_utilities
 from dpbandits.envs.offline import LoggedBanditData
 from dpbandits.privacy.accounting import Accountant, spend
@@ -89,13 +90,7 @@ class _MABBaseline(Persistable):
 
     def _fit_utilities(self, data: LoggedBanditData) -> None:
         counts, sums = _statistics(data, self.n_arms, self.reward_bound)
-        short = np.flatnonzero(counts < self.min_count)
-        if short.size:
-            arm = int(short[0])
-            raise InvalidParameterError(
-                f"data must lie in the declared domain N(a) >= min_count = {self.min_count} for every arm; "
-                f"got N({arm}) = {int(counts[arm])}"
-            )
+        refuse_outside_count_floor(counts, self.min_count)
         self.counts_: IntArray = counts
         self.reward_sums_: FloatArray = sums
         self.utilities_: FloatArray = mab_utilities(counts, sums, self.beta0)

@@ -23,6 +23,7 @@ from dpbandits.algorithms.offline._elliptical import (
     is_regularised_gram,
 )
 from dpbandits.algorithms.offline.accountants import account_linear
+from dpbandits.algorithms.offline.domain import require_declared_domain
 from dpbandits.envs.offline import LoggedContextualData
 from dpbandits.privacy.guarantees import Guarantee
 
@@ -71,7 +72,8 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
     logged record with ε0 = C2/(η√λ_min) (Theorem 2; valid); the paper's approximate form is false
     (C3) and is replaced by the spec's corrected recipe. With the public ``min_eigenvalue`` and
     ``max_records``, ``privacy(scope="domain")`` is ordinary DP over that domain. Each context and
-    each sample compose. :meth:`sample` draws with OpenDP's exact Gumbel noisy-max by default.
+    each sample compose; ``sample(accountant=...)`` records the domain guarantee
+    (:meth:`sample_guarantee`) and needs both declared. :meth:`sample` draws with OpenDP's exact Gumbel noisy-max by default.
 
     References
     ----------
@@ -163,6 +165,23 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
                   **kwargs: Any) -> Guarantee:
         """Guarantee at one context (or every context); see :func:`accountants.account_linear`."""
         return account_linear(self, action_features, reference, kind=kind, variant=variant, scope=scope, **kwargs)
+
+    def sample_guarantee(self, action_features: ArrayLike | None = None,
+                         reference: ArrayLike | None = None) -> Guarantee:
+        """The guarantee ``sample(accountant=...)`` records per sample: Theorem 2 over the declared domain.
+
+        ``guarantee(scope="domain")``, from the public η, β0, R, λ, ℓ = ``min_eigenvalue``, n_max =
+        ``max_records`` and d only (the same at every context): the same number for every dataset.
+
+        Raises
+        ------
+        PerInstanceSpendError
+            If ``min_eigenvalue`` or ``max_records`` was not declared (before any data is read).
+        """
+        missing = [name for name in ("min_eigenvalue", "max_records") if getattr(self, name) is None]
+        require_declared_domain(type(self).__name__, missing,
+                                "KLLinearPolicy(..., min_eigenvalue=l, max_records=n_max), both public")
+        return self.guarantee(scope="domain")
 
     def _public_theta_norm_bound(self) -> float | None:
         """R·√(n_max/λ) when ``max_records`` is declared: λ‖θ̂‖² <= Σ r_i² <= n·R² for the ridge estimate."""

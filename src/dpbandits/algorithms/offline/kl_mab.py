@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import EmptySupportError, InvalidParameterError, NotFittedError, PrivacyWarning
 from dpbandits._core.persistence import Persistable
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array, StateSchema, rule
 from dpbandits._core.typing import FloatArray, IntArray
@@ -26,6 +27,7 @@ from dpbandits._core.validation import (
     check_probability_vector,
 )
 from dpbandits.algorithms.offline.accountants import account_mab
+from dpbandits.algorithms.offline.domain import refuse_outside_count_floor, require_declared_domain
 from dpbandits.envs.offline import LoggedBanditData
 from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee
@@ -221,7 +223,10 @@ class KLMABPolicy(Persistable):
     ``scope="domain"`` is ε-DP for every pair of neighbouring datasets in the declared domain,
     calibrated only by the public η, β0, R and m. See :meth:`privacy` and
     :mod:`dpbandits.algorithms.offline.accountants`. Each further sample costs privacy again
-    (composition). :meth:`sample` draws with OpenDP's exact Gumbel noisy-max by default.
+    (composition): ``sample(accountant=...)`` records :meth:`sample_guarantee`, the domain
+    guarantee Δ(m)/η, never a per-instance figure (which would make the ledger and the refusal
+    point a function of D), and is refused without ``min_count``. :meth:`sample` draws with OpenDP's
+    exact Gumbel noisy-max by default.
 
     References
     ----------
@@ -260,6 +265,7 @@ class KLMABPolicy(Persistable):
         min_count: int | None = None,
     ) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=1)
+        check_fits("n_arms", self.n_arms, 8.0 * self.n_arms, what="the reference policy's log-probabilities")
         self.eta = check_positive_float(eta, "eta")
         self.beta0 = check_in_interval(beta0, "beta0", 0.0, math.inf, closed="left")
         self.reward_bound = check_positive_float(reward_bound, "reward_bound")
@@ -324,14 +330,7 @@ class KLMABPolicy(Persistable):
 
     def _fit(self, counts: IntArray, reward_sums: FloatArray, minima: FloatArray, maxima: FloatArray) -> KLMABPolicy:
         if self.min_count is not None:
-            active = np.isfinite(self.log_reference)
-            short = np.flatnonzero(active & (counts < self.min_count))
-            if short.size:
-                arm = int(short[0])
-                raise InvalidParameterError(
-                    f"data must lie in the declared domain N(a) >= min_count = {self.min_count} for every arm "
-                    f"with pi0(a) > 0; got N({arm}) = {int(counts[arm])}"
-                )
+            refuse_outside_count_floor(counts, self.min_count, self.log_reference)
         self.counts_: IntArray = np.asarray(counts, dtype=np.int64)
         self.reward_sums_: FloatArray = np.asarray(reward_sums, dtype=np.float64)
         self.reward_minima_: FloatArray = np.asarray(minima, dtype=np.float64)
@@ -396,7 +395,9 @@ class KLMABPolicy(Persistable):
         insecure_seeded_noise : bool, default False
             Seeded NumPy Gumbel-max (reproducible; simulation and tests only; warns).
         accountant : Accountant, optional
-            Records the guarantee of each sample before anything is drawn (over budget: nothing is).
+            Records :meth:`sample_guarantee` (the data-independent guarantee over the declared domain)
+            for each sample before anything is drawn (over budget: nothing is). Needs ``min_count``:
+            without it the call is refused from the public parameters alone, before the data is read.
 
         Returns
         -------
@@ -409,11 +410,11 @@ class KLMABPolicy(Persistable):
         randomness (:func:`dpbandits.privacy.noise.privacy_noise`): no float cutoff, so an action far
         below the best keeps its positive probability. Seeded draws are not private in deployment.
         """
-        self._check_fitted()
         if size is not None:
             size = check_int(size, "size", minimum=1)
         if accountant is not None:
-            spend(accountant, self.privacy, 1 if size is None else size)
+            spend(accountant, self.sample_guarantee(), 1 if size is None else size, label="KLMABPolicy.sample")
+        self._check_fitted()
         return sample_log_weights(self.log_probabilities_, rng, size, backend=backend,
                                   insecure_seeded_noise=insecure_seeded_noise)
 
@@ -421,6 +422,27 @@ class KLMABPolicy(Persistable):
     def privacy(self) -> Guarantee:
         """The per-instance pure guarantee of one sample (Theorem 1); options: :meth:`guarantee`."""
         return self.guarantee()
+
+    def _continuation_charge(self) -> Guarantee:
+        """A fork of a loaded policy is charged one sample's data-independent guarantee, never a per-instance ε."""
+        return self.sample_guarantee()
+
+    def sample_guarantee(self) -> Guarantee:
+        """The guarantee ``sample(accountant=...)`` records per sample: Δ(m)/η over the declared domain.
+
+        ``guarantee(scope="domain", variant="tight")``: the exact utility sensitivity over the domain
+        N(a) >= m (:func:`accountants.mab_domain_sensitivity`), from the public η, β0, R and m only,
+        finite for every m >= 1. The same number for every dataset, so neither what an accountant
+        records nor when it refuses depends on the data.
+
+        Raises
+        ------
+        PerInstanceSpendError
+            If ``min_count`` was not declared (from the public parameters, before any data is read).
+        """
+        require_declared_domain(type(self).__name__, [] if self.min_count is not None else ["min_count"],
+                                "KLMABPolicy(..., min_count=m), m a public per-arm floor")
+        return self.guarantee(scope="domain", variant="tight")
 
     def guarantee(self, kind: str = "pure", variant: str = "corrected", scope: str = "instance",
                   **kwargs: Any) -> Guarantee:

@@ -442,6 +442,8 @@ class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
         slack = n * self.fit_.multiplier * norm * max(0.0, self.norm_bound - norm)
         # σ' >= γ on the segment θ̂–θ*, inside the ball of radius max(B, ‖θ̂‖)
         radius = max(self.norm_bound, norm)
+        if not 2.0 * radius < math.log(np.finfo(np.float64).max):
+            return math.inf  # κ_B = 2 + e^{2B} + e^{−2B} is not a float (B > ~354): no finite certificate
         gamma = 1.0 / (2.0 + math.exp(2.0 * radius) + math.exp(-2.0 * radius))
         return (r_norm + math.sqrt(r_norm**2 + 4.0 * gamma * slack)) / (2.0 * gamma)
 
@@ -508,6 +510,18 @@ class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
         # ‖w_a − w_b‖² = ‖w_a‖² + ‖w_b‖² − 2⟨w_a, w_b⟩
         dist2 = sq[:, None] + sq[None, :] - 2.0 * (w @ w.T)
         return float(np.sqrt(max(0.0, float(dist2.max()))))
+
+    def sample_guarantee(self, action_features: ArrayLike | None = None,
+                         reference: ArrayLike | None = None) -> Guarantee:
+        """The guarantee ``sample(accountant=...)`` records per sample: label DP over every labelling.
+
+        ``guarantee(action_features, reference, scope="domain")`` with label neighbouring: the
+        comparisons z_i are public under label DP, so ε depends on them, on the public prompt and on
+        the public η, B, λ and solver tolerance only, never on the labels it protects. (Add/remove of
+        whole comparisons, a different unit, is ``guarantee(scope="domain", neighbouring="add_remove")``
+        with the public ``min_eigenvalue``; spend it yourself if that is the unit you protect.)
+        """
+        return self.guarantee(action_features, reference, scope="domain")
 
     def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None, *,
                   kind: str = "pure", variant: str = "corrected", neighbouring: str = "label",

@@ -24,7 +24,7 @@ from dpbandits.algorithms.bai.dp_bai import DPBAI, Baseline, DPBAIGauss
 from dpbandits.algorithms.bai.dp_od import DPOD
 from dpbandits.algorithms.bai.exact_distribution import exact_path_distribution
 from dpbandits.algorithms.bai.phased import PhasedAlgorithm, PhasePlan, Planner
-from dpbandits.audit.contract import NeighbourPair, PrivacyCase, register_privacy_cases
+from dpbandits.audit.contract import NeighbourPair, PrivacyCase, register_privacy_cases, with_power
 
 EPSILON = 0.8
 _THREE_ARMS = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.7]])  # K = 3, d = 2: all-arms branch twice
@@ -179,8 +179,10 @@ def bai_cases() -> list[PrivacyCase]:
     flipped = table.copy()
     flipped[0, 0] = 0.0
     pair = [NeighbourPair("K=2: the best arm's only pulled reward set from 1 to 0", table, flipped)]
-    cases.append(PrivacyCase("dp-bai", "secure ask/tell agent, K=2", two.privacy, pair,
-                             sample=_agent_sampler(two), n_samples=2000))
+    agent_case = PrivacyCase("dp-bai", "secure ask/tell agent, K=2", two.privacy, pair, sample=_agent_sampler(two))
+    mode = float(np.exp(np.max(_aligned_distribution(two.planner, pair)(table))))
+    cases += [with_power(agent_case, mode, "the most likely recommendation", n_events=2, n_samples=n, heavy=n > 2000)
+              for n in (2000, 20_000)]
     seed = _revealing_seed(two, pair[0], np.random.default_rng(0))
     cases.append(PrivacyCase("dp-bai", f"ask/tell agent with the known noise seed {seed}", two.privacy, pair,
                              sample=_agent_sampler(two, seed), n_samples=2000, broken=True,

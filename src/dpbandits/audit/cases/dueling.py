@@ -44,7 +44,7 @@ from dpbandits.algorithms.dueling.ldp_ebs_elimination import (
     ldp_guarantee,
     randomised_response,
 )
-from dpbandits.audit.contract import NeighbourPair, PrivacyCase, register_privacy_cases
+from dpbandits.audit.contract import NeighbourPair, PrivacyCase, register_privacy_cases, with_power
 from dpbandits.audit.transcript import TranscriptComparison, compare_transcripts
 from dpbandits.privacy.counters import BinaryTreeCounterBank
 from dpbandits.privacy.noise import NoiseBackend, SecureNoise
@@ -294,10 +294,12 @@ def _float_cases() -> list[PrivacyCase]:
     claim = DPEBSElimination(EBS_ARMS, EBS_HORIZON, FLOAT_EPSILON).privacy
     pair = [NeighbourPair("user 1's label 1 -> 0: the first element of its arm's counter", 1, 0)]
     return [
-        PrivacyCase("dp-ebs-elimination", f"the agent's counter bank at ε = {FLOAT_EPSILON:g} (secure exact integer "
-                    "noise): first releases",
-                    claim, pair, sample=_first_releases(BinaryTreeCounterBank, integer=True), statistic=_as_float,
-                    n_samples=8000, float_attack=True),
+        with_power(PrivacyCase("dp-ebs-elimination", f"the agent's counter bank at ε = {FLOAT_EPSILON:g} (secure "
+                               "exact integer noise): first releases", claim, pair,
+                               sample=_first_releases(BinaryTreeCounterBank, integer=True), statistic=_as_float,
+                               n_samples=8000, float_attack=True),
+                   0.5, "a threshold event at the median release; at eps = 8 this case audits the low-order bits "
+                   "(float attack), not the frequencies", n_events=12),
         PrivacyCase("dp-ebs-elimination", f"the agent's counter bank at ε = {FLOAT_EPSILON:g}, adding OpenDP noise "
                     "drawn at 0 in NumPy floats",
                     claim, pair, sample=_first_releases(FloatAdditionCounterBank), statistic=_as_float,
@@ -341,8 +343,10 @@ def _ldp_cases() -> list[PrivacyCase]:
     pair = [NeighbourPair("the user's preference bit flipped (1 -> 0)", 1, 0)]
     claim = ldp_guarantee(LDP_EPSILON)
     return [
-        PrivacyCase("ldp-ebs-elimination", "users' randomised response on the deployed OpenDP coin", claim, pair,
-                    sample=_deployed_reports, n_samples=1000),
+        *(with_power(PrivacyCase("ldp-ebs-elimination", "users' randomised response on the deployed OpenDP coin",
+                                 claim, pair, sample=_deployed_reports),
+                     1.0 - flip_probability(LDP_EPSILON), "the report equal to the user's bit", n_events=2,
+                     n_samples=n, heavy=n > 2000) for n in (2000, 20_000)),
         PrivacyCase("ldp-ebs-elimination", "randomised response flipping half as often as ε needs", claim, pair,
                     sample=_rarely_flipped_reports, n_samples=1000, broken=True,
                     notes={"control": "noise too small"}),

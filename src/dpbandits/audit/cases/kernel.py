@@ -41,7 +41,7 @@ from dpbandits.algorithms.kernel.baselines import PrivateFeatureRidge
 from dpbandits.algorithms.kernel.features import FeatureMap, quadrature_fourier_features
 from dpbandits.algorithms.kernel.sup_bound import sup_bound
 from dpbandits.algorithms.kernel.usca import USCA
-from dpbandits.audit.contract import NeighbourPair, PrivacyCase, register_privacy_cases
+from dpbandits.audit.contract import NeighbourPair, PrivacyCase, register_privacy_cases, with_power
 from dpbandits.audit.exact import interval_log_probabilities
 from dpbandits.envs.kernel import KernelBanditEnvironment, StationaryKernel, joint_points
 
@@ -246,7 +246,9 @@ def usca_cases() -> list[PrivacyCase]:
           for eps in (0.5, 1.0, 4.0)),
         _exact_usca_case("usca", "feature backend (QFF, 12 per axis), its own kernel k_D", features, feature_pairs),
         _exact_usca_case("usca", "refined sensitivity Δ_ref(c)", refined, refined_pairs),
-        _sampled_usca_case("deployed recommend() (OpenDP Gumbel noisy-max) on the worst pair", features, worst, 800),
+        *(with_power(_sampled_usca_case("deployed recommend() (OpenDP Gumbel noisy-max) on the worst pair", features,
+                                        worst, n), 0.5, "a threshold event at the median log-likelihood ratio",
+                     n_events=12, heavy=n > 800) for n in (800, 8000)),
         _exact_usca_case("usca-trivial-sensitivity", "Ŝ = sup k(w, w)/τ", trivial, trivial_pairs),
         # negative controls (the adversarial pairs only)
         _exact_usca_case("usca", f"kernel backend, {understated}", _variant(exact, sensitivity_factor=0.1),

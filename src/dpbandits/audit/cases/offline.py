@@ -41,7 +41,7 @@ from dpbandits.algorithms.offline.baselines import (
 from dpbandits.algorithms.offline.kl_mab import kl_log_policy, log_reference_policy
 from dpbandits.algorithms.offline.kl_rlhf import bradley_terry_mle
 from dpbandits.algorithms.offline.simulate import calibrated_eta
-from dpbandits.audit.contract import NeighbourPair, PrivacyCase, register_privacy_cases
+from dpbandits.audit.contract import NeighbourPair, PrivacyCase, register_privacy_cases, with_power
 from dpbandits.audit.kl import mab_neighbour_datasets
 from dpbandits.envs.datasets import action_features
 from dpbandits.envs.offline import LoggedBanditData, LoggedContextualData, PreferenceData
@@ -133,6 +133,16 @@ def _kl_mab_law(**params: Any) -> Callable[[LoggedBanditData], np.ndarray]:
     return _memo(lambda data: KLMABPolicy(**params).fit(data).log_probabilities_)
 
 
+def _deployed_kl_sampler(base: dict[str, Any], removal: list[NeighbourPair],
+                         sample: Callable[[Any, int, np.random.Generator], np.ndarray]) -> list[PrivacyCase]:
+    """The deployed secure sampler, audited statistically at 2000 draws and (slow) 40000, with its power."""
+    case = PrivacyCase("kl-mab", "deployed sampler (OpenDP exact Gumbel noisy-max)", _kl_mab_claim("tight", **base),
+                       removal, sample=sample)
+    mode = float(np.exp(np.max(_kl_mab_law(**base)(removal[0].data))))
+    return [with_power(case, mode, "the most likely arm", n_events=base["n_arms"], n_samples=n, heavy=n > 2000)
+            for n in (2000, 40_000)]
+
+
 def _kl_mab_claim(variant: str = "corrected", **params: Any) -> Callable[[LoggedBanditData], Guarantee]:
     return _memo(lambda data: KLMABPolicy(**params).fit(data).guarantee(variant=variant))
 
@@ -218,8 +228,7 @@ def offline_kl_mab_cases() -> list[PrivacyCase]:
                     _kl_mab_claim(**outside), _mab_pairs(unseen), distribution=_kl_mab_law(**outside)),
         PrivacyCase("kl-mab", f"domain N(a) >= {m} (tight), moving arm rare under the policy", domain_claim,
                     domain_pairs, distribution=_kl_mab_law(**domain)),
-        PrivacyCase("kl-mab", "deployed sampler (OpenDP exact Gumbel noisy-max)", _kl_mab_claim("tight", **base),
-                    removal, sample=secure_sample, n_samples=800),
+        *_deployed_kl_sampler(base, removal, secure_sample),
         # negative controls
         PrivacyCase("kl-mab", f"sampling with the known seed {seed}", _kl_mab_claim("tight", **base), removal,
                     sample=_seeded_sampler(base, seed), n_samples=400, broken=True, notes={"control": "seeded noise"}),
@@ -293,9 +302,11 @@ def offline_baseline_cases() -> list[PrivacyCase]:
         PrivacyCase("laplace-greedy-mab", "issue 12 instance: exact sup of the released vector's density ratio",
                     LaplaceStatisticsGreedyMAB(**issue).guarantee(), issue_pairs,
                     transcript_loss=_laplace_transcript(LaplaceStatisticsGreedyMAB, **issue)),
-        PrivacyCase("laplace-greedy-mab", "secure release (OpenDP adds the noise): statistics and low-order bits",
-                    release.guarantee(), laplace_pairs[:2], sample=secure_release, statistic=changed_arm,
-                    n_samples=2000, float_attack=True),
+        *(with_power(PrivacyCase("laplace-greedy-mab", "secure release (OpenDP adds the noise): statistics and "
+                                 "low-order bits", release.guarantee(), laplace_pairs[:2], sample=secure_release,
+                                 statistic=changed_arm, n_samples=2000, float_attack=True),
+                     0.5, "a threshold event at the median of the changed arm's release", n_events=12,
+                     n_samples=n, heavy=n > 2000) for n in (2000, 20_000)),
         PrivacyCase("laplace-greedy-mab", "noise sized from N_min(D)", LaplaceStatisticsGreedyMAB(**issue).guarantee(),
                     issue_pairs,
                     transcript_loss=_laplace_transcript(DataScaledLaplace, **issue), broken=True,
