@@ -12,7 +12,11 @@ rounds (``_harness.interleaved``), per step (one ``ask`` + one ``tell``, or one 
   per release (the cost floor set by OpenDP itself);
 * **peer**: the same algorithm in another library, where one exists: duelpy 1.0.0 (RUCB,
   Beat-the-Mean, RMED1, Double Thompson Sampling, Copeland Confidence Bound, Interleaved Filtering),
-  run with its own loop (``algorithm.run()`` on a ``MatrixFeedback``).
+  run with its own loop (``algorithm.run()`` on a ``MatrixFeedback``). duelpy is a **speed** peer
+  only, never a reference for results: its RUCB records every duel as won by the first arm (its
+  ``step`` tests ``feedback_mechanism.duel(c, d) < 0`` on the boolean that ``duel`` returns, which is
+  never below 0), and an independent review found its RMED1 broken as shipped too; so its regret or
+  its pulls must not be compared with dpbandits' (the plain loops are the like-for-like reference).
 
 Targets: ours fast <= 2 × plain loop; ours secure <= 3 × the OpenDP-direct plain loop; ours faster
 than the peer (ratio peer / ours > 1). Feedback is the same in every loop: duel (a, b) at round t is
@@ -153,21 +157,16 @@ def duelpy_run(class_name: str) -> Callable[[int], int] | None:
 
 def bai_pulls(agent: Any, u: list[float], start: int, *, clip: bool = True) -> int:
     """Drive a best-arm agent to its end with rewards w_i·U, clipped to 1 if ``clip`` (as its plain loop
-    computes them); returns the pulls made. ``done`` (``finished``) is read as a deployer's loop reads it."""
+    computes them); returns the pulls made. ``done`` is read as a deployer's loop reads it."""
     i = start
     ask, tell = agent.ask, agent.tell
-    if hasattr(agent, "done"):
+    if clip:
         while not agent.done:
             arm = ask()
             tell(arm, min(1.0, WIDTHS[arm] * u[i]))
             i += 1
-    elif clip:
-        while not agent.finished:
-            arm = ask()
-            tell(arm, min(1.0, WIDTHS[arm] * u[i]))
-            i += 1
     else:
-        while not agent.finished:
+        while not agent.done:
             arm = ask()
             tell(arm, WIDTHS[arm] * u[i])
             i += 1
@@ -204,8 +203,8 @@ def sequential_halving_case(trials: int) -> Case:
         agent = SequentialHalving(BAI.n_arms, BAI_BUDGET, rng=SEED + trial)
         bai_pulls(agent, u, trial * BAI_BUDGET, clip=False)
         reference = plain.sequential_halving(BAI.n_arms, BAI_BUDGET, WIDTHS, u[trial * BAI_BUDGET:])
-        if agent.recommend() != reference:
-            raise SystemExit(f"sequential-halving: ours recommends {agent.recommend()}, the plain loop {reference}")
+        if agent.recommendation != reference:
+            raise SystemExit(f"sequential-halving: ours recommends {agent.recommendation}, the plain loop {reference}")
 
     def ours(_: int, secure: bool) -> int:
         pulls = 0
@@ -297,7 +296,7 @@ def cases(quick: bool, rounds: int) -> list[Case]:
              lambda s, sec: duel(CopelandConfidenceBound(K, HORIZON, rng=SEED), s),
              loop(plain.copeland_confidence_bound, P, rng(SEED)),
              peer=("duelpy CopelandConfidenceBound", duelpy_run("CopelandConfidenceBound"))),
-        Case("maxinp", n(600), lambda s, sec: duel(MaxInP(FEATURES, HORIZON, rng=SEED), s),
+        Case("maxinp", n(600), lambda s, sec: duel(MaxInP(FEATURES, HORIZON, confidence_scale=1.0, rng=SEED), s),
              lambda s: (plain.maxinp(FEATURES, P, s, uniforms(s), rng(SEED), HORIZON), s)[1]),
         Case("colstim", n(600), lambda s, sec: duel(CoLSTIM(FEATURES, HORIZON, rng=SEED), s),
              lambda s: (plain.colstim(FEATURES, P, s, uniforms(s), rng(SEED), HORIZON), s)[1]),

@@ -5,7 +5,7 @@ Usage::
     python benchmarks/bench_dueling.py            # full size (lead's run)
     python benchmarks/bench_dueling.py --quick    # reduced size, to check the script works
 
-On instance F2 (K = 10 arms, spec §8.1) at epsilon = 1:
+On instance F2 (K = 10 arms) at epsilon = 1:
 
 1. DP-EBS-Elimination (block-vectorised simulation) runs T = 10^6 rounds for 20 trials in < 30 s
    (issue 6's target), in one process and split over 2 worker processes.
@@ -30,6 +30,8 @@ the project. duelpy is not a dependency of dpbandits: install it where the bench
     python -m pip install --no-deps --target .venv-bench/peers duelpy==1.0.0
 
 Without duelpy the comparison is skipped (and said so); the other figures are still printed.
+duelpy is used for speed only, not as a reference for regret: its RUCB records every duel as won by the
+first arm (``duel(c, d) < 0`` on a boolean), and its RMED1 was found broken as shipped as well.
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ def main() -> None:
               f"NumPy {name} per pull")
 
     budget = 1000
-    per_arm = -(-(budget - 2) // 2)  # ⌈(T − 2)/2⌉ pulls of arms 1 and 3 (spec §6.1)
+    per_arm = -(-(budget - 2) // 2)  # ⌈(T − 2)/2⌉ pulls of arms 1 and 3
     section5 = dp_bai_instance()
     bai_counts = np.zeros((n_trials, section5.n_arms), dtype=np.int64)
     bai_counts[:, [0, 2]] = per_arm

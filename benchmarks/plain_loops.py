@@ -222,15 +222,13 @@ def copeland_confidence_bound(P: np.ndarray, steps: int, u: list[float], rng: np
         if not best_set.any():
             best_set[:], beaters[:], max_losses = True, False, k
         settled = candidates & (optimistic == pessimistic)  # C
-        if settled.any():
-            winner = int(np.argmax(settled))
-            best_set[:] = False
-            best_set[winner] = True
-            beaters[winner] = False
-            max_losses = k - 1 - int(optimistic[winner])
+        if settled.any():  # B ← B ∪ {i} and B^i ← ∅ for every settled i (all share Cpld⁺ = max)
+            best_set |= settled
+            beaters[settled] = False
+            max_losses = k - 1 - int(optimistic.max())
             keep = max_losses + 1
             sizes = beaters.sum(axis=1)
-            others = np.arange(k) != winner
+            others = ~settled
             beaters[others & (sizes < keep)] = False
             for j in np.flatnonzero(others & (sizes > keep)):
                 members = np.flatnonzero(beaters[j])

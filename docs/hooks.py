@@ -6,6 +6,8 @@
   produces. The test suite runs the same scripts (tests/integration/test_docs.py).
 * ``cli.md``: the ``--help`` of ``dpbandits`` and of each of its commands, as the installed CLI prints it.
 * ``public-api.md``: the names importable from ``dpbandits``, from its own export table.
+* ``generated/claims-*.png``: the claims pages' figures, drawn by ``docs/papers/claims_figures.py`` from
+  the studies' summaries stored under ``docs/papers/data/`` (re-checked by tests/unit/test_claims_data.py).
 
 Nothing generated is committed; ``build/`` is ignored by git.
 """
@@ -80,6 +82,7 @@ def on_pre_build(config: Any) -> None:
     cli_commands = json.loads(_run_all({"list": [python, "-c", _LIST_COMMANDS]})["list"])
     console = Path(python).with_name("dpbandits")  # the installed console script, as users run it
     cli = [str(console)] if console.exists() else [python, "-m", "dpbandits"]
+    commands["claims-figures"] = [python, str(ROOT / "docs" / "papers" / "claims_figures.py"), str(FIGURES)]
     commands["dpbandits"] = [*cli, "--help"]
     commands.update({command: [*cli, command, "--help"] for command in cli_commands})
     log.info("generating tutorial figures and CLI help (%d commands)", len(commands))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,17 @@ import pytest
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 ROOT_SEED = 20261122
+TESTS = Path(__file__).resolve().parent
+SLOW_DIRECTORIES = ("statistical",)
+"""Every test below these directories is ``slow`` (large samples): CI runs them, ``-m "not slow"`` skips them."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of :data:`SLOW_DIRECTORIES` slow (other slow tests carry the marker themselves)."""
+    for item in items:
+        parts = item.path.resolve().relative_to(TESTS).parts if item.path.resolve().is_relative_to(TESTS) else ()
+        if parts and parts[0] in SLOW_DIRECTORIES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Exact privacy audit of DP-BAI, Baseline and DP-OD on tiny instances (spec §2.6, §8 items 6-7).
+"""Exact privacy audit of DP-BAI, Baseline and DP-OD on tiny instances.
 
 For a fixed reward table the whole output (pull sequence and recommendation) is a function of the
 survivor-set path, whose exact law is computed by quadrature of Laplace densities
@@ -105,6 +105,7 @@ def test_closed_form_two_arm_example_from_spec():
     assert laplace_cdf(0.0, 0.0, 1.0) == 0.5
 
 
+@pytest.mark.slow
 def test_dp_bai_two_phase_all_arms_branch_is_epsilon_dp_and_halved_noise_is_caught(tables):
     features = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.7]])  # K=3, d=2: s = (3, 2, 1), all-arms twice
     three = [t[:3] for t in tables]
@@ -136,6 +137,7 @@ def test_baseline_is_epsilon_dp(tables):
     assert report.passed, str(report)
 
 
+@pytest.mark.slow
 def test_dp_od_is_epsilon_dp_and_under_noised_variant_is_caught(tables):
     # axis-aligned arms with norms (1, 1, 3): L = 3; R = 2 phases (3 -> 2 -> 1, projection in phase 2)
     features = np.diag([1.0, 1.0, 3.0])
@@ -171,6 +173,7 @@ def _audit_approx(planner, tables, epsilon, delta):
     return audit_exact(distribution, pairs, epsilon=epsilon, delta=delta)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("calibration", "epsilon", "delta", "factor"),
                          [("classical", 0.5, 1e-3, 3.0), ("analytic", 2.0, 1e-3, 2.0)])
 def test_dp_bai_gauss_is_epsilon_delta_dp_and_under_noised_variant_is_caught(tables, calibration, epsilon,

@@ -1,4 +1,4 @@
-"""Monte-Carlo privacy audit of DP-BAI on a multi-phase instance with both branches (spec §8 item 7).
+"""Monte-Carlo privacy audit of DP-BAI on a multi-phase instance with both branches.
 
 K = 12 arms in d = 3: s = (12, 4, 3, 2, 1); phase 1 uses a Max-Det collection (3² < 12), later phases
 pull every active arm. The exact audit does not cover this shape, so outputs — the recommended arm
@@ -20,6 +20,8 @@ from dpbandits.algorithms.bai.dp_bai import DPBAI
 from dpbandits.algorithms.bai.phased import run_vectorised
 from dpbandits.audit.statistical import OutcomeEvent, epsilon_lower_bound, select_events
 from dpbandits.privacy.noise import NumpyNoise
+
+pytestmark = pytest.mark.slow  # Monte Carlo audits: many simulated runs
 
 EPSILON = 1.0
 N_SAMPLES = 100_000

@@ -173,6 +173,7 @@ def _streaming_releases(epsilon_used: float, n: int, rng: np.random.Generator) -
     return out[0].astype(np.float64), out[1].astype(np.float64)
 
 
+@pytest.mark.slow
 def test_streaming_counter_statistical_audit(rng: np.random.Generator) -> None:
     # the secure default (exact discrete Laplace inside OpenDP, unseedable): the LLR of discrete
     # Laplace p-sums has the same form Σ(|α̂ − α| − |α̂ − α'|)/b; the broken variant (budget not
@@ -194,6 +195,7 @@ def _noise_table_releases(epsilon_used: float, n: int, rng: np.random.Generator)
     return releases[:n], releases[n:]
 
 
+@pytest.mark.slow
 def test_noise_table_statistical_audit(rng: np.random.Generator) -> None:
     # the lazily drawn error table used by vectorised simulations: same audit, 15000 counters per side
     report = _statistical_audit(_noise_table_releases, EPSILON, 15_000, rng, n_calibration=1000)

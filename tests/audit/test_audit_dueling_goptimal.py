@@ -1,4 +1,4 @@
-"""GOptimal-DPDB's transcript audit (spec §8.5, A2 and A5): what the privacy contract does not check.
+"""GOptimal-DPDB's transcript audit: what the privacy contract does not check.
 
 The privacy contract (:mod:`dpbandits.audit.cases.dueling`) bounds, on the secure agent, the supremum
 over the noise of the exact log-density ratio of each run's releases (the noisy per-pair sums W̃ of

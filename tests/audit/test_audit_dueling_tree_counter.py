@@ -1,4 +1,4 @@
-"""Privacy audit of the binary-tree counter (spec §8.5, A1) with a broken-noise negative control.
+"""Privacy audit of the binary-tree counter with a broken-noise negative control.
 
 Streams v = 0^T and v' = e_{t0} are neighbours (one element changes by 1). The node p-sums are
 recovered from the releases (α̂_t = c_t − c_{t & (t−1)}); the event E = "every node containing t0

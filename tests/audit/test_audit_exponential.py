@@ -110,7 +110,7 @@ def test_gibbs_sampler_passes_two_delta_over_eta(temperature: float, rng: np.ran
 def test_gibbs_log_probabilities_one_coordinate_change_costs_delta_over_eta(
     rng: np.random.Generator,
 ) -> None:
-    # spec_kl_regularization.md §3.4: a neighbour that changes one action's utility costs Δ/η only
+    # a neighbour that changes one action's utility costs Δ/η only
     sensitivity, temperature = 0.2, 0.05
     log_reference = np.log(rng.dirichlet(np.ones(N_ACTIONS)))
 

@@ -11,10 +11,13 @@ textbook variant, which the attack must catch.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dpbandits.audit.floating_point import float_attack
 from dpbandits.privacy.counters import BinaryTreeCounterBank
 from dpbandits.privacy.mechanisms import LaplaceMechanism
+
+pytestmark = pytest.mark.slow  # each attack replays many releases
 
 N_DRAWS = 200_000  # per neighbour, as the issue asks
 

@@ -1,4 +1,4 @@
-"""Audits of the offline MAB KL policy: exact worst-case loss against every accountant (spec §5.4)."""
+"""Audits of the offline MAB KL policy: exact worst-case loss against every accountant."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_c2_uncovered_arm_breaks_lemma1_and_corrected_returns_one() -> None:
 
 
 def test_theorem1_pure_dominates_exact_loss_on_random_datasets(rng: np.random.Generator) -> None:
-    """Exact enumeration: ε̂ <= ε0/2 always (spec §5.1.1), so ε̂ <= ε0 (deterministic, no false failures)."""
+    """Exact enumeration: ε̂ <= ε0/2 always (the KL-MAB sensitivity item of the errata), so ε̂ <= ε0 (deterministic, no false failures)."""
     worst_ratio = 0.0
     for trial in range(40):
         k = int(rng.integers(2, 7))
@@ -240,7 +240,7 @@ def test_tight_variant_equals_the_exact_audit(rng: np.random.Generator) -> None:
         assert tight.epsilon == pytest.approx(audited, rel=1e-7, abs=1e-12), trial
         assert tight.per_instance and not audit_mab(policy, data).violates(tight)
         theorem = policy.guarantee().epsilon
-        assert tight.epsilon <= theorem / 2 * (1 + 1e-9) + 1e-12  # spec §5.1.1
+        assert tight.epsilon <= theorem / 2 * (1 + 1e-9) + 1e-12  # errata: KL-MAB sensitivity
         finite += 1
     assert finite > 200 and infinite > 10
 

@@ -41,7 +41,7 @@ def test_c5_add_remove_paper_violated_corrected_holds(seed: int) -> None:
     policy = KLRLHFPolicy(eta=1.0, beta0=1.0, ridge=1.0, norm_bound=0.1).fit(data)
     report = audit_rlhf(policy, data, C4_ACTIONS, neighbouring="add_remove", rng=seed)
     # removing one label-0 record gives θ' = ½·log(500/499), a loss of log(999/998) = 0.0010015
-    # (the spec prints 0.0010020 at its stated ±1-in-the-last-digit precision)
+    # (the reference value is 0.0010020 at its stated ±1-in-the-last-digit precision)
     assert report.epsilon_hat == pytest.approx(math.log(999 / 998), rel=1e-6)
     with pytest.warns(PaperVariantWarning, match="Theorem 4"):
         paper = policy.guarantee(C4_ACTIONS, variant="paper", neighbouring="add_remove")
@@ -82,7 +82,7 @@ def test_corrected_bounds_dominate_audits_on_random_data(rng: np.random.Generato
                 assert not ar_report.violates(add_remove)
                 assert not ar_report.violates(ar_approx)
                 checked_add_remove += 1
-    assert paper_violations >= 1  # the paper's Theorem 3 fails on random data too (spec §5.5)
+    assert paper_violations >= 1  # the paper's Theorem 3 fails on random data too (KL-C4)
     assert checked_add_remove >= 1
 
 

@@ -20,6 +20,8 @@ from dpbandits.experiments.bundled import list_bundled_studies, load_bundled_stu
 from dpbandits.experiments.config import Study
 from dpbandits.experiments.runner import run_study
 
+pytestmark = pytest.mark.slow  # every bundled study on every backend
+
 NAMES = [study.name for study in list_bundled_studies()]
 
 # Small sizes per environment kind: enough to run every code path of the task, nothing more.

@@ -155,6 +155,7 @@ def test_status_json(tmp_path: Path) -> None:
     assert status["study"] == "private-cli" and status["seed"] == 7 and len(status["sessions"]) == 1
 
 
+@pytest.mark.slow
 def test_show_describes_every_listed_name() -> None:
     listed = json.loads(_invoke("list", "--json").stdout)
     for group, entries in listed.items():

@@ -1,4 +1,4 @@
-"""Statistical checks of the DP-BAI family on the paper's Section 5 instance (spec §6.1, §8 items 5, 10).
+"""Statistical checks of the DP-BAI family on the paper's Section 5 instance.
 
 Seeds come from the ``seed`` fixture, so the suite is deterministic; the false-failure rates stated
 below are those of a fresh seed.
@@ -19,7 +19,7 @@ from dpbandits.privacy.noise import NumpyNoise
 pytestmark = pytest.mark.statistical
 
 TRIALS = 2000
-# spec §6.1 reference success rates at T = 1000 (10 000 trials each, standard error <= 0.005)
+# reference success rates of an independent simulation at T = 1000 (10 000 trials each, standard error <= 0.005)
 REFERENCE = {
     ("dp-bai", 0.01): 0.57, ("dp-bai", 0.1): 0.89, ("dp-bai", 1.0): 0.998,
     ("dp-od", 0.01): 0.51, ("dp-od", 0.1): 0.61, ("dp-od", 1.0): 0.94,
@@ -45,8 +45,8 @@ def _rates(env, seed):
 def test_success_rates_match_spec_reference_values_and_orderings(env, seed):
     rates = _rates(env, seed)
     for key, reference in REFERENCE.items():
-        # 4.5 standard errors of the difference (ours with 2000 trials, the spec's with 10 000) plus
-        # 0.005 for the spec's rounding: two-sided false-failure 7e-6 per cell, < 1e-4 over 10 cells
+        # 4.5 standard errors of the difference (ours with 2000 trials, the reference's with 10 000) plus
+        # 0.005 for the reference's rounding: two-sided false-failure 7e-6 per cell, < 1e-4 over 10 cells
         se = math.sqrt(reference * (1 - reference) / TRIALS + 0.005**2)
         assert abs(rates[key] - reference) <= 4.5 * se + 0.005, (key, rates[key], reference)
     for epsilon in (0.1, 1.0):

@@ -1,4 +1,4 @@
-"""Statistical tests of the binary-tree counters: error moments and coverage (spec §5.6)."""
+"""Statistical tests of the binary-tree counters: error moments and coverage."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ OPERATIONS = st.lists(st.tuples(st.booleans(), ODD_VALUES, ODD_VALUES, st.boolea
 def test_best_arm_agents(operations: list[tuple[bool, Any, Any, bool]]) -> None:
     for agent in (DPBAI(np.eye(3), 12, 1.0).agent(), SequentialHalving(3, 12, rng=0)):
         for valid_arm, arm, reward, valid_reward in operations:
-            done = getattr(agent, "done", None) or getattr(agent, "finished", False)
+            done = agent.done
             if done:
                 assert not _call(agent.ask)
                 break

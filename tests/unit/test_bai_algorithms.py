@@ -1,5 +1,5 @@
-"""DP-BAI, DP-BAI-Gauss, Baseline, OD-LinBAI and DP-OD: mechanics on the spec's instances, budget,
-ask/tell vs vectorised agreement, validation and guarantees (spec §2, §4, §6.1, §8)."""
+"""DP-BAI, DP-BAI-Gauss, Baseline, OD-LinBAI and DP-OD: mechanics on the paper's instances, budget,
+ask/tell vs vectorised agreement, validation and guarantees."""
 
 from __future__ import annotations
 
@@ -331,11 +331,25 @@ def test_sequential_halving_loads_a_state_saved_when_counts_were_added_per_pull(
     old["_total_counts"] = old["_total_counts"].copy()
     np.add.at(old["_total_counts"], np.asarray(original._queue[: original._position]), 1)  # the old layout
     loaded = SequentialHalving._rebuild(original.get_params(), old, {})
-    while not original.finished:
+    while not original.done:
         reward = float(rewards.random())
         arm = original.ask()
         assert loaded.ask() == arm
         original.tell(arm, reward)
         loaded.tell(arm, reward)
-    assert loaded.recommend() == original.recommend()
+    assert loaded.recommendation == original.recommendation
     np.testing.assert_array_equal(loaded._total_counts, original._total_counts)
+
+
+def test_sequential_halving_old_spellings_warn_and_agree(seed: int) -> None:
+    # issue 26: done / recommendation, as every agent; finished / recommend() kept one release
+    from dpbandits.algorithms.bai.sequential_halving import SequentialHalving
+
+    agent = SequentialHalving(n_arms=4, budget=80, rng=seed)
+    with pytest.warns(DeprecationWarning, match=r"finished is deprecated.*use done"):
+        assert agent.finished is False
+    while not agent.done:
+        arm = agent.ask()
+        agent.tell(arm, 1.0 if arm == 2 else 0.0)
+    with pytest.warns(DeprecationWarning, match=r"recommend\(\) is deprecated.*use recommendation"):
+        assert agent.recommend() == agent.recommendation == 2

@@ -1,4 +1,4 @@
-"""Max-Det collections, extrapolation coefficients and G-optimal designs (spec §2.3, §4.2, §8 items 2, 3, 9)."""
+"""Max-Det collections, extrapolation coefficients and G-optimal designs."""
 
 from __future__ import annotations
 

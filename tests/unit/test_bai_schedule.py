@@ -1,4 +1,4 @@
-"""DP-BAI phase schedule (spec §2.1 test vectors, §7 A1-A3) and the budget guard (§2.5)."""
+"""DP-BAI phase schedule (errata BAI-A1 to BAI-A3) and the budget guard (BAI-A11)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from dpbandits._core.errors import InvalidParameterError
 from dpbandits.algorithms.bai.schedule import InsufficientBudgetError, dp_bai_schedule, guard_pulls
 
-# (K, d, λ, h, g, M1, M, s, T - T') from the spec's table
+# (K, d, λ, h, g, M1, M, s, T - T'), worked out by hand from eqs. (4)-(8)
 VECTORS = [
     (10000, 16, 27.6496, (9936, 359, 13, 0), (64, 32, 16, 8, 4, 2, 1), 3, 9,
      (10000, 423, 77, 64, 32, 16, 8, 4, 2, 1), 432),

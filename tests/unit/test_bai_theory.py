@@ -1,4 +1,4 @@
-"""Theory helpers: H_BAI, H_pri (eqs. 14-15), Theorem 4.2 and Theorem 4.7 curves (spec §5, §8 item 11)."""
+"""Theory helpers: H_BAI, H_pri (eqs. 14-15), Theorem 4.2 and Theorem 4.7 curves."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unit tests of the binary-tree counters (spec_dp_dueling.md §5.6: exactness, structure, equivalence)."""
+"""Unit tests of the binary-tree counters (exactness, structure, equivalence)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unit tests of DP-EBS-Elimination (spec_dp_dueling.md §3.3–§3.11)."""
+"""Unit tests of DP-EBS-Elimination."""
 
 from __future__ import annotations
 

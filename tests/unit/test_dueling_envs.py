@@ -1,4 +1,4 @@
-"""Unit tests of the dueling environments (spec_dp_dueling.md §1, §2.1, §3.1, §8.1)."""
+"""Unit tests of the dueling environments."""
 
 from __future__ import annotations
 

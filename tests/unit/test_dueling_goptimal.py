@@ -1,4 +1,4 @@
-"""Unit tests of GOptimal-DPDB (spec_dp_dueling.md §4)."""
+"""Unit tests of GOptimal-DPDB."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def test_design_diagnostics_and_spec_magnitudes(seed: int) -> None:
     plan = agent.phases[0]
     assert 2.0 - 1e-9 <= plan.g_value <= 2.0 * 1.01 + 1e-9  # Kiefer–Wolfowitz: r <= g <= (1 + tol)·r
     assert plan.diagnostics["support"] <= 2 * 3 // 2 + 1
-    # spec §4.5 measured: d = 2, M = 32, T = 1e6 non-private regret ≈ 1.1e6
+    # measured: d = 2, M = 32, T = 1e6 non-private regret ≈ 1.1e6
     out = simulate_goptimal_nonprivate(env, n_trials=2, rng=seed, horizon=10**6)
     assert 0.9e6 < out["reward_regret"].mean() < 1.3e6
     private = simulate_goptimal_dpdb(env, n_trials=2, rng=seed, horizon=10**6, epsilon=1.0)
@@ -129,7 +129,7 @@ def test_lambda_min_check_modes() -> None:
     warn, enforce, off = (GOptimalDPDB(env.features, 10**8, 1.0, lambda_min_check=mode, rng=0)
                           for mode in ("warn", "enforce", "off"))
     first = warn.phases[0].diagnostics
-    # the paper's schedule misses Li et al.'s condition in phase 1 (spec §9 item 12) ...
+    # the paper's schedule misses Li et al.'s condition in phase 1 (errata DUEL-12) ...
     lambda_min, required = _lambda_min_condition(warn.phases[0].coordinates, warn.phases[0].counts, warn.settings)
     assert lambda_min < required
     # ... "enforce" raises N_1 until it holds (the design, hence the ratio, is unchanged) ...

@@ -1,4 +1,4 @@
-"""Unit tests of the local-DP randomised-response baseline (spec §7.4)."""
+"""Unit tests of the local-DP randomised-response baseline (errata DUEL-30)."""
 
 from __future__ import annotations
 

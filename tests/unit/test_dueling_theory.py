@@ -1,4 +1,4 @@
-"""Unit tests of the theory curves (spec_dp_dueling.md §6)."""
+"""Unit tests of the theory curves."""
 
 from __future__ import annotations
 

@@ -81,11 +81,11 @@ def test_dp_bai_section5_instance_follows_the_spec() -> None:
     assert env.reward_bounds == (0.0, 1.0)
     np.testing.assert_array_equal(env.features[:3], [[0.0, 1.0], [0.0, 0.9], [10.0, 0.0]])
     np.testing.assert_array_equal(env.features[3:, 0], np.ones(27))
-    # spec §6.1: ω = np.random.default_rng(0).uniform(0, 0.8, 27)
+    # ω = np.random.default_rng(0).uniform(0, 0.8, 27)
     np.testing.assert_array_equal(env.features[3:, 1], as_generator(0).uniform(0.0, 0.8, 27))
     np.testing.assert_allclose(env.means[:3], [0.5, 0.45, 0.45], rtol=1e-15)
     np.testing.assert_allclose(env.means[3:], 0.045 + env.features[3:, 1] / 2, rtol=1e-15)
-    # spec §5.1: nearest competitor among arms 4..30 has μ = 0.44388 (gap 0.05612) for ω seed 0
+    # nearest competitor among arms 4..30 has μ = 0.44388 (gap 0.05612) for ω seed 0
     assert env.means[3:].max() == pytest.approx(0.44388, abs=5e-6)
     assert env.gaps[1:].min() == pytest.approx(0.05, abs=1e-12)
     assert 2 * env.means.max() <= 1.0

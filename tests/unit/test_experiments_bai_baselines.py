@@ -104,27 +104,27 @@ def test_ask_tell_agrees_exactly_with_the_vectorised_form(reuse_samples: bool, s
         streams = env.streams(env_rng, 1)
         agent = SequentialHalving(5, 60, rng=algo_rng, reuse_samples=reuse_samples)
         pulls = 0
-        while not agent.finished:
+        while not agent.done:
             arm = agent.ask()
             agent.tell(arm, float(streams.pull(np.array([arm]))[0]))
             pulls += 1
         assert pulls <= 60
-        assert means.max() - means[agent.recommend()] == vectorised["simple_regret"][0]
+        assert means.max() - means[agent.recommendation] == vectorised["simple_regret"][0]
 
 
 def test_ask_tell_protocol_errors(seed: int) -> None:
     agent = SequentialHalving(4, 16, rng=seed)
     with pytest.raises(NotFittedError, match="has not finished"):
-        agent.recommend()
+        _ = agent.recommendation
     arm = agent.ask()
     with pytest.raises(NotFittedError, match="tell the reward"):
         agent.ask()
     with pytest.raises(InvalidActionError, match="arm must be the arm last asked"):
         agent.tell(arm + 1, 0.0)
     agent.tell(arm, float(arm == 0))
-    while not agent.finished:
+    while not agent.done:
         arm = agent.ask()
         agent.tell(arm, float(arm == 0))
-    assert agent.recommend() == 0
+    assert agent.recommendation == 0
     with pytest.raises(NotFittedError, match="has finished"):
         agent.ask()

@@ -50,8 +50,8 @@ def _first_wins(pair: tuple[int, int], step: int) -> bool:
 
 
 def _bai_step(agent: Any, step: int) -> Any:
-    if getattr(agent, "done", False) or getattr(agent, "finished", False):
-        return agent.recommendation if hasattr(agent, "done") else agent.recommend()
+    if agent.done:
+        return agent.recommendation
     arm = agent.ask()
     agent.tell(arm, _reward(arm, step))
     return arm

@@ -149,6 +149,9 @@ def test_accountant_mixed_and_delta_checks() -> None:
     g = acc.guarantee(1e-5, unit="one reward", neighbouring=Neighbouring.REPLACE_ONE)
     assert isinstance(g, ApproxDP) and g.delta == 1e-5
     assert math.isinf(acc.guarantee(1e-6, unit="one reward", neighbouring="replace-one").epsilon)
+    budgeted = Accountant(delta_budget=1e-5)  # delta defaults to the budget's δ, as spent() (issue 26)
+    budgeted.spend(ApproxEvent(0.5, 1e-6))
+    assert budgeted.guarantee(unit="one reward", neighbouring="replace-one").delta == 1e-5
 
 
 def test_accountant_budget_refuses_before_spending() -> None:

@@ -343,3 +343,16 @@ def test_every_state_an_agent_reaches_passes_its_schema(name: str) -> None:
             ahead = range(t, min(t + 3, n_steps))
             assert [step(first, s) for s in ahead] == [step(second, s) for s in ahead]
         step(original, t)
+
+
+def test_a_constructor_forwarding_options_to_its_base_loads_them_back() -> None:
+    """LDP-EBS forwards **options (opponent, ...) to DP-EBS: a file with them loads; an unknown name does not."""
+    from dpbandits import LDPEBSElimination
+
+    agent = LDPEBSElimination(n_arms=4, horizon=50, epsilon=1.0, opponent="without_self")
+    loaded = LDPEBSElimination.from_bytes(agent.to_bytes())
+    assert loaded.get_params()["opponent"] == "without_self"
+    assert loaded.ask() == agent.ask()
+    blob = LDPEBSElimination(n_arms=4, horizon=50, epsilon=1.0).to_bytes()
+    with pytest.raises(DataFormatError, match="unknown parameter 'colour'"):
+        LDPEBSElimination.from_bytes(edit(blob, lambda meta, _: meta["params"]["__dict__"].update(colour=1)))

@@ -383,12 +383,25 @@ class Persistable:
                 and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)}
 
     @classmethod
+    def _forwarded_names(cls) -> set[str]:
+        """Names a constructor with ``**options`` forwards to its bases' constructors (they validate them)."""
+        parameters = inspect.signature(cls.__init__).parameters.values()
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            return set()
+        return {name for base in cls.__mro__[1:] if isinstance(base, type) and issubclass(base, Persistable)
+                and base is not Persistable for name in base._parameter_names()}
+
+    @classmethod
     def _construct(cls, params: Any, expected: set[str] | None = None) -> Any:
-        """``cls(**params)`` for a file's params: exactly the constructor's names, its refusals as format errors."""
+        """``cls(**params)`` for a file's params: exactly the constructor's names, its refusals as format errors.
+
+        A constructor that forwards ``**options`` to a base class also takes the base's names.
+        """
         expected = cls._parameter_names() if expected is None else expected
-        if not isinstance(params, dict) or set(params) != expected:
-            found = set(params) if isinstance(params, dict) else set()
-            odd = sorted(found - expected) or sorted(expected - found)
+        allowed = expected | cls._forwarded_names()
+        found = set(params) if isinstance(params, dict) else set()
+        if not isinstance(params, dict) or not expected <= found <= allowed:
+            odd = sorted(found - allowed) or sorted(expected - found)
             what = "unknown" if set(odd) <= found else "missing"
             raise DataFormatError(f"parameters of {cls.__name__}: {what} parameter {odd[0] if odd else params!r}")
         return _guarded(f"parameters of {cls.__name__} refused", lambda: cls(**params))
@@ -526,9 +539,12 @@ class Persistable:
     def _continuation_charge(self) -> Any:
         """What a fork of this object costs again: its privacy guarantee (None for a non-private object)."""
         try:
-            return getattr(self, "privacy", None)
+            guarantee = getattr(self, "privacy", None)
         except DPBanditsError:  # e.g. a policy whose guarantee needs a declared domain
             return None
+        # a non-private object states an infinite ε (NonPrivate): there is nothing finite to charge
+        epsilon = getattr(guarantee, "epsilon", None)
+        return None if epsilon is None or epsilon == float("inf") else guarantee
 
     def __repr__(self) -> str:
         try:

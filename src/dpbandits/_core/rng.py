@@ -73,7 +73,7 @@ def as_seed_sequence(rng: RNGLike) -> np.random.SeedSequence:
 
 
 def as_generator(rng: RNGLike) -> np.random.Generator:
-    """Normalise a seed-like value into a :class:`~numpy.random.Generator` (SPEC 7).
+    """Normalise a seed-like value into a :class:`~numpy.random.Generator`.
 
     A Generator passes through unchanged, so a caller keeps control of its stream.
 

@@ -13,7 +13,9 @@ Each entry point spawns its streams from ``rng`` in a fixed documented order: en
 first, algorithm stream second, privacy-noise stream last.
 
 Registration happens at import time of the algorithm's module (``@register_algorithm(...)``);
-:func:`load_builtin_algorithms` imports every family so the registry is complete.
+:func:`load_builtin_algorithms` imports every family so the registry is complete. The class that
+runs the same algorithm one trial at a time (ask/tell, or fit/sample) registers itself under the
+same names with ``@register_algorithm_class(...)``; :attr:`AlgorithmSpec.algorithm_class` finds it.
 """
 
 from __future__ import annotations
@@ -48,12 +50,14 @@ __all__ = [
     "list_algorithms",
     "load_builtin_algorithms",
     "register_algorithm",
+    "register_algorithm_class",
     "registered_spec_of",
     "user_algorithm_spec",
 ]
 
 SimulateFn = Callable[..., Mapping[str, np.ndarray]]
 F = TypeVar("F", bound=SimulateFn)
+C = TypeVar("C", bound=type)
 
 # Modules whose import registers the built-in algorithms (one per family).
 BUILTIN_MODULES: tuple[str, ...] = (
@@ -105,8 +109,41 @@ class AlgorithmSpec:
     extra: Mapping[str, Any] = field(default_factory=dict)
     precheck: Callable[..., object] | None = None
 
+    @property
+    def algorithm_class(self) -> type | None:
+        """The class that runs this algorithm one trial at a time, or None (a theory curve...)."""
+        return _CLASSES.get(self.name)
+
 
 _REGISTRY: dict[str, AlgorithmSpec] = {}
+_CLASSES: dict[str, type] = {}
+
+
+def register_algorithm_class(name: str, *also: str, non_private: str | None = None) -> Callable[[C], C]:
+    """Link a class to its registered simulation entry point(s) (class decorator).
+
+    Sets ``cls.registry_name = name`` (and ``cls.non_private_registry_name``), the entry point that
+    the class's ``simulate`` calls.
+
+    Parameters
+    ----------
+    name : str
+        The registry name of the algorithm the class runs.
+    *also : str
+        Other registry names the class also runs (a variant of the same simulation).
+    non_private : str, optional
+        The registry name of its non-private twin (the same class at ``epsilon = inf``).
+    """
+
+    def decorator(cls: C) -> C:
+        setattr(cls, "registry_name", name)  # noqa: B010 (class attributes the decorator adds)
+        setattr(cls, "non_private_registry_name", non_private)  # noqa: B010
+        for key in (name, *also, non_private):
+            if key is not None:
+                _CLASSES[key] = cls
+        return cls
+
+    return decorator
 
 
 def register_algorithm(

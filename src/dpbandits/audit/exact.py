@@ -54,7 +54,7 @@ __all__ = [
     "privacy_loss_batch",
 ]
 
-# Largest |exponent| used in the stable hockey-stick form (spec_kl_regularization.md §5.2).
+# Largest |exponent| used in the stable hockey-stick form.
 _EXPONENT_CLIP = 700.0
 # A distribution is accepted when its total mass is 1 within this relative tolerance.
 _NORMALISATION_TOLERANCE = 1e-6
@@ -154,7 +154,7 @@ def hockey_stick_divergence(p: ArrayLike, q: ArrayLike, epsilon: float, *, log: 
     """Return H_ε(p‖q) = Σ_o (p(o) − e^ε·q(o))⁺, in one direction only.
 
     Evaluated in the stable form Σ_o p(o)·(1 − exp(ε + log q(o) − log p(o)))⁺ with the exponent
-    clipped at ±700 (``specs/spec_kl_regularization.md`` §5.2): outputs with p(o) = 0 contribute 0,
+    clipped at ±700: outputs with p(o) = 0 contribute 0,
     outputs with q(o) = 0 < p(o) contribute p(o).
 
     Parameters

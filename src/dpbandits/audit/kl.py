@@ -1,4 +1,4 @@
-"""Exact and adversarial auditors of the KL-regularised offline policies (spec §5).
+"""Exact and adversarial auditors of the KL-regularised offline policies.
 
 For a fitted policy and its dataset D, each auditor builds neighbouring datasets D', recomputes the
 policy π̃(·; D') exactly, and reports the largest pure privacy loss max_a |log π̃(a; D) − log π̃(a; D')|
@@ -8,7 +8,7 @@ and, at a given ε, the largest hockey-stick δ(ε) (:func:`dpbandits.audit.exac
 * :func:`audit_mab` — add/remove neighbours of the multi-armed bandit. For pure DP the enumeration
   is **exact**: a neighbour changes one arm's utility, and every log-probability is monotone in the
   removed or added reward, so removing each arm's min- and max-reward record and adding a reward
-  0 or R at each arm attains the worst case (spec §5.1.1). δ(ε) also scans a reward grid (lower bound).
+  0 or R at each arm attains the worst case. δ(ε) also scans a reward grid (lower bound).
 * :func:`audit_linear` — removals of every record (exact, by Sherman–Morrison) and an adversarial
   search over added records (φ0, r0) (lower bound).
 * :func:`audit_rlhf` — label flips of every record (exact, the constrained MLE re-solved warm-started)
@@ -78,7 +78,7 @@ class KLAuditReport:
     exact_pure: bool
 
     def violates(self, guarantee: Guarantee, *, rtol: float = 1e-9, atol: float = 1e-12) -> bool:
-        """Whether the audit contradicts ``guarantee`` (spec §5.4 criterion 2).
+        """Whether the audit contradicts ``guarantee``.
 
         A pure guarantee is violated when ε̂ > ε(1 + rtol) + atol. An approximate one is violated when
         the audited δ at the guarantee's ε exceeds δ + atol (the audit must have been run at that ε).
@@ -246,7 +246,7 @@ def repeated_sampling_epsilon_mab(
     *,
     discretization: float = 1e-4,
 ) -> tuple[float, str]:
-    """ε(δ) of ``n_samples`` independent samples from π̃(·; D), by exact PLD composition (spec E6).
+    """ε(δ) of ``n_samples`` independent samples from π̃(·; D), by exact PLD composition (study kl-e6-repeated).
 
     For each extreme add/remove neighbour D' (those that attain the pure worst case, see
     :func:`audit_mab`), the privacy-loss distribution of the pair (π̃(·; D), π̃(·; D')) is built in both
@@ -379,7 +379,7 @@ def audit_linear(
     """Audit a fitted :class:`KLLinearPolicy` at one context over add/remove neighbours.
 
     Removals of every record are exact (Sherman–Morrison downdates). Additions (φ0, r0) are searched
-    over candidate directions (spec §5.3) × ``radii`` × a reward grid on [0, R] containing 0 and R,
+    over candidate directions × ``radii`` × a reward grid on [0, R] containing 0 and R,
     then refined by random local perturbations of the best candidates: a lower bound.
 
     Parameters

@@ -3,8 +3,7 @@
 Each arm i has features x_i ∈ ℝ^d and utility r_i = θ*ᵀx_i; a duel of (i, j) returns 1 iff i wins,
 with probability P(i ≻ j) = F(r_i − r_j) for a link F (logistic σ by default; probit allowed). Both
 links are strictly increasing with F(−u) = 1 − F(u) and F − ½ concave on [0, ∞), so preferences
-satisfy strong stochastic transitivity and the stochastic triangle inequality
-(``specs/spec_dp_dueling.md`` §1.3).
+satisfy strong stochastic transitivity and the stochastic triangle inequality.
 
 Feedback streams (paired comparisons)
 -------------------------------------
@@ -15,11 +14,11 @@ trial uses the k-th uniform u of that pair's stream: i beats j iff u < P(i ≻ j
 the complement, so o(j, i) = 1 − o(i, j) on every draw. Self-duels (i, i) use their own stream and
 return 1[u < ½]. Every algorithm run from the same environment seed therefore sees the *same*
 outcome for the k-th comparison of each pair, whatever order it plays pairs in; an ask/tell agent
-and a vectorised simulation see identical feedback. (The spec's §1.5 coupling uses one uniform per
+and a vectorised simulation see identical feedback. (A coupling uses one uniform per
 round instead; per-pair streams give the same marginals and stronger pairing across algorithms,
 as issue 6 asks.)
 
-Regret (spec §1.4): per round 2·r(x*) − r(x_t) − r(y_t) (``reward_regret``, primary), half of it
+Regret: per round 2·r(x*) − r(x_t) − r(y_t) (``reward_regret``, primary), half of it
 (``reward_regret_avg``), and the preference regrets ½(Δ(x)+Δ(y)), min and max with
 Δ(x) = F(r(x*) − r(x)) − ½ (``preference_regret``, ``weak_regret``, ``strong_regret``).
 :meth:`~UtilityDuelingEnvironment.pair_costs` gives each as a (K, K) matrix, so regret is
@@ -200,7 +199,7 @@ class UtilityDuelingEnvironment:
 
     # ------------------------------------------------------------------ preferences and regret
     def effective_borda_scores(self, active: ArrayLike | None = None, opponent: str = "with_self") -> FloatArray:
-        """Effective Borda scores b_i(S) = mean_{j∈S} P(i, j) of the arms of S (spec §3.1).
+        """Effective Borda scores b_i(S) = mean_{j∈S} P(i, j) of the arms of S.
 
         Parameters
         ----------
@@ -263,7 +262,7 @@ class UtilityDuelingEnvironment:
     def sample_wins(self, first: ArrayLike, second: ArrayLike, counts: ArrayLike, rng: RNGLike = None) -> IntArray:
         """Wins of ``first`` in ``counts`` fresh independent duels of each pair (one Binomial each).
 
-        For phased algorithms with no adaptivity inside a phase (spec §1.6). Not pull-consistent.
+        For phased algorithms with no adaptivity inside a phase. Not pull-consistent.
         """
         x = self.check_arms(first, "first")
         y = self.check_arms(second, "second")
@@ -368,7 +367,7 @@ class DuelStreams:
 
 # ---------------------------------------------------------------------- nets of the unit ball
 def ball_grid_net(dim: int, resolution: float) -> FloatArray:
-    """η-net of the unit ball B_d(1) by a projected grid (spec §2.1).
+    """η-net of the unit ball B_d(1) by a projected grid.
 
     Grid spacing h = 2η/√d; points g ∈ hℤ^d with ‖g‖ <= 1 + η are mapped to g / max(1, ‖g‖),
     deduplicated and sorted lexicographically. Coordinate rounding moves a point by <= h√d/2 = η and
@@ -403,7 +402,7 @@ def ball_grid_net(dim: int, resolution: float) -> FloatArray:
 
 
 def sphere_net(dim: int, n_points: int, rng: RNGLike = None) -> FloatArray:
-    """Practical net of the unit sphere (spec §2.1, "sphere" variant, not the paper's).
+    """Practical net of the unit sphere (a labelled practical variant, not the paper's 1/T-net; errata DUEL-14).
 
     d = 2: M equispaced angles; d = 3: Fibonacci lattice; d >= 4: M seeded Gaussian directions.
 
@@ -459,7 +458,7 @@ def unit_ball_environment(
     )
 
 
-# ---------------------------------------------------------------------- named instances (spec §8.1)
+# ---------------------------------------------------------------------- named instances
 _F2_FEATURES = [
     (0.4444, 0.1568, 0.3595, -0.1006, 0.7991),
     (0.7263, -0.1100, 0.4606, 0.0682, -0.4935),
@@ -475,7 +474,7 @@ _F2_FEATURES = [
 
 
 def finite_instance(name: str, n_arms: int = 8, link: str = "logistic") -> UtilityDuelingEnvironment:
-    """The finite instances of spec §8.1.
+    """The finite instances F1–F4 of the bundled dueling studies.
 
     Parameters
     ----------
@@ -530,10 +529,10 @@ register_environment(
     description="utility-based dueling, P(i≻j) = F(θᵀ(x_i − x_j)); params: features, theta, link",
 )
 for _key, _text in (
-    ("f1", "spec F1 'spread' (K=5)"),
-    ("f2", "spec F2 'random sphere' (K=10, d=5)"),
-    ("f3", "spec F3 'hard circle' (K=8, d=2)"),
-    ("f4", "spec F4 'constant gap' (d=1); params: n_arms"),
+    ("f1", "F1 'spread' (K=5)"),
+    ("f2", "F2 'random sphere' (K=10, d=5)"),
+    ("f3", "F3 'hard circle' (K=8, d=2)"),
+    ("f4", "F4 'constant gap' (d=1); params: n_arms"),
 ):
     register_environment(
         f"dueling-{_key}", kind="dueling", factory=_make_instance(_key), description=f"{_text}; params: link"

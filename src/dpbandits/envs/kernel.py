@@ -1,7 +1,7 @@
 """Kernelised contextual bandit environments on the joint space W = X × C = [0, 1]^dx × [0, 1]^dc.
 
 A point of the joint space is always written ``w = (x, c)``: the first ``action_dim`` coordinates
-are the action, the last ``context_dim`` the context (``specs/spec_usca_kernel.md`` §0).
+are the action, the last ``context_dim`` the context.
 
 The kernels are scikit-learn's (:class:`sklearn.gaussian_process.kernels.RBF` and
 :class:`~sklearn.gaussian_process.kernels.Matern`), wrapped by :class:`StationaryKernel`, which adds
@@ -127,7 +127,7 @@ class StationaryKernel:
     def distance_bound(self, radius: ArrayLike) -> FloatArray:
         """ρ_k(r) = sup_{‖w − g‖ <= r} ‖φ(w) − φ(g)‖_H = √(2(1 − κ0(r))) (κ0 is decreasing).
 
-        Used by the certified supremum of the surrogate variance (spec §2.5).
+        Used by the certified supremum of the surrogate variance.
         """
         r = np.asarray(radius, dtype=np.float64)
         # ρ_k(r)² = k(w,w) + k(g,g) − 2k(w,g) = 2(1 − κ0(r))
@@ -183,7 +183,7 @@ class KernelBanditEnvironment:
         R, the standard deviation of the Gaussian reward noise (>= 0).
     context_law : {"uniform", "beta", "uniform-half"}, default "uniform"
         κ: Unif[0, 1]^dc, Beta(β, β) per coordinate, or Unif[0, 1/2]^dc (a support mismatch with
-        the declared context domain [0, 1]^dc, spec E7).
+        the declared context domain [0, 1]^dc, study usca-kernels).
     context_beta : float, default 2.0
         β of the Beta law.
     function_seed : int, default 0

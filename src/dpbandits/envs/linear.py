@@ -196,7 +196,7 @@ def dp_bai_instance(n_arms: int = 30, *, omega_seed: int = 0, omega: ArrayLike |
     n_arms : int, default 30
         K >= 3 (the paper uses 30).
     omega_seed : int, default 0
-        Seed of the single draw of ω (the paper does not give it; the spec fixes
+        Seed of the single draw of ω (the paper does not give it; the library fixes
         ``as_generator(0).uniform(0, 0.8, K - 3)``, i.e. ``np.random.default_rng(0)``).
     omega : array_like of float, shape (K − 3,), optional
         Explicit ω values in [0, 0.8], overriding the draw.
@@ -208,7 +208,7 @@ def dp_bai_instance(n_arms: int = 30, *, omega_seed: int = 0, omega: ArrayLike |
     References
     ----------
     Z. Chen, P. N. Karthik, Y. M. Chee, V. Y. F. Tan, "Fixed-budget differentially private best arm
-    identification", ICLR 2024 (arXiv:2401.09073), Section 5; ``specs/spec_dp_bai.md`` §6.1.
+    identification", ICLR 2024 (arXiv:2401.09073), Section 5.
     """
     k = check_int(n_arms, "n_arms", minimum=3)
     if omega is None:
@@ -267,7 +267,7 @@ def dp_bai_two_arm_instance(
 
     References
     ----------
-    Chen et al. (ICLR 2024), Appendix E.2; ``specs/spec_dp_bai.md`` §6.2 and §7 item B4.
+    Chen et al. (ICLR 2024), Appendix E.2 and errata BAI-B4.
     """
     y_val = check_positive_float(y, "y")
     x_val = check_positive_float(x, "x")

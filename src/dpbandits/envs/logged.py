@@ -1,7 +1,6 @@
 """Validated containers of logged (offline) bandit data.
 
-Three kinds of logged data feed the KL-regularised offline policies
-(``specs/spec_kl_regularization.md`` §2):
+Three kinds of logged data feed the KL-regularised offline policies:
 
 * :class:`LoggedBanditData` — multi-armed bandit records ``(a_i, r_i)`` with ``a_i ∈ [0, K)`` and
   ``r_i ∈ [0, R]``; the number of arms K is public input, given by the caller, never read off the data;
@@ -54,7 +53,7 @@ def check_n_arms(n_arms: object, name: str = "n_arms") -> int:
 
 
 FEATURE_NORM_TOLERANCE = 1e-9
-"""Slack allowed on ``‖φ‖ ≤ bound`` (spec §2.2: validate with a small tolerance)."""
+"""Slack allowed on ``‖φ‖ ≤ bound`` (validated with a small tolerance for round-off)."""
 
 
 def check_feature_norms(features: ArrayLike, name: str, bound: float = 1.0) -> FloatArray:

@@ -2,7 +2,7 @@
 
 The generators draw the logged data of :mod:`dpbandits.envs.logged` from known ground truths
 (Bernoulli arms, a linear model, the Bradley–Terry model with the *standard* logistic
-σ(t) = 1/(1 + e^{−t}); the paper's printed σ(exp(r¹) − exp(r²)) is a typo, spec §7 items 1–2). Each
+σ(t) = 1/(1 + e^{−t}); the paper's printed σ(exp(r¹) − exp(r²)) is a typo, errata KL-1, KL-2). Each
 takes ``rng`` and documents the order in which it draws.
 
 The containers (:mod:`dpbandits.envs.logged`) and the readers' earlier names
@@ -104,7 +104,7 @@ def simulate_logged_bandit(
         ``"balanced"`` gives exactly ``n // K`` pulls per arm (the remainder to the first arms);
         otherwise arms are drawn i.i.d. from the logging probabilities.
     min_pulls : int, default 0
-        Force each arm to be pulled at least this often (spec E1 uses 2 with Zipf logging); the forced
+        Force each arm to be pulled at least this often (study kl-e1 uses 2 with Zipf logging); the forced
         pulls come first and count toward ``n_records``.
     rng : int, SeedSequence, Generator or None
         Draw order: the arms, then the rewards.
@@ -143,7 +143,7 @@ def simulate_logged_contextual(
     Parameters
     ----------
     theta : array_like, shape (d,)
-        θ* with ‖θ*‖ ≤ 1, so the success probability lies in [0, 1] and R = 1 (spec E2).
+        θ* with ‖θ*‖ ≤ 1, so the success probability lies in [0, 1] and R = 1 (study kl-e2).
     n_records : int
     rng : int, SeedSequence, Generator or None
         Draw order: the features, then the rewards.
@@ -167,7 +167,7 @@ def simulate_preferences(
     responses_per_prompt: int = 10,
     rng: RNGLike = None,
 ) -> PreferenceData:
-    """Draw Bradley–Terry preference data (spec E3).
+    """Draw Bradley–Terry preference data (study kl-e3).
 
     Each prompt has ``responses_per_prompt`` responses with features uniform on the unit sphere;
     each comparison picks a prompt and two distinct responses uniformly, and

@@ -9,7 +9,7 @@ part of the study digest.
 Registered analyses
 -------------------
 ``usca-rate-shape``
-    Tests USCA's error-rate shape (spec E1, analyses 3 and 4) with
+    Tests USCA's error-rate shape (study usca-error-vs-horizon) with
     :func:`~dpbandits.algorithms.kernel.rates.compare_rate_shapes` on the per-trial error rates:
     Theorem 4.1's a·√(γ_T/T) + b·γ_T/(Tε)·log(e + Tε/γ_T) against the prior art
     a·√(γ_T/T) + b·√(γ_T/(Tε)), fitted on the unsaturated (T, ε) cells, the exponent p of the
@@ -23,11 +23,11 @@ Registered analyses
     every cell (the shape test of earlier runs) as ``unweighted_all_cells``.
 ``dueling-epsilon-fit``, ``dueling-excess-vs-arms``, ``dueling-excess-vs-horizon``,
 ``dueling-horizon-slope``, ``dueling-dimension-exponent``
-    The shape questions E2(a)–(c), E3 and E4 of ``specs/spec_dp_dueling.md`` §8, answered by the fits
+    The shape questions E2(a)–(c), E3 and E4 of the dueling studies (see the DP dueling claims page), answered by the fits
     of :mod:`dpbandits.algorithms.dueling.fits` (least squares with 95% intervals from the points'
     standard errors). A label containing "(non-private)" is its grid point's ε = ∞ reference;
     labels starting with "Theory" are never fitted; a point whose ``committed`` rate is below 0.9
-    is excluded where the spec asks for that guard (and reported as excluded).
+    is excluded where the study asks for that guard (and reported as excluded).
 """
 
 from __future__ import annotations
@@ -208,11 +208,11 @@ def _usca_rate_shape(run_dir: Path) -> dict[str, Any]:
     return {"fits": fits}
 
 
-# ------------------------------------------------------------------ dueling (specs/spec_dp_dueling.md §8)
+# ------------------------------------------------------------------ dueling
 # Row roles come from the labels: a label containing "(non-private)" is the ε = ∞ reference of its grid
 # point, labels starting with "Theory" are curves (never fitted); every other label is fitted.
 _NON_PRIVATE = "(non-private)"
-_GUARD = 0.9  # spec §8.3 (a): a point counts only if >= 90% of the trials committed before T
+_GUARD = 0.9  # a point counts only if >= 90% of the trials committed before T
 
 
 def _fitted_labels(rows: Rows) -> list[str]:

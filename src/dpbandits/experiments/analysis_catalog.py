@@ -21,7 +21,7 @@ ANALYSES: dict[str, str] = {
     ),
     "dueling-epsilon-fit": (
         "E2(a): fits R = a + b/eps to each private algorithm's reward regret over epsilon at fixed T, "
-        "using only epsilons where >= 90% of trials committed (the spec's guard); pass: R^2 >= 0.95 and "
+        "using only epsilons where >= 90% of trials committed (the studies' guard); pass: R^2 >= 0.95 and "
         "a within 20% of the non-private regret"
     ),
     "dueling-excess-vs-arms": (
@@ -40,7 +40,7 @@ ANALYSES: dict[str, str] = {
     ),
     "dueling-dimension-exponent": (
         "E4: per dimension d, fits R = a + b/eps over epsilon at fixed T, then the exponent e of b ~ d^e "
-        "with 95% intervals (trial noise; residuals) and which of 3 (the spec's reconstruction) and 6 "
+        "with 95% intervals (trial noise; residuals) and which of 3 (the reconstruction, errata DUEL-10) and 6 "
         "(the paper's bound) the wider interval holds"
     ),
 }

@@ -5,12 +5,17 @@
 (with ``out_dir`` elsewhere). For a metric ``m`` and a swept
 parameter ``x`` it draws ``plots/m_vs_x.png`` and ``.pdf``: one line per algorithm (the mean) with
 its 95% confidence band, and one panel per combination of the *other* swept parameters (leaving out
-combinations at which ``x`` takes a single value, unless all are like that). Numeric
+combinations at which ``x`` takes a single value; no figure when every combination is like that).
+A parameter with a single value gets no axis: it is named in the figure's title. Titles and axis
+labels use each metric's and parameter's human name and unit
+(:mod:`dpbandits.experiments.plot_labels`), the panels of a figure share one y-scale, the legend sits
+outside the panels, and numbers read 10⁶ or 3·10⁶. Numeric
 parameters are drawn on a numeric axis (logarithmic when they span a factor of 10 or more and are
 positive); other values as categories. The y-axis is logarithmic when every value of a panel is
 positive and they span a factor of 100 or more. Rows whose algorithm label starts with ``Theory``
 are theory curves (computed from the instance, not estimated): dashed and grey, without a band.
-With nothing swept, ``plots/m.png`` shows each algorithm's mean with its interval. When the run has
+With nothing swept (or every swept parameter at one value), ``plots/m.png`` shows each
+algorithm's mean with its interval. When the run has
 a ``usca-rate-shape`` analysis, ``plots/usca-rate-shape.png`` draws it (one figure per family): ER
 against T per ε with both fitted shapes, and the privacy excess against γ_T/(Tε) with its exponent.
 
@@ -29,6 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from dpbandits._core.errors import StudyError
+from dpbandits.experiments.plot_labels import (
+    PARAMETER_NAMES,
+    format_number,
+    metric_label,
+    metric_name,
+    parameter_label,
+)
 from dpbandits.experiments.store import (
     SUMMARY_NAME,
     atomic_write_bytes,
@@ -126,14 +138,18 @@ def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
     except OSError as exc:
         hint = "; pass --out DIR to write them elsewhere" if out_dir is None else ""
         raise StudyError(f"cannot write plots to {str(target)!r}: {describe_os_error(exc)}{hint}") from None
+    # a parameter with one value gets no axis: it is named in the titles instead
+    varying = [p for p in swept if len({row[p] for row in rows}) > 1]
     jobs: list[_Job] = []
     for metric, estimate in metrics.items():
-        if not swept:
+        if not varying:
             jobs.append(("bars", (metric, estimate), target / metric))
             continue
-        for parameter in swept:
-            others = [p for p in swept if p != parameter]
-            jobs.append(("lines", (metric, estimate, parameter, others), target / f"{metric}_vs_{parameter}"))
+        for parameter in varying:
+            # panels over the other parameters, except those that move with this one (a zipped grid)
+            others = [p for p in varying if p != parameter and not _determined_by(rows, p, parameter)]
+            if _panels(rows, parameter, others):
+                jobs.append(("lines", (metric, estimate, parameter, others), target / f"{metric}_vs_{parameter}"))
     rate_shape = directory / "analyses" / "usca-rate-shape.json"
     if rate_shape.exists():
         fits = json.loads(rate_shape.read_text(encoding="utf-8")).get("fits", {})
@@ -206,20 +222,35 @@ def _save(figure: Any, stem: Path, formats: Sequence[str]) -> list[Path]:
     for fmt in formats:
         path = stem.with_suffix(f".{fmt}")
         buffer = io.BytesIO()
-        figure.savefig(buffer, format=fmt)
+        # zlib level 1 for PNGs: a quarter of the PNG time (the encoder's), files about 10% larger
+        figure.savefig(buffer, format=fmt, **({"pil_kwargs": {"compress_level": 1}} if fmt == "png" else {}))
         figure.set_layout_engine("none")
         atomic_write_bytes(path, buffer.getvalue())
         paths.append(path)
     return paths
 
 
-def _new_figure(n_panels: int) -> tuple[Any, list[Any]]:
+def _new_figure(n_panels: int, *, sharey: bool = True, constrained: bool = False) -> tuple[Any, list[Any]]:
+    """A figure of ``n_panels`` panels (4 per row), margins fixed in inches.
+
+    The margins are set directly rather than by matplotlib's constrained layout, which measures every
+    text of the figure several times and cost about as much as drawing it; :func:`_legend_outside`
+    widens the right margin to fit the legend. ``constrained`` keeps the constrained layout (for
+    figures with a legend beside each panel).
+    """
     from matplotlib.figure import Figure
 
     columns = min(n_panels, 4)
     rows = math.ceil(n_panels / columns)
-    figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
-    axes = figure.subplots(rows, columns, squeeze=False).ravel().tolist()
+    width, height = 4.2 * columns + 1.3, 3.2 * rows + 0.4
+    if constrained:
+        figure = Figure(figsize=(width, height), layout="constrained")
+    else:
+        figure = Figure(figsize=(width, height))
+        figure.subplots_adjust(left=1.0 / width, right=1 - 0.3 / width, bottom=0.85 / height,
+                               top=1 - 0.7 / height, wspace=0.12 if sharey else 0.3, hspace=0.75)
+    # the panels of a figure share their axes (one scale); inner tick labels are then drawn once
+    axes = figure.subplots(rows, columns, squeeze=False, sharex=sharey, sharey=sharey).ravel().tolist()
     for extra in axes[n_panels:]:
         extra.set_visible(False)
     return figure, axes[:n_panels]
@@ -231,17 +262,90 @@ def _is_theory(label: str) -> bool:
 
 
 def _axis_label(metric: str, estimate: str) -> str:
-    """``success (rate, 95% CI)`` or ``regret (mean, 95% CI)``, after the estimate's column."""
-    return f"{metric} ({estimate.removeprefix(metric + '_')}, 95% CI)"
+    """``success rate (probability)`` over ``rate, 95% CI``: the metric's name and unit, then the estimate."""
+    return f"{metric_label(metric)}\n{estimate.removeprefix(metric + '_')}, 95% CI"
+
+
+def _group_key(row: dict[str, str], others: list[str]) -> tuple[str, ...]:
+    return tuple(row[name] for name in others)
+
+
+def _determined_by(rows: list[dict[str, str]], other: str, parameter: str) -> bool:
+    """Whether ``other`` takes one value for each value of ``parameter`` (they are swept together)."""
+    seen: dict[str, str] = {}
+    return all(seen.setdefault(row[parameter], row[other]) == row[other] for row in rows)
+
+
+def _panels(rows: list[dict[str, str]], parameter: str, others: list[str]) -> list[tuple[str, ...]]:
+    """The combinations of ``others`` at which ``parameter`` takes two values or more (one panel each)."""
+    values: dict[tuple[str, ...], set[str]] = {}
+    for row in rows:
+        values.setdefault(_group_key(row, others), set()).add(row[parameter])
+    return [group for group, seen in values.items() if len(seen) > 1]
+
+
+def _fixed(rows: list[dict[str, str]]) -> str:
+    """``budget T = 1000`` for the swept parameters that take one value (no axis is spent on them)."""
+    columns = list(rows[0])
+    swept = columns[: columns.index("algorithm")]
+    single = [name for name in swept if len({row[name] for row in rows}) == 1]
+    return ", ".join(f"{_parameter_name(name)} = {_value_text(rows[0][name])}" for name in single)
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _parameter_name(parameter: str) -> str:
+    return PARAMETER_NAMES.get(parameter, (parameter.replace("_", " "), ""))[0]
+
+
+def _value_text(value: str) -> str:
+    """A grid value as shown on a tick or in a title: numbers as 10⁶, vectors to 3 digits, long text cut."""
+    number = _number(value)
+    if number is not None:
+        return format_number(number)
+    if value.startswith("[") and value.endswith("]"):
+        try:
+            items = json.loads(value)
+        except ValueError:
+            items = None
+        if isinstance(items, list) and all(isinstance(item, int | float) for item in items):
+            value = "[" + ", ".join(format_number(float(item)) for item in items) + "]"
+    return value if len(value) <= 24 else value[:22] + "…"
+
+
+def _readable_axes(axis: Any) -> None:
+    """10⁶ and 3·10⁶ on the y-axis, never 1000000 or an offset text."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: format_number(value)))
+    if axis.get_yscale() == "log":
+        axis.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _legend_outside(figure: Any, axes: list[Any]) -> None:
+    """One legend for the figure, right of the panels (never over the data): the right margin is widened to fit it."""
+    handles: dict[str, Any] = {}
+    for axis in axes:
+        for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    if not handles:
+        return
+    width, height = figure.get_size_inches()
+    left, right = figure.subplotpars.left * width, figure.subplotpars.right * width  # in inches
+    needed = 0.75 + 0.065 * max(len(label) for label in handles)  # handle and padding, ~0.065 in per character at 8 pt
+    new_width = right + needed  # the panels keep their size; the figure grows to hold the legend
+    figure.set_size_inches(new_width, height)
+    figure.subplots_adjust(left=left / new_width, right=right / new_width)
+    figure.legend(list(handles.values()), list(handles), loc="upper right", fontsize=8,
+                  bbox_to_anchor=(1 - 0.05 / new_width, 1 - 0.7 / height))
 
 
 def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: str, others: list[str]) -> Any:
-    groups = _unique([tuple(row[name] for name in others) for row in rows])
-    # A panel where ``parameter`` takes a single value draws no line (grids of explicit cases
-    # often sweep one parameter at a time): leave such panels out when others have lines.
-    varying = [group for group in groups
-               if len({row[parameter] for row in rows if tuple(row[name] for name in others) == group}) > 1]
-    groups = varying or groups
+    # A panel where ``parameter`` takes a single value would draw no line (grids of explicit cases
+    # often sweep one parameter at a time): such panels are left out.
+    groups = _panels(rows, parameter, others)
     shown = groups[:MAX_PANELS]
     figure, axes = _new_figure(len(shown))
     x_values = _unique([row[parameter] for row in rows])
@@ -249,8 +353,8 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
     positions = {value: float(_number(value) or 0.0) if numeric else float(index)
                  for index, value in enumerate(x_values)}
     algorithms = _unique([row["algorithm"] for row in rows])
+    drawn: list[float] = []  # over every panel: one y-scale for the figure
     for axis, group in zip(axes, shown, strict=True):
-        drawn: list[float] = []
         for algorithm in algorithms:
             selected = [
                 row for row in rows
@@ -270,9 +374,6 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
                 continue
             (line,) = axis.plot(xs, means, marker="o", markersize=3, label=algorithm)
             axis.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.2, linewidth=0)
-        positive = [value for value in drawn if value > 0]
-        if positive and len(positive) == len(drawn) and max(positive) / min(positive) >= 100:
-            axis.set_yscale("log")  # values over two decades or more: shapes such as sqrt(T) or log T show
         if numeric:
             finite = [positions[value] for value in x_values]
             if min(finite) > 0 and max(finite) / min(finite) >= 10:
@@ -280,23 +381,41 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
 
                 axis.set_xscale("log")
                 axis.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short spans
-            if len(x_values) <= 10:  # label the grid values themselves, as written in the study
-                axis.set_xticks(finite, x_values, rotation=30 if len(x_values) > 5 else 0)
+            if len(x_values) <= 10:  # label the grid values themselves, as 10⁶ or 3·10⁶
+                axis.set_xticks(finite, [format_number(value) for value in finite],
+                                rotation=30 if len(x_values) > 5 else 0)
                 if axis.get_xscale() == "log":  # the grid values are the ticks: no minor ticks between them
                     from matplotlib.ticker import NullLocator
 
                     axis.xaxis.set_minor_locator(NullLocator())
+            else:
+                from matplotlib.ticker import FuncFormatter
+
+                axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _: format_number(value)))
         else:
-            axis.set_xticks([positions[value] for value in x_values], x_values, rotation=30)
-        axis.set_xlabel(parameter)
-        axis.set_ylabel(_axis_label(metric, estimate))
+            axis.set_xticks([positions[value] for value in x_values], [_value_text(value) for value in x_values],
+                            rotation=30)
         if others:
-            axis.set_title(", ".join(f"{name}={value}" for name, value in zip(others, group, strict=True)),
-                           fontsize=9)
+            axis.set_title(", ".join(f"{_parameter_name(name)} = {_value_text(value)}"
+                                     for name, value in zip(others, group, strict=True)), fontsize=9)
         axis.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    positive = [value for value in drawn if value > 0]
+    if positive and len(positive) == len(drawn) and max(positive) / min(positive) >= 100:
+        axes[0].set_yscale("log")  # two decades or more: shapes such as sqrt(T) or log T show (shared axis)
+    for axis in axes:
+        _readable_axes(axis)
+    for axis in axes[:: min(len(axes), 4)]:  # the first panel of each row
+        axis.set_ylabel(_axis_label(metric, estimate))
+    columns = min(len(axes), 4)
+    for index, axis in enumerate(axes):
+        if index + columns >= len(axes):  # nothing drawn below it: this panel names the x-axis
+            axis.xaxis.set_tick_params(labelbottom=True)
+            axis.set_xlabel(parameter_label(parameter))
+    _legend_outside(figure, axes)
     more = f" (first {MAX_PANELS} of {len(groups)} panels)" if len(groups) > MAX_PANELS else ""
-    figure.suptitle(f"{metric} vs {parameter}{more}")
+    fixed = _fixed(rows)
+    figure.suptitle(f"{_capitalised(metric_name(metric))} against {_parameter_name(parameter)}"
+                    + (f", at {fixed}" if fixed else "") + more)
     return figure
 
 
@@ -307,11 +426,17 @@ def _bars(rows: list[dict[str, str]], metric: str, estimate: str) -> Any:
         mean = float(row[estimate])
         low, high = float(row[f"{metric}_ci_low"]), float(row[f"{metric}_ci_high"])
         errors = [[mean - low if math.isfinite(low) else 0.0], [high - mean if math.isfinite(high) else 0.0]]
-        axis.errorbar([index], [mean], yerr=errors, marker="o", capsize=4, label=row["algorithm"])
-    axis.set_xticks(range(len(selected)), [row["algorithm"] for row in selected], rotation=30)
+        axis.errorbar([index], [mean], yerr=errors, marker="o", capsize=4)
+    axis.set_xticks(range(len(selected)), [row["algorithm"] for row in selected], rotation=30, ha="right")
+    longest = max((len(row["algorithm"]) for row in selected), default=0)
+    width, height = figure.get_size_inches()
+    figure.set_size_inches(width, height + 0.035 * longest)  # room for the rotated names below the axis
+    figure.subplots_adjust(bottom=(0.6 + 0.035 * longest) / (height + 0.035 * longest))
     axis.set_ylabel(_axis_label(metric, estimate))
     axis.grid(alpha=0.3)
-    figure.suptitle(metric)
+    _readable_axes(axis)
+    fixed = _fixed(rows)
+    figure.suptitle(_capitalised(metric_name(metric)) + (f", at {fixed}" if fixed else ""))
     return figure
 
 
@@ -321,7 +446,7 @@ def _rate_shape_figure(fit: dict[str, Any]) -> Any:
 
     from dpbandits.algorithms.kernel.rates import prior_art_privacy_term, privacy_term, statistical_term
 
-    figure, (left, right) = _new_figure(2)
+    figure, (left, right) = _new_figure(2, sharey=False, constrained=True)  # two quantities, a legend each
     cells = fit["cells"]
     epsilons = sorted({cell["epsilon"] for cell in cells})
     shapes = [(name, style) for name, style in (("usca_shape", "-"), ("prior_art_shape", ":")) if name in fit]
@@ -352,7 +477,7 @@ def _rate_shape_figure(fit: dict[str, Any]) -> Any:
     left.set_ylabel("ER (mean, 95% bootstrap CI)")
     left.set_title("solid: Theorem 4.1 fit, dotted: prior-art fit; hollow: saturated (not fitted)", fontsize=8)
     left.grid(alpha=0.3)
-    left.legend(fontsize=7)
+    left.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     resolved = [c for c in cells if c.get("excess_resolved")]
     for epsilon in epsilons:
         rows = [c for c in resolved if c["epsilon"] == epsilon]
@@ -384,7 +509,7 @@ def _rate_shape_figure(fit: dict[str, Any]) -> Any:
     right.set_ylabel("ER(eps) - ER(inf) (95% CI)")
     right.set_title("privacy excess on the resolved, unsaturated cells", fontsize=8)
     right.grid(alpha=0.3)
-    right.legend(fontsize=7)
+    right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     verdict = {"usca": "the data support Theorem 4.1's shape", "prior-art": "the data support the prior-art shape"}
     figure.suptitle("USCA rate shape: " + verdict.get(str(fit.get("supported_shape")), "the data do not separate the shapes"))
     return figure

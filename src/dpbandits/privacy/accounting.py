@@ -354,12 +354,14 @@ class Accountant:
         """
         return self._epsilon(self._read(connection).entries, check_delta(delta))
 
-    def guarantee(self, delta: float, *, unit: str | None = None, neighbouring: Neighbouring | str | None = None,
-                  reference: str = "") -> Guarantee:
+    def guarantee(self, delta: float | None = None, *, unit: str | None = None,
+                  neighbouring: Neighbouring | str | None = None, reference: str = "") -> Guarantee:
         """Return the guarantee of everything spent, at ``delta``, for the ledger's unit and relation.
 
-        ``unit`` / ``neighbouring`` are needed only while the ledger has none.
+        ``delta`` defaults to ``delta_budget`` (as :meth:`spent`); ``unit`` / ``neighbouring`` are
+        needed only while the ledger has none.
         """
+        delta = self.delta_budget if delta is None else delta
         view = self._read()
         unit = view.unit if unit is None else unit
         relation = view.neighbouring if neighbouring is None else check_neighbouring(neighbouring)

@@ -11,8 +11,8 @@ order. The release is
 
     c_t = Σ_{s≤t} v_s + e_t,    e_t = η_t + e_{t & (t−1)},    e_0 = 0,
 
-(the "lazy-noise" form of ``specs/spec_dp_dueling.md`` §5.5), which has exactly the distribution of
-the α/α̂ formulation of CSS Algorithm 2 (§5.2): a noisy p-sum is the true p-sum plus one independent
+(the "lazy-noise" form), which has exactly the distribution of
+the α/α̂ formulation of CSS Algorithm 2: a noisy p-sum is the true p-sum plus one independent
 Laplace per node, and the release is the sum of the noisy p-sums of the nodes in t's binary
 decomposition.
 
@@ -198,7 +198,7 @@ def binary_tree_error_bound(
 
     References
     ----------
-    Chan, Shi & Song (2011), Corollary 2.9; ``specs/spec_dp_dueling.md`` §5.4.
+    Chan, Shi & Song (2011), Corollary 2.9.
 
     Examples
     --------
@@ -698,7 +698,7 @@ def binary_tree_prefix_sums(
 
     References
     ----------
-    Chan, Shi & Song (2011), Algorithm 2; ``specs/spec_dp_dueling.md`` §5.5 (lazy noise).
+    Chan, Shi & Song (2011), Algorithm 2.
 
     Examples
     --------
@@ -762,7 +762,7 @@ class TreeNoiseTable:
 
     References
     ----------
-    Chan, Shi & Song (2011), Algorithm 2; ``specs/spec_dp_dueling.md`` §5.5 (lazy noise).
+    Chan, Shi & Song (2011), Algorithm 2.
     """
 
     def __init__(

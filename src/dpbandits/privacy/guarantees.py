@@ -6,8 +6,7 @@ the neighbouring notion (:class:`Neighbouring`), the reference (paper and theore
 per-instance (data-dependent). A guarantee whose precondition fails is ``epsilon = inf`` with the
 reason in ``reason``.
 
-Conversions between neighbouring notions are the correct ones only
-(``specs/spec_kl_regularization.md`` §4.8):
+Conversions between neighbouring notions are the correct ones only:
 
 * add/remove (ε, δ) ⇒ replace-one (2ε, (1 + e^ε)·δ) — a replacement is a removal then an addition;
 * add/remove (ε, δ) ⇒ label-only (2ε, (1 + e^ε)·δ) — a label flip is a replacement;
@@ -32,6 +31,7 @@ __all__ = [
     "ApproxDP",
     "Guarantee",
     "Neighbouring",
+    "NonPrivate",
     "PureDP",
     "UnsupportedConversionError",
     "add_remove_to_label",
@@ -245,6 +245,41 @@ class ApproxDP(Guarantee):
     """
 
 
+@dataclass(frozen=True, kw_only=True)
+class NonPrivate(PureDP):
+    """The explicit statement that an algorithm gives no privacy guarantee (ε = ∞).
+
+    A non-private comparator still names the unit a private algorithm of its family protects, so
+    that its ``privacy`` reads beside theirs; ``epsilon`` is always ``inf`` and ``is_finite`` False.
+
+    Parameters
+    ----------
+    unit : str
+        The unit a private algorithm of the family protects ("one preference label").
+    reason : str, default "non-private algorithm"
+        Why there is no guarantee.
+    neighbouring : Neighbouring, default replace-one
+
+    Examples
+    --------
+    >>> from dpbandits.privacy.guarantees import NonPrivate
+    >>> print(NonPrivate(unit="one preference label", reason="RUCB stores every raw outcome"))
+    non-private (no guarantee) for one preference label: RUCB stores every raw outcome
+    """
+
+    epsilon: float = math.inf
+    neighbouring: Neighbouring = Neighbouring.REPLACE_ONE
+    reason: str = "non-private algorithm"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not math.isinf(self.epsilon):
+            raise InvalidParameterError(f"epsilon of a NonPrivate guarantee must be inf; got {self.epsilon!r}")
+
+    def __str__(self) -> str:
+        return f"non-private (no guarantee) for {self.unit}: {self.reason}"
+
+
 def add_remove_to_replace_one(guarantee: Guarantee) -> Guarantee:
     """Convert an add/remove guarantee into a replace-one guarantee: (2ε, (1 + e^ε)·δ).
 
@@ -300,8 +335,8 @@ def replace_one_to_add_remove(guarantee: Guarantee, *, bounded_with_null: bool =
     """Convert replace-one to add/remove — only under the bounded-with-null-element model.
 
     The KL paper's Proposition 1 claims replace-one (ε', δ') ⇒ add/remove (ε, e^ε·δ). That is false
-    in general: releasing ``len(D)`` is (0, 0) replace-one DP and not add/remove DP for any finite ε
-    (``specs/spec_kl_regularization.md`` §4.8). When datasets are modelled with a null element ⊥ so
+    in general: releasing ``len(D)`` is (0, 0) replace-one DP and not add/remove DP for any finite ε.
+    When datasets are modelled with a null element ⊥ so
     that adding or removing a record *is* a replacement with ⊥, the guarantee carries over unchanged.
 
     Parameters

@@ -11,8 +11,7 @@ Finite-output mechanisms also expose their exact output distribution (``probabil
 additive ones their noise scale (``scale`` / ``sigma``), which is what the auditors need.
 
 The generalised exponential mechanism (Gibbs distribution) π(a) ∝ π0(a)·exp(u(a)/η) is computed in log
-space by :func:`gibbs_log_probabilities`; this is the sampler of the KL-regularised policies
-(``specs/spec_kl_regularization.md`` §3.1).
+space by :func:`gibbs_log_probabilities`; this is the sampler of the KL-regularised policies.
 
 Noise comes from a backend (:mod:`dpbandits.privacy.noise`). Every release verb (``release``,
 ``sample``) is **secure by default**: OpenDP noise from the OS CSPRNG, added (or sampled from the
@@ -775,13 +774,13 @@ class GridExponentialMechanism(Mechanism):
     Privacy
     -------
     ε-DP, exactly, provided the grid (and the volumes) do not depend on the data; a grid refined around
-    a data-dependent point voids the guarantee (``specs/spec_usca_kernel.md`` §2.4 (A)). Seeded Gumbel
+    a data-dependent point voids the guarantee (errata USCA-A6/A7). Seeded Gumbel
     noise is idealised numerics (simulation only, ``insecure_seeded_noise=True``); the default secure
     backend is for deployment.
 
     References
     ----------
-    McSherry & Talwar (2007); USCA paper, Definition 3.2 (with the grid of spec §2.4).
+    McSherry & Talwar (2007); USCA paper, Definition 3.2 (on a data-independent grid; errata USCA-A7).
 
     Examples
     --------
@@ -909,7 +908,7 @@ class ReportNoisyMaxMechanism(Mechanism):
 
     References
     ----------
-    Dwork & Roth (2014), Section 3.3, Claim 3.9; KL-regularisation spec §5 (baseline).
+    Dwork & Roth (2014), Section 3.3, Claim 3.9; used as a baseline of the KL studies.
     """
 
     name = "report_noisy_max"

@@ -59,7 +59,7 @@ def reduce_dimension(points: ArrayLike, *, rtol: float | None = None) -> tuple[F
         One point per row.
     rtol : float, optional
         Singular values below ``rtol · σ_max`` count as zero; default max(n, k)·2.2e-16·10³
-        (spec §2.2, slightly looser than NumPy's default to absorb round-off of earlier rotations).
+        (slightly looser than NumPy's default to absorb round-off of earlier rotations).
 
     Returns
     -------

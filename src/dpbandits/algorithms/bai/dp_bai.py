@@ -6,14 +6,14 @@ All three share the phase schedule of :mod:`~dpbandits.algorithms.bai.schedule` 
 1. d_p = dim span{a_i : i ∈ A_p} (coordinates in an orthonormal basis of the span, eq. 9);
 2. if d_p² < s_p, pull the d_p arms of a Max-Det collection B_p, else every arm of A_p
    (Baseline always pulls every arm);
-3. each pulled arm is pulled m_p = ⌈T'/(M·n_p)⌉ times (budget guard of §2.5 of the spec);
+3. each pulled arm is pulled m_p = ⌈T'/(M·n_p)⌉ times (budget guard, errata BAI-A11);
 4. μ̃_j = (mean of this phase's m_p rewards of j) + noise, noise Lap(1/(ε·m_p)) (DP-BAI, Baseline)
    or N(0, 2·ln(1.25/δ)/(ε·m_p)²) (DP-BAI-Gauss);
 5. arms outside B_p get μ̃_i = Σ_j α_{i,j}·μ̃_j with a_i = Σ_j α_{i,j}·b_j (eq. 12);
 6. the s_{p+1} arms with the largest μ̃ stay active.
 
 The decisions depend on the basis of step 1 only through the Max-Det collection and the α, both
-invariant under a change of basis (spec §2.2), so the plan of a phase is computed from the original
+invariant under a change of basis, so the plan of a phase is computed from the original
 features of the active arms.
 """
 
@@ -45,7 +45,7 @@ from dpbandits.algorithms.bai.schedule import (
     dp_bai_schedule,
     guard_pulls,
 )
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.base import BanditEnvironment
 from dpbandits.privacy.guarantees import ApproxDP, Guarantee, Neighbouring, PureDP
 from dpbandits.privacy.mechanisms import analytic_gaussian_sigma
@@ -171,6 +171,7 @@ class _DPBAIFamily(PhasedAlgorithm):
         self._set_common(tie_break, clip_rewards, allow_out_of_range)
 
 
+@register_algorithm_class("dp-bai")
 class DPBAI(_DPBAIFamily):
     """DP-BAI: ε-DP fixed-budget best-arm identification in linear bandits (Algorithm 1).
 
@@ -183,10 +184,10 @@ class DPBAI(_DPBAIFamily):
     epsilon : float
         ε > 0; ``math.inf`` means no noise (the non-private limit).
     schedule : {"canonical", "literal"}, default "canonical"
-        Phase-schedule reading of eqs. (7)–(8) (spec §7 A1).
+        Phase-schedule reading of eqs. (7)–(8) (errata BAI-A1).
     budget_mode : {"paper", "strict"}, default "paper"
         ``"paper"``: eq. (8) with a runtime clip guard; ``"strict"``: a larger reservation that never
-        needs the guard (spec §2.5).
+        needs the guard.
     maxdet : {"auto", "exact", "dominant"}, default "auto"
         How Max-Det collections are found (utility only; privacy never depends on it).
     use_effective_dimension : bool, default False
@@ -247,6 +248,7 @@ class DPBAI(_DPBAIFamily):
         return ""
 
 
+@register_algorithm_class("dp-bai-baseline")
 class Baseline(DPBAI):
     """Baseline of §5: DP-BAI without Max-Det collections (every active arm is pulled in every phase).
 
@@ -266,6 +268,7 @@ class Baseline(DPBAI):
     _name = "Baseline"
 
 
+@register_algorithm_class("dp-bai-gauss")
 class DPBAIGauss(_DPBAIFamily):
     """DP-BAI-Gauss: (ε, δ)-DP variant of DP-BAI with Gaussian noise (Algorithm 2, Appendix D).
 

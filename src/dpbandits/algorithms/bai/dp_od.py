@@ -8,7 +8,7 @@ sizes); only the right-hand side of the least-squares fit is privatised:
 Changing one reward x → x' in [0, 1] moves U_r by a_i^{(r)}·(x − x'), whose ℓ1 norm is at most
 ‖a_i^{(r)}‖₁; the Laplace mechanism therefore needs L_r >= max_i ‖a_i^{(r)}‖₁ (``l_mode="l1"``,
 the default). The paper's L = max_i ‖a_i‖₂ (``l_mode="paper"``) can under-noise by up to √d_r
-(spec §4.3, §7 B2); on the paper's two experiments both coincide.
+(errata BAI-B2); on the paper's two experiments both coincide.
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ from dpbandits._core.validation import check_array, check_epsilon, check_int, ch
 from dpbandits.algorithms.bai.dp_bai import REWARD_TABLE_UNIT, environment_features
 from dpbandits.algorithms.bai.od_linbai import L_MODES, OptimalDesignPlanner
 from dpbandits.algorithms.bai.phased import PhasedAlgorithm, check_reward_bounds
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.base import BanditEnvironment
-from dpbandits.privacy.guarantees import Guarantee, Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Guarantee, Neighbouring, NonPrivate, PureDP
 
 __all__ = ["DPOD"]
 
 
+@register_algorithm_class("dp-od")
 class DPOD(PhasedAlgorithm):
     """DP-OD: ε-DP OD-LinBAI with Laplace noise on the least-squares target (Appendix E.1).
 
@@ -84,8 +85,8 @@ class DPOD(PhasedAlgorithm):
                      "with l1 sensitivity")
         unit, neighbouring = REWARD_TABLE_UNIT, Neighbouring.REPLACE_ONE
         if math.isinf(self.epsilon):
-            return PureDP.infinite(unit=unit, neighbouring=neighbouring, reason="epsilon=inf: no noise",
-                                   reference=reference)
+            return NonPrivate(unit=unit, neighbouring=neighbouring, reason="epsilon=inf: no noise",
+                              reference=reference)
         if self.allow_out_of_range:
             return PureDP.infinite(unit=unit, neighbouring=neighbouring, reference=reference,
                                    reason="allow_out_of_range=True: rewards may exceed [0, 1]")

@@ -9,7 +9,7 @@ span *only when the dimension drops* (d_r < d_{r−1}), computes a G-optimal des
 (support <= d_r(d_r+1)/2), pulls each arm of the support ⌈π_r(i)·m⌉ times, fits ordinary least
 squares on this phase's rewards only, θ̂_r = V_r⁻¹ U_r, and keeps the ⌈d/2^r⌉ arms with the largest
 ⟨θ̂_r, a_i⟩. The schedule was checked against a public third-party implementation (same m, phase
-count, projection rule, ⌈π·m⌉ allocation and ⌈d/2^r⌉ rule; ``specs/spec_dp_bai.md`` §4.2, D1).
+count, projection rule, ⌈π·m⌉ allocation and ⌈d/2^r⌉ rule; errata BAI-D1).
 
 The same planner, with Laplace noise added to U_r, is DP-OD (:mod:`~dpbandits.algorithms.bai.dp_od`).
 """
@@ -31,9 +31,9 @@ from dpbandits.algorithms.bai.designs import GOptimalDesign, g_optimal_design, r
 from dpbandits.algorithms.bai.dp_bai import environment_features
 from dpbandits.algorithms.bai.phased import PhasedAlgorithm, PhasePlan
 from dpbandits.algorithms.bai.schedule import InsufficientBudgetError
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.base import BanditEnvironment
-from dpbandits.privacy.guarantees import Guarantee, Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Guarantee, NonPrivate
 
 __all__ = ["L_MODES", "ODLinBAI", "OptimalDesignPlanner", "od_linbai_base_allocation"]
 
@@ -120,7 +120,7 @@ class OptimalDesignPlanner:
         pulls = np.ceil(design.weights[support] * self.base_allocation - 1e-9).astype(np.int64)  # ⌈π(i)·m⌉
         pulls = np.maximum(pulls, 1)
         clipped = used + int(pulls.sum()) > self.budget
-        if clipped:  # safety net (§2.5): shrink proportionally so the budget is never exceeded
+        if clipped:  # safety net (errata BAI-A11): shrink proportionally so the budget is never exceeded
             pulls = np.floor(pulls * (self.budget - used) / pulls.sum()).astype(np.int64)
             if np.any(pulls < 1):
                 raise InsufficientBudgetError(
@@ -157,6 +157,7 @@ class OptimalDesignPlanner:
         return (survivors, used + plan.total_pulls, projections)
 
 
+@register_algorithm_class("od-linbai")
 class ODLinBAI(PhasedAlgorithm):
     """OD-LinBAI: non-private fixed-budget linear BAI with G-optimal designs (Yang & Tan 2022).
 
@@ -189,8 +190,7 @@ class ODLinBAI(PhasedAlgorithm):
     @property
     def privacy(self) -> Guarantee:
         """No privacy (ε = ∞)."""
-        return PureDP.infinite(unit="one entry of the reward table", neighbouring=Neighbouring.REPLACE_ONE,
-                               reason="OD-LinBAI is non-private")
+        return NonPrivate(unit="one entry of the reward table", reason="OD-LinBAI is non-private")
 
 
 @register_algorithm("od-linbai", family="bai", privacy="none (non-private)", metrics=("success", "pulls_used"),

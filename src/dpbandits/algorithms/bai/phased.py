@@ -90,7 +90,7 @@ class PhasePlan:
     keep : int
         Number of survivors.
     clipped : bool
-        Whether the budget guard reduced the pulls (§2.5 of the spec).
+        Whether the budget guard reduced the pulls (errata BAI-A11).
     info : dict
         Diagnostics (dimension, branch, noise scale, ...).
     """
@@ -534,6 +534,22 @@ class PhasedAgent(Persistable):
             raise InvalidParameterError("only an agent made by PhasedAlgorithm.agent() can be saved")
         return {"algorithm": self._algorithm, "insecure_seeded_noise": self._insecure_seeded_noise}
 
+    @property
+    def privacy(self) -> Guarantee:
+        """The guarantee of the run: the algorithm's :attr:`PhasedAlgorithm.privacy`.
+
+        Raises
+        ------
+        InvalidParameterError
+            For an agent not made by :meth:`PhasedAlgorithm.agent` (it does not know its algorithm).
+        """
+        return self.get_params()["algorithm"].privacy  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        algorithm = "?" if self._algorithm is None else type(self._algorithm).__name__
+        return (f"PhasedAgent({algorithm}) <phase {self._phase}/{self._planner.n_phases}, "
+                f"{int(self.pulls.sum())} pulls{', done' if self.done else ''}>")
+
     @classmethod
     def _rebuild(cls, params: Any, state: Any, decoder: Any) -> PhasedAgent:
         if not isinstance(params, dict) or set(params) != {"algorithm", "insecure_seeded_noise"} or not (
@@ -647,6 +663,10 @@ class PhasedAlgorithm(Persistable, ABC):
     @abstractmethod
     def privacy(self) -> Guarantee:
         """The privacy guarantee, with the unit it protects."""
+
+    def guarantee(self) -> Guarantee:
+        """The guarantee of a run (:attr:`privacy`: the options that change it are constructor arguments)."""
+        return self.privacy
 
     def _check_environment(self, env: BanditEnvironment) -> bool:
         """Check the environment's reward bounds; return whether rewards must be clipped."""

@@ -4,11 +4,11 @@ DP-BAI's phase schedule depends only on the number of arms ``K``, the dimension 
 ``T``; it is therefore computed once per grid cell and shared by every trial. The printed eqs. (7)–(8)
 of the paper disagree with its Appendix B and with the proof of Theorem 4.2 by one index; the
 canonical reading (``schedule="canonical"``, the default) is the one consistent with all three
-(``specs/spec_dp_bai.md`` §2.1 and §7 A1–A3); the literal reading is available as
+(errata BAI-A1 to BAI-A3); the literal reading is available as
 ``schedule="literal"``.
 
 The paper's reservation ``T − T'`` does not always cover the ceilings of the per-phase pull counts
-(§2.5): :func:`guard_pulls` clips a phase's pull count so that the total never exceeds ``T``
+(errata BAI-A11): :func:`guard_pulls` clips a phase's pull count so that the total never exceeds ``T``
 (``budget_mode="paper"``), while ``budget_mode="strict"`` reserves enough up front that clipping is
 never needed.
 """
@@ -47,12 +47,12 @@ class DegenerateInstanceError(DPBanditsError, ValueError):
 
 
 def _lambda(n_arms: int, dim: int) -> float:
-    """Return λ = inf{β >= 2 : β^{ln d} >= K − ⌈d²/4⌉} (eq. 4, natural log; §7 A6 for d = 1)."""
+    """Return λ = inf{β >= 2 : β^{ln d} >= K − ⌈d²/4⌉} (eq. 4, natural log; errata BAI-A6 for d = 1)."""
     excess = n_arms - math.ceil(dim * dim / 4)  # K − c_d
     if excess <= 1:
         return 2.0
     if dim == 1:
-        return math.inf  # ln 1 = 0: the defining set is empty (§7 A6)
+        return math.inf  # ln 1 = 0: the defining set is empty (errata BAI-A6)
     # λ = max{2, (K − c_d)^{1/ln d}}
     return max(2.0, excess ** (1.0 / math.log(dim)))
 
@@ -107,7 +107,7 @@ class PhaseSchedule:
         budget_mode : {"paper", "strict"}
             ``"paper"``: T' = T − M_1·d − (M − M_1)·⌈d²/4⌉ (eq. 8). ``"strict"``:
             T' = T + 1 − Σ_p ν_p with ν_p the largest number of arms phase p can pull, so that
-            Σ_p ν_p·⌈T'/(M·ν_p)⌉ <= T whatever happens (§2.5).
+            Σ_p ν_p·⌈T'/(M·ν_p)⌉ <= T whatever happens (errata BAI-A11).
         max_pulled : array of int, optional
             ν_1..ν_M for ``"strict"``; default ν_p = s_p if s_p <= d² else d (DP-BAI's bound).
 
@@ -146,7 +146,7 @@ def dp_bai_schedule(n_arms: int, dim: int, *, schedule: str = "canonical") -> Ph
     schedule : {"canonical", "literal"}
         Canonical: M_1 = H* = min{i >= 0: h_i = 0}, M = H* + G*, and s_p includes g_0 (the reading
         consistent with Appendix B and the proof of Theorem 4.2). Literal: eqs. (7)–(8) with indices
-        starting at 1, which skips the size g_0 when K > ⌈d²/4⌉ and d >= 3 (spec §7 A1).
+        starting at 1, which skips the size g_0 when K > ⌈d²/4⌉ and d >= 3 (errata BAI-A1).
 
     Returns
     -------
@@ -192,7 +192,7 @@ def dp_bai_schedule(n_arms: int, dim: int, *, schedule: str = "canonical") -> Ph
 
 def guard_pulls(pulls_per_arm: IntArray, n_pulled: IntArray, used: IntArray, budget: int,
                 *, budget_mode: str) -> tuple[IntArray, BoolArray]:
-    """Apply the runtime budget guard of §2.5 to one phase, per trial.
+    """Apply the runtime budget guard (errata BAI-A11) to one phase, per trial.
 
     Parameters
     ----------

@@ -18,7 +18,7 @@ stream: the algorithm is not private.
 References
 ----------
 Z. Karnin, T. Koren, O. Somekh. "Almost optimal exploration in multi-armed bandits." ICML 2013,
-Algorithm 1 and Theorem 4.1. Implementation notes: ``specs/spec_dp_bai.md`` §4.4.
+Algorithm 1 and Theorem 4.1. Per-round averages are used (errata BAI-D2).
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ from dpbandits._core.rng import RNGLike, as_generator, spawn_generators
 from dpbandits._core.schema import Array, Bool, Generator, Int, Maybe, StateSchema, rule
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_arm, check_int, check_one_of, check_real
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.own_agent import OwnAgent, deprecated_alias
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
+from dpbandits.privacy.guarantees import NonPrivate
 
 __all__ = [
     "BAI_METRICS",
@@ -186,7 +188,7 @@ def simulate_sequential_halving(
 
     References
     ----------
-    Karnin, Koren & Somekh (2013), Algorithm 1; ``specs/spec_dp_bai.md`` §4.4.
+    Karnin, Koren & Somekh (2013), Algorithm 1.
     """
     n_trials = check_int(n_trials, "n_trials", minimum=1)
     reward_draws = check_reward_draws(reward_draws)  # type: ignore[assignment]
@@ -213,7 +215,8 @@ def simulate_sequential_halving(
     return bai_metrics(env, surviving[:, 0])
 
 
-class SequentialHalving(Persistable):
+@register_algorithm_class("sequential-halving")
+class SequentialHalving(OwnAgent, Persistable):
     """Sequential Halving in ask/tell form, for one trial driven by external rewards.
 
     Pulls are asked in round-robin order over the surviving arms (sorted by index) until each has
@@ -244,10 +247,10 @@ class SequentialHalving(Persistable):
     >>> from dpbandits.algorithms.bai.sequential_halving import SequentialHalving
     >>> agent = SequentialHalving(n_arms=4, budget=80, rng=0)
     >>> means = np.array([0.9, 0.1, 0.2, 0.3])
-    >>> while not agent.finished:
+    >>> while not agent.done:
     ...     arm = agent.ask()
     ...     agent.tell(arm, float(means[arm]))
-    >>> agent.recommend()
+    >>> agent.recommendation
     0
     """
 
@@ -291,8 +294,8 @@ class SequentialHalving(Persistable):
         self._derive_step_state()
 
     @property
-    def finished(self) -> bool:
-        """Whether every round is done (then :meth:`recommend` is available)."""
+    def done(self) -> bool:
+        """Whether every round is done (then :attr:`recommendation` is available)."""
         return not self._queue  # a round has at least one pull
 
     @property
@@ -313,7 +316,7 @@ class SequentialHalving(Persistable):
         try:  # the queue is empty once finished
             arm = self._pending = self._queue[self._position]
         except IndexError:
-            raise NotFittedError("Sequential Halving has finished; call recommend()") from None
+            raise NotFittedError("Sequential Halving has finished; read recommendation") from None
         return arm
 
     def tell(self, arm: int, reward: float) -> None:
@@ -389,7 +392,8 @@ class SequentialHalving(Persistable):
             np.add.at(self._total_counts, np.asarray(self._queue[: self._position], dtype=np.intp), -1)
         self._counts_added_at_round_end = True
 
-    def recommend(self) -> int:
+    @property
+    def recommendation(self) -> int:
         """The recommended arm.
 
         Raises
@@ -397,6 +401,25 @@ class SequentialHalving(Persistable):
         NotFittedError
             Before the last round has finished.
         """
-        if not self.finished:
+        if not self.done:
             raise NotFittedError("Sequential Halving has not finished; keep asking and telling")
         return int(self._surviving[0])
+
+    @property
+    def privacy(self) -> NonPrivate:
+        """None: Sequential Halving is not private (:class:`~dpbandits.privacy.guarantees.NonPrivate`)."""
+        return NonPrivate(unit="one entry of the reward table", reason="Sequential Halving is non-private")
+
+    def _progress(self) -> tuple[int, int]:
+        """(pulls told, pulls in all)."""
+        pulls = [size * per_arm for size, per_arm in self._schedule]
+        return sum(pulls[: self._round]) + self._position, sum(pulls)
+
+    @property
+    def finished(self) -> bool:
+        """Deprecated spelling of :attr:`done` (removed in the next release)."""
+        return deprecated_alias("SequentialHalving.finished", "done", self.done)
+
+    def recommend(self) -> int:
+        """Deprecated spelling of :attr:`recommendation` (removed in the next release)."""
+        return deprecated_alias("SequentialHalving.recommend()", "recommendation", self.recommendation)

@@ -7,7 +7,7 @@
 * :func:`minimax_lower_bound` — Theorem 4.7's curve exp(−T/(c·(ln d)^β₁·(H_BAI^β₂ + H_pri^β₃))): for
   β₁ + β₂ + β₃ < 3 no consistent policy beats it on every instance for large T.
 
-Δ_(1) = 0 <= Δ_(2) <= ... are the sorted gaps; for d = 1 the index range is taken as {2} (spec §7 A7).
+Δ_(1) = 0 <= Δ_(2) <= ... are the sorted gaps; for d = 1 the index range is taken as {2} (errata BAI-A7).
 """
 
 from __future__ import annotations

@@ -9,16 +9,19 @@ import numpy as np
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError
 from dpbandits._core.validation import check_int
 from dpbandits.envs.dueling import UtilityDuelingEnvironment
+from dpbandits.privacy.guarantees import NonPrivate
 
 __all__ = [
     "DUELING_ENVIRONMENTS",
     "ELIMINATION_MAX_ARM_ROUNDS",
     "ROUND_BY_ROUND_MAX_HORIZON",
+    "UNIT",
     "check_dueling_env",
     "check_elimination_horizon",
     "check_round_horizon",
     "check_told",
     "elimination_horizon_precheck",
+    "non_private",
     "round_horizon_precheck",
 ]
 
@@ -26,6 +29,15 @@ DUELING_ENVIRONMENTS: tuple[str, ...] = (
     "dueling-f1", "dueling-f2", "dueling-f3", "dueling-f4", "dueling-utility", "dueling-unit-ball",
 )
 """The registered environments every finite-arm dueling algorithm runs on."""
+
+UNIT = "one preference label (one round's feedback, the user's whole response function)"
+"""The unit the private dueling algorithms protect."""
+
+
+def non_private(name: str) -> NonPrivate:
+    """The guarantee of a non-private dueling comparator: none, for :data:`UNIT`."""
+    return NonPrivate(unit=UNIT, reason=f"{name} is a non-private comparator: it keeps every raw outcome")
+
 
 ROUND_BY_ROUND_MAX_HORIZON = 10**8
 """Largest horizon of a simulation that advances one round at a time (RUCB, BTM, RMED1, DTS, CCB,

@@ -34,9 +34,16 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array, Bool, Int, Maybe, Record, Rule, Spec, StateSchema, Tuple, rule
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int
-from dpbandits.algorithms.dueling._common import check_dueling_env, check_round_horizon, check_told
+from dpbandits.algorithms.dueling._common import (
+    check_dueling_env,
+    check_round_horizon,
+    check_told,
+    non_private,
+)
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
+from dpbandits.algorithms.own_agent import OwnAgent
 from dpbandits.envs.dueling import DuelStreams, UtilityDuelingEnvironment
+from dpbandits.privacy.guarantees import NonPrivate
 
 __all__ = ["RoundAgent", "RoundPolicy", "add_per_trial", "simulate_policy", "uniform_distinct_pair", "uniform_pick"]
 
@@ -254,7 +261,7 @@ def round_schema(policy: dict[str, Spec], rules: tuple[Rule, ...] = ()) -> State
     )
 
 
-class RoundAgent(Persistable):
+class RoundAgent(OwnAgent, Persistable):
     """Ask/tell form of a round-by-round policy (a batch of one trial).
 
     Parameters
@@ -278,6 +285,11 @@ class RoundAgent(Persistable):
     def recommendation(self) -> int:
         """The arm the algorithm names best now."""
         return int(self._policy.recommendation()[0])
+
+    @property
+    def privacy(self) -> NonPrivate:
+        """None: every round-by-round comparator is non-private (:class:`~dpbandits.privacy.guarantees.NonPrivate`)."""
+        return non_private(type(self).__name__)
 
     def _get_state(self) -> dict[str, Any]:
         return {"time": self.time, "_asked": self._asked, "policy": self._policy.get_state()}

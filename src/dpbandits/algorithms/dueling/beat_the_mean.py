@@ -55,7 +55,7 @@ from dpbandits.algorithms.dueling._rounds import (
     uniform_pick,
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniform
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
@@ -184,6 +184,7 @@ def _check(horizon: int, gamma: float) -> tuple[int, float]:
     return check_int(horizon, "horizon", minimum=1), check_positive_float(gamma, "gamma")
 
 
+@register_algorithm_class("beat-the-mean")
 class BeatTheMean(RoundAgent):
     """Ask/tell Beat-the-Mean agent (online version; non-private).
 

@@ -54,7 +54,7 @@ from dpbandits.algorithms.dueling._rounds import (
 )
 from dpbandits.algorithms.dueling._streams import counter_gumbel, round_coins, trial_streams
 from dpbandits.algorithms.dueling.maxinp import LinearDuelingSettings, linear_dueling_settings
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
@@ -108,6 +108,7 @@ class CoLSTIMPolicy(RoundPolicy):
         return np.asarray(np.argmax(theta @ self.settings.features.T, axis=1), dtype=np.int64)
 
 
+@register_algorithm_class("colstim")
 class CoLSTIM(RoundAgent):
     """Ask/tell CoLSTIM agent (non-private).
 

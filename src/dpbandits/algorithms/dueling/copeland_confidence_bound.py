@@ -11,9 +11,12 @@ A. *reset disproven hypotheses*: if l_ij > ½ for some i and j ∈ B^i, reset B 
    L_C = K;
 B. *remove non-Copeland winners*: every i ∈ B with Cpld⁺(i) < max_j Cpld⁻(j) leaves B, and
    B^i ← {k : u_ik < ½} unless |B^i| = L_C + 1; if B becomes empty, reset as in A;
-C. *add Copeland winners*: for the lowest-index i ∈ C_t with Cpld⁺(i) = Cpld⁻(i): B ← {i}, B^i ← ∅,
+C. *add Copeland winners*: for every i ∈ C_t with Cpld⁺(i) = Cpld⁻(i): B ← B ∪ {i}, B^i ← ∅,
    L_C ← K − 1 − Cpld⁺(i), and for every j ≠ i, B^j ← ∅ if |B^j| < L_C + 1, or B^j keeps L_C + 1 of its
-   arms chosen uniformly at random if |B^j| > L_C + 1;
+   arms chosen uniformly at random if |B^j| > L_C + 1. Every i ∈ C_t has the same Cpld⁺(i) (C_t is its
+   argmax), so L_C does not depend on the order, and after the first trimming every other B^j has 0 or
+   L_C + 1 arms, so later i trim nothing: the step is B ← B ∪ S for the set S of such i, B^i ← ∅ on S,
+   and one trimming of the other B^j;
 1. with probability ¼ the pair (c, d) is drawn uniformly from {(i, j) : j ∈ B^i, ½ ∈ [l_ij, u_ij]}
    (when that set is not empty) and played;
 2. otherwise: if B ∩ C_t ≠ ∅, C_t ← B ∩ C_t with probability ⅔; c ~ Unif(C_t); with probability ½
@@ -21,8 +24,8 @@ C. *add Copeland winners*: for the lowest-index i ∈ C_t with Cpld⁺(i) = Cpld
    it, ties broken uniformly at random among j ≠ c.
 
 Coins of round t (8 per round plus K² for the random subsets of step C): see :class:`CCBPolicy`.
-Where the paper leaves a choice open it is settled as stated above (the lowest-index i in step C;
-an empty B^c falls back to all arms).
+Where the paper leaves a choice open it is settled as stated above (an empty B^c falls back to all
+arms).
 
 References
 ----------
@@ -58,7 +61,7 @@ from dpbandits.algorithms.dueling._rounds import (
     uniform_pick,
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
@@ -136,20 +139,18 @@ class CCBPolicy(RoundPolicy):
         self.beaters = np.where(refill[:, :, None], upper < 0.5, self.beaters)
         self.best_set &= ~drop
         self._reset(np.asarray(~self.best_set.any(axis=1)))
-        # C. add Copeland winners (the lowest-index one)
+        # C. add Copeland winners: every settled i ∈ C_t joins B (B ← B ∪ {i}), B^i ← ∅
         settled = candidates & (optimistic == pessimistic)
         found = settled.any(axis=1)
         if found.any():
             f = np.flatnonzero(found)
-            winner = np.argmax(settled[f], axis=1)
-            self.best_set[f] = False
-            self.best_set[f, winner] = True
-            self.beaters[f, winner] = False
-            self.max_losses[f] = k - 1 - optimistic[f, winner]
+            winners = settled[f]
+            self.best_set[f] |= winners
+            self.beaters[f] &= ~winners[:, :, None]
+            self.max_losses[f] = k - 1 - optimistic[f].max(axis=1)  # Cpld⁺ is the same on all of C_t
             keep = (self.max_losses[f] + 1)[:, None]
             sizes = self.beaters[f].sum(axis=2)
-            others = np.ones((f.size, k), dtype=bool)
-            others[np.arange(f.size), winner] = False
+            others = ~winners
             self.beaters[f] &= ~(others & (sizes < keep))[:, :, None]
             trim = others & (sizes > keep)
             if trim.any():  # keep L_C + 1 arms of B^j chosen uniformly at random (smallest random keys)
@@ -186,6 +187,7 @@ class CCBPolicy(RoundPolicy):
         add_per_trial(self.wins, 1 - outcome, second, first)
 
 
+@register_algorithm_class("copeland-confidence-bound")
 class CopelandConfidenceBound(RoundAgent):
     """Ask/tell Copeland Confidence Bound agent (non-private).
 

@@ -55,7 +55,7 @@ from dpbandits.algorithms.dueling._rounds import (
     uniform_pick,
 )
 from dpbandits.algorithms.dueling._streams import GAMMA_INDEX_LIMIT, counter_beta, round_coins, trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniform
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
@@ -264,6 +264,7 @@ def _check(n_arms: int, horizon: int, alpha: float) -> tuple[int, float]:
     return horizon, check_in_interval(alpha, "alpha", 0.5, np.inf, closed="neither")
 
 
+@register_algorithm_class("double-thompson-sampling")
 class DoubleThompsonSampling(RoundAgent):
     """Ask/tell Double Thompson Sampling agent (non-private).
 

@@ -9,9 +9,9 @@ from every surviving counter through the counter's own stream (a subtraction ele
 round); with one arm left the algorithm commits to (a, a).
 
 The paper's formulas were lost in conversion; this module follows the reconstruction of
-``specs/spec_dp_dueling.md`` §3 (pseudocode §3.5, constants §3.3, removal semantics §3.6).
+the paper errata DUEL-3 to DUEL-8 and DUEL-26.
 
-Constants (spec §3.3) for K arms, horizon T, failure probability δ (default 1/T):
+Constants for K arms, horizon T, failure probability δ (default 1/T):
 
     L_T = ⌊log₂T⌋ + 1,  ε_c = ε/4 ("quarter", default) or ε/2 ("half"),
     λ = ln(4K²T/δ)  ("paper")   or   ln(4K·2^K·T/δ)  ("rigorous": union over all active sets),
@@ -60,13 +60,15 @@ from dpbandits._core.validation import (
     check_one_of,
 )
 from dpbandits.algorithms.dueling._common import (
+    UNIT,
     check_dueling_env,
     check_elimination_horizon,
     check_told,
     elimination_horizon_precheck,
 )
 from dpbandits.algorithms.dueling._streams import fresh_seed_sequence, trial_seed_sequences, trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.own_agent import OwnAgent
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.base import counter_uniform, counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 from dpbandits.privacy.accounting import Accountant, spend
@@ -77,7 +79,7 @@ from dpbandits.privacy.counters import (
     binary_tree_node_scale,
     tree_levels,
 )
-from dpbandits.privacy.guarantees import Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Neighbouring, NonPrivate, PureDP
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise
 
 __all__ = [
@@ -91,10 +93,9 @@ __all__ = [
     "simulate_ebs_elimination",
 ]
 
-UNIT = "one preference label (one round's feedback, the user's whole response function)"
 REFERENCE = (
     "Saha & Asi (2024), DP-Dueling, Lemma 2 and Theorem 1 (DP-EBS-Elimination); "
-    "reconstruction in specs/spec_dp_dueling.md §3.7"
+    "reconstruction, paper errata DUEL-3/4"
 )
 _BUDGET_SPLIT = {"quarter": 4.0, "half": 2.0, "whole": 1.0}
 STATS_REMOVAL = ("subtract", "restart")
@@ -103,7 +104,7 @@ SIMULATION_METRICS: tuple[str, ...] = (*REGRET_METRICS, "identified_best", "comm
 
 @dataclass(frozen=True)
 class EBSConstants:
-    """The constants of DP-EBS-Elimination (spec §3.3).
+    """The constants of DP-EBS-Elimination.
 
     Attributes
     ----------
@@ -150,7 +151,7 @@ def ebs_constants(
     union_bound: str = "paper",
     stats_removal: str = "subtract",
 ) -> EBSConstants:
-    """Compute the constants of spec §3.3 (and of the restart variant, §3.9).
+    """Compute the constants of errata DUEL-6 (and of the restart variant).
 
     Parameters
     ----------
@@ -164,16 +165,16 @@ def ebs_constants(
         δ in (0, 1); default 1/T (the paper's choice in the proof of Theorem 1), or ½ when T = 1.
     counter_epsilon : {"quarter", "half", "whole"}
         ε_c = ε/4 (the paper's Lemma 2 proof; default) or ε/2 (its main text; valid because a user
-        touches one counter, at most twice, in this bookkeeping, spec §3.7), or ε (only with
+        touches one counter, at most twice, in this bookkeeping), or ε (only with
         ``stats_removal="restart"``, where a user enters one counter once).
     tree_bound : {"css", "union"}
         Which bound B_tree of :func:`dpbandits.privacy.counters.binary_tree_error_bound`.
     union_bound : {"paper", "rigorous"}
-        λ = ln(4K²T/δ) or ln(4K·2^K·T/δ) (spec §9 item 8).
+        λ = ln(4K²T/δ) or ln(4K·2^K·T/δ) (errata DUEL-8).
     stats_removal : {"subtract", "restart"}
         How eliminated opponents' statistics leave the survivors' counters: subtracted through the
         counters' streams (the paper, default) or by restarting every counter at each elimination
-        (ablation, spec §3.9: the tree bound then holds per (arm, phase), β = δ/(2K²T)).
+        (ablation: the tree bound then holds per (arm, phase), β = δ/(2K²T)).
 
     Raises
     ------
@@ -268,7 +269,7 @@ def dp_ebs_guarantee(epsilon: float, counter_epsilon: str = "quarter", stats_rem
     most twice (added at its round, subtracted when its opponent is eliminated), each time changing
     one stream element by <= 1, so that counter's releases are 2ε_c-DP (group privacy); the paper
     counts two counters, giving 4ε_c. With ε_c = ε/4 the paper's accounting gives ε (our tight
-    accounting ε/2); with ε_c = ε/2 the tight accounting gives ε. With restarts (spec §3.9), each label
+    accounting ε/2); with ε_c = ε/2 the tight accounting gives ε. With restarts, each label
     enters one counter of one phase, once: every counter's releases are ε_c-DP and the counters of
     all arms and phases hold disjoint labels (parallel composition), so ε_c <= ε gives ε. Everything
     else the algorithm outputs is post-processing of the counter releases and of data-independent coins.
@@ -281,13 +282,13 @@ def dp_ebs_guarantee(epsilon: float, counter_epsilon: str = "quarter", stats_rem
     References
     ----------
     Saha & Asi (2024), Lemma 2 (privacy of Algorithm 1); Chan, Shi & Song (2011), Theorem 3.5
-    (binary mechanism); ``specs/spec_dp_dueling.md`` §3.7 (accounting) and §3.9 (restart).
+    (binary mechanism).
     """
     eps = check_epsilon(epsilon, allow_inf=True)
     check_one_of(counter_epsilon, "counter_epsilon", tuple(_BUDGET_SPLIT))
     removal = check_one_of(stats_removal, "stats_removal", STATS_REMOVAL)
     if math.isinf(eps):
-        return PureDP.infinite(
+        return NonPrivate(
             unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
             reason="epsilon = inf: the non-private twin releases exact counts",
         )
@@ -329,7 +330,8 @@ def _horizon(agent: DPEBSElimination) -> int:
     return int(agent.constants.horizon)
 
 
-class DPEBSElimination(Persistable):
+@register_algorithm_class("dp-ebs-elimination", non_private="ebs-elimination")
+class DPEBSElimination(OwnAgent, Persistable):
     """Ask/tell DP-EBS-Elimination agent.
 
     Parameters
@@ -353,7 +355,7 @@ class DPEBSElimination(Persistable):
         depend on the widths; regret guarantees do).
     stats_removal : {"subtract", "restart"}, default "subtract"
         Subtract eliminated opponents' wins through the counters' streams (the paper), or, as an
-        ablation (spec §3.9), restart every surviving counter (fresh tree, fresh noise, counts and
+        ablation, restart every surviving counter (fresh tree, fresh noise, counts and
         wins discarded) at each elimination. Restarted counters take their node noise from the next
         children spawned from the trial's noise stream.
     check_every : int, default 1
@@ -389,13 +391,13 @@ class DPEBSElimination(Persistable):
     -------
     Pure ε-DP (central model) for one round's preference feedback (the user's whole response
     function), with the pairs played, eliminations and recommendation as output: each user changes
-    <= 2 elements, by <= 1, of one arm's binary-tree counter (spec §3.7).
+    <= 2 elements, by <= 1, of one arm's binary-tree counter.
 
     References
     ----------
     A. Saha and H. Asi, "DP-Dueling: Learning from Preference Feedback without Compromising User
     Privacy", arXiv:2403.15045 (2024), Algorithm 1, Lemma 2 (privacy), Theorem 1 (regret
-    O(Σ_i log(KT)/Δ_i + K·polylog(T)/ε)). Constants reconstructed in spec §3.3: the elimination rule
+    O(Σ_i log(KT)/Δ_i + K·polylog(T)/ε)). Constants reconstructed in errata DUEL-6: the elimination rule
     UCB_i < max_j LCB_j with wid(n) = √(λ/(2n)) + B/n.
 
     Examples
@@ -909,7 +911,7 @@ def simulate_dp_ebs_elimination(
     failure_probability, opponent, counter_epsilon, tree_bound, union_bound, conf_scale
         As in :class:`DPEBSElimination`.
     stats_removal, check_every
-        Ablations of spec §3.9 (restart the counters at each elimination; screen every k rounds), as
+        Ablations (restart the counters at each elimination; screen every k rounds), as
         in :class:`DPEBSElimination`; the defaults are the paper's algorithm.
     block : int, default 16384
         Largest block of rounds evaluated at once (and noise chunk length).

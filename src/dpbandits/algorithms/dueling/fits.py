@@ -1,4 +1,4 @@
-"""Shape fits of measured dueling regrets, with confidence intervals (the E2–E4 questions of the spec).
+"""Shape fits of measured dueling regrets, with confidence intervals (the E2–E4 questions of the dueling studies).
 
 Every fit is a least-squares line y ≈ c₀ + c₁·x through points (x_i, y_i) whose y_i are means over
 trials with known standard errors s_i. The coefficients are the ordinary least-squares estimates;

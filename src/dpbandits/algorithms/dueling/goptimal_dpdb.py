@@ -1,12 +1,12 @@
 """GOptimal-DPDB: ε-DP dueling bandits on large (or infinite, via a net) decision spaces.
 
-Phased elimination with G-optimal exploration over pair differences (``specs/spec_dp_dueling.md``
-§4; the paper's formulas were lost, the spec reconstructs them). In phase ℓ (accuracy ε_ℓ = 2^{−ℓ}):
+Phased elimination with G-optimal exploration over pair differences (the paper's formulas
+were lost; the reconstruction is errata DUEL-9 to DUEL-15). In phase ℓ (accuracy ε_ℓ = 2^{−ℓ}):
 
 1. the pairs (x, y) of active arms (index order, x − y ≠ 0) give differences z_xy = x − y;
 2. a G-optimal design π_ℓ on {z_xy} (Frank–Wolfe + Carathéodory, :func:`dpbandits.algorithms.bai.
    designs.g_optimal_design`, in coordinates of span{z}) with g_ℓ = g(π_ℓ), support S_ℓ of size m_ℓ;
-3. every support pair is played t_ℓ(x, y) = ⌈π_ℓ(x, y)·N_ℓ⌉ times in a row, with (spec §4.5, boxed)
+3. every support pair is played t_ℓ(x, y) = ⌈π_ℓ(x, y)·N_ℓ⌉ times in a row, with (errata DUEL-10)
 
        N_ℓ = 9·g_ℓ·ln(6K²L_T/δ)/(κ²ε_ℓ²) + 1[ε < ∞]·2·m_ℓ·g_ℓ·ln(2m_ℓL_T/δ)/(κ·ε·ε_ℓ),
 
@@ -19,12 +19,12 @@ Phased elimination with G-optimal exploration over pair differences (``specs/spe
 
 With one arm left (or no distinct pair) it commits to (a, a).
 
-Where this implementation settles what the spec leaves open: κ defaults to σ'(2·S_θ) = σ'(2) (the
+Where this implementation settles what the paper leaves open: κ defaults to σ'(2·S_θ) = σ'(2) (the
 slope at θ*; ``kappa="li_et_al"`` gives σ'(4)); Li et al.'s λ_min condition is only recorded as a
-diagnostic by default (the spec's "warn"; ``lambda_min_check="enforce"`` raises N_ℓ until it holds,
+diagnostic by default ("warn"; errata DUEL-12; ``lambda_min_check="enforce"`` raises N_ℓ until it holds,
 capped at T; "off" skips it); inside a phase nothing depends
 on that phase's data, so the vectorised simulation draws each pair's wins as one Binomial
-(``feedback="binomial"``, spec §1.6) or, for exact agreement with the ask/tell agent, reads the
+(``feedback="binomial"``) or, for exact agreement with the ask/tell agent, reads the
 pull-consistent per-pair streams (``feedback="streams"``).
 """
 
@@ -54,10 +54,11 @@ from dpbandits._core.validation import (
 from dpbandits.algorithms.bai.designs import g_optimal_design
 from dpbandits.algorithms.dueling._common import check_dueling_env, check_told
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.own_agent import OwnAgent
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 from dpbandits.privacy.accounting import Accountant, spend
-from dpbandits.privacy.guarantees import Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Neighbouring, NonPrivate, PureDP
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
 __all__ = [
@@ -72,7 +73,7 @@ __all__ = [
 UNIT = "one preference label (one round's feedback, the user's whole response function)"
 REFERENCE = (
     "Saha & Asi (2024), DP-Dueling, Algorithm 2 and Theorem 3 (GOptimal-DPDB, privacy part); "
-    "reconstruction in specs/spec_dp_dueling.md §4.6 and §4.11"
+    "reconstruction, paper errata DUEL-10"
 )
 
 
@@ -97,7 +98,7 @@ class GOptimalSettings:
         L_T = ⌈log₂T⌉ (at least 1).
     fw_tol, c_elim, play_count_scale : float
     lambda_min_check : {"warn", "enforce", "off"}
-        Li, Lu & Zhou's λ_min condition (spec §4.8): recorded in the phase diagnostics ("warn",
+        Li, Lu & Zhou's λ_min condition: recorded in the phase diagnostics ("warn",
         default), enforced by raising N_ℓ ("enforce"), or not computed ("off").
     """
 
@@ -154,7 +155,7 @@ def _settings(
 
 
 def phase_play_count(settings: GOptimalSettings, phase: int, g_value: float, support_size: int) -> float:
-    """N_ℓ of spec §4.5 (times ``play_count_scale``).
+    """N_ℓ of errata DUEL-10 (times ``play_count_scale``).
 
     N_ℓ = 9·g·ln(6K²L_T/δ)/(κ²ε_ℓ²) + 1[ε<∞]·2·m·g·ln(2·m·L_T/δ)/(κ·ε·ε_ℓ), ε_ℓ = 2^{−ℓ}.
     """
@@ -198,7 +199,7 @@ def private_logistic_mle(
 
     References
     ----------
-    Saha & Asi (2024), Algorithm 2 (private MLE); ``specs/spec_dp_dueling.md`` §4.7 (Newton with
+    Saha & Asi (2024), Algorithm 2 (private MLE) (Newton with
     Armijo backtracking, the clipping that makes the root exist).
     """
     y = check_array(coordinates, "coordinates", ndim=2)
@@ -238,11 +239,11 @@ def goptimal_dpdb_guarantee(epsilon: float) -> PureDP:
 
     References
     ----------
-    Saha & Asi (2024), Theorem 3 (privacy part); ``specs/spec_dp_dueling.md`` §4.6 and §4.11.
+    Saha & Asi (2024), Theorem 3 (privacy part).
     """
     eps = check_epsilon(epsilon, allow_inf=True)
     if math.isinf(eps):
-        return PureDP.infinite(unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
+        return NonPrivate(unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
                                reason="epsilon = inf: the non-private twin uses exact counts")
     return PureDP(epsilon=eps, unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
                   reason="per-(phase, pair) Laplace(1/ε) sums of disjoint labels, sensitivity 1 "
@@ -357,9 +358,9 @@ def _width_diagnostics(plan: _Phase, settings: GOptimalSettings) -> dict[str, fl
     """Lemma 7's confidence width over the phase's differences, and Li et al.'s λ_min condition.
 
     width = 3/(2κ)·√ln(1/δ₁)·max_z ‖z‖_{V⁻¹} + u/(κε)·max_z ‖z‖_{V⁻¹}·Σ_{s∈S} ‖z_s‖_{V⁻¹}, with
-    δ₁ = δ/(6K²L_T) and u = ln(2mL_T/δ) (spec §4.8); the play counts make it <= ε_ℓ (Corollary 2).
+    δ₁ = δ/(6K²L_T) and u = ln(2mL_T/δ); the play counts make it <= ε_ℓ (Corollary 2).
     λ_min(V) >= 8/κ⁴·(r² + ln(1/δ₁)) is Li, Lu & Zhou's condition (3), recorded unless
-    ``lambda_min_check="off"`` (spec §9 item 12; "enforce" has already raised N_ℓ to meet it).
+    ``lambda_min_check="off"`` (errata DUEL-12; "enforce" has already raised N_ℓ to meet it).
     Everything here depends on the public schedule only, not on the data.
     """
     counts = plan.counts.astype(np.float64)
@@ -380,7 +381,8 @@ def _width_diagnostics(plan: _Phase, settings: GOptimalSettings) -> dict[str, fl
     return out
 
 
-class GOptimalDPDB(Persistable):
+@register_algorithm_class("goptimal-dpdb", non_private="goptimal-dpdb-nonprivate")
+class GOptimalDPDB(OwnAgent, Persistable):
     """Ask/tell GOptimal-DPDB agent on a finite arm set (a net for infinite spaces).
 
     Parameters
@@ -403,7 +405,7 @@ class GOptimalDPDB(Persistable):
     play_count_scale : float, default 1.0
         Multiplies N_ℓ; values != 1 are not the paper's schedule (label such runs).
     lambda_min_check : {"warn", "enforce", "off"}, default "warn"
-        Li, Lu & Zhou's λ_min(V_ℓ) condition (spec §4.8): recorded in ``phases[ℓ].diagnostics``
+        Li, Lu & Zhou's λ_min(V_ℓ) condition: recorded in ``phases[ℓ].diagnostics``
         ("warn"), met by raising N_ℓ (capped at T; "enforce", an ablation), or not computed ("off").
     rng : int, SeedSequence, Generator or None
         The trial's seed (its privacy-noise child seeds the noise only with ``insecure_seeded_noise``).
@@ -498,6 +500,19 @@ class GOptimalDPDB(Persistable):
     def committed(self) -> bool:
         """Whether the agent plays (a, a) from now on."""
         return self._committed_arm is not None
+
+    @property
+    def recommendation(self) -> int:
+        """The committed arm; before, the active arm of largest estimated utility xᵀθ̂.
+
+        θ̂ is the last finished phase's (a private release); before the first, the lowest active index.
+        """
+        if self._committed_arm is not None:
+            return self._committed_arm
+        if not self.theta_estimates:
+            return int(self.active.min())
+        utilities = self.features[self.active] @ self.theta_estimates[-1]
+        return int(self.active[int(np.argmax(utilities))])
 
     def _start_phase(self, index: int) -> None:
         plan = None if self.active.size == 1 else _plan_phase(self.features, self.active, index, self.settings)
@@ -704,7 +719,7 @@ def simulate_goptimal_dpdb(
 
     References
     ----------
-    Saha & Asi (2024), Algorithm 2 and Theorem 3; reconstruction in ``specs/spec_dp_dueling.md`` §4.
+    Saha & Asi (2024), Algorithm 2 and Theorem 3; reconstruction in the paper errata (DUEL-9 to DUEL-15).
     """
     options = {"failure_probability": failure_probability, "kappa": kappa, "theta_bound": theta_bound,
                "fw_tol": fw_tol, "c_elim": c_elim, "play_count_scale": play_count_scale,

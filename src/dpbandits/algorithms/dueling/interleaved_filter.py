@@ -42,12 +42,15 @@ from dpbandits.algorithms.dueling._common import (
     check_elimination_horizon,
     check_told,
     elimination_horizon_precheck,
+    non_private,
 )
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.own_agent import OwnAgent
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniforms
 from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
+from dpbandits.privacy.guarantees import NonPrivate
 
 __all__ = ["InterleavedFilter", "simulate_interleaved_filter"]
 
@@ -92,7 +95,8 @@ def _last_arm(agent: InterleavedFilter) -> int:
     return agent.n_arms - 1
 
 
-class InterleavedFilter(Persistable):
+@register_algorithm_class("interleaved-filter")
+class InterleavedFilter(OwnAgent, Persistable):
     """Ask/tell Interleaved Filter 2 agent (non-private).
 
     Parameters
@@ -157,6 +161,16 @@ class InterleavedFilter(Persistable):
     def exploiting(self) -> bool:
         """Whether W is empty (the agent plays (b̂, b̂) from now on)."""
         return bool(self.remaining.size == 0)
+
+    @property
+    def privacy(self) -> NonPrivate:
+        """None: a non-private comparator (:class:`~dpbandits.privacy.guarantees.NonPrivate`)."""
+        return non_private("Interleaved Filter")
+
+    @property
+    def recommendation(self) -> int:
+        """The current candidate (the arm named best once the filter has run)."""
+        return int(self.candidate)
 
     def ask(self) -> tuple[int, int]:
         """Return the next pair (b̂, b)."""

@@ -1,4 +1,4 @@
-"""Local-DP baseline: EBS-Elimination on randomised-response reports (spec §7.4; not a paper algorithm).
+"""Local-DP baseline: EBS-Elimination on randomised-response reports (errata DUEL-30; not a paper algorithm).
 
 Each user randomises its own preference bit before sending it (randomised response, Warner 1965):
 the reported bit is the true outcome with probability 1 − q and its opposite with probability
@@ -34,7 +34,7 @@ from dpbandits.algorithms.dueling.dp_ebs_elimination import (
     ebs_constants,
     run_trial,
 )
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.dueling import UtilityDuelingEnvironment
 from dpbandits.privacy.counters import TreeNoiseTable
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
@@ -109,6 +109,7 @@ def _report_range(epsilon: float) -> float:
     return value
 
 
+@register_algorithm_class("ldp-ebs-elimination")
 class LDPEBSElimination(DPEBSElimination):
     """Ask/tell learner of the local-DP baseline: ``tell`` receives the user's randomised report.
 
@@ -131,7 +132,7 @@ class LDPEBSElimination(DPEBSElimination):
 
     References
     ----------
-    Warner (1965); spec §7.4 (baseline, not a paper algorithm).
+    Warner (1965).
     """
 
     def __init__(self, n_arms: int, horizon: int, epsilon: float, *, conf_scale: float = 1.0,
@@ -182,7 +183,7 @@ def simulate_ldp_ebs(
 
     References
     ----------
-    Warner (1965); spec §7.4.
+    Warner (1965)
     """
     check_dueling_env(env)
     check_elimination_horizon(horizon, env.n_arms, "ldp-ebs-elimination")

@@ -58,7 +58,7 @@ from dpbandits.algorithms.dueling._rounds import (
     simulate_policy,
 )
 from dpbandits.algorithms.dueling._streams import trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
 
@@ -165,6 +165,7 @@ def _tolerance(n_arms: int, tolerance: float | None) -> float:
     return check_positive_float(tolerance, "tolerance")
 
 
+@register_algorithm_class("rmed1")
 class RMED1(RoundAgent):
     """Ask/tell RMED1 agent (non-private).
 

@@ -47,7 +47,7 @@ from dpbandits.algorithms.dueling._rounds import (
     uniform_pick,
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniform
 from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
@@ -160,6 +160,7 @@ class RUCBPolicy(RoundPolicy):
         add_per_trial(self.wins, 1 - outcome, second, first)
 
 
+@register_algorithm_class("rucb")
 class RUCB(RoundAgent):
     """Ask/tell RUCB agent (non-private).
 

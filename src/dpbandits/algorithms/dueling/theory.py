@@ -1,17 +1,17 @@
 """Theory curves of the DP dueling-bandit paper, as functions to overlay on regret plots.
 
-All of them follow ``specs/spec_dp_dueling.md`` §6 (the paper's formulas were lost; the O(·) shapes
+All of them follow the paper errata DUEL-1, DUEL-2 and DUEL-10 (the paper's formulas were lost; the O(·) shapes
 come from its abstract and proofs, the explicit curves are ours and say so):
 
 * :func:`thm1_shape` — Theorem 1's shape a·Σ_i ln(KT)/Δ_i + b·K·L_T^{1.5}·√ln(KT)/ε (a, b fitted by
   :func:`fit_shape`).
 * :func:`alg1_heuristic` — typical DP-EBS-Elimination regret Σ_i 2·g_i·n̂_i with n̂_i solving
-  2·wid(n̂_i) = Δ_i under the exact constants of §3.3.
+  2·wid(n̂_i) = Δ_i under the exact constants of errata DUEL-6.
 * :func:`alg1_upper` — the loose Lemma 6 curve Σ_i 2·g_i·n̄_i + 4Tδ,
   n̄_i = ⌈max{32λ/Δ_i², 8B/Δ_i}⌉.
 * :func:`thm2_lower_shape` — Theorem 2: c·max{Σ_i ln T/Δ_i, (K − 1)/ε} (slopes only).
 * :func:`thm3_shape` — Theorem 3's shape a·d√T/κ + b·d⁶/(κε).
-* :func:`thm3_schedule_bound` — GOptimal-DPDB's explicit schedule bound (spec §6.3).
+* :func:`thm3_schedule_bound` — GOptimal-DPDB's explicit schedule bound.
 
 The two explicit curves are also registered as pseudo-algorithms (``theory-dp-ebs-heuristic``,
 ``theory-dp-ebs-upper``) returning the curve's value as ``reward_regret`` for every trial, so that a
@@ -66,7 +66,7 @@ def _suboptimal(env: UtilityDuelingEnvironment) -> tuple[FloatArray, FloatArray]
 
 
 def thm1_shape(env: UtilityDuelingEnvironment, horizon: int, epsilon: float, a: float = 1.0, b: float = 1.0) -> float:
-    """Theorem 1: a·Σ_{i>=2} ln(KT)/Δ_i + b·K·L_T^{1.5}·√ln(KT)/ε (polylog made explicit, spec §9 item 2).
+    """Theorem 1: a·Σ_{i>=2} ln(KT)/Δ_i + b·K·L_T^{1.5}·√ln(KT)/ε (polylog made explicit, errata DUEL-2).
 
     References
     ----------
@@ -89,14 +89,14 @@ def _plays(env: UtilityDuelingEnvironment, horizon: int, epsilon: float, **optio
 
 
 def alg1_heuristic(env: UtilityDuelingEnvironment, horizon: int, epsilon: float, **options: Any) -> float:
-    """Typical regret of DP-EBS-Elimination: Σ_i 2·g_i·min(n̂_i, T), 2·wid(n̂_i) = Δ_i (spec §6.1).
+    """Typical regret of DP-EBS-Elimination: Σ_i 2·g_i·min(n̂_i, T), 2·wid(n̂_i) = Δ_i.
 
     With s = 1/√n, 2·(√(λ/2)·s + B·s²) = Δ gives s = (√(λ/2 + 2BΔ) − √(λ/2))/(2B) (s = Δ/(2√(λ/2))
     when B = 0). ``options`` go to :func:`~dpbandits.algorithms.dueling.dp_ebs_elimination.ebs_constants`.
 
     References
     ----------
-    Saha & Asi (2024), Theorem 1 and Lemma 6 (proof); ``specs/spec_dp_dueling.md`` §3.3 and §6.1.
+    Saha & Asi (2024), Theorem 1 and Lemma 6 (proof).
     """
     gaps, reward_gaps, lam, bound = _plays(env, horizon, epsilon, **options)
     half_lam = lam / 2.0
@@ -109,13 +109,13 @@ def alg1_heuristic(env: UtilityDuelingEnvironment, horizon: int, epsilon: float,
 
 
 def alg1_upper(env: UtilityDuelingEnvironment, horizon: int, epsilon: float, **options: Any) -> float:
-    """Loose upper curve Σ_i 2·g_i·n̄_i + 4Tδ, n̄_i = ⌈max{32λ/Δ_i², 8B/Δ_i}⌉ (Lemma 6, spec §3.8).
+    """Loose upper curve Σ_i 2·g_i·n̄_i + 4Tδ, n̄_i = ⌈max{32λ/Δ_i², 8B/Δ_i}⌉ (Lemma 6).
 
     The empirical mean regret should lie below it (n̄_i is capped at T).
 
     References
     ----------
-    Saha & Asi (2024), Lemma 6 and Theorem 1 (proof); ``specs/spec_dp_dueling.md`` §3.8 and §6.1.
+    Saha & Asi (2024), Lemma 6 and Theorem 1 (proof).
     """
     gaps, reward_gaps, lam, bound = _plays(env, horizon, epsilon, **options)
     delta = ebs_constants(env.n_arms, horizon, epsilon, **options).failure_probability
@@ -139,7 +139,7 @@ def thm2_lower_shape(env: UtilityDuelingEnvironment, horizon: int, epsilon: floa
 
 
 def thm3_shape(horizon: int, dim: int, kappa: float, epsilon: float, a: float = 1.0, b: float = 1.0) -> float:
-    """Theorem 3's shape a·d·√T/κ + b·d⁶/(κ·ε) (GOptimal-DPDB; spec §6.3).
+    """Theorem 3's shape a·d·√T/κ + b·d⁶/(κ·ε) (GOptimal-DPDB).
 
     References
     ----------
@@ -164,9 +164,9 @@ def thm3_schedule_bound(
     net_resolution: float = 0.0,
     play_count_scale: float = 1.0,
 ) -> float:
-    """Explicit GOptimal-DPDB overlay: the deterministic phase schedule's regret bound (spec §6.3).
+    """Explicit GOptimal-DPDB overlay: the deterministic phase schedule's regret bound.
 
-    With g_ℓ = d and m_ℓ = d(d+1)/2 + 1, phase ℓ lasts N_ℓ + m_ℓ rounds (N_ℓ of spec §4.5), truncated
+    With g_ℓ = d and m_ℓ = d(d+1)/2 + 1, phase ℓ lasts N_ℓ + m_ℓ rounds (N_ℓ of errata DUEL-10), truncated
     so the total is T; per-round regret is <= 4·S_θ in phase 1 and <= 12·ε_ℓ afterwards (survivors
     of phase ℓ − 1 have gap <= 3ε_{ℓ−1}), plus discretisation 2ηT and failure 4Tδ (S_θ = 1):
 
@@ -174,7 +174,7 @@ def thm3_schedule_bound(
 
     References
     ----------
-    Saha & Asi (2024), Theorem 3 and Lemmas 8–10 (proof); ``specs/spec_dp_dueling.md`` §4.5 and §6.3.
+    Saha & Asi (2024), Theorem 3 and Lemmas 8–10 (proof).
     """
     settings = _settings(n_arms, horizon, epsilon, failure_probability, kappa, 1.0, 0.01, 2.0, play_count_scale)
     d = check_int(dim, "dim", minimum=1)
@@ -244,7 +244,7 @@ def curve_alg1_heuristic(
 
     References
     ----------
-    Saha & Asi (2024), Theorem 1; ``specs/spec_dp_dueling.md`` §6.1 (``alg1_heuristic``).
+    Saha & Asi (2024), Theorem 1.
     """
     return _curve(alg1_heuristic(env, horizon, epsilon), n_trials)
 
@@ -268,7 +268,7 @@ def curve_alg1_upper(
 
     References
     ----------
-    Saha & Asi (2024), Lemma 6 and Theorem 1; ``specs/spec_dp_dueling.md`` §6.1 (``alg1_upper``).
+    Saha & Asi (2024), Lemma 6 and Theorem 1.
     """
     return _curve(alg1_upper(env, horizon, epsilon), n_trials)
 
@@ -298,7 +298,7 @@ def curve_thm3_schedule(
 
     References
     ----------
-    Saha & Asi (2024), Theorem 3; ``specs/spec_dp_dueling.md`` §6.3 (``thm3_schedule_bound``).
+    Saha & Asi (2024), Theorem 3.
     """
     if not isinstance(env, UtilityDuelingEnvironment):
         raise InvalidParameterError(f"env must be a UtilityDuelingEnvironment; got {type(env).__name__}")

@@ -1,4 +1,4 @@
-"""Baselines for USCA (``specs/spec_usca_kernel.md`` §5), all in feature space with the same feature map.
+"""Baselines for USCA, all in feature space with the same feature map.
 
 * B1 ``gp-uniform`` — uniform sampling + GP posterior mean μ_T (non-private; Salgia et al. 2023).
 * B3 ``cgp-ucb`` — contextual GP-UCB (non-private, adaptive; Krause & Ong 2011), β constant.
@@ -102,7 +102,7 @@ class PrivateFeatureRidge:
 
     References
     ----------
-    ``specs/spec_usca_kernel.md`` §5 B4 ([spec] baseline, "Dubey-style"); Balle & Wang (2018),
+    Baseline B4 (not in the paper, "Dubey-style"; errata USCA-A20); Balle & Wang (2018),
     analytic Gaussian mechanism.
     """
 
@@ -135,7 +135,7 @@ class PrivateFeatureRidge:
         """(ε, δ)-joint-DP for one round's context and reward (any number of predictions)."""
         return ApproxDP(
             epsilon=self.epsilon, delta=self.delta, unit=PROTECTED_UNIT, neighbouring=Neighbouring.JOINT,
-            reference="specs/spec_usca_kernel.md §5 B4; analytic Gaussian mechanism (Balle & Wang 2018)",
+            reference="private feature ridge (baseline B4); analytic Gaussian mechanism (Balle & Wang 2018)",
         )
 
     def second_moment(self, points: ArrayLike, rewards: ArrayLike) -> FloatArray:
@@ -357,7 +357,7 @@ def simulate_private_feature_ridge(
 
     References
     ----------
-    ``specs/spec_usca_kernel.md`` §5 B4; Balle & Wang (2018), analytic Gaussian mechanism, Theorem 8.
+    Baseline B4; Balle & Wang (2018), analytic Gaussian mechanism, Theorem 8.
     """
     def fit(fmap: FeatureMap, points: FloatArray, rewards: FloatArray, noise_seed: RNGLike) -> FloatArray:
         model = PrivateFeatureRidge(fmap, epsilon=epsilon, delta=delta, reward_bound=reward_bound, tau=tau)

@@ -1,4 +1,4 @@
-"""Shared trial protocol and error-rate evaluation of the kernel family (``specs/spec_usca_kernel.md`` §6).
+"""Shared trial protocol and error-rate evaluation of the kernel family.
 
 One trial draws, from the *environment* stream and in this order: the T learning contexts, T standard
 normal reward-noise values, the evaluation contexts, and the prediction context c_{T+1}. The noise is
@@ -8,7 +8,7 @@ noise (paired comparisons).
 The error rate ER = E_c[max_x f(x, c) − f(x̂(c), c)] (eq. 1) is estimated over ``n_test_contexts``
 evaluation contexts with the *exact* output probabilities of the mechanism on the output grid.
 Evaluating many contexts from one run is an **evaluation protocol**: the paper's ER is defined for
-one c_{T+1}, and answering k contexts privately would cost k·ε (spec §2.7).
+one c_{T+1}, and answering k contexts privately would cost k·ε.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Data-independent finite-dimensional feature maps φ: W → R^{D_f} with φ(w)ᵀφ(w') ≈ k(w, w').
 
 USCA's feature backend runs the algorithm *exactly* for the finite-rank kernel
-k_D(w, w') = φ(w)ᵀφ(w') (``specs/spec_usca_kernel.md`` §4.2), so privacy stays exact as long as
+k_D(w, w') = φ(w)ᵀφ(w'), so privacy stays exact as long as
 φ is drawn without looking at the data and the same φ is used for μ̄, σ̄² and the certified
 supremum. Every map here therefore also certifies
 
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 FEATURE_METHODS = ("auto", "qff", "rff", "nystrom")
-_WEIGHT_FLOOR = 1e-12  # QFF nodes with weight below this are dropped (spec §4.2)
+_WEIGHT_FLOOR = 1e-12  # QFF nodes with weight below this are dropped
 _NYSTROM_ROUNDING_SLACK = 1e-10  # measured rounding excess of ‖φ(w) − φ(g)‖ over d_k: < 3e-14
 
 
@@ -224,7 +224,7 @@ class NystromFeatures:
         Scrambling of the Sobol sequence.
     jitter : float, default 1e-8
         Added to the diagonal of K_UU. Any jitter keeps k_D a contraction of k in exact arithmetic;
-        1e-8 (rather than the spec's 1e-10) keeps the condition number of L near 1e5 for smooth
+        1e-8 (rather than 1e-10) keeps the condition number of L near 1e5 for smooth
         kernels, so that rounding in L⁻¹ stays far below the slack of :meth:`distance_bound`.
     """
 
@@ -314,8 +314,7 @@ def make_feature_map(
     dim : int
         D = dx + dc.
     method : {"auto", "qff", "rff", "nystrom"}
-        ``"auto"``: QFF (20 nodes per axis) for SE with D <= 2, Nyström (512 landmarks) otherwise
-        (spec §3).
+        ``"auto"``: QFF (20 nodes per axis) for SE with D <= 2, Nyström (512 landmarks) otherwise.
     n_features : int, optional
         Nodes per axis (QFF), frequencies (RFF) or landmarks (Nyström).
     rng : int, SeedSequence, Generator or None

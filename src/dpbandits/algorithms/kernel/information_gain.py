@@ -1,4 +1,4 @@
-"""Data-independent estimates of the maximal information gain γ_T (``specs/spec_usca_kernel.md`` §2.6).
+"""Data-independent estimates of the maximal information gain γ_T.
 
 γ_T enters USCA only through K = ⌈T/γ_T⌉, so its value affects utility and compute, never privacy,
 provided it is computed without the private data. Methods:

@@ -1,4 +1,4 @@
-"""Fit of USCA's error-rate shape ER ≈ a·√(γ_T/T) + b·γ_T/(Tε)·log(e + Tε/γ_T) (spec E1, analysis 4).
+"""Fit of USCA's error-rate shape ER ≈ a·√(γ_T/T) + b·γ_T/(Tε)·log(e + Tε/γ_T) (study usca-error-vs-horizon).
 
 The claim of Theorem 4.1 is ER = Õ(√(γ_T/T) + γ_T/(Tε)); the prior-art rate is
 √(γ_T/T) + √(γ_T/(Tε)). Rows with ε = ∞ have no privacy term.
@@ -130,7 +130,7 @@ def fit_error_rate(horizon: ArrayLike, epsilon: ArrayLike, gamma: ArrayLike, err
 SATURATION_FRACTION = 0.25
 """A finite-ε cell is *saturated* when its mean ER exceeds this fraction of the ER of a uniformly
 random action: the mechanism is then nearly flat, and neither two-term shape (both unbounded as
-ε → 0) describes it (spec E1, analysis 3: "where unsaturated")."""
+ε → 0) describes it (the rate study fits "where unsaturated")."""
 
 
 @dataclass(frozen=True)

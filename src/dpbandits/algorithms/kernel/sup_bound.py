@@ -1,4 +1,4 @@
-"""A certified upper bound Ŝ on sup_{w ∈ W} σ̄²(w) over the box W = [0, 1]^D (spec §2.5).
+"""A certified upper bound Ŝ on sup_{w ∈ W} σ̄²(w) over the box W = [0, 1]^D.
 
 USCA's sensitivity is Δ = 2·B_y·sup σ̄² (Lemma 4.2 / 7.1); an *under*-estimate of the supremum by a
 factor 1 + η gives only ε(1 + η)-DP, so the mechanism needs a certified upper bound. σ̄² depends only
@@ -137,7 +137,7 @@ def certified_sup(
 
     References
     ----------
-    ``specs/spec_usca_kernel.md`` §2.5 (certified branch and bound); Pavlovic, Salgia & Zhao (2025),
+    Errata USCA-A3 (certified branch and bound); Pavlovic, Salgia & Zhao (2025),
     Lemma 4.2 (= 7.1).
     """
     d = check_int(dim, "dim", minimum=1)

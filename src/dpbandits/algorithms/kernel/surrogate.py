@@ -4,13 +4,13 @@ With an approximating set 𝒵 = (z₁, …, z_M) drawn from ϱ = Unif(X) ⊗ κ
 
     Z̃ = (T/M)·Σᵢ φ(zᵢ)φ(zᵢ)ᵀ + τ·Id,   μ̄_T(w) = φ(w)ᵀ Z̃⁻¹ Σₜ φ(wₜ)yₜ,   σ̄²(w) = φ(w)ᵀ Z̃⁻¹ φ(w).
 
-The paper's M = T·K gives the factor 1/K (Lemma 4.4); another M is the flagged "T/M" deviation
-(``specs/spec_usca_kernel.md`` §2.2). Two backends compute the same quantities:
+The paper's M = T·K gives the factor 1/K (Lemma 4.4); another M is the flagged "T/M" deviation.
+Two backends compute the same quantities:
 
 * :class:`ExactKernelSurrogate` — the kernel-trick form (eqs. 4–5 with regulariser (M/T)·τ = Kτ),
   an M × M Cholesky factor: O(M²) memory (:func:`exact_kernel_peak_bytes`), only for small T and
   as the reference in tests.
-* :class:`FeatureSurrogate` — the feature form for a data-independent feature map φ (§4.2): a
+* :class:`FeatureSurrogate` — the feature form for a data-independent feature map φ: a
   D_f × D_f Cholesky factor accumulated by streaming over 𝒵 in blocks; memory O(D_f²) independent
   of T and M.
 

@@ -1,6 +1,6 @@
 """USCA — Uniform Sampling with Covariance Approximation: ε-jointly-DP kernelised contextual bandits.
 
-Algorithm 1 of Pavlovic, Salgia & Zhao (2025), as fixed by ``specs/spec_usca_kernel.md`` §2.1:
+Algorithm 1 of Pavlovic, Salgia & Zhao (2025), with the fixes of the paper errata (USCA-A1 to USCA-A7):
 
 1. *Public precomputation* (no data): feature map (feature backend), γ̂ (data-independent estimate),
    K = ⌈T/γ̂⌉, M = T·K, the approximating set 𝒵 ~ ϱ^M, the surrogate Z̃, a **certified** upper bound
@@ -61,7 +61,7 @@ from dpbandits.algorithms.kernel.surrogate import (
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.kernel import KernelBanditEnvironment, StationaryKernel, joint_points
 from dpbandits.privacy.accounting import Accountant, spend
-from dpbandits.privacy.guarantees import Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Neighbouring, NonPrivate, PureDP
 from dpbandits.privacy.mechanisms import BackendLike, GridExponentialMechanism, uniform_grid
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
@@ -81,13 +81,13 @@ PROTECTED_UNIT = "one round's context and reward"
 USCA_REFERENCE = (
     "Pavlovic, Salgia & Zhao (2025), Differentially Private Kernelized Contextual Bandits, "
     "Theorem 4.1 (= Theorem 7.3; Lemmas 7.1-7.2), with a certified sup of the surrogate variance "
-    "(specs/spec_usca_kernel.md §2.5)"
+    "(errata USCA-A3)"
 )
 _DEFAULT_MAX_EXACT_SIZE = 12_000  # exact_kernel_peak_bytes(12 000, T) ≈ 1.6 GB (an M × M factor of 1.15 GB)
 
 
 def default_grid_points(action_dim: int) -> int:
-    """Points per axis of the default output grid: 1024 for d = 1, 64² for d = 2, 24³ for d = 3 (spec §3)."""
+    """Points per axis of the default output grid: 1024 for d = 1, 64² for d = 2, 24³ for d = 3."""
     return {1: 1024, 2: 64, 3: 24}.get(action_dim, max(2, round(4096 ** (1.0 / action_dim))))
 
 
@@ -125,7 +125,7 @@ class USCA(Persistable):
     sensitivity_method : {"paper", "refined"}, default "paper"
         ``"paper"``: Δ = 2·B_y·Ŝ (Lemma 4.2). ``"refined"``: Δ_ref(c) = 2·B_y·√(max_{X_N} σ̄²(·, c))·√Ŝ
         <= Δ at the prediction context (valid because the score is only evaluated on X_N × {c};
-        spec §2.3, not in the paper; a flagged deviation).
+        errata USCA-R1, not in the paper; a flagged deviation).
     sup_rtol : float, default 1e-2
     sup_max_evaluations : int, default 200000
     grid_points_per_dim : int, optional
@@ -138,7 +138,7 @@ class USCA(Persistable):
         Streaming chunk of the feature backend (results do not depend on it beyond rounding).
     precision : {"float32", "float64"}, default "float32"
         Arithmetic of the approximating-set accumulation (feature backend): float32 chunks summed
-        in float64 (spec §4.2), about 1.5–3× faster than float64; see
+        in float64, about 1.5–3× faster than float64; see
         :func:`~dpbandits.algorithms.kernel.surrogate.accumulate_feature_gram`. Privacy is unaffected
         (the certified sup uses the computed Z̃ and its smallest eigenvalue); μ̄ and σ̄² are always
         evaluated in float64.
@@ -304,7 +304,7 @@ class USCA(Persistable):
         self.sensitivity = 2.0 * self.reward_bound * self.sup.upper
         self.sensitivity_method = check_one_of(sensitivity_method, "sensitivity_method", SENSITIVITY_METHODS)
         if self.sensitivity_method == "refined":
-            self.deviations.append("refined sensitivity 2*B*sqrt(max_grid sigma2(., c))*sqrt(S) (spec 2.3, not in the paper)")
+            self.deviations.append("refined sensitivity 2*B*sqrt(max_grid sigma2(., c))*sqrt(S) (errata USCA-R1, not in the paper)")
         points = default_grid_points(self.action_dim) if grid_points_per_dim is None else grid_points_per_dim
         # X_N: cell centres of a regular grid of [0, 1]^dx, fixed before any data (equal cell volumes)
         self.grid = uniform_grid(0.0, 1.0, [check_int(points, "grid_points_per_dim", minimum=1)] * self.action_dim)
@@ -323,7 +323,7 @@ class USCA(Persistable):
     def privacy(self) -> PureDP:
         """The guarantee of one prediction: ε-joint-DP for one round's context and reward."""
         if math.isinf(self.epsilon):
-            return PureDP.infinite(
+            return NonPrivate(
                 unit=PROTECTED_UNIT, neighbouring=Neighbouring.JOINT, reference=USCA_REFERENCE,
                 reason="epsilon = inf: non-private USCA (argmax of the surrogate mean)",
             )
@@ -477,7 +477,7 @@ class USCA(Persistable):
     def context_sensitivity(self, context: ArrayLike) -> float:
         """The sensitivity used at prediction context c: Δ, or Δ_ref(c) when ``sensitivity_method="refined"``.
 
-        Δ_ref(c) = 2·B_y·√(max_{x ∈ X_N} σ̄²(x, c))·√Ŝ <= Δ bounds |μ̄_T − μ̄'_T| on X_N × {c} (spec §2.3):
+        Δ_ref(c) = 2·B_y·√(max_{x ∈ X_N} σ̄²(x, c))·√Ŝ <= Δ bounds |μ̄_T − μ̄'_T| on X_N × {c}:
         |yₜ·c̄(w, wₜ)| <= B_y·√σ̄²(w)·√σ̄²(wₜ). It depends only on 𝒵 and on c, which joint DP does
         not protect.
         """
@@ -747,7 +747,7 @@ def simulate_usca_trivial(
 
     References
     ----------
-    Pavlovic, Salgia & Zhao (2025), Lemma 4.2 (= 7.1), Theorem 4.1; ``specs/spec_usca_kernel.md`` §5 B6.
+    Pavlovic, Salgia & Zhao (2025), Lemma 4.2 (= 7.1), Theorem 4.1 (baseline B6, trivial sensitivity).
     """
     return _simulate(
         env, n_trials=n_trials, rng=rng, horizon=horizon, epsilon=epsilon, reward_bound=reward_bound,

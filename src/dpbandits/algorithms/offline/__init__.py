@@ -2,7 +2,7 @@
 
 The policies (MAB, linear contextual, RLHF) are fitted scikit-learn style; their accountants
 give per-instance guarantees per theorem of Zhang et al. (2025), with the corrected bounds of
-``specs/spec_kl_regularization.md`` as the default. Importing this package registers the
+the paper errata (KL-C1 to KL-C5) as the default. Importing this package registers the
 simulation entry points with the algorithm registry.
 """
 

@@ -247,7 +247,7 @@ class EllipticalKLPolicy(ABC):
         insecure_seeded_noise: bool = False,
         accountant: Accountant | None = None,
     ) -> FloatArray:
-        """Draw one action from π̃(·|x; D) when the candidate set is huge or implicit (spec §3.1).
+        """Draw one action from π̃(·|x; D) when the candidate set is huge or implicit.
 
         Always exactly ``n_proposals`` = T proposals a_t ~ π0(·|x) are drawn and tested (in batches),
         plus one extra proposal a_fb ~ π0; proposal t is accepted when E_t > (U − u(a_t))/η with E_t

@@ -1,6 +1,6 @@
 """Privacy accountants of the KL-regularised offline policies, one formula per theorem.
 
-Two scopes (``scope=``, spec §4.1):
+Two scopes (``scope=``):
 
 * ``"instance"`` (default) — the papers' **per-instance** (data-dependent) guarantees: they hold for
   the given dataset D and all its neighbours, not for every pair of neighbouring datasets. Their
@@ -11,10 +11,10 @@ Two scopes (``scope=``, spec §4.1):
   (ε, δ) for every pair of neighbouring datasets in the domain, calibrated only from public
   quantities. The policies refuse data outside their declared domain.
 
-Variants (``specs/spec_kl_regularization.md`` §0 and §4.6):
+Variants:
 
 * ``"corrected"`` (default) — valid bounds: the paper's formulas where they are right (Theorem 1 and
-  2 pure), the spec's corrected bounds elsewhere (Theorem 1′, the §4.4 recipe, Theorems 3′ and 4′);
+  2 pure), the corrected bounds of the paper errata elsewhere (Theorem 1′, the corrected approximate recipe, Theorems 3′ and 4′);
 * ``"paper"`` — the printed formulas with the unambiguous typo fixes ([FIX]), or verbatim with
   ``verbatim=True``; a :class:`PaperVariantWarning` is issued where the claim is known to be false;
 * ``"tight"`` — refinements that are still valid (MAB: the exact per-instance loss, or the exact
@@ -163,7 +163,7 @@ _NO_CONTEXT: FloatArray = np.empty((0, 0))
 
 # ---------------------------------------------------------------------------------------- helpers
 def _cap_log_delta(log_delta: float) -> float:
-    """δ = exp(min(0, log δ)): the formulas can exceed 1 (spec §7 item 37).
+    """δ = exp(min(0, log δ)): the formulas can exceed 1 (errata KL-37).
 
     A finite log δ below the float64 range is rounded *up* to the smallest positive float, never to
     0: δ = 0 would claim pure ε-DP, which is false when some mass escapes the bound (e.g. an arm with
@@ -176,7 +176,7 @@ def _cap_log_delta(log_delta: float) -> float:
 
 def _paper_warning(claim: str) -> None:
     warnings.warn(
-        f"variant='paper': {claim} is known to be invalid (specs/spec_kl_regularization.md §0); "
+        f"variant='paper': {claim} is known to be invalid; "
         "the number returned is the paper's formula, not a valid guarantee",
         PaperVariantWarning,
         stacklevel=3,
@@ -246,7 +246,7 @@ def theorem1_pure_epsilon(n_min: int, *, reward_bound: float, beta0: float, eta:
 def theorem1_approx_paper(
     n0: float, *, n_max: int, n_actions: int, reward_bound: float, beta0: float, eta: float
 ) -> tuple[float, float]:
-    """Theorem 1 (approximate part) as printed, with N0 → ⌊N0⌋ (spec §7 item 9). **Invalid** (C1, C2).
+    """Theorem 1 (approximate part) as printed, with N0 → ⌊N0⌋ (errata KL-9). **Invalid** (C1, C2).
 
     ε = (4R/N0 + β0/N0^{3/2})/η,  δ = |A|·exp(4R/(ηN0) + (β0/η)(1/√N_max − 1/√N0 + 1/N0^{3/2})).
 
@@ -281,7 +281,7 @@ def corollary1_paper(
 ) -> tuple[float, float]:
     """Corollary 1: Theorem 1 with N0 = N_max/k. **Invalid** approximate claim (C1).
 
-    By default N0 = ⌊N_max/k⌋ and the δ term 4kR/(ηN_max) keeps its 1/η (spec §7 items 10–11);
+    By default N0 = ⌊N_max/k⌋ and the δ term 4kR/(ηN_max) keeps its 1/η (errata KL-10, KL-11);
     ``verbatim=True`` evaluates the printed formulas (real N0, 4kR/N_max without 1/η).
 
     Examples
@@ -319,7 +319,7 @@ def theorem1_corrected_delta(
     beta0: float,
     eta: float,
 ) -> tuple[float, float]:
-    """Theorem 1′ (corrected approximate DP for the MAB, spec §4.3), per instance.
+    """Theorem 1′ (corrected approximate DP for the MAB), per instance.
 
     Ī = {a : N(a) <= N0}, I = the rest. Bounds the utility of each arm over D and all its add/remove
     neighbours (one arm changes per neighbour), then
@@ -420,7 +420,7 @@ def mab_exact_loss(
 ) -> tuple[float, str]:
     """The exact per-instance pure privacy loss of one sample of the KL MAB policy, in closed form.
 
-    Derivation (spec §5.1.1). An add/remove neighbour D' changes the utility of one arm j only, by
+    Derivation. An add/remove neighbour D' changes the utility of one arm j only, by
     δu; write x = δu/η and p = π̃(j; D). Then Z'/Z = 1 − p + p·e^x, so with f(x) = log(1 − p + p·e^x)
 
     * log π̃(j; D') − log π̃(j; D) = x − f(x),
@@ -552,8 +552,8 @@ def account_mab(
 
     References
     ----------
-    Zhang et al. (2025), Theorem 1 (eq. 9) and Corollary 1; ``specs/spec_kl_regularization.md`` §4.1,
-    §4.3 (Theorem 1′, Lemma 1′), §5.1.1 and §7 items 7–12.
+    Zhang et al. (2025), Theorem 1 (eq. 9) and Corollary 1,
+    paper errata KL-C1, KL-C2 (Theorem 1′, Lemma 1′) and KL-7 to KL-12.
     """
     policy._check_fitted()
     check_one_of(kind, "kind", KINDS)
@@ -594,10 +594,10 @@ def account_mab(
                                     beta0=policy.beta0, eta=policy.eta)
         reason = "" if math.isfinite(eps) else f"infinite loss: {worst}"
         return _result(kind, eps, 0.0, reason=reason,
-                       reference=f"exact per-instance loss (spec §5.1.1 closed form; worst neighbour: {worst})",
+                       reference=f"exact per-instance loss (closed form; worst neighbour: {worst})",
                        **common)
     if kind == "pure":
-        # N_min over the arms with π0(a) > 0: an arm π0 never chooses does not affect π̃ (spec §3.1 note)
+        # N_min over the arms with π0(a) > 0: an arm π0 never chooses does not affect π̃
         eps = theorem1_pure_epsilon(n_min, reward_bound=policy.reward_bound, beta0=policy.beta0,
                                     eta=policy.eta)
         reason = "" if math.isfinite(eps) else f"min_a N(a;D) <= 1 (got {n_min})"
@@ -623,7 +623,7 @@ def account_mab(
             counts, policy.reward_sums_, log_pi0, max(threshold, 1e-300),
             reward_bound=policy.reward_bound, beta0=policy.beta0, eta=policy.eta,
         )
-        ref = "spec_kl_regularization §4.3, Theorem 1' [corrected]"
+        ref = "Theorem 1' [corrected, errata KL-8]"
     reason = "" if math.isfinite(eps) else "N0 = floor(threshold) < 1"
     return _result(kind, eps, delta, reference=ref, reason=reason, **common)
 
@@ -684,7 +684,7 @@ def elliptical_corrected_delta(
     threshold: float,
     eta: float,
 ) -> tuple[float, float]:
-    """The corrected approximate-DP recipe of spec §4.4 (Lemma 1′) for linear and RLHF policies.
+    """The corrected approximate-DP recipe of the paper errata (Lemma 1′) for linear and RLHF policies.
 
     The per-action sensitivity is Δ(a) = c·γ(a) with γ(a) = ‖φ(x, a)‖_{Σ⁻¹}; Ī = {a : γ(a) > t}.
 
@@ -749,7 +749,7 @@ def corollary2_paper(
     k1: float, c: float | None = None, *, lambda_min: float, n_records: int, dimension: int,
     n_actions: int, reward_bound: float, beta0: float, eta: float,
 ) -> tuple[float, float]:
-    """Corollary 2 as printed. Pure part valid; approximate part (with ``c``) **invalid** (§7 item 14).
+    """Corollary 2 as printed. Pure part valid; approximate part (with ``c``) **invalid** (errata KL-14).
 
     The approximate part issues a :class:`PaperVariantWarning`; its valid counterpart is
     ``account_linear(..., kind="approx", c=c)`` (λ0 = λ_min/c² and the corrected δ recipe).
@@ -812,11 +812,11 @@ def account_linear(
     variant : {"corrected", "paper", "tight"}
         Pure: ``"corrected"`` and ``"paper"`` are Theorem 2 (valid); ``"tight"`` is C2·γ_max(x)/η.
         Approx (needs ``lambda0``): ``"paper"`` is Theorem 2's printed (ε, δ) (invalid, C3; warning);
-        ``"corrected"`` is the §4.4 recipe.
+        ``"corrected"`` is the corrected approximate recipe (errata KL-8).
     lambda0 : float, optional
         λ0 > 0, the threshold 1/√λ0 on ‖φ(x, a)‖_{Σ⁻¹}.
     c : float, optional
-        Corollary 2 (corrected form, spec §7 item 14): λ0 = λ_min/c², so ε = c·ε0 exactly; c ∈ (0, 1).
+        Corollary 2 (corrected form, errata KL-14): λ0 = λ_min/c², so ε = c·ε0 exactly; c ∈ (0, 1).
         Exclusive with ``lambda0``.
     strict : bool, default False
     scope : {"instance", "domain"}, default "instance"
@@ -839,8 +839,8 @@ def account_linear(
 
     References
     ----------
-    Zhang et al. (2025), Theorem 2 and Corollary 2; ``specs/spec_kl_regularization.md`` §4.4 and §7
-    item 14 (C3: the paper's approximate form fails).
+    Zhang et al. (2025), Theorem 2 and Corollary 2; paper errata KL-14 and KL-C3 (the paper's
+    approximate form fails).
     """
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
@@ -878,7 +878,7 @@ def account_linear(
     if kind == "pure":
         if variant == "tight":
             eps = c2 * float(np.max(policy.penalties(features))) / policy.eta
-            return _result(kind, eps, 0.0, reference="spec §4.4 tight pure variant of Theorem 2", **common)
+            return _result(kind, eps, 0.0, reference="tight pure variant of Theorem 2", **common)
         eps = c2 / (policy.eta * math.sqrt(lam_min))  # γ_max(x) <= 1/√λ_min: every context
         return _result(kind, eps, 0.0, reference=f"{PAPER}, Theorem 2 (pure, every context)", **common)
     gamma = policy.penalties(features)
@@ -891,7 +891,7 @@ def account_linear(
         delta = _paper_elliptical_delta(eps, gamma, t, beta0=policy.beta0, eta=policy.eta)
         return _result(kind, eps, delta, reference=f"{PAPER}, Theorem 2 approx [paper]", **common)
     eps, delta = elliptical_corrected_delta(logp, gamma, coefficient=c2 / 2.0, threshold=t, eta=policy.eta)
-    return _result(kind, eps, delta, reference="spec §4.4 corrected approximate Theorem 2", **common)
+    return _result(kind, eps, delta, reference="corrected approximate Theorem 2 (errata KL-8)", **common)
 
 
 # ---------------------------------------------------------------------- RLHF (Theorems 3, 4)
@@ -1061,7 +1061,7 @@ def account_rlhf(
     References
     ----------
     Zhang et al. (2025), Theorem 3, Corollary 3 and Appendix D (Theorem 4);
-    ``specs/spec_kl_regularization.md`` §4.5, §4.9, §5.1.3 (Theorems 3′/4′; C4, C5).
+    Paper errata KL-C4/C5 (Theorems 3′/4′) and KL-18.
     """
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
@@ -1146,7 +1146,7 @@ def _account_rlhf_exact(
     if kind == "pure":
         if variant == "tight":
             eps = kappa_b(b) * policy.max_difference_leverage_ * policy.feature_range_metric(features) / policy.eta
-            return _result(kind, eps, 0.0, reference="spec §4.5 tight label-DP (range refinement)", **common)
+            return _result(kind, eps, 0.0, reference="tight label-DP (range refinement)", **common)
         if variant == "paper":
             _paper_warning(f"{thm} (pure {'label' if label else 'add/remove'} DP)")
         if label:
@@ -1184,7 +1184,7 @@ def _account_rlhf_exact(
         # Δ(a) = [2(1 + e^{2B})√λ_min/μ + 2β0/(λ_min − 4)] · γ(a)
         coefficient = 2.0 * growth * math.sqrt(lam_min) / mu + 2.0 * policy.beta0 / (lam_min - 4.0)
     eps, delta = elliptical_corrected_delta(logp, gamma, coefficient=coefficient, threshold=t, eta=policy.eta)
-    return _result(kind, eps, delta, reference=f"spec §4.5 corrected approximate {thm}'", **common)
+    return _result(kind, eps, delta, reference=f"corrected approximate {thm}'", **common)
 
 
 # ---------------------------------------------------------------- extensions (paper §4.4)
@@ -1193,7 +1193,7 @@ def repeated_sampling(guarantee: Guarantee, n_samples: int, *, method: str = "ba
     """Guarantee of ``n_samples`` independent samples from the same policy (same context).
 
     ``"basic"``: (Tε, Tδ). ``"advanced"`` (Dwork & Roth Thm 3.20, with the paper's typo fixed,
-    spec §7 item 17): (√(2T·ln(1/δ'))·ε + T·ε·(e^ε − 1), T·δ + δ') with δ' ∈ (0, 1).
+    errata KL-17): (√(2T·ln(1/δ'))·ε + T·ε·(e^ε − 1), T·δ + δ') with δ' ∈ (0, 1).
 
     Examples
     --------
@@ -1223,7 +1223,7 @@ def inexact_policy(guarantee: Guarantee, divergence: float, *, variant: str = "c
                    neighbour_divergence: float | None = None) -> Guarantee:
     """Guarantee of an approximate policy π̂ with D∞(π̃‖π̂) <= ε̂ and D∞(π̂‖π̃) <= ε̂ on every dataset.
 
-    Corrected: (ε + 2ε̂, e^{ε̂}·δ) (spec §7 item 18). Paper: (ε + 2ε̂, δ), invalid when δ > 0 (warning).
+    Corrected: (ε + 2ε̂, e^{ε̂}·δ) (errata KL-18). Paper: (ε + 2ε̂, δ), invalid when δ > 0 (warning).
     If π̂ ∝ π0·e^{û/η} with ‖û − u‖∞ <= e, then ε̂ = 2e/η.
 
     With ``neighbour_divergence`` = ε̂' (the bound at the neighbouring datasets, where it may differ

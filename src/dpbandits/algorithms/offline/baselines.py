@@ -1,4 +1,4 @@
-"""Baselines for utility comparisons with the KL-regularised MAB policy (spec §3.5 and study E5).
+"""Baselines for utility comparisons with the KL-regularised MAB policy (study kl-e5-privacy-utility).
 
 The private baselines are standard mechanisms calibrated **only from public quantities**: the
 number of arms K, the reward bound R, the pessimism β0, ε, and a per-arm count floor ``min_count``
@@ -39,9 +39,10 @@ from dpbandits._core.validation import check_epsilon, check_in_interval, check_i
 from dpbandits.algorithms.offline.accountants import UNIT_MAB, mab_domain_sensitivity
 from dpbandits.algorithms.offline.domain import refuse_outside_count_floor
 from dpbandits.algorithms.offline.kl_mab import MAB_COUNTS, MAB_SUMS, MAB_SUMS_WITHIN_COUNTS, mab_utilities
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.offline import LoggedBanditData
 from dpbandits.privacy.accounting import Accountant, spend
-from dpbandits.privacy.guarantees import Guarantee, Neighbouring, PureDP
+from dpbandits.privacy.guarantees import Guarantee, Neighbouring, NonPrivate, PureDP
 from dpbandits.privacy.mechanisms import ExponentialMechanism, ReportNoisyMaxMechanism, report_noisy_max
 from dpbandits.privacy.noise import NoiseBackend, privacy_noise
 
@@ -113,13 +114,14 @@ class _MABBaseline(Persistable):
         """Pure ε-DP of one release (add/remove of one logged record) over the declared domain."""
         return PureDP(
             epsilon=self.epsilon, unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
-            reference=(f"{type(self).__name__} (spec §3.5), noise calibrated by the public Delta(m) = "
+            reference=(f"{type(self).__name__}, noise calibrated by the public Delta(m) = "
                        f"{self.sensitivity:.6g} from min_count m, reward bound R, beta0 and epsilon"),
             domain=(f"N(a) >= min_count = {self.min_count} for every arm, rewards in [0, {self.reward_bound:g}]; "
                     "every pair of add/remove neighbours in it"),
         )
 
 
+@register_algorithm_class("em-mab")
 class ExponentialMechanismMAB(_MABBaseline):
     """Exponential mechanism on u(a) = r̄(a) − β0/√N(a) with η = 2Δ(m)/ε and a uniform base measure.
 
@@ -145,7 +147,7 @@ class ExponentialMechanismMAB(_MABBaseline):
 
     References
     ----------
-    McSherry & Talwar (2007); KL paper eq. (6); spec §3.5.
+    McSherry & Talwar (2007); KL paper eq. (6).
     """
 
     name = "em"
@@ -171,6 +173,7 @@ class ExponentialMechanismMAB(_MABBaseline):
         return self._mechanism().sample(self.utilities_, rng, size, backend, insecure_seeded_noise=insecure_seeded_noise)
 
 
+@register_algorithm_class("rnm-mab")
 class ReportNoisyMaxMAB(_MABBaseline):
     """Report-noisy-max: argmax_a (u(a) + Lap(Δ(m)/ε)) (one utility changes between neighbours).
 
@@ -184,7 +187,7 @@ class ReportNoisyMaxMAB(_MABBaseline):
 
     References
     ----------
-    Dwork & Roth (2014), §3.3; spec §3.5.
+    Dwork & Roth (2014), §3.3.
     """
 
     name = "rnm"
@@ -218,6 +221,7 @@ class ReportNoisyMaxMAB(_MABBaseline):
                                 backend=backend, insecure_seeded_noise=insecure_seeded_noise)
 
 
+@register_algorithm_class("laplace-greedy-mab")
 class LaplaceStatisticsGreedyMAB(_MABBaseline):
     """Release ũ = u + Lap(Δ(m)/ε) for every arm once, then act greedily on ũ.
 
@@ -232,7 +236,7 @@ class LaplaceStatisticsGreedyMAB(_MABBaseline):
 
     References
     ----------
-    Dwork & Roth (2014), Theorem 3.6; spec §3.5 and E6.
+    Dwork & Roth (2014), Theorem 3.6 and E6.
     """
 
     _schema = _MABBaseline._schema.extend(noisy_utilities_=Array("float64", ("n_arms",)))  # the release
@@ -261,6 +265,7 @@ class LaplaceStatisticsGreedyMAB(_MABBaseline):
         return np.asarray(best if size is None else np.full(check_int(size, "size", minimum=1), best))
 
 
+@register_algorithm_class("greedy-mab")
 class PessimisticGreedyMAB(Persistable):
     """Non-private reference: argmax_a (r̄(a) − β0/√N(a)), ties broken uniformly at random.
 
@@ -276,7 +281,7 @@ class PessimisticGreedyMAB(Persistable):
 
     References
     ----------
-    ``specs/spec_kl_regularization.md`` §3.5 (non-private references).
+    Non-private references (not in the paper).
     """
 
     name = "greedy"
@@ -323,5 +328,5 @@ class PessimisticGreedyMAB(Persistable):
     @property
     def privacy(self) -> Guarantee:
         """No privacy: ε = ∞."""
-        return PureDP.infinite(unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
-                               reason="non-private reference (deterministic arg-max)")
+        return NonPrivate(unit=UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE,
+                          reason="non-private reference (deterministic arg-max)")

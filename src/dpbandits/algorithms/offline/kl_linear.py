@@ -24,12 +24,14 @@ from dpbandits.algorithms.offline._elliptical import (
 )
 from dpbandits.algorithms.offline.accountants import account_linear
 from dpbandits.algorithms.offline.domain import require_declared_domain
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.offline import LoggedContextualData
 from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = ["KLLinearPolicy"]
 
 
+@register_algorithm_class("kl-linear", "kl-linear-classification")
 class KLLinearPolicy(EllipticalKLPolicy, Persistable):
     """KL-regularised pessimistic policy for logged linear contextual bandit data (eq. 10).
 
@@ -70,14 +72,14 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
     -------
     At a fixed public context x, one sampled action is ε0-DP per instance for add/remove of one
     logged record with ε0 = C2/(η√λ_min) (Theorem 2; valid); the paper's approximate form is false
-    (C3) and is replaced by the spec's corrected recipe. With the public ``min_eigenvalue`` and
+    (C3) and is replaced by the corrected recipe (errata KL-8). With the public ``min_eigenvalue`` and
     ``max_records``, ``privacy(scope="domain")`` is ordinary DP over that domain. Each context and
     each sample compose; ``sample(accountant=...)`` records the domain guarantee
     (:meth:`sample_guarantee`) and needs both declared. :meth:`sample` draws with OpenDP's exact Gumbel noisy-max by default.
 
     References
     ----------
-    Zhang et al. (2025), eq. (10), Theorem 2, Corollary 2; ``specs/spec_kl_regularization.md`` §3.3, §4.4.
+    Zhang et al. (2025), eq. (10), Theorem 2, Corollary 2.
 
     Examples
     --------

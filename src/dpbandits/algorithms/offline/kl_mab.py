@@ -28,6 +28,7 @@ from dpbandits._core.validation import (
 )
 from dpbandits.algorithms.offline.accountants import account_mab
 from dpbandits.algorithms.offline.domain import refuse_outside_count_floor, require_declared_domain
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.offline import LoggedBanditData
 from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee
@@ -88,7 +89,7 @@ def mab_utilities(counts: ArrayLike, reward_sums: ArrayLike, beta0: float) -> Fl
     Returns
     -------
     ndarray of shape (..., K)
-        An arm with no data gets u = -inf: Γ = 1/√0 = ∞, so π̃(a) = 0 (spec §3.2, §7 item 22).
+        An arm with no data gets u = -inf: Γ = 1/√0 = ∞, so π̃(a) = 0 (errata KL-22).
     """
     n = np.asarray(counts, dtype=np.float64)
     s = np.asarray(reward_sums, dtype=np.float64)
@@ -174,6 +175,7 @@ def _extremes_fit(counts: IntArray, sums: FloatArray, minima: FloatArray, maxima
                 and np.all(hi <= s + slack) and np.all(s <= lo + (n - 1) * r + slack))
 
 
+@register_algorithm_class("kl-mab", "kl-mab-repeated")
 class KLMABPolicy(Persistable):
     """KL-regularised pessimistic policy for logged multi-armed bandit data (eq. 8).
 
@@ -231,7 +233,7 @@ class KLMABPolicy(Persistable):
     References
     ----------
     Zhang, Panaganti, Shi, Ziani, Wierman (2025), "KL-regularization itself is differentially private
-    in bandits and RLHF", eq. (8), Theorem 1 and Corollary 1; ``specs/spec_kl_regularization.md`` §3.2.
+    in bandits and RLHF", eq. (8), Theorem 1 and Corollary 1.
 
     Examples
     --------

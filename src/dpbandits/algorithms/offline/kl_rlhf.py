@@ -1,7 +1,7 @@
 """KL-regularised pessimistic RLHF policy with a Bradley–Terry reward (eq. 11 of the KL paper).
 
 The reward model r_θ(x, a) = θᵀφ(x, a) is the Bradley–Terry maximum-likelihood estimate **constrained
-to the ball ‖θ‖ ≤ B** (spec §3.4 and §7 item 3: the paper's unconstrained MLE need not exist and its
+to the ball ‖θ‖ ≤ B** (errata KL-3: the paper's unconstrained MLE need not exist and its
 proof uses ‖θ‖ ≤ B), solved with SciPy's exact trust-region Newton method; the boundary case is a
 1-d root-find (``scipy.optimize.brentq``) on the Lagrange multiplier ν of ‖θ‖² ≤ B².
 The standard logistic σ(t) = 1/(1 + e^{−t}) is used (the paper's printed σ is a typo).
@@ -26,6 +26,7 @@ from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_in_interval, check_positive_float
 from dpbandits.algorithms.offline._elliptical import EllipticalKLPolicy, check_declared_domain
 from dpbandits.algorithms.offline.accountants import account_rlhf
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.offline import PreferenceData
 from dpbandits.privacy.guarantees import Guarantee
 
@@ -236,7 +237,7 @@ def bradley_terry_mle(
         return x, float(np.linalg.norm(g)) <= max(gtol, _ACCEPT_GTOL)
 
     if warm_start is not None:
-        # fast path for neighbouring datasets (spec §5.3): plain Newton steps from the warm start
+        # fast path for neighbouring datasets: plain Newton steps from the warm start
         theta, converged = newton_polish(start, _WARM_NEWTON_STEPS)
         if converged and float(np.linalg.norm(theta)) <= bound:
             residual = float(np.linalg.norm(objective.gradient(theta))) * objective.n
@@ -290,6 +291,7 @@ def bradley_terry_mle(
     return BradleyTerryFit(theta, True, nu_star, residual, iterations)
 
 
+@register_algorithm_class("kl-rlhf")
 class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
     """KL-regularised pessimistic RLHF policy on Bradley–Terry preference data (eq. 11).
 
@@ -343,7 +345,7 @@ class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
     References
     ----------
     Zhang et al. (2025), eq. (11), Theorem 3, Corollary 3, Appendix D (Theorem 4);
-    ``specs/spec_kl_regularization.md`` §3.4, §4.5, §5.1.3.
+    Paper errata KL-3, KL-C4/C5 (Theorems 3′ and 4′).
     """
 
     _fitted_schema = True  # an unfitted policy saves no state
@@ -467,7 +469,7 @@ class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
     def solver_divergence(self, action_features: ArrayLike | None, solver_error: float | None = None) -> float:
         """ε̂ with D∞ between the computed and the exact policy <= ε̂ in both directions, at this context.
 
-        |r̂(a) − r*(a)| <= ‖θ̂ − θ*‖_M·‖φ(x, a)‖_{M⁻¹} =: e(a), so ε̂ = 2·max_a e(a)/η (spec §3.4, §4.9).
+        |r̂(a) − r*(a)| <= ‖θ̂ − θ*‖_M·‖φ(x, a)‖_{M⁻¹} =: e(a), so ε̂ = 2·max_a e(a)/η.
         ``solver_error`` defaults to the certificate ``solver_error_`` of this fit.
         """
         error = self.solver_error_ if solver_error is None else solver_error

@@ -1,4 +1,4 @@
-"""Study entry points of the offline KL policies and their baselines (spec §6, experiments E1–E6).
+"""Study entry points of the offline KL policies and their baselines (studies kl-e1 to kl-e6).
 
 Each entry point runs ``n_trials`` independent datasets of one grid cell and returns per-trial
 metrics. Streams are spawned from ``rng`` in a fixed order: the **environment stream** (one child per
@@ -65,7 +65,7 @@ def _audit(setting: str) -> Callable[..., float]:
 
 def calibrated_eta(epsilon: float, min_count: int, *, reward_bound: float, beta0: float,
                    calibration: str = "theorem") -> float:
-    """η such that the KL MAB policy is ε-DP over the public domain N(a) >= m (spec E5).
+    """η such that the KL MAB policy is ε-DP over the public domain N(a) >= m (study kl-e5-privacy-utility).
 
     ``"theorem"``: Theorem 1 at N_min = m, η = (4R/(m − 1) + β0/(m − 1)^{3/2})/ε (needs m >= 2).
     ``"domain"``: the exact domain sensitivity, η = Δ(m)/ε with Δ(m) = R/(m + 1) + β0(1/√m − 1/√(m + 1))

@@ -11,7 +11,7 @@ Neighbours are adversarial by construction: the extremes of each arm (its smalle
 reward removed, a reward 0 or R added, also to an arm without data), the record of the least-covered
 arm removed, datasets at the declared count floor whose moving arm is rare under the policy (where
 the domain bound is approached), every record of a linear or RLHF dataset removed, additions along
-the structured directions of the spec's auditor (±eigenvectors of Σ, ±φ_a, ±(φ_a − φ_b)) with
+the structured directions of the KL auditor (±eigenvectors of Σ, ±φ_a, ±(φ_a − φ_b)) with
 rewards at their bounds, and every label flipped.
 
 Negative controls (``broken=True``): noise sized from N_min(D) (report-noisy-max, EM, Laplace
@@ -325,7 +325,7 @@ def _unit_rows(rows: np.ndarray) -> np.ndarray:
 
 
 def _directions(covariance: np.ndarray, actions: np.ndarray) -> np.ndarray:
-    """± eigenvectors of Σ, ± φ_a and ± (φ_a − φ_b), normalised (the spec's structured candidates)."""
+    """± eigenvectors of Σ, ± φ_a and ± (φ_a − φ_b), normalised (the auditor's structured candidates)."""
     _, vectors = np.linalg.eigh(covariance)
     i, j = np.triu_indices(actions.shape[0], 1)
     rows = _unit_rows(np.concatenate([vectors.T, actions, actions[i] - actions[j]]))

@@ -1,0 +1,67 @@
+"""What the plots cost (issue 26): Figure 1 with its plots against the same run without them.
+
+1. ``dpbandits reproduce dp-bai-figure1 --backend process --workers 2`` with its plots (the default)
+   against the same command with ``--no-plot``: the ratio of their median wall times over interleaved
+   runs, each a fresh process into a fresh run directory. Target: <= 1.3.
+2. ``plot_run`` alone on the finished run (both figures, PNG and PDF), in this process after a
+   warm-up: the drawing cost the ratio pays, with matplotlib already imported.
+
+Usage::
+
+    python benchmarks/bench_plots.py            # full: 1000 trials per cell, 3 interleaved rounds
+    python benchmarks/bench_plots.py --quick    # 200 trials per cell, 1 round
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _harness import interleaved, load_average, report_ratio, report_value  # noqa: E402
+
+
+def _cli() -> list[str]:
+    found = shutil.which("dpbandits", path=str(Path(sys.executable).parent))
+    return [found] if found else [sys.executable, "-m", "dpbandits"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="200 trials per cell, one round")
+    args = parser.parse_args()
+    trials, rounds = (200, 1) if args.quick else (1000, 3)
+    print(f"# Figure 1 with and without plots, {trials} trials per cell, {rounds} round(s); {load_average()}")
+    base = [*_cli(), "reproduce", "dp-bai-figure1", "--backend", "process", "--workers", "2",
+            "--trials", str(trials), "--progress", "none"]
+    with tempfile.TemporaryDirectory() as scratch:
+        counter = iter(range(10_000))
+
+        def run(*extra: str) -> None:
+            out = Path(scratch) / f"run{next(counter)}"
+            subprocess.run([*base, "--out", str(out), *extra], check=True, stdout=subprocess.DEVNULL)
+
+        times = interleaved({"plots": lambda: run(), "no-plot": lambda: run("--no-plot")}, rounds,
+                            warmup=not args.quick)
+        report_value("Figure 1 with plots", times["plots"], "s")
+        report_value("Figure 1 --no-plot", times["no-plot"], "s")
+        report_ratio("Figure 1: plots / --no-plot wall", times["plots"] / times["no-plot"],
+                     numerator="with plots", denominator="--no-plot", target="<= 1.3")
+        from dpbandits.experiments.plots import plot_run
+
+        finished = Path(scratch) / "finished"
+        subprocess.run([*base, "--out", str(finished), "--no-plot"], check=True, stdout=subprocess.DEVNULL)
+        plot_run(finished, out_dir=Path(scratch) / "warm")  # imports and caches
+        start = time.perf_counter()
+        written = plot_run(finished, out_dir=Path(scratch) / "plots")
+        report_value(f"plot_run alone ({len(written)} files)", time.perf_counter() - start, "s")
+
+
+if __name__ == "__main__":
+    main()
