@@ -2,8 +2,10 @@
 
 ``dpbandits api-key create --db PATH --name NAME`` prints a new key once (only its hash is stored);
 ``api-key list`` and ``api-key revoke ID`` manage them. ``dpbandits serve --db PATH|URL [--host
-127.0.0.1] [--port 8000]`` runs the HTTP API and the status page with uvicorn, on a SQLite file
-(WAL mode) or a PostgreSQL URL (``postgresql+psycopg://user@host/db``). See :mod:`dpbandits.serve`.
+127.0.0.1] [--port 8000] [--workers N]`` runs the HTTP API and the status page with uvicorn, on a
+SQLite file (WAL mode) or a PostgreSQL URL (``postgresql+psycopg://user@host/db``), with per-key
+quotas (``--max-experiments``, ``--max-concurrent-requests``, ``--max-state-bytes``) and a time
+limit on a request's CPU-heavy part (``--time-limit``). See :mod:`dpbandits.serve`.
 """
 
 from __future__ import annotations
@@ -74,6 +76,17 @@ def register(app: typer.Typer) -> None:
             "--sqlite-synchronous", help="full (survives power loss) or normal (survives a killed process).")] = "full",
         lease_seconds: Annotated[float, typer.Option(
             "--lease-seconds", help="How long a handed-out step is reserved for its client.")] = 10.0,
+        workers: Annotated[int, typer.Option(
+            "--workers", min=1, help="Server processes sharing the store (and the port).")] = 1,
+        time_limit: Annotated[float, typer.Option(
+            "--time-limit", min=0.001, help="Seconds a request's CPU-heavy part (build, load, sample, upload) "
+                                            "may run before it is stopped.")] = 60.0,
+        max_experiments: Annotated[int, typer.Option(
+            "--max-experiments", min=1, help="Experiments an API key may hold.")] = 1000,
+        max_concurrent_requests: Annotated[int, typer.Option(
+            "--max-concurrent-requests", min=1, help="Requests an API key may have in progress per process.")] = 64,
+        max_state_bytes: Annotated[int, typer.Option(
+            "--max-state-bytes", min=1, help="Largest stored state of one experiment, in bytes.")] = 64 * 2**20,
         allow_insecure_seeded_noise: Annotated[bool, typer.Option(
             "--allow-insecure-seeded-noise", hidden=True,
             help="Accept experiments with insecure_seed (seeded noise, NOT private): tests only.")] = False,
@@ -83,7 +96,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the experiment service (HTTP API, OpenAPI docs at /docs, status page at /status)."""
         _require_serve_extra()
+        from dpbandits.serve.quotas import Quotas
         from dpbandits.serve.server import run
 
+        quotas = Quotas(experiments=max_experiments, concurrent_requests=max_concurrent_requests,
+                        state_bytes=max_state_bytes)
         run(db, host=host, port=port, sqlite_synchronous=sqlite_synchronous, lease_seconds=lease_seconds,
-            allow_insecure_seeded_noise=allow_insecure_seeded_noise, behind_tls=behind_tls)
+            allow_insecure_seeded_noise=allow_insecure_seeded_noise, behind_tls=behind_tls, workers=workers,
+            time_limit=time_limit, quotas=quotas)

@@ -45,3 +45,14 @@ def create(http: httpx.Client, kind: str, params: dict[str, Any], **extra: Any) 
     response = http.post("/v1/experiments", json={"kind": kind, "params": params, **extra})
     assert response.status_code == 201, response.text
     return str(response.json()["id"])
+
+
+def service_for(store: Store, **options: Any) -> tuple[Any, int, int]:
+    """An in-process ExperimentService on ``store`` (a server process of its own), and alice's and bob's ids."""
+    from dpbandits.serve.auth import KeyCache
+    from dpbandits.serve.service import ExperimentService
+
+    engine = make_engine(store.db)
+    keys = KeyCache(engine)
+    service = ExperimentService(engine, allow_insecure_seeded_noise=True, **options)
+    return service, int(keys.owner(store.alice)), int(keys.owner(store.bob))  # type: ignore[arg-type]

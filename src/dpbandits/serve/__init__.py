@@ -8,15 +8,22 @@ Modules, one idea each:
 * :mod:`~dpbandits.serve.params` — each kind's parameters, strict, checked against what can run
   (:mod:`~dpbandits.serve.limits`: noise scales, run and set-up costs, budgets, text fields);
 * :mod:`~dpbandits.serve.tickets` — signed tickets linking an ask to its tell;
-* :mod:`~dpbandits.serve.locking` — serialising writers of one experiment;
-* :mod:`~dpbandits.serve.ledger` — the privacy ledger's events;
+* :mod:`~dpbandits.serve.locking` — serialising the writers of one experiment, across processes;
+* :mod:`~dpbandits.serve.leases` — the steps handed out, leased in the store;
+* :mod:`~dpbandits.serve.live` — agents kept in a server process's memory;
+* :mod:`~dpbandits.serve.workers` / :mod:`~dpbandits.serve.jobs` — CPU-heavy work in killable child
+  processes with a time limit;
+* :mod:`~dpbandits.serve.quotas` — per-key limits; :mod:`~dpbandits.serve.store_errors` — which
+  store failures a retry can fix (503);
+* :mod:`~dpbandits.serve.ledger` — each experiment's privacy ledger (the library's durable ledger);
 * :mod:`~dpbandits.serve.service` — the operations, and how clients share an experiment;
 * :mod:`~dpbandits.serve.app` — the HTTP routes;
 * :mod:`~dpbandits.serve.status_routes` — the status page's routes, :mod:`~dpbandits.serve.sessions`
   its sessions, :mod:`~dpbandits.serve.dashboard` its queries, :mod:`~dpbandits.serve.status_page`
   its HTML and charts.
 
-Start it with ``dpbandits serve --db experiments.db`` after ``dpbandits api-key create``. Needs the
+Start it with ``dpbandits serve --db experiments.db`` after ``dpbandits api-key create``
+(``--workers N`` for several server processes on one store). Needs the
 ``serve`` extra (``pip install "dpbandits[serve]"``).
 """
 

@@ -2,18 +2,23 @@
 
 Every ``/v1`` route needs an API key (``Authorization: Bearer <key>`` or ``X-API-Key``); an
 experiment is visible to its owner's key only (another key gets 404, as for a missing one). Errors
-are JSON ``{"error": {"code": ..., "message": ...}}`` with a 4xx status: 400 invalid values, 401 no
-or unknown key, 404 not found, 409 refused by the experiment's state (done, closed, already told,
-over budget), 413 body too large, 422 malformed request; 503 when the store refused a
-transaction (nothing was recorded: retry). OpenAPI docs: ``/docs`` (Swagger UI) and
+are JSON ``{"error": {"code": ..., "message": ...}}`` with a 4xx status: 400 invalid values (and a
+request over the server's time limit), 401 no or unknown key, 404 not found, 409 refused by the
+experiment's state (done, closed, already told, over budget), 413 body or experiment state too
+large, 422 malformed request, 429 over a quota of the key (``Retry-After``); 503 when the store
+refused a transaction for a reason a retry can fix (nothing was recorded: retry; see
+:mod:`dpbandits.serve.store_errors`) and only then; 500 for a bug. No error closes the client's
+connection, and none carries a server path or a stored value; the log of a store error names
+its class only (never the statement's parameters). OpenAPI docs: ``/docs`` (Swagger UI) and
 ``/redoc``, served from files packaged with ``fastapi-offline`` (the network may be closed), and
 ``/openapi.json``. The status page is ``/status``.
 
-Handlers of the frequent requests (ask, tell, close, status, ledger) run on the event loop: reads
-go to the store directly, and writes are jobs of the service's writer thread, awaited as futures
-(group commit: one transaction, one fsync, for every job queued meanwhile; see
-:mod:`dpbandits.serve.locking`). The heavy ones (create, which may build a design or a kernel
-approximation; sample; upload, which parses the file) run in the thread pool.
+Requests of one experiment enter their computation one at a time (an asyncio lock per experiment,
+so waiting holds no thread); the computation runs on the event loop when the agent is in memory
+and small (microseconds), else in the thread pool, and its commit is a job of the service's commit
+thread, awaited as a future (group commit; see :mod:`dpbandits.serve.locking`). The heavy requests (create, sample, upload, and any request that
+must load an agent) run their CPU-heavy part in a child process with a time limit, killed as soon
+as the client disconnects (:mod:`dpbandits.serve.workers`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Annotated, Any, Literal
+import threading
+import traceback
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -29,18 +38,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dpbandits import __version__
 from dpbandits._core.errors import DPBanditsError
 from dpbandits.serve.auth import KeyCache
-from dpbandits.serve.errors import NotFound, ServiceError
+from dpbandits.serve.errors import NotFound, QuotaExceeded, Retry, ServiceError
 from dpbandits.serve.kinds import list_kinds
+from dpbandits.serve.locking import backoff
+from dpbandits.serve.quotas import ConcurrencyLimit, Quotas
 from dpbandits.serve.schemas import CreateExperiment, SampleRequest, TellRequest
-from dpbandits.serve.service import ExperimentService, library_error_status
+from dpbandits.serve.service import ATTEMPTS, ExperimentService, NeedsThread, library_error_status
 from dpbandits.serve.status_routes import add_status_routes
+from dpbandits.serve.store_errors import is_bad_value, is_retryable
 
 __all__ = ["MAX_JSON_BYTES", "MAX_UPLOAD_BYTES", "create_app"]
 
@@ -48,6 +59,7 @@ MAX_JSON_BYTES = 64 * 1024
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 LEASE_SECONDS = 10.0
 _log = logging.getLogger("dpbandits.serve")
+T = TypeVar("T")
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -91,6 +103,58 @@ class _TooLarge(Exception):
         self.limit = limit
 
 
+class ErrorBoundary:
+    """Answer every exception the routes did not (store errors, bugs) without closing the connection.
+
+    A store failure a retry can fix is a 503, a value the store cannot hold a 400, anything else a
+    500; the log line names the exception's class and where it was raised, never its message (a
+    store error's message may hold a statement's values, an exception's text the request's data).
+    Unlike an exception handler for ``Exception`` (which Starlette re-raises, and uvicorn then
+    closes the connection), the client's connection stays usable.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            where = f"{scope.get('method')} {scope.get('path')}"
+            if is_retryable(exc):
+                _log.warning("store error on %s: %s (retryable, answered 503)", where, _named(exc))
+                response = _error(503, "store_unavailable",
+                                  "the store refused the transaction; nothing was recorded: retry")
+            elif is_bad_value(exc):
+                _log.warning("store refused a value on %s: %s (answered 400)", where, _named(exc))
+                response = _error(400, "invalid_value", "a value of the request cannot be stored (text must "
+                                                        "not contain NUL or control characters)")
+            else:
+                _log.error("unexpected error on %s: %s", where, _named(exc))
+                response = _error(500, "internal_error", "internal error (logged on the server)")
+            if not started:
+                await response(scope, receive, send)
+
+
+def _named(exc: BaseException) -> str:
+    """The exception's class and the innermost place it was raised (no message: it may carry data)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    place = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    cause = exc.__cause__ or exc.__context__
+    return f"{type(exc).__module__}.{type(exc).__qualname__}{place}" + (
+        f" (from {type(cause).__module__}.{type(cause).__qualname__})" if cause is not None else "")
+
+
 def _validation_text(exc: RequestValidationError) -> str:
     parts = []
     for error in exc.errors()[:10]:
@@ -115,6 +179,53 @@ async def _owner(request: Request, authorization: Annotated[str | None, Header()
 Owner = Annotated[int, Depends(_owner)]
 
 
+async def _admitted(request: Request, who: Owner) -> AsyncIterator[int]:
+    """The key's id, counted as one of its requests in progress (429 beyond its quota)."""
+    with request.app.state.concurrency.hold(who):
+        yield who
+
+
+Admitted = Annotated[int, Depends(_admitted)]
+
+
+class _Gates:
+    """One asyncio lock per experiment: its requests enter their computation one at a time."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, experiment_id: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(experiment_id, (None, 0))
+        lock = lock or asyncio.Lock()
+        self._locks[experiment_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[experiment_id]
+            if users == 1:
+                del self._locks[experiment_id]
+            else:
+                self._locks[experiment_id] = (lock, users - 1)
+
+
+async def _cancellable(request: Request, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``function(*args, cancel=event, **kwargs)`` in the thread pool; ``event`` is set if the client goes away."""
+    cancel = threading.Event()
+
+    async def watch() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        cancel.set()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        return await run_in_threadpool(function, *args, cancel=cancel, **kwargs)
+    finally:
+        watcher.cancel()
+
+
 class _StepsFreed:
     """Wakes the asks waiting on an experiment when a tell (or close) may have freed a step."""
 
@@ -134,7 +245,7 @@ class _StepsFreed:
 
 def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, json_limit: int = MAX_JSON_BYTES,
                upload_limit: int = MAX_UPLOAD_BYTES, lease_seconds: float = LEASE_SECONDS,
-               behind_tls: bool = False) -> FastAPI:
+               quotas: Quotas | None = None, time_limit: float = 60.0, behind_tls: bool = False) -> FastAPI:
     """Build the application on a store (see :func:`dpbandits.serve.storage.make_engine`).
 
     Parameters
@@ -146,6 +257,10 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         Largest JSON body and largest uploaded data file, in bytes.
     lease_seconds : float
         How long a handed-out step is not handed out again (see :mod:`dpbandits.serve.service`).
+    quotas : Quotas, optional
+        Per-key limits (:mod:`dpbandits.serve.quotas`).
+    time_limit : float, default 60
+        Seconds a request's CPU-heavy part may run (:mod:`dpbandits.serve.workers`).
     behind_tls : bool, default False
         The server is reached over TLS (a proxy terminates it): the status page's cookies are
         ``Secure`` whatever the request's scheme (see :mod:`dpbandits.serve.status_routes`).
@@ -154,8 +269,11 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     -------
     fastapi.FastAPI
     """
-    service = ExperimentService(engine, allow_insecure_seeded_noise=allow_insecure_seeded_noise)
+    quotas = quotas or Quotas()
+    service = ExperimentService(engine, allow_insecure_seeded_noise=allow_insecure_seeded_noise, quotas=quotas,
+                                time_limit=time_limit)
     steps_freed = _StepsFreed()
+    gates = _Gates()
     keys = KeyCache(engine)
     # FastAPIOffline: the same FastAPI app, its /docs and /redoc pages served from packaged files (no CDN)
     app = FastAPIOffline(title="dpbandits serve", version=__version__,
@@ -164,6 +282,27 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
                               "privacy ledger. Authenticate with `Authorization: Bearer <API key>`.")
     app.state.service = service
     app.state.keys = keys
+    app.state.concurrency = ConcurrencyLimit(quotas.concurrent_requests)
+
+    async def committed(experiment_id: str, request: Callable[[bool], Future[T]]) -> T:
+        """Compute under the experiment's gate, then await the commit; recompute on Retry.
+
+        ``request(inline)`` runs on the event loop when the agent is in memory and small, else (it
+        raised :class:`~dpbandits.serve.service.NeedsThread`) in the thread pool.
+        """
+        for attempt in range(ATTEMPTS):
+            async with gates.hold(experiment_id):
+                try:
+                    future = request(True)
+                except NeedsThread:
+                    future = await run_in_threadpool(request, False)
+            try:
+                return await asyncio.wrap_future(future)
+            except Retry:
+                if attempt == ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(backoff(attempt))
+        raise AssertionError("unreachable")
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -172,25 +311,15 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     @app.exception_handler(DPBanditsError)
     async def _refused(request: Request, exc: DPBanditsError) -> JSONResponse:
         code = exc.code if isinstance(exc, ServiceError) else "invalid_value"
-        return _error(library_error_status(exc), code, str(exc))
+        response = _error(library_error_status(exc), code, str(exc))
+        if isinstance(exc, QuotaExceeded | Retry):
+            response.headers["Retry-After"] = "1"
+        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         codes = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}
         return _error(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail))
-
-    @app.exception_handler(DBAPIError)
-    async def _store(request: Request, exc: DBAPIError) -> JSONResponse:
-        # a transaction the store refused (a deadlock between server processes, a lost connection):
-        # nothing of it was committed or acknowledged, the client may retry
-        _log.warning("store error on %s %s: %s", request.method, request.url.path, exc)
-        return _error(503, "store_unavailable", "the store refused the transaction; nothing was recorded: retry")
-
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:  # a bug: logged, never a traceback
-        _log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return _error(500, "internal_error", "internal error (logged on the server)")
-
 
     @app.get("/healthz", tags=["service"])
     async def health() -> dict[str, str]:
@@ -198,58 +327,63 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         return {"status": "ok", "version": __version__}
 
     @app.get("/v1/kinds", tags=["experiments"])
-    def kinds(who: Owner) -> list[dict[str, Any]]:
+    def kinds(who: Admitted) -> list[dict[str, Any]]:
         """The experiment kinds, with the JSON schema of their parameters."""
         return [{"kind": k.name, "family": k.family.name, "description": k.description,
                  "interactive": k.family.interactive, "params": k.params.model_json_schema()} for k in list_kinds()]
 
     @app.post("/v1/experiments", status_code=201, tags=["experiments"])
-    def create(body: CreateExperiment, who: Owner) -> dict[str, Any]:
+    async def create(body: CreateExperiment, who: Admitted, request: Request) -> dict[str, Any]:
         """Create an experiment; for ask/tell kinds its whole run's guarantee is spent now."""
-        return service.create(who, body.kind, body.params, name=body.name, epsilon_budget=body.epsilon_budget,
-                              delta_budget=body.delta_budget, insecure_seed=body.insecure_seed)
+        return await _cancellable(request, service.create, who, body.kind, body.params, name=body.name,
+                                  epsilon_budget=body.epsilon_budget, delta_budget=body.delta_budget,
+                                  insecure_seed=body.insecure_seed)
 
     @app.get("/v1/experiments", tags=["experiments"])
-    async def experiments(who: Owner) -> list[dict[str, Any]]:
+    async def experiments(who: Admitted) -> list[dict[str, Any]]:
         """The experiments of this key."""
         return service.experiments(who)
 
     path = "/v1/experiments/{experiment_id}"
 
     @app.get(path, tags=["experiments"])
-    async def status(experiment_id: str, who: Owner) -> JSONResponse:
+    async def status(experiment_id: str, who: Admitted) -> JSONResponse:
         """Progress, done, the recommendation once done, released estimates, privacy summary."""
         return JSONResponse(service.status(who, _checked_id(experiment_id)))  # no response model: skips re-validation
 
     @app.post(path + "/ask", tags=["ask/tell"])
-    async def ask(experiment_id: str, who: Owner) -> JSONResponse:
+    async def ask(experiment_id: str, who: Admitted) -> JSONResponse:
         """The next action (``arm``, ``pair`` or ``action``) and its ticket.
 
         When every scheduled step is out on its lease, waits (at most the lease) for a tell to free
         one or a lease to expire.
         """
         experiment_id = _checked_id(experiment_id)
-        while (handed := await asyncio.wrap_future(service.ask_later(who, experiment_id, lease=lease_seconds))) is None:
+        while (handed := await committed(experiment_id, lambda inline: service.ask_later(
+                who, experiment_id, lease=lease_seconds, inline=inline))) is None:
             await steps_freed.wait(experiment_id, timeout=min(lease_seconds, 1.0))
         return JSONResponse(handed)  # no response model: nothing to re-validate
 
     @app.post(path + "/tell", tags=["ask/tell"])
-    async def tell(experiment_id: str, body: TellRequest, who: Owner) -> JSONResponse:
+    async def tell(experiment_id: str, body: TellRequest, who: Admitted) -> JSONResponse:
         """Feedback of a ticket's step; acknowledged once committed. A retry returns the same acknowledgement."""
         experiment_id = _checked_id(experiment_id)
-        acknowledged = await asyncio.wrap_future(service.tell_later(who, experiment_id, body.ticket, body.feedback()))
+        reported = body.feedback()
+        acknowledged = await committed(experiment_id, lambda inline: service.tell_later(
+            who, experiment_id, body.ticket, reported, inline=inline))
         steps_freed.notify(experiment_id)
         return JSONResponse(acknowledged)
 
     @app.get(path + "/ledger", tags=["privacy"])
-    async def ledger(experiment_id: str, who: Owner) -> dict[str, Any]:
+    def ledger(experiment_id: str, who: Admitted) -> dict[str, Any]:  # in the thread pool: it opens the ledger
         """The privacy ledger: guarantee, releases, budget spent and remaining."""
         return service.ledger(who, _checked_id(experiment_id))
 
     @app.post(path + "/close", tags=["experiments"])
-    async def close(experiment_id: str, who: Owner) -> dict[str, Any]:
+    async def close(experiment_id: str, who: Admitted) -> dict[str, Any]:
         """Close the experiment (no further ask, tell, upload or sample)."""
-        await asyncio.wrap_future(service.close_later(who, _checked_id(experiment_id)))
+        experiment_id = _checked_id(experiment_id)
+        await committed(experiment_id, lambda _inline: service.close_later(who, experiment_id))
         steps_freed.notify(experiment_id)  # waiting asks see it closed
         return service.status(who, experiment_id)
 
@@ -257,7 +391,7 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         "required": True, "content": {"text/csv": {"schema": {"type": "string"}},
                                       "application/vnd.apache.parquet": {"schema": {"type": "string",
                                                                                     "format": "binary"}}}}})
-    async def upload(experiment_id: str, request: Request, who: Owner,
+    async def upload(experiment_id: str, request: Request, who: Admitted,
                      file_format: Annotated[Literal["csv", "parquet"] | None, Query(alias="format")] = None,
                      action_column: Annotated[str, Query(max_length=200)] = "action",
                      reward_column: Annotated[str, Query(max_length=200)] = "reward",
@@ -265,16 +399,21 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         """Upload logged data (CSV or Parquet body) to a KL-offline experiment; fits its policy, once."""
         data = await request.body()
         fmt = file_format or ("parquet" if "parquet" in request.headers.get("content-type", "") else "csv")
-        return await run_in_threadpool(service.upload, who, _checked_id(experiment_id), data, file_format=fmt,
-                                       action_column=action_column, reward_column=reward_column, clip=clip)
+        experiment_id = _checked_id(experiment_id)
+        async with gates.hold(experiment_id):  # the experiment's requests on the event loop never wait for it
+            return await _cancellable(request, service.upload, who, experiment_id, data, file_format=fmt,
+                                      action_column=action_column, reward_column=reward_column, clip=clip)
 
     @app.post(path + "/sample", tags=["offline"])
-    def sample(experiment_id: str, body: SampleRequest, who: Owner) -> dict[str, Any]:
+    async def sample(experiment_id: str, body: SampleRequest, who: Admitted, request: Request) -> dict[str, Any]:
         """Release private samples (KL-offline actions, USCA recommendations), each spending the budget."""
-        return service.sample(who, _checked_id(experiment_id), body.size, body.context)
+        experiment_id = _checked_id(experiment_id)
+        async with gates.hold(experiment_id):  # the experiment's requests on the event loop never wait for it
+            return await _cancellable(request, service.sample, who, experiment_id, body.size, body.context)
 
     add_status_routes(app, engine, keys, behind_tls=behind_tls)
     app.add_middleware(BodyLimit, json_limit=json_limit, upload_limit=upload_limit)
+    app.add_middleware(ErrorBoundary)  # inside Starlette's ServerErrorMiddleware: it never re-raises
     return app
 
 

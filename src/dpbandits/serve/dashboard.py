@@ -15,26 +15,29 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from dpbandits.privacy.accounting import Accountant
-from dpbandits.serve.ledger import decode_event, finite_or_none
+from dpbandits.privacy.event_codec import decode_event
+from dpbandits.privacy.ledger_store import ledger_entries
+from dpbandits.serve.ledger import entry_note, finite_or_none, recommendation_entry
 from dpbandits.serve.service import ExperimentService
-from dpbandits.serve.storage import experiments, ledger
+from dpbandits.serve.storage import experiments
 
 __all__ = ["detail", "overview"]
 
 _COLUMNS = (experiments.c.id, experiments.c.name, experiments.c.kind, experiments.c.created_at,
             experiments.c.closed, experiments.c.told, experiments.c.summary, experiments.c.epsilon_budget,
             experiments.c.delta_budget, experiments.c.insecure_seed)
-_LEDGER = (ledger.c.id.label("ledger_id"), ledger.c.created_at.label("ledger_at"), ledger.c.release,
-           ledger.c.event, ledger.c.count, ledger.c.note)
+# an experiment's durable ledger (dpbandits.serve.ledger) has the experiment's id as its ledger id
+_LEDGER = (ledger_entries.c.id.label("entry_id"), ledger_entries.c.created_at.label("ledger_at"),
+           ledger_entries.c.label.label("release"), ledger_entries.c.event, ledger_entries.c.count)
 
 
 def _joined(owner_id: int, experiment_id: str | None = None) -> Any:
-    query = (select(*_COLUMNS, *_LEDGER).select_from(experiments.outerjoin(ledger, ledger.c.experiment_id ==
-                                                                            experiments.c.id))
+    query = (select(*_COLUMNS, *_LEDGER)
+             .select_from(experiments.outerjoin(ledger_entries, ledger_entries.c.ledger_id == experiments.c.id))
              .where(experiments.c.owner_id == owner_id))
     if experiment_id is not None:
         query = query.where(experiments.c.id == experiment_id)
-    return query.order_by(experiments.c.created_at.desc(), experiments.c.id, ledger.c.id)
+    return query.order_by(experiments.c.created_at.desc(), experiments.c.id, ledger_entries.c.id)
 
 
 def _grouped(engine: Engine, query: Any) -> list[tuple[Any, list[Any]]]:
@@ -45,7 +48,7 @@ def _grouped(engine: Engine, query: Any) -> list[tuple[Any, list[Any]]]:
     for row in rows:
         if not grouped or grouped[-1][0]["id"] != row["id"]:
             grouped.append((row, []))
-        if row["ledger_id"] is not None:
+        if row["entry_id"] is not None:
             grouped[-1][1].append(row)
     return grouped
 
@@ -55,11 +58,15 @@ def _spent_over_time(row: Any, entries: list[Any]) -> list[dict[str, Any]]:
     accountant = Accountant(None, row["delta_budget"])
     timeline = []
     for entry in entries:
-        if entry["event"] is not None:
-            accountant.spend(decode_event(entry["event"]), entry["count"])
+        accountant.spend(decode_event(entry["event"]), entry["count"])
         spent = accountant.spent()
         timeline.append({"release": entry["release"], "created_at": entry["ledger_at"], "count": entry["count"],
-                         "note": entry["note"], "epsilon_spent": finite_or_none(spent.epsilon),
+                         "note": entry_note(entry["release"], entry["count"]),
+                         "epsilon_spent": finite_or_none(spent.epsilon), "delta_spent": spent.delta})
+    recommendation = recommendation_entry(json.loads(row["summary"]))
+    if recommendation is not None:  # post-processing: listed, costs nothing
+        spent = accountant.spent()
+        timeline.append({**recommendation, "epsilon_spent": finite_or_none(spent.epsilon),
                          "delta_spent": spent.delta})
     return timeline
 

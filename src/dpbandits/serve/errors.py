@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dpbandits._core.errors import DPBanditsError
+from dpbandits._core.errors import DPBanditsError, NotFittedError, PrivacyBudgetExceededError
 
-__all__ = ["Conflict", "NotFound", "ServiceError"]
+__all__ = ["Cancelled", "Conflict", "NotFound", "QuotaExceeded", "Retry", "ServiceError", "TimeLimitExceeded", "TooLarge", "library_error_status"]
 
 
 class ServiceError(DPBanditsError):
@@ -31,3 +31,47 @@ class Conflict(ServiceError):
 
     status = 409
     code = "conflict"
+
+
+class TooLarge(ServiceError):
+    """The request or the state it would store is over a size limit of the server (``--max-state-bytes``)."""
+
+    status = 413
+    code = "too_large"
+
+
+class QuotaExceeded(ServiceError):
+    """The key is over one of its quotas (experiments, concurrent requests): 429, retry later or close some."""
+
+    status = 429
+    code = "quota_exceeded"
+
+
+class TimeLimitExceeded(ServiceError):
+    """The request needed more than the server's time limit (``--time-limit``); nothing was recorded."""
+
+    status = 400
+    code = "time_limit"
+
+
+class Cancelled(ServiceError):
+    """The client went away while its request was being computed; the work was stopped, nothing recorded."""
+
+    status = 499
+    code = "cancelled"
+
+
+class Retry(ServiceError):
+    """A transient refusal (the experiment changed under the request, in another server process): retry."""
+
+    status = 503
+    code = "store_unavailable"
+
+
+def library_error_status(exc: DPBanditsError) -> int:
+    """The HTTP status of a library error raised while serving a request (4xx: the request's fault)."""
+    if isinstance(exc, ServiceError):
+        return exc.status
+    if isinstance(exc, NotFittedError | PrivacyBudgetExceededError):
+        return 409
+    return 400

@@ -1,37 +1,62 @@
-"""Serialising writers: one writer thread per process with group commit, a row lock in the store.
+"""Serialising the writers of one experiment, without making experiments wait for each other.
 
-Every operation that changes or hands out an experiment's state (``ask``, ``tell``, ``close``,
-``sample``, ``upload``, ``create``) runs as a job of the process's :class:`GroupCommitter`: one
-thread, jobs in arrival order (so no two jobs of an experiment interleave: no lost update), many
-jobs per transaction. Inside the transaction a job holds the experiment's row:
+Three layers:
 
-* PostgreSQL: ``SELECT ... FOR UPDATE`` on the row, so writers in other server processes wait too;
-* SQLite: the transaction starts with ``BEGIN IMMEDIATE``, which takes the database's write lock
-  (one writer at a time across processes; readers go on in WAL mode). Within a process, writers
-  queue on a lock of their own first: SQLite's busy handler polls with sleeps of up to 100 ms, which
-  under contention from many threads would cost far more than waiting in line.
+* **In a server process**, the requests of one experiment run one at a time
+  (:class:`ExperimentLocks`): its agent lives in memory and is not shared between threads. The
+  computation of a request (validating feedback, applying it, serialising the new state; building,
+  loading or sampling in a child process, see :mod:`dpbandits.serve.workers`) happens under that
+  lock only, so a slow experiment delays nobody else.
+* **The commit** of what a request computed is a short job of the process's
+  :class:`GroupCommitter`: one thread, jobs in arrival order, many jobs per transaction (one commit,
+  one fsync, for every job queued meanwhile). Jobs only write rows; no CPU-heavy work runs there.
+* **Between processes** (``dpbandits serve --workers N``, several hosts on one PostgreSQL), each
+  job checks that the experiment's stored ``version`` is the one its computation started from
+  (compare-and-set), with the row locked: PostgreSQL ``SELECT ... FOR UPDATE`` / ``UPDATE ... WHERE
+  version = ...``; SQLite transactions start with ``BEGIN IMMEDIATE``, which takes the database's
+  write lock. If another process wrote first the job fails with :class:`~dpbandits.serve.errors.Retry`
+  and the service recomputes the request from the stored state (nothing of the stale computation
+  left the process). Jobs of a batch take row locks in the order of their keys, so two processes'
+  batches never deadlock.
 
-Everything a job changes — the agent's state, the feedback row, the ledger row — is written in
-that transaction, and its result is handed back only after the commit: nothing acknowledged or
-released (no action either, which may depend on a noisy release) that the store does not hold.
+Everything a job changes — the agent's state, the feedback row, the lease, the ledger row — is
+written in that transaction, and its result is handed back only after the commit: nothing
+acknowledged or released (no action either, which may depend on a noisy release) that the store
+does not hold.
 """
 
 from __future__ import annotations
 
 import queue
+import secrets
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, bindparam, select
+from sqlalchemy import Connection, Engine, bindparam, select, update
 
-from dpbandits.serve.errors import NotFound
+from dpbandits.serve.errors import NotFound, Retry
 from dpbandits.serve.storage import experiments, is_sqlite
 
-__all__ = ["ROW_WITHOUT_STATE", "SELECT_ROW", "GroupCommitter", "lock_experiment_row", "write_transaction"]
+__all__ = [
+    "ATTEMPTS",
+    "ROW_WITHOUT_STATE",
+    "SELECT_ROW",
+    "ExperimentLocks",
+    "GroupCommitter",
+    "backoff",
+    "compare_and_set",
+    "done_future",
+    "lock_experiment_row",
+    "lock_version",
+    "retrying",
+    "then",
+    "write_transaction",
+]
 
 T = TypeVar("T")
 
@@ -40,8 +65,9 @@ class GroupCommitter:
     """Runs the service's write jobs in one thread, one after the other, many per transaction.
 
     ``submit(key, work)`` queues ``work(connection)``; the thread takes every queued job (up to
-    ``max_batch``), runs them in order inside one write transaction, each in a savepoint (a job that
-    raises is rolled back alone and gets its exception), commits once, and only then completes the
+    ``max_batch``), runs them in the order of their keys (jobs of one key in arrival order) inside
+    one write transaction, each in a savepoint (a job that raises is rolled back alone and gets its
+    exception), commits once, and only then completes the
     jobs' futures: one commit (one fsync) acknowledges many tells, and no job's result — an
     acknowledgement, a handed-out action, a sample — leaves the process before what it depends on is
     committed. If the commit fails, every job of the batch fails and ``on_abort`` gets their keys
@@ -81,6 +107,7 @@ class GroupCommitter:
 
     def _batch(self, jobs: list[tuple[str, Callable[[Connection], Any], Future[Any]]]) -> None:
         outcomes: list[tuple[Future[Any], bool, Any]] = []
+        jobs = sorted(jobs, key=lambda job: job[0])  # stable: one key's jobs keep their order
         try:
             with write_transaction(self.engine) as connection:
                 for _key, work, future in jobs:
@@ -99,6 +126,51 @@ class GroupCommitter:
                 future.set_result(value)
             else:
                 future.set_exception(value)
+
+
+ATTEMPTS = 8
+"""How often a request that lost a race with another server process is recomputed before a 503."""
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before attempt ``attempt + 1``: random and growing, so racing processes desynchronise."""
+    return secrets.randbelow(1001) / 1000 * 0.002 * 2 ** min(attempt, 6)
+
+
+U = TypeVar("U")
+
+
+def then(future: Future[T], function: Callable[[T], U]) -> Future[U]:
+    """A future of ``function(future's result)`` (an exception of either is the new future's)."""
+    chained: Future[U] = Future()
+
+    def done(source: Future[T]) -> None:
+        try:
+            chained.set_result(function(source.result()))
+        except BaseException as exc:
+            chained.set_exception(exc)
+
+    future.add_done_callback(done)
+    return chained
+
+
+def done_future(value: T) -> Future[T]:
+    """A future that already holds ``value``."""
+    future: Future[T] = Future()
+    future.set_result(value)
+    return future
+
+
+def retrying(request: Callable[[], Future[T]]) -> T:
+    """``request().result()``, recomputed while it fails with ``Retry`` (at most :data:`ATTEMPTS` times)."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return request().result()
+        except Retry:
+            if attempt == ATTEMPTS - 1:
+                raise
+            time.sleep(backoff(attempt))
+    raise AssertionError("unreachable")
 
 
 _SQLITE_WRITERS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
@@ -132,6 +204,65 @@ ROW_WITHOUT_STATE = tuple(column for column in experiments.c if column.name != "
 SELECT_ROW = select(*ROW_WITHOUT_STATE).where(experiments.c.id == bindparam("experiment_id"))
 """The row without its state (built once: SQLAlchemy then reuses its compiled form and cache key)."""
 _SELECT_ROW_FOR_UPDATE = SELECT_ROW.with_for_update()
+
+
+class ExperimentLocks:
+    """One lock per experiment id, created on demand and dropped when nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}
+
+    @contextmanager
+    def hold(self, key: str) -> Iterator[None]:
+        """Hold ``key``'s lock for the block."""
+        with self._guard:
+            lock, users = self._locks.get(key, (None, 0))
+            if lock is None:
+                lock = threading.Lock()
+            self._locks[key] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._locks[key]
+                if users == 1:
+                    del self._locks[key]
+                else:
+                    self._locks[key] = (lock, users - 1)
+
+
+_SELECT_VERSION = select(experiments.c.version).where(experiments.c.id == bindparam("experiment_id"))
+_SELECT_VERSION_FOR_UPDATE = _SELECT_VERSION.with_for_update()
+
+
+def lock_version(connection: Connection, experiment_id: str, expected: int) -> None:
+    """Lock the experiment's row for the transaction and check its version is ``expected``.
+
+    Raises
+    ------
+    Retry
+        If another writer changed the experiment since (or it does not exist any more).
+    """
+    query = _SELECT_VERSION if is_sqlite(connection.engine) else _SELECT_VERSION_FOR_UPDATE
+    if connection.execute(query, {"experiment_id": experiment_id}).scalar() != expected:
+        raise Retry("the experiment changed in another server process; retry")
+
+
+def compare_and_set(connection: Connection, experiment_id: str, expected: int, **values: Any) -> None:
+    """``UPDATE experiments SET values, version = expected + 1 WHERE id AND version = expected``.
+
+    Raises
+    ------
+    Retry
+        If the stored version is not ``expected`` (another writer came first): nothing is written.
+    """
+    result = connection.execute(update(experiments)
+                                .where(experiments.c.id == experiment_id, experiments.c.version == expected)
+                                .values(version=expected + 1, **values))
+    if result.rowcount != 1:
+        raise Retry("the experiment changed in another server process; retry")
 
 
 def lock_experiment_row(connection: Connection, experiment_id: str) -> Any:

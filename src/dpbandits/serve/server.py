@@ -1,16 +1,49 @@
-"""Run the service with uvicorn: what ``dpbandits serve`` and ``python -m dpbandits.serve`` call."""
+"""Run the service with uvicorn: what ``dpbandits serve`` and ``python -m dpbandits.serve`` call.
+
+With ``workers > 1`` uvicorn starts that many server processes on one socket; each builds its own
+application from the settings passed in the environment (:func:`app_from_environment`). They share
+nothing but the store, which holds everything a request needs (experiments, feedback, leases,
+ledger), so several processes — or several hosts on one PostgreSQL — serve one set of experiments
+with the same guarantees as one (see :mod:`dpbandits.serve.locking`). On SQLite every write takes
+the database's write lock, so more processes mostly add parallel reads and computation.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+from dataclasses import asdict
+from typing import Any
 
 from dpbandits._core.errors import InvalidParameterError
 
-__all__ = ["main", "run"]
+__all__ = ["app_from_environment", "main", "run"]
+
+_SETTINGS = "DPBANDITS_SERVE_SETTINGS"
+
+
+def _application(settings: dict[str, Any]) -> Any:
+    from dpbandits.serve.app import create_app
+    from dpbandits.serve.quotas import Quotas
+    from dpbandits.serve.storage import make_engine
+    from dpbandits.serve.workers import start_workers
+
+    engine = make_engine(settings["db"], synchronous=settings["sqlite_synchronous"])
+    start_workers()  # before listening: the first heavy request does not wait for the library's import
+    return create_app(engine, allow_insecure_seeded_noise=settings["allow_insecure_seeded_noise"],
+                      lease_seconds=settings["lease_seconds"], quotas=Quotas(**settings["quotas"]),
+                      time_limit=settings["time_limit"], behind_tls=settings["behind_tls"])
+
+
+def app_from_environment() -> Any:
+    """The application of one server process of ``--workers N`` (settings from the environment)."""
+    return _application(json.loads(os.environ[_SETTINGS]))
 
 
 def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronous: str = "full",
-        lease_seconds: float = 10.0, allow_insecure_seeded_noise: bool = False, behind_tls: bool = False) -> None:
+        lease_seconds: float = 10.0, allow_insecure_seeded_noise: bool = False, behind_tls: bool = False,
+        workers: int = 1, time_limit: float = 60.0, quotas: Any = None) -> None:
     """Serve the HTTP API and the status page on ``host:port`` from the store ``db`` (blocks).
 
     Parameters
@@ -29,22 +62,42 @@ def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronou
         Clients reach the server over TLS (a proxy terminates it): the status page's cookies are
         ``Secure``. Without it they are ``Secure`` when the request's scheme is https (uvicorn takes
         it from a trusted proxy's ``X-Forwarded-Proto``).
+    workers : int, default 1
+        Server processes (see the module docstring).
+    time_limit : float, default 60
+        Seconds a request's CPU-heavy part may run (:mod:`dpbandits.serve.workers`).
+    quotas : Quotas, optional
+        Per-key limits (:mod:`dpbandits.serve.quotas`).
     """
     import uvicorn
 
-    from dpbandits.serve.app import create_app
+    from dpbandits.serve.quotas import Quotas
     from dpbandits.serve.storage import make_engine
 
-    engine = make_engine(db, synchronous=sqlite_synchronous)
     if not lease_seconds > 0:
         raise InvalidParameterError(f"lease_seconds must be > 0; got {lease_seconds!r}")
-    application = create_app(engine, allow_insecure_seeded_noise=allow_insecure_seeded_noise,
-                             lease_seconds=lease_seconds, behind_tls=behind_tls)
-    uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False)
+    if not time_limit > 0:
+        raise InvalidParameterError(f"time_limit must be > 0; got {time_limit!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidParameterError(f"workers must be an integer >= 1; got {workers!r}")
+    settings = {"db": db, "sqlite_synchronous": sqlite_synchronous, "lease_seconds": lease_seconds,
+                "allow_insecure_seeded_noise": allow_insecure_seeded_noise, "time_limit": time_limit,
+                "behind_tls": behind_tls,
+                "quotas": asdict(quotas or Quotas())}
+    make_engine(db, synchronous=sqlite_synchronous).dispose()  # the schema exists before any worker starts
+    if workers == 1:
+        uvicorn.run(_application(settings), host=host, port=port, log_level="warning", access_log=False)
+        return
+    os.environ[_SETTINGS] = json.dumps(settings)  # inherited by uvicorn's worker processes
+    uvicorn.run("dpbandits.serve.server:app_from_environment", factory=True, workers=workers, host=host,
+                port=port, log_level="warning", access_log=False)
 
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m dpbandits.serve``: the same options as ``dpbandits serve``, without the CLI's imports."""
+    from dpbandits.serve.quotas import Quotas
+
+    defaults = Quotas()
     parser = argparse.ArgumentParser(prog="python -m dpbandits.serve", description=run.__doc__)
     parser.add_argument("--db", required=True)
     parser.add_argument("--host", default="127.0.0.1")
@@ -53,7 +106,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lease-seconds", type=float, default=10.0)
     parser.add_argument("--allow-insecure-seeded-noise", action="store_true")
     parser.add_argument("--behind-tls", action="store_true")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--max-experiments", type=int, default=defaults.experiments)
+    parser.add_argument("--max-concurrent-requests", type=int, default=defaults.concurrent_requests)
+    parser.add_argument("--max-state-bytes", type=int, default=defaults.state_bytes)
     options = parser.parse_args(argv)
+    quotas = Quotas(experiments=options.max_experiments, concurrent_requests=options.max_concurrent_requests,
+                    state_bytes=options.max_state_bytes)
     run(options.db, host=options.host, port=options.port, sqlite_synchronous=options.sqlite_synchronous,
         lease_seconds=options.lease_seconds, allow_insecure_seeded_noise=options.allow_insecure_seeded_noise,
-        behind_tls=options.behind_tls)
+        behind_tls=options.behind_tls, workers=options.workers, time_limit=options.time_limit, quotas=quotas)

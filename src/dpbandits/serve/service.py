@@ -6,8 +6,9 @@ Sharing one experiment between clients
 --------------------------------------
 An agent takes feedback in a fixed order (step 0, 1, 2, ...). ``ask`` hands out a *step* of the
 agent's schedule (:meth:`Family.schedule <dpbandits.serve.kinds.Family.schedule>`: the actions
-known without further feedback) with a signed ticket, on a *lease* (10 s by default): a step never
-handed out if there is one, else the least recently handed-out untold step whose lease expired.
+known without further feedback) with a signed ticket, on a *lease* (10 s by default) kept in the
+store (:mod:`dpbandits.serve.leases`, shared by every server process): a step never handed out if
+there is one, else the least recently handed-out untold step whose lease expired.
 So with a data-independent schedule (a DP-BAI phase, a GOptimal-DPDB phase, USCA's learning
 rounds) many clients hold different steps at once; when every scheduled step is out on its lease
 (at the end of a phase, or always for DP-EBS-Elimination, which knows one duel ahead) the HTTP
@@ -18,6 +19,15 @@ client that went away is handed out again). The first ``tell`` of a step counts;
 of a step that arrives before an earlier step's is stored and applied in order as soon as the gap
 is filled.
 
+Isolation
+---------
+The requests of one experiment are serialised in a server process, those of different experiments
+are not (:mod:`dpbandits.serve.locking`): a ``tell`` validates the feedback *before* touching the
+agent (a refused tell leaves the agent in memory as it was), applies it and serialises the new
+state under the experiment's lock; building, loading and sampling run in child processes with a
+time limit, killed when the client goes away (:mod:`dpbandits.serve.workers`); only the rows
+computed go through the shared commit. Quotas per key: :mod:`dpbandits.serve.quotas`.
+
 Durability
 ----------
 A ``tell`` stores the feedback row, applies every step that is now in order, and writes the agent's
@@ -25,11 +35,14 @@ new state (which holds every value released so far: noisy phase statistics, coun
 in one transaction, shared with the other jobs queued meanwhile (group commit,
 :class:`~dpbandits.serve.locking.GroupCommitter`); the acknowledgement is returned only after the
 commit, and so is every action handed out by ``ask`` (a next phase's arms depend on the last
-phase's noisy release). After a crash the agent is rebuilt from the stored state and the stored, not yet applied
+phase's noisy release). Each commit checks the experiment's stored version is the one its
+computation started from, so several server processes on one store keep these guarantees (a
+request that lost the race is recomputed from the stored state). After a crash the agent is rebuilt from the stored state and the stored, not yet applied
 feedback: nothing acknowledged is lost, nothing is counted twice (a step is unique in the feedback
 table), and noise is never drawn again for a value that left the process — a value drawn by a
-transaction that did not commit never left it. Releases on demand (samples) spend the budget,
-record their ledger row and store the state in the transaction that draws them.
+transaction that did not commit never left it. Releases on demand (samples) spend the budget on
+the experiment's durable ledger (:mod:`dpbandits.serve.ledger`) and store the state in one
+transaction.
 
 Privacy
 -------
@@ -42,103 +55,85 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
+import pickle
 import secrets
 import tempfile
+import threading
 import time
-from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 
 from dpbandits._core.errors import (
-    DPBanditsError,
     NotFittedError,
     PrivacyBudgetExceededError,
 )
-from dpbandits.privacy.accounting import Accountant, guarantee_event, spend
+from dpbandits.privacy.accounting import Accountant
 from dpbandits.privacy.guarantees import Guarantee
-from dpbandits.serve.errors import Conflict, NotFound, ServiceError
-from dpbandits.serve.kinds import Action, ExperimentKind, Feedback, get_kind
-from dpbandits.serve.ledger import encode_event, finite_or_none, rebuild_accountant
+from dpbandits.serve.errors import (
+    Conflict,
+    NotFound,
+    QuotaExceeded,
+    Retry,
+    ServiceError,
+    library_error_status,
+)
+from dpbandits.serve.jobs import build_job, load_job, portable, sample_job, upload_job
+from dpbandits.serve.kinds import ExperimentKind, Feedback, get_kind
+from dpbandits.serve.leases import forget_applied, pick_step
+from dpbandits.serve.ledger import budget_json, finite_or_none, ledger_report, open_ledger, spend_or_refuse
 from dpbandits.serve.limits import check_release_affordable
-from dpbandits.serve.locking import SELECT_ROW, GroupCommitter, lock_experiment_row
-from dpbandits.serve.storage import experiments, feedback, ledger, ticket_secret
+from dpbandits.serve.live import LiveAgent, LiveAgents
+from dpbandits.serve.locking import (
+    ATTEMPTS,
+    SELECT_ROW,
+    ExperimentLocks,
+    GroupCommitter,
+    backoff,
+    compare_and_set,
+    done_future,
+    lock_experiment_row,
+    lock_version,
+    retrying,
+    then,
+)
+from dpbandits.serve.quotas import Quotas
+from dpbandits.serve.storage import api_keys, experiments, feedback, is_sqlite, ticket_secret
 from dpbandits.serve.tickets import issue_ticket, parse_ticket, ticket_matches
+from dpbandits.serve.workers import run_isolated
 
-__all__ = ["ExperimentService"]
+__all__ = ["ATTEMPTS", "ExperimentService", "NeedsThread", "library_error_status"]
+
+T = TypeVar("T")
+U = TypeVar("U")
 
 MAX_LIVE = 256
 """Agents kept in memory (least recently used ones are dropped and reloaded from the store)."""
+LIGHT_STATE_BYTES = 32 * 1024
+"""Agents stored in at most this many bytes are loaded in the server process (a child process costs
+more than their load); larger ones, and those of :data:`HEAVY_LOAD_FAMILIES`, in a child process."""
+HEAVY_LOAD_FAMILIES = frozenset({"kernel"})
+"""Families whose agents do seconds of set-up when loaded whatever their size (USCA rebuilds its
+kernel approximation)."""
 
 # The statements of the frequent requests, built once (SQLAlchemy reuses their compiled form and cache key).
-_SELECT_STATE = select(experiments.c.state).where(experiments.c.id == bindparam("experiment_id"))
+_SELECT_LOADED = select(experiments).where(experiments.c.id == bindparam("experiment_id"))
 _SELECT_PENDING = select(feedback.c.step, feedback.c.ticket, feedback.c.payload).where(
     feedback.c.experiment_id == bindparam("experiment_id"), feedback.c.applied.is_(False))
 _SELECT_TOLD_TICKET = select(feedback.c.feedback_hash, feedback.c.ack).where(feedback.c.ticket == bindparam("ticket_text"))
 _INSERT_FEEDBACK = insert(feedback)
 _MARK_APPLIED = update(feedback).where(feedback.c.ticket == bindparam("applied_ticket")).values(applied=True, payload=None)
-_COUNT_TELL = update(experiments).where(experiments.c.id == bindparam("experiment_id")).values(
-    told=bindparam("new_told"), version=bindparam("new_version"))
-_WRITE_STATE = update(experiments).where(experiments.c.id == bindparam("experiment_id")).values(
+_SAME_VERSION = (experiments.c.id == bindparam("experiment_id")) & (experiments.c.version == bindparam("expected"))
+_COUNT_TELL = update(experiments).where(_SAME_VERSION).values(told=bindparam("new_told"), version=bindparam("new_version"))
+_WRITE_STATE = update(experiments).where(_SAME_VERSION).values(
     told=bindparam("new_told"), version=bindparam("new_version"), state=bindparam("new_state"),
     applied=bindparam("new_applied"), summary=bindparam("new_summary"))
-
-
-@dataclass
-class _Live:
-    """An experiment's agent in memory, valid for one stored ``version``."""
-
-    id: str
-    owner_id: int
-    kind: ExperimentKind
-    params: BaseModel
-    agent: Any
-    version: int
-    applied: int
-    told: int
-    closed: bool
-    insecure_seed: int | None
-    buffered: dict[int, tuple[str, dict[str, Any]]]  # step -> (ticket, payload): told, not yet applied
-    issued: dict[int, float] = field(default_factory=dict)  # step -> monotonic time of its latest hand-out
-    fresh: int = 0  # every step from applied to fresh - 1 was handed out at least once
-    _window: tuple[int, list[Action]] = (-1, [])  # (first step, actions) of the cached schedule
-
-    def schedule(self) -> list[Action]:
-        """The actions of steps ``applied, applied + 1, ...`` known now (the family's schedule).
-
-        Computed once per window and sliced as steps are applied: a family's schedule after applying
-        its first step is the rest of it, until the window is used up (a phase ends).
-        """
-        start, actions = self._window
-        offset = self.applied - start
-        if start < 0 or offset >= len(actions):
-            self._window = (self.applied, self.kind.family.schedule(self.agent))
-            return self._window[1]
-        return actions[offset:] if offset else actions
-
-    def next_step(self, now: float, lease: float) -> int | None:
-        """The step to hand out, or None when every scheduled step is out on a lease.
-
-        A step never handed out if there is one, else the least recently handed-out untold step whose
-        lease (seconds since its hand-out) has expired.
-        """
-        size = len(self.schedule())
-        end = self.applied + size
-        fresh = max(self.applied, self.fresh)
-        while fresh < end and (fresh in self.issued or fresh in self.buffered):
-            fresh += 1
-        self.fresh = fresh
-        if fresh < end:
-            return fresh
-        expired = [s for s in range(self.applied, end)
-                   if s not in self.buffered and now - self.issued.get(s, -math.inf) >= lease]
-        return min(expired, key=lambda s: self.issued.get(s, -math.inf)) if expired else None
+_LOCK_KEY = select(api_keys.c.id).where(api_keys.c.id == bindparam("owner_id"))
 
 
 def _feedback_hash(payload: Feedback) -> str:
@@ -153,6 +148,15 @@ def _guarantee_json(guarantee: Guarantee) -> dict[str, Any]:
             "description": str(guarantee)}
 
 
+class NeedsThread(Exception):
+    """Raised by an ``inline`` call whose work would block an event loop: call again from a thread.
+
+    Requests of an experiment whose agent is in memory with a small state (the common case) are
+    computed on the event loop directly; a load, or a large state to serialise, goes to a thread.
+    Nothing was changed when it is raised.
+    """
+
+
 class ExperimentService:
     """The service's operations on a store (see the module docstring).
 
@@ -163,46 +167,83 @@ class ExperimentService:
     allow_insecure_seeded_noise : bool, default False
         Accept experiments created with ``insecure_seed`` (seeded NumPy noise: reproducible, **not
         private**; for tests that replay a run exactly).
+    quotas : Quotas, optional
+        Per-key limits (default :class:`~dpbandits.serve.quotas.Quotas`).
+    time_limit : float, default 60
+        Seconds a child-process job (build, load, sample, upload) may run before it is killed.
     """
 
-    def __init__(self, engine: Engine, *, allow_insecure_seeded_noise: bool = False) -> None:
+    def __init__(self, engine: Engine, *, allow_insecure_seeded_noise: bool = False, quotas: Quotas | None = None,
+                 time_limit: float = 60.0) -> None:
         self.engine = engine
         self.allow_insecure_seeded_noise = allow_insecure_seeded_noise
+        self.quotas = quotas or Quotas()
+        self.time_limit = time_limit
         self._secret = ticket_secret(engine)
-        self._live: OrderedDict[str, _Live] = OrderedDict()  # touched by the writer thread only
-        self._writer = GroupCommitter(engine, on_abort=self._forget_all)
+        # agents arrive from child processes pickled, without running the code that enables OpenDP's
+        # "contrib" measurements (the secure noise backend) in this process: enable it here
+        import opendp.mod
+
+        opendp.mod.enable_features("contrib")
+        self._live = LiveAgents(MAX_LIVE)
+        self._locks = ExperimentLocks()
+        self._writer = GroupCommitter(engine, on_abort=self._live.forget_all)
 
     # ------------------------------------------------------------------------------ live agents
-    def _load(self, row: Any, connection: Connection) -> _Live:
+    def _agent(self, owner_id: int, experiment_id: str, cancel: threading.Event | None = None, *,
+               inline: bool = False) -> LiveAgent:
+        """The experiment's agent in memory (loaded on a miss); call with the experiment's lock held.
+
+        With ``inline`` (the caller is the event loop) a miss, or an agent whose state is not small,
+        raises :class:`NeedsThread` instead of doing slow work.
+        """
+        live = self._live.get(experiment_id)
+        if inline and (live is None or live.state_bytes > LIGHT_STATE_BYTES):
+            raise NeedsThread(experiment_id)
+        live = live or self._load(owner_id, experiment_id, cancel)
+        if live.owner_id != owner_id:  # another key's experiment does not exist for this key
+            raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
+        return live
+
+    def _load(self, owner_id: int, experiment_id: str, cancel: threading.Event | None) -> LiveAgent:
+        with self.engine.connect() as connection:
+            row = connection.execute(_SELECT_LOADED, {"experiment_id": experiment_id}).mappings().first()
+            if row is None or row["owner_id"] != owner_id:
+                raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
+            pending = connection.execute(_SELECT_PENDING, {"experiment_id": experiment_id}).all()
         kind = get_kind(row["kind"])
         params = kind.params.model_validate_json(row["params"])
-        state = connection.execute(_SELECT_STATE, {"experiment_id": row["id"]}).scalar_one()
-        agent = kind.load(params, bytes(state))
-        pending = connection.execute(_SELECT_PENDING, {"experiment_id": row["id"]}).all()
-        live = _Live(row["id"], row["owner_id"], kind, params, agent, row["version"], row["applied"], row["told"],
-                     bool(row["closed"]), row["insecure_seed"],
-                     {int(step): (ticket, json.loads(payload)) for step, ticket, payload in pending})
-        self._live[live.id] = live
-        self._live.move_to_end(live.id)
-        while len(self._live) > MAX_LIVE:
-            self._live.popitem(last=False)
+        state = bytes(row["state"])
+        if len(state) <= LIGHT_STATE_BYTES and kind.family.name not in HEAVY_LOAD_FAMILIES:
+            agent = kind.load(params, state)  # milliseconds: cheaper than a child process
+        else:
+            agent = self._adopt(kind, params, state, run_isolated(load_job, kind.name, row["params"], state,
+                                                                  time_limit=self.time_limit, cancel=cancel))
+        live = LiveAgent(row["id"], row["owner_id"], kind, params, agent, len(state),
+                         row["version"], row["applied"], row["told"], bool(row["closed"]), row["insecure_seed"],
+                         {int(step): (ticket, json.loads(payload)) for step, ticket, payload in pending},
+                         json.loads(row["summary"]))
+        self._live.put(live)
         return live
 
-    def _forget(self, experiment_id: str) -> None:
-        self._live.pop(experiment_id, None)
+    @staticmethod
+    def _adopt(kind: ExperimentKind, params: BaseModel, state: bytes, pickled: bytes | None) -> Any:
+        """The agent a child process built or loaded (from the state itself if it could not be pickled)."""
+        return pickle.loads(pickled) if pickled is not None else kind.load(params, state)
 
-    def _forget_all(self, experiment_ids: set[str]) -> None:
-        for experiment_id in experiment_ids:
-            self._forget(experiment_id)
+    def _submit(self, key: str, work: Callable[[Connection], T], live: LiveAgent | None = None) -> Future[T]:
+        """Queue ``work`` on the commit thread; if it fails, ``live`` (ahead of the store) is dropped."""
+        if live is None:
+            return self._writer.submit(key, work)
 
-    def _current(self, row: Any, connection: Connection) -> _Live:
-        """The live agent of ``row`` (reloaded if another process wrote a newer version)."""
-        live = self._live.get(row["id"])
-        if live is not None:
-            self._live.move_to_end(row["id"])
-        if live is None or live.version != row["version"]:
-            live = self._load(row, connection)
-        return live
+        def job(connection: Connection) -> T:
+            try:
+                return work(connection)
+            except BaseException:
+                self._live.forget(live.id, live)
+                raise
+
+        return self._writer.submit(key, job)
 
     def _owned_row(self, connection: Connection, owner_id: int, experiment_id: str) -> Any:
         row = connection.execute(SELECT_ROW, {"experiment_id": experiment_id}).mappings().first()
@@ -217,39 +258,23 @@ class ExperimentService:
             raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
         return row
 
-    def _job(self, experiment_id: str, work: Any, *, reload_after: bool = False) -> Future[Any]:
-        """Run ``work(connection)`` on the writer (see :class:`~dpbandits.serve.locking.GroupCommitter`).
-
-        On an error the experiment's agent is reloaded from the store by the next job (its in-memory
-        state may be ahead of what was stored); with ``reload_after``, after success too.
-        """
-        def job(connection: Connection) -> Any:
-            try:
-                result = work(connection)
-            except BaseException:
-                self._forget(experiment_id)
-                raise
-            if reload_after:
-                self._forget(experiment_id)
-            return result
-
-        return self._writer.submit(experiment_id, job)
-
     # ------------------------------------------------------------------------------ create
     def create(self, owner_id: int, kind_name: str, params: dict[str, Any], *, name: str = "",
                epsilon_budget: float | None = None, delta_budget: float = 0.0,
-               insecure_seed: int | None = None) -> dict[str, Any]:
+               insecure_seed: int | None = None, cancel: threading.Event | None = None) -> dict[str, Any]:
         """Create an experiment; return its status.
 
         For ask/tell kinds the run's guarantee is spent on the experiment's budget now (the whole
         transcript is one release); for sampling kinds (``usca``, ``kl-mab``) each sample spends
-        its guarantee later, and ``epsilon_budget`` is required.
+        its guarantee later, and ``epsilon_budget`` is required. The agent is built in a child
+        process (time limit, ``cancel``).
 
         Raises
         ------
         ServiceError
-            On invalid parameters (the message names them), an over-budget run, or ``insecure_seed``
-            on a server that does not allow it.
+            On invalid parameters (the message names them), an over-budget run, ``insecure_seed``
+            on a server that does not allow it, a state over the size quota (413) or a key over
+            its experiments quota (429).
         """
         kind = get_kind(kind_name)
         try:
@@ -261,50 +286,58 @@ class ExperimentService:
                                "--allow-insecure-seeded-noise for tests)", code="insecure_refused")
         if not kind.family.run_event and epsilon_budget is None:
             raise ServiceError(f"epsilon_budget is required for kind {kind_name!r}: every sample spends privacy")
-        try:
-            agent = kind.build(model, insecure_seed)
-            # a finite guarantee, and a budget (ε and δ) that affords one release (for ask/tell kinds: the run)
-            check_release_affordable(kind.family.release_guarantee(agent, model), epsilon_budget, delta_budget)
+        params_json = model.model_dump_json()
+        built = run_isolated(build_job, kind_name, params_json, insecure_seed, time_limit=self.time_limit,
+                             cancel=cancel)
+        try:  # a finite guarantee, and a budget (ε and δ) that affords one release (ask/tell kinds: the run)
+            check_release_affordable(built["release_guarantee"], epsilon_budget, delta_budget)
         except PrivacyBudgetExceededError as exc:
             raise Conflict(str(exc), code="budget_exceeded") from None
-        accountant = Accountant(epsilon_budget, delta_budget)
-        run_event = None
+        state: bytes = built["state"]
+        self.quotas.check_state(state)
+        guarantee: Guarantee | None = built["guarantee"]
         privacy: dict[str, Any] | None = None
-        if kind.family.run_event:
-            guarantee = kind.family.guarantee(agent)
+        if guarantee is not None:  # ask/tell kinds: the run is one release, paid now
             privacy = _guarantee_json(guarantee)
             if not guarantee.is_finite:
                 raise ServiceError(f"these parameters give no finite privacy guarantee ({guarantee}); "
                                    "the service runs private experiments only", code="not_private")
-            run_event = guarantee_event(guarantee)
-            try:
-                spend(accountant, run_event)
-            except PrivacyBudgetExceededError as exc:
-                raise Conflict(str(exc), code="budget_exceeded") from None
+            spend_or_refuse(Accountant(epsilon_budget, delta_budget), guarantee, 1, label="run")  # before storing
         experiment_id = secrets.token_hex(16)
         now = time.time()
-        summary = self._summary(kind, agent, privacy=privacy, insecure=insecure_seed is not None)
+        summary = self._summary(built["summary"], privacy=privacy, insecure=insecure_seed is not None)
+        quota = self.quotas.experiments
 
         def insert_experiment(connection: Connection) -> None:
+            # the key's row is locked (PostgreSQL) or the database is (SQLite): the count cannot race
+            connection.execute(_LOCK_KEY if is_sqlite(connection.engine) else _LOCK_KEY.with_for_update(),
+                               {"owner_id": owner_id})
+            held = connection.execute(select(experiments.c.id).where(experiments.c.owner_id == owner_id)
+                                      .limit(quota)).all()
+            if len(held) >= quota:
+                raise QuotaExceeded(f"this API key holds {quota} experiments, the server's limit "
+                                    "(dpbandits serve --max-experiments)", code="too_many_experiments")
             connection.execute(insert(experiments).values(
                 id=experiment_id, owner_id=owner_id, name=name or kind_name, kind=kind_name,
-                params=model.model_dump_json(), created_at=now, closed=False, insecure_seed=insecure_seed,
-                epsilon_budget=epsilon_budget, delta_budget=delta_budget, state=agent.to_bytes(), applied=0,
+                params=params_json, created_at=now, closed=False, insecure_seed=insecure_seed,
+                epsilon_budget=epsilon_budget, delta_budget=delta_budget, state=state, applied=0,
                 told=0, version=1, summary=json.dumps(summary),
             ))
-            if kind.family.run_event:
-                connection.execute(insert(ledger).values(
-                    experiment_id=experiment_id, created_at=now, release="run", count=1,
-                    event=None if run_event is None else encode_event(run_event),
-                    note="the whole run (every value it releases, its recommendation) is one release",
-                ))
+            accountant = open_ledger(self.engine, experiment_id, connection=connection,
+                                     epsilon_budget=epsilon_budget, delta_budget=delta_budget)
+            if guarantee is not None:
+                spend_or_refuse(accountant, guarantee, 1, label="run", connection=connection)
 
-        self._job(experiment_id, insert_experiment).result()
+        self._writer.submit(f"!{owner_id:012d}", insert_experiment).result()  # "!": key rows lock first
+        if built["agent"] is not None:  # kept: the first ask needs no load
+            self._live.put(LiveAgent(experiment_id, owner_id, kind, model, pickle.loads(built["agent"]), len(state),
+                                     1, 0, 0, False, insecure_seed, {}, summary))
         return self.status(owner_id, experiment_id)
 
-    def _summary(self, kind: ExperimentKind, agent: Any, *, privacy: dict[str, Any] | None = None,
-                 insecure: bool = False, previous: dict[str, Any] | None = None) -> dict[str, Any]:
-        summary = {**(previous or {}), **kind.family.summary(agent)}
+    @staticmethod
+    def _summary(public: dict[str, Any], *, privacy: dict[str, Any] | None = None, insecure: bool = False,
+                 previous: dict[str, Any] | None = None) -> dict[str, Any]:
+        summary = {**(previous or {}), **public}
         if privacy is not None:
             summary["privacy"] = privacy
         if previous is None:
@@ -348,26 +381,11 @@ class ExperimentService:
         """The privacy ledger: guarantee, events (releases) and the budget spent / remaining."""
         with self.engine.connect() as connection:
             row = self._owned_row(connection, owner_id, experiment_id)
-            rows = connection.execute(
-                select(ledger).where(ledger.c.experiment_id == experiment_id).order_by(ledger.c.id)
-            ).mappings().all()
-        accountant = rebuild_accountant(row["epsilon_budget"], row["delta_budget"],
-                                        [(r["event"], r["count"]) for r in rows])
-        spent, remaining = accountant.spent(), accountant.remaining()
-        return {
-            "experiment": experiment_id,
-            "guarantee": json.loads(row["summary"]).get("privacy"),
-            "budget": {"epsilon": row["epsilon_budget"], "delta": row["delta_budget"]},
-            "spent": {"epsilon": finite_or_none(spent.epsilon), "delta": spent.delta},
-            "remaining": {"epsilon": finite_or_none(remaining.epsilon), "delta": remaining.delta},
-            "events": [{"release": r["release"], "created_at": r["created_at"], "count": r["count"],
-                        "event": None if r["event"] is None else json.loads(r["event"]), "note": r["note"]}
-                       for r in rows],
-        }
+        return ledger_report(self.engine, experiment_id, json.loads(row["summary"]))
 
     # ------------------------------------------------------------------------------ ask
     def ask(self, owner_id: int, experiment_id: str, *, lease: float = 0.0) -> dict[str, Any] | None:
-        """Hand out a step of the schedule with a ticket (see the module docstring); writes nothing.
+        """Hand out a step of the schedule with a ticket (see the module docstring).
 
         Parameters
         ----------
@@ -380,31 +398,36 @@ class ExperimentService:
         Conflict
             If the experiment is closed, done, or takes no feedback (offline kinds).
         """
-        return self.ask_later(owner_id, experiment_id, lease=lease).result()
+        return retrying(lambda: self.ask_later(owner_id, experiment_id, lease=lease))
 
-    def ask_later(self, owner_id: int, experiment_id: str, *, lease: float = 0.0) -> Future[Any]:
-        """:meth:`ask` as a future (it completes once every earlier write is committed)."""
-        return self._job(experiment_id, lambda connection: self._ask(connection, owner_id, experiment_id, lease))
+    def ask_later(self, owner_id: int, experiment_id: str, *, lease: float = 0.0, inline: bool = False) -> Future[Any]:
+        """:meth:`ask` as a future (it completes once the lease is committed; :class:`Retry`: call again).
 
-    def _ask(self, connection: Connection, owner_id: int, experiment_id: str, lease: float) -> dict[str, Any] | None:
-        row = self._owned_row(connection, owner_id, experiment_id)
-        live = self._current(row, connection)
-        if live.closed:
-            raise Conflict("the experiment is closed", code="closed")
-        if not live.kind.family.interactive:
-            raise Conflict(f"a {live.kind.name} experiment takes no ask/tell: upload data, then sample",
-                           code="not_interactive")
-        if not live.schedule():
-            raise Conflict("the experiment is done: read its status for the recommendation", code="done")
-        now = time.monotonic()
-        step = live.next_step(now, lease)
-        if step is None:
-            return None
-        live.issued[step] = now
-        if len(live.issued) > 4 * len(live.schedule()) + 64:  # forget hand-outs of applied steps
-            live.issued = {s: t for s, t in live.issued.items() if s >= live.applied}
-        action = live.schedule()[step - live.applied]
-        return {"ticket": issue_ticket(self._secret, experiment_id, step, action), "step": step, **action}
+        ``inline``: called from an event loop, which must not wait (see :class:`NeedsThread`).
+        """
+        with self._locks.hold(experiment_id):
+            live = self._agent(owner_id, experiment_id, inline=inline)
+            if live.closed:
+                raise Conflict("the experiment is closed", code="closed")
+            if not live.kind.family.interactive:
+                raise Conflict(f"a {live.kind.name} experiment takes no ask/tell: upload data, then sample",
+                               code="not_interactive")
+            schedule = live.schedule()
+            if not schedule:
+                raise Conflict("the experiment is done: read its status for the recommendation", code="done")
+            version, applied = live.version, live.applied
+
+        def lease_a_step(connection: Connection) -> int | None:
+            lock_version(connection, experiment_id, version)
+            return pick_step(connection, experiment_id, applied, len(schedule), now=time.time(), lease=lease)
+
+        def handed(step: int | None) -> dict[str, Any] | None:
+            if step is None:
+                return None
+            action = schedule[step - applied]
+            return {"ticket": issue_ticket(self._secret, experiment_id, step, action), "step": step, **action}
+
+        return then(self._submit(experiment_id, lease_a_step, live), handed)
 
     # ------------------------------------------------------------------------------ tell
     def tell(self, owner_id: int, experiment_id: str, ticket_text: str, reported: Feedback) -> dict[str, Any]:
@@ -417,40 +440,58 @@ class ExperimentService:
         ------
         ServiceError, Conflict, NotFound
         """
-        return self.tell_later(owner_id, experiment_id, ticket_text, reported).result()
+        return retrying(lambda: self.tell_later(owner_id, experiment_id, ticket_text, reported))
 
-    def tell_later(self, owner_id: int, experiment_id: str, ticket_text: str, reported: Feedback) -> Future[Any]:
-        """:meth:`tell` as a future (it completes once the acknowledged feedback is committed)."""
+    def tell_later(self, owner_id: int, experiment_id: str, ticket_text: str, reported: Feedback, *,
+                   inline: bool = False) -> Future[Any]:
+        """:meth:`tell` as a future (it completes once the acknowledged feedback is committed).
+
+        The feedback is validated before the agent is touched: a refused tell leaves it as it was.
+        ``inline``: called from an event loop, which must not wait (see :class:`NeedsThread`).
+        """
         ticket = parse_ticket(ticket_text)
         if ticket.experiment_id != experiment_id:
             raise ServiceError("ticket was issued for another experiment", code="invalid_ticket")
         digest = _feedback_hash(reported)
-        return self._job(experiment_id,
-                         lambda connection: self._tell(connection, owner_id, experiment_id, ticket, reported, digest))
+        with self._locks.hold(experiment_id):
+            live = self._agent(owner_id, experiment_id, inline=inline)
+            in_flight = live.in_flight.get(ticket.text)
+            if in_flight is not None:  # a retry while the first tell is being committed
+                return then(in_flight[1], lambda ack: _retried(ack, in_flight[0], digest))
+            if live.closed:
+                raise Conflict("the experiment is closed", code="closed")
+            if ticket.step < live.applied or ticket.step in live.buffered:
+                return done_future(self._told_before(ticket.text, digest))
+            schedule = live.schedule()
+            index = ticket.step - live.applied
+            if index >= len(schedule) or not ticket_matches(self._secret, ticket, schedule[index]):
+                raise ServiceError("ticket is not valid for this experiment (not issued by this server)",
+                                   code="invalid_ticket")
+            payload = live.kind.family.check_feedback(live.agent, schedule[index], reported)
+            try:  # from here on the agent changes: any failure drops it (the store holds the last commit)
+                work = self._apply(live, ticket.text, ticket.step, payload, digest, schedule)
+            except BaseException:
+                self._live.forget(experiment_id, live)
+                raise
+            committed = self._submit(experiment_id, work, live)
+            live.in_flight[ticket.text] = (digest, committed)
+            committed.add_done_callback(lambda _: live.in_flight.pop(ticket.text, None))
+            return committed
 
-    def _tell(self, connection: Connection, owner_id: int, experiment_id: str, ticket: Any, reported: Feedback,
-              digest: str) -> dict[str, Any]:
-        row = self._locked_row(connection, owner_id, experiment_id)
-        earlier = connection.execute(_SELECT_TOLD_TICKET, {"ticket_text": ticket.text}).first()
-        if earlier is not None:
-            if earlier[0] != digest:
-                raise Conflict("this ticket was already told with other feedback", code="ticket_already_told")
-            return {**json.loads(earlier[1]), "duplicate": True}
-        live = self._current(row, connection)
-        if live.closed:
-            raise Conflict("the experiment is closed", code="closed")
-        if ticket.step < live.applied or ticket.step in live.buffered:
-            raise Conflict("this step was already told through another ticket; ask again",
-                           code="step_already_told")
-        schedule = live.schedule()
-        index = ticket.step - live.applied
-        if index >= len(schedule) or not ticket_matches(self._secret, ticket, schedule[index]):
-            raise ServiceError("ticket is not valid for this experiment (not issued by this server)",
-                               code="invalid_ticket")
-        family = live.kind.family
-        payload = family.check_feedback(live.agent, schedule[index], reported)
+    def _told_before(self, ticket_text: str, digest: str) -> dict[str, Any]:
+        """The answer to a tell of a step already told: the original acknowledgement, or a 409."""
+        with self.engine.connect() as connection:
+            earlier = connection.execute(_SELECT_TOLD_TICKET, {"ticket_text": ticket_text}).first()
+        if earlier is None:
+            raise Conflict("this step was already told through another ticket; ask again", code="step_already_told")
+        return _retried(json.loads(earlier[1]), earlier[0], digest)
+
+    def _apply(self, live: LiveAgent, ticket_text: str, step: int, payload: dict[str, Any], digest: str,
+               schedule: list[Any]) -> Callable[[Connection], dict[str, Any]]:
+        """Apply a validated tell to the agent; the commit job that stores it."""
+        family, experiment_id = live.kind.family, live.id
         start = live.applied
-        live.buffered[ticket.step] = (ticket.text, payload)
+        live.buffered[step] = (ticket_text, payload)
         newly_applied: list[str] = []
         while live.applied in live.buffered:  # apply every step that is now in order
             text, step_payload = live.buffered.pop(live.applied)
@@ -459,93 +500,115 @@ class ExperimentService:
             newly_applied.append(text)
         live.told += 1
         done = family.done(live.agent)
-        ack = {"ticket": ticket.text, "step": ticket.step, "counted": True, "steps_told": live.told,
+        ack = {"ticket": ticket_text, "step": step, "counted": True, "steps_told": live.told,
                "steps_applied": live.applied, "done": done}
-        own_applied = ticket.step < live.applied
-        connection.execute(_INSERT_FEEDBACK, {
-            "ticket": ticket.text, "experiment_id": experiment_id, "step": ticket.step, "feedback_hash": digest,
-            "payload": None if own_applied else json.dumps(payload), "applied": own_applied,
-            "ack": json.dumps(ack), "created_at": time.time(),
-        })
-        others = [{"applied_ticket": t} for t in newly_applied if t != ticket.text]
-        if others:  # raw feedback is kept only until it is applied
-            connection.execute(_MARK_APPLIED, others)
-        values: dict[str, Any] = {"experiment_id": experiment_id, "new_told": live.told,
+        own_applied = step < live.applied
+        row = {"ticket": ticket_text, "experiment_id": experiment_id, "step": step, "feedback_hash": digest,
+               "payload": None if own_applied else json.dumps(payload), "applied": own_applied,
+               "ack": json.dumps(ack), "created_at": time.time()}
+        others = [{"applied_ticket": t} for t in newly_applied if t != ticket_text]
+        values: dict[str, Any] = {"experiment_id": experiment_id, "expected": live.version, "new_told": live.told,
                                   "new_version": live.version + 1}
         if newly_applied:
-            summary = self._summary(live.kind, live.agent, previous=json.loads(row["summary"]))
-            values.update(new_state=live.agent.to_bytes(), new_applied=live.applied,
-                          new_summary=json.dumps(summary))
-            if done and summary.get("recommendation") is not None:
-                connection.execute(insert(ledger).values(
-                    experiment_id=experiment_id, created_at=time.time(), release="recommendation",
-                    event=None, count=1,
-                    note=f"recommendation {json.dumps(summary['recommendation'])}: post-processing, "
-                         "covered by the run's guarantee",
-                ))
-        connection.execute(_WRITE_STATE if newly_applied else _COUNT_TELL, values)
+            live.summary = self._summary(family.summary(live.agent), previous=live.summary)
+            if done:
+                live.summary.setdefault("done_at", time.time())
+            state = live.agent.to_bytes()
+            live.state_bytes = len(state)
+            self.quotas.check_state(state)
+            values.update(new_state=state, new_applied=live.applied, new_summary=json.dumps(live.summary))
         live.version += 1
-        return ack
+        applied = live.applied
+
+        def store(connection: Connection) -> dict[str, Any]:
+            if connection.execute(_WRITE_STATE if newly_applied else _COUNT_TELL, values).rowcount != 1:
+                raise Retry("the experiment changed in another server process; retry")
+            connection.execute(_INSERT_FEEDBACK, row)
+            if others:  # raw feedback is kept only until it is applied
+                connection.execute(_MARK_APPLIED, others)
+            if newly_applied:
+                forget_applied(connection, experiment_id, applied)
+            return ack
+
+        return store
 
     # ------------------------------------------------------------------------------ close
     def close(self, owner_id: int, experiment_id: str) -> dict[str, Any]:
         """Close the experiment: no further ask, tell, upload or sample. Idempotent."""
-        self.close_later(owner_id, experiment_id).result()
+        retrying(lambda: self.close_later(owner_id, experiment_id))
         return self.status(owner_id, experiment_id)
 
     def close_later(self, owner_id: int, experiment_id: str) -> Future[Any]:
         """:meth:`close` as a future (of None)."""
-        def close(connection: Connection) -> None:
-            row = self._locked_row(connection, owner_id, experiment_id)
-            if not row["closed"]:
-                connection.execute(update(experiments).where(experiments.c.id == experiment_id)
-                                   .values(closed=True, version=row["version"] + 1))
+        with self._locks.hold(experiment_id):
+            live = self._live.get(experiment_id)
+            if live is None or live.owner_id != owner_id:
+                def close_row(connection: Connection) -> None:
+                    row = self._locked_row(connection, owner_id, experiment_id)
+                    if not row["closed"]:
+                        compare_and_set(connection, experiment_id, row["version"], closed=True)
 
-        return self._job(experiment_id, close, reload_after=True)
+                return self._submit(experiment_id, close_row)
+            expected, closing = live.version, not live.closed
+            if closing:
+                live.closed, live.version = True, live.version + 1
+
+            def close_live(connection: Connection) -> None:
+                if closing:
+                    compare_and_set(connection, experiment_id, expected, closed=True)
+                else:
+                    lock_version(connection, experiment_id, expected)
+
+            return self._submit(experiment_id, close_live, live)
 
     # ------------------------------------------------------------------------------ offline data
     def upload(self, owner_id: int, experiment_id: str, data: bytes, *, file_format: str,
-               action_column: str = "action", reward_column: str = "reward", clip: bool = False) -> dict[str, Any]:
+               action_column: str = "action", reward_column: str = "reward", clip: bool = False,
+               cancel: threading.Event | None = None) -> dict[str, Any]:
         """Fit an offline experiment's policy to uploaded logged data (CSV or Parquet), once.
 
         The data never leaves the server and nothing about it is returned: the response is the
-        status (fitted, and the guarantee of one sample over the declared domain).
+        status (fitted, and the guarantee of one sample over the declared domain). Parsed and fitted
+        in a child process (time limit, ``cancel``); error messages name "the uploaded file", never
+        a path of the server.
         """
-        with self.engine.connect() as connection:  # what to parse: the experiment's kind and parameters
-            row = self._owned_row(connection, owner_id, experiment_id)
-        kind = get_kind(row["kind"])
-        family: Any = kind.family
-        if family.interactive or not callable(getattr(family, "read_upload", None)):
-            raise Conflict(f"a {kind.name} experiment takes ask/tell feedback, not an upload", code="not_offline")
-        with tempfile.TemporaryDirectory() as directory:  # parsed here, not on the writer thread
-            path = Path(directory) / f"upload.{file_format}"
-            path.write_bytes(data)
-            statistics = family.read_upload(kind.params.model_validate_json(row["params"]), str(path),
-                                            file_format=file_format, action_column=action_column,
-                                            reward_column=reward_column, clip=clip)
-
-        def fit(connection: Connection) -> None:
-            row = self._locked_row(connection, owner_id, experiment_id)
-            live = self._current(row, connection)
+        with self._locks.hold(experiment_id):
+            live = self._agent(owner_id, experiment_id, cancel)
+            family: Any = live.kind.family
+            if family.interactive or not callable(getattr(family, "read_upload", None)):
+                raise Conflict(f"a {live.kind.name} experiment takes ask/tell feedback, not an upload",
+                               code="not_offline")
             if live.closed:
                 raise Conflict("the experiment is closed", code="closed")
             if family.done(live.agent):
                 raise Conflict("logged data was already uploaded to this experiment", code="already_fitted")
-            family.fit(live.agent, statistics)
-            privacy = _guarantee_json(family.guarantee(live.agent))
-            summary = self._summary(live.kind, live.agent, privacy=privacy, previous=json.loads(row["summary"]))
-            connection.execute(update(experiments).where(experiments.c.id == experiment_id).values(
-                state=live.agent.to_bytes(), summary=json.dumps(summary), version=row["version"] + 1))
-
-        self._job(experiment_id, fit, reload_after=True).result()
+            options = {"file_format": file_format, "action_column": action_column, "reward_column": reward_column,
+                       "clip": clip}
+            with tempfile.TemporaryDirectory() as directory:
+                path = Path(directory) / f"upload.{file_format}"
+                path.write_bytes(data)
+                fitted = run_isolated(upload_job, live.kind.name, live.params.model_dump_json(), portable(live.agent),
+                                      str(path), options, time_limit=self.time_limit, cancel=cancel)
+            self.quotas.check_state(fitted["state"])
+            summary = self._summary(fitted["summary"], privacy=_guarantee_json(fitted["guarantee"]),
+                                    previous=live.summary)
+            expected = live.version
+            self._submit(experiment_id, lambda connection: compare_and_set(
+                connection, experiment_id, expected, state=fitted["state"], summary=json.dumps(summary)),
+                live).result()
+            live.agent = self._adopt(live.kind, live.params, fitted["state"], fitted["agent"])
+            live.version, live.summary = expected + 1, summary
         return self.status(owner_id, experiment_id)
 
     # ------------------------------------------------------------------------------ sample
-    def sample(self, owner_id: int, experiment_id: str, size: int, context: list[float] | None) -> dict[str, Any]:
+    def sample(self, owner_id: int, experiment_id: str, size: int, context: list[float] | None,
+               cancel: threading.Event | None = None) -> dict[str, Any]:
         """Release ``size`` private samples (KL-offline actions, USCA recommendations at ``context``).
 
-        The budget is spent, the samples drawn, the ledger row and the state written in one
-        transaction; over budget, nothing is drawn (409 ``budget_exceeded``).
+        The budget is checked before anything is drawn (over budget: 409 ``budget_exceeded``); the
+        samples are drawn in a child process (time limit, ``cancel``); the ledger row, the budget
+        check again (another process may have spent meanwhile) and the new state are written in one
+        transaction. Samples drawn by a transaction that did not commit never leave the server.
 
         Privacy
         -------
@@ -553,9 +616,19 @@ class ExperimentService:
         declared domain N(a) >= min_count, add/remove of one logged record; USCA: ε-joint-DP for one
         round's context and reward); samples compose on the experiment's accountant.
         """
-        def release(connection: Connection) -> tuple[list[Any], Accountant]:
-            row = self._locked_row(connection, owner_id, experiment_id)
-            live = self._current(row, connection)
+        for attempt in range(ATTEMPTS):
+            try:
+                return self._sample_once(owner_id, experiment_id, size, context, cancel)
+            except Retry:
+                if attempt == ATTEMPTS - 1:
+                    raise
+                time.sleep(backoff(attempt))
+        raise AssertionError("unreachable")
+
+    def _sample_once(self, owner_id: int, experiment_id: str, size: int, context: list[float] | None,
+                     cancel: threading.Event | None) -> dict[str, Any]:
+        with self._locks.hold(experiment_id):
+            live = self._agent(owner_id, experiment_id, cancel)
             family = live.kind.family
             if family.run_event:
                 raise Conflict(f"a {live.kind.name} experiment releases its recommendation in its "
@@ -563,46 +636,44 @@ class ExperimentService:
             if live.closed:
                 raise Conflict("the experiment is closed", code="closed")
             try:
-                event = guarantee_event(family.guarantee(live.agent))
+                guarantee = family.guarantee(live.agent)
             except NotFittedError as exc:
                 raise Conflict(str(exc), code="not_ready") from None
-            rows = connection.execute(select(ledger.c.event, ledger.c.count)
-                                      .where(ledger.c.experiment_id == experiment_id)
-                                      .order_by(ledger.c.id)).all()
-            accountant = rebuild_accountant(row["epsilon_budget"], row["delta_budget"],
-                                            [(r[0], r[1]) for r in rows])
-            try:
-                accountant.spend(event, size)  # before anything is drawn
-            except PrivacyBudgetExceededError as exc:
-                raise Conflict(str(exc), code="budget_exceeded") from None
+            accountant = open_ledger(self.engine, experiment_id)
+            if not accountant.can_spend(guarantee, size):  # before anything is drawn
+                spent = accountant.spent().epsilon
+                raise Conflict(f"{size} sample(s) of ε = {guarantee.epsilon:g} each would exceed the "
+                               f"experiment's epsilon_budget = {accountant.epsilon_budget:g} (spent: {spent:g})",
+                               code="budget_exceeded")
             seed = (None if live.insecure_seed is None
-                    else np.random.SeedSequence([live.insecure_seed, len(rows)]))
+                    else np.random.SeedSequence([live.insecure_seed, len(accountant.entries())]))
             try:
-                samples = family.sample(live.agent, size, context, seed)
+                drawn = run_isolated(sample_job, live.kind.name, live.params.model_dump_json(), portable(live.agent),
+                                     size, context, seed, time_limit=self.time_limit, cancel=cancel)
             except NotFittedError as exc:
                 raise Conflict(str(exc), code="not_ready") from None
-            connection.execute(insert(ledger).values(
-                experiment_id=experiment_id, created_at=time.time(), release="sample",
-                event=encode_event(event), count=size, note=f"{size} sample(s)"))
-            connection.execute(update(experiments).where(experiments.c.id == experiment_id).values(
-                state=live.agent.to_bytes(), version=row["version"] + 1))
-            return samples, accountant
+            self.quotas.check_state(drawn["state"])
+            expected = live.version
 
-        samples, accountant = self._job(experiment_id, release, reload_after=True).result()
-        spent, remaining = accountant.spent(), accountant.remaining()
-        return {"samples": samples, "spent": {"epsilon": finite_or_none(spent.epsilon), "delta": spent.delta},
-                "remaining": {"epsilon": finite_or_none(remaining.epsilon), "delta": remaining.delta}}
+            def release(connection: Connection) -> dict[str, Any]:
+                compare_and_set(connection, experiment_id, expected, state=drawn["state"])
+                accountant = open_ledger(self.engine, experiment_id, connection=connection)
+                spend_or_refuse(accountant, guarantee, size, label="sample", connection=connection)  # authoritative
+                return budget_json(accountant, connection=connection)
+
+            budget = self._submit(experiment_id, release, live).result()
+            live.agent = self._adopt(live.kind, live.params, drawn["state"], drawn["agent"])
+            live.version = expected + 1
+        return {"samples": drawn["samples"], **budget}
+
+
+def _retried(ack: dict[str, Any], told_hash: str, digest: str) -> dict[str, Any]:
+    """The original acknowledgement of a retried tell, or a 409 if its feedback differs."""
+    if told_hash != digest:
+        raise Conflict("this ticket was already told with other feedback", code="ticket_already_told")
+    return {**ack, "duplicate": True}
 
 
 def _validation_message(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in error['loc']) or 'params'}: {error['msg']}"
                      for error in exc.errors()[:10])
-
-
-def library_error_status(exc: DPBanditsError) -> int:
-    """The HTTP status of a library error raised while serving a request (4xx: the request's fault)."""
-    if isinstance(exc, ServiceError):
-        return exc.status
-    if isinstance(exc, NotFittedError | PrivacyBudgetExceededError):
-        return 409
-    return 400

@@ -15,9 +15,14 @@ Tables
     conflicting tell), the acknowledgement returned, and, until applied to the agent, the feedback
     itself (then erased: the store keeps raw feedback only while it is needed to survive a crash).
     ``(experiment_id, step)`` is unique: a step is counted once, whatever the clients or processes.
-``ledger``
-    The privacy ledger: one row per release (the run's guarantee at creation, a recommendation,
-    samples), each written in the transaction that makes the release.
+``leases``
+    The steps handed out by ``ask``: one row per (experiment, step) with the time of its latest
+    hand-out, so that every server process (``--workers N``, several hosts on one PostgreSQL) sees
+    the same leases (see :mod:`dpbandits.serve.leases`). Rows of applied steps are deleted.
+``ledgers``, ``ledger_entries``, ``ledger_continuations``
+    The privacy ledgers of the experiments: the library's durable ledger
+    (:mod:`dpbandits.privacy.ledger_store`), created in the same database; see
+    :mod:`dpbandits.serve.ledger`.
 ``settings``
     Server secrets (the key that signs tickets), created with the schema.
 
@@ -28,7 +33,8 @@ with ``synchronous=FULL`` by default (a committed transaction survives a power l
 survives a killed process only), a busy timeout, and write transactions opened with ``BEGIN
 IMMEDIATE`` (the write lock is taken at the start, so two writers never deadlock on an upgrade).
 PostgreSQL URLs (``postgresql+psycopg://...``) are used unchanged; writers lock the experiment's row
-with ``SELECT ... FOR UPDATE``.
+with ``SELECT ... FOR UPDATE``. Engines hide bound parameters from every error and log line
+(``hide_parameters``): a failed statement's text never shows an agent's state or raw feedback.
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError
 
 from dpbandits._core.errors import InvalidParameterError
+from dpbandits.privacy.ledger_store import create_ledger_tables
 
 __all__ = [
     "SQLITE_SYNCHRONOUS",
@@ -69,7 +76,7 @@ __all__ = [
     "experiments",
     "feedback",
     "is_sqlite",
-    "ledger",
+    "leases",
     "make_engine",
     "metadata",
     "settings",
@@ -121,16 +128,11 @@ feedback = Table(
     UniqueConstraint("experiment_id", "step", name="uq_feedback_step"),
 )
 
-ledger = Table(
-    "ledger", metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("experiment_id", String(32), ForeignKey("experiments.id"), nullable=False),
-    Column("created_at", Float, nullable=False),
-    Column("release", String(64), nullable=False),  # "run", "recommendation", "sample", ...
-    Column("event", Text, nullable=True),  # JSON privacy event spent (None: post-processing, no cost)
-    Column("count", Integer, nullable=False, default=1),
-    Column("note", Text, nullable=False, default=""),
-    Index("ix_ledger_experiment", "experiment_id"),
+leases = Table(
+    "leases", metadata,
+    Column("experiment_id", String(32), ForeignKey("experiments.id"), primary_key=True),
+    Column("step", Integer, primary_key=True),
+    Column("issued_at", Float, nullable=False),  # wall-clock time (time.time()) of its latest hand-out
 )
 
 settings = Table(
@@ -187,7 +189,9 @@ def make_engine(db: str, *, synchronous: str = "full", pool_size: int = 16) -> E
     if synchronous not in SQLITE_SYNCHRONOUS:
         raise InvalidParameterError(f"synchronous must be one of {list(SQLITE_SYNCHRONOUS)}; got {synchronous!r}")
     url = database_url(db)
-    kwargs: dict[str, Any] = {"pool_size": pool_size, "max_overflow": 2 * pool_size, "pool_pre_ping": False}
+    # hide_parameters: an error's text (logged, or raised) never carries bound values (states, feedback)
+    kwargs: dict[str, Any] = {"pool_size": pool_size, "max_overflow": 2 * pool_size, "pool_pre_ping": False,
+                              "hide_parameters": True}
     if url.startswith("sqlite"):
         if url in ("sqlite://", "sqlite:///:memory:"):
             raise InvalidParameterError("db must be a file for SQLite (an in-memory database is lost on exit)")
@@ -196,6 +200,7 @@ def make_engine(db: str, *, synchronous: str = "full", pool_size: int = 16) -> E
     if is_sqlite(engine):
         _configure_sqlite(engine, synchronous)
     metadata.create_all(engine)
+    create_ledger_tables(engine)  # the experiments' privacy ledgers (dpbandits.privacy.ledger_store)
     ticket_secret(engine)  # created once, with the schema
     return engine
 

@@ -57,10 +57,14 @@ class ServerProcess:
     synchronous : {"full", "normal"}, default "full"
     port : int, optional
         Default: a free port.
+    log : Path, optional
+        Where the server's output goes (default: nowhere).
+    options : tuple of str
+        More options of ``dpbandits serve`` (``("--workers", "2")``).
     """
 
     def __init__(self, db: str, *, allow_insecure_seeded_noise: bool = False, synchronous: str = "full",
-                 port: int | None = None, log: Path | None = None) -> None:
+                 port: int | None = None, log: Path | None = None, options: tuple[str, ...] = ()) -> None:
         self.db = db
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -69,6 +73,7 @@ class ServerProcess:
                         "--sqlite-synchronous", synchronous]
         if allow_insecure_seeded_noise:
             self.command.append("--allow-insecure-seeded-noise")
+        self.command.extend(options)
         self.log = log
         self.process: subprocess.Popen[bytes] | None = None
 

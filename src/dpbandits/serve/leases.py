@@ -1,0 +1,61 @@
+"""Leases of handed-out steps, kept in the store so that every server process shares them.
+
+``ask`` hands out a step of the agent's schedule (the steps ``applied, ..., applied + size - 1``
+known without further feedback) on a *lease*: a step never handed out if there is one, else the
+least recently handed-out step that is not told and whose lease expired; else nothing (every
+scheduled step is out on its lease). The choice and the lease row are written in the write
+transaction of the ask, with the experiment's row locked (PostgreSQL ``FOR UPDATE``; SQLite's
+write lock), so two server processes — ``dpbandits serve --workers N``, or several hosts on one
+PostgreSQL — never hand out the same step twice within its lease.
+
+Every step below the largest leased one was handed out at least once (steps are handed out in
+order the first time), so the next fresh step is ``max(applied, largest leased + 1)``. Lease times
+are wall-clock (``time.time()``): hosts sharing a store keep their clocks synchronised (NTP).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, and_, bindparam, delete, func, insert, select, update
+
+from dpbandits.serve.storage import feedback, leases
+
+__all__ = ["forget_applied", "pick_step"]
+
+_LARGEST = select(func.max(leases.c.step)).where(leases.c.experiment_id == bindparam("experiment_id"))
+_TOLD = select(feedback.c.step).where(feedback.c.experiment_id == bindparam("experiment_id"),
+                                      feedback.c.step >= bindparam("applied"))
+_EXPIRED = (select(leases.c.step)
+            .where(leases.c.experiment_id == bindparam("experiment_id"), leases.c.step >= bindparam("applied"),
+                   leases.c.step < bindparam("end"), leases.c.issued_at <= bindparam("expired_before"),
+                   leases.c.step.not_in(_TOLD))
+            .order_by(leases.c.issued_at, leases.c.step).limit(1))
+_INSERT = insert(leases)
+_RENEW = (update(leases).where(and_(leases.c.experiment_id == bindparam("leased_experiment"),
+                                    leases.c.step == bindparam("leased_step")))
+          .values(issued_at=bindparam("now")))
+_FORGET = delete(leases).where(leases.c.experiment_id == bindparam("leased_experiment"),
+                               leases.c.step < bindparam("applied"))
+
+
+def pick_step(connection: Connection, experiment_id: str, applied: int, size: int, *, now: float,
+              lease: float) -> int | None:
+    """Lease a step of ``[applied, applied + size)`` (see the module docstring); None if every one is out.
+
+    Call it with the experiment's row locked in ``connection``'s write transaction.
+    """
+    largest = connection.execute(_LARGEST, {"experiment_id": experiment_id}).scalar()
+    fresh = applied if largest is None else max(applied, int(largest) + 1)
+    if fresh < applied + size:
+        connection.execute(_INSERT, {"experiment_id": experiment_id, "step": fresh, "issued_at": now})
+        return fresh
+    expired = connection.execute(_EXPIRED, {"experiment_id": experiment_id, "applied": applied,
+                                            "end": applied + size, "expired_before": now - lease}).scalar()
+    if expired is None:
+        return None
+    connection.execute(_RENEW, {"leased_experiment": experiment_id, "leased_step": int(expired), "now": now})
+    return int(expired)
+
+
+def forget_applied(connection: Connection, experiment_id: str, applied: int) -> None:
+    """Delete the leases of applied steps (they are never handed out again)."""
+    connection.execute(_FORGET, {"leased_experiment": experiment_id, "applied": applied})
