@@ -44,23 +44,30 @@ def test_a_refused_tell_keeps_the_agent_in_memory(store: Store) -> None:
 
 @pytest.mark.slow
 def test_an_experiment_being_loaded_stalls_no_other(store: Store) -> None:
+    """Bob's rounds while Alice's K = 1000 agent loads take a small part of the load, not all of it.
+
+    With one writer for every tenant (the old service) a round waited for the whole load. The bound is
+    relative to the load's own duration, so a busy machine (slower load and rounds alike) does not fail it.
+    """
     service, alice, bob = service_for(store)
-    large = service.create(alice, "dp-bai", {"n_arms": 300, "budget": 10_000_000, "epsilon": 1.0})["id"]
+    large = service.create(alice, "dp-bai", {"n_arms": 1000, "budget": 10_000_000, "epsilon": 1.0})["id"]
     small = service.create(bob, "dp-bai", BAI)["id"]
     restarted, _, _ = service_for(store)  # a new server process: nothing in memory
     _round(restarted, bob, small)
     loading = threading.Thread(target=restarted.ask, args=(alice, large), kwargs={"lease": 10.0})
+    load_started = time.perf_counter()
     loading.start()
-    time.sleep(0.2)
+    time.sleep(0.05)
     latencies = []
-    for _ in range(10):
+    while loading.is_alive() and len(latencies) < 10:
         started = time.perf_counter()
         _round(restarted, bob, small)
         latencies.append(time.perf_counter() - started)
-    still_loading = loading.is_alive()
     loading.join(120)
-    assert still_loading, "the large experiment loaded too fast to tell anything"
-    assert max(latencies) < 1.0, latencies
+    load_seconds = time.perf_counter() - load_started
+    if not latencies:
+        pytest.skip(f"the large experiment loaded in {load_seconds:.2f} s, before a round could start")
+    assert max(latencies) < max(0.5, load_seconds / 2), (latencies, load_seconds)
 
 
 def test_heavy_work_stops_at_its_time_limit_or_when_cancelled() -> None:
