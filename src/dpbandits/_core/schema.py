@@ -22,6 +22,7 @@ dotted paths allowed) or callables of it::
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,11 +80,12 @@ def fail(where: str, rule_text: str, value: Any = ...) -> DataFormatError:
     return DataFormatError(f"state field {where} must be {rule_text}{got}")
 
 
-class Spec:
+class Spec(ABC):
     """A rule for one saved value: :meth:`check` returns the value to restore or raises."""
 
-    def check(self, value: Any, obj: Any, where: str) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def check(self, value: Any, obj: Any, where: str) -> Any:
+        """The value to restore, or a :class:`DataFormatError` naming ``where`` and the rule."""
 
 
 def _in_range(value: float, low: Any, high: Any) -> bool:

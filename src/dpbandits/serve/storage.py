@@ -40,7 +40,6 @@ with ``SELECT ... FOR UPDATE``. Engines hide bound parameters from every error a
 from __future__ import annotations
 
 import secrets
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +58,6 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     create_engine,
-    event,
     insert,
     select,
 )
@@ -67,7 +65,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError
 
 from dpbandits._core.errors import InvalidParameterError
-from dpbandits.privacy.ledger_store import create_ledger_tables
+from dpbandits.privacy.ledger_store import configure_sqlite, create_ledger_tables
 
 __all__ = [
     "SQLITE_SYNCHRONOUS",
@@ -198,29 +196,11 @@ def make_engine(db: str, *, synchronous: str = "full", pool_size: int = 16) -> E
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30.0}
     engine = create_engine(url, **kwargs)
     if is_sqlite(engine):
-        _configure_sqlite(engine, synchronous)
+        configure_sqlite(engine, synchronous)  # the one SQLite set-up, shared with the durable ledger
     metadata.create_all(engine)
     create_ledger_tables(engine)  # the experiments' privacy ledgers (dpbandits.privacy.ledger_store)
     ticket_secret(engine)  # created once, with the schema
     return engine
-
-
-def _configure_sqlite(engine: Engine, synchronous: str) -> None:
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN itself (below)
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA synchronous={synchronous.upper()}")
-        cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(connection: Any) -> None:
-        # writers take the database's write lock at BEGIN: no deadlock on a read-to-write upgrade
-        immediate = connection.get_execution_options().get("sqlite_immediate", False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
 def ticket_secret(engine: Engine) -> bytes:
