@@ -250,27 +250,25 @@ def _steps(params: Mapping[str, Any]) -> int:
 
 
 # --------------------------------------------------------------------------------- observables
-def _observables(records: Sequence[PublicRecord], changed_arm: int | None) -> dict[str, np.ndarray]:
+def _observables(records: Sequence[PublicRecord], changed_arm: int | None,
+                 codebook: dict[Any, int]) -> dict[str, np.ndarray]:
     values: dict[str, np.ndarray] = {}
     outputs = [record.output for record in records]
     if outputs and all(isinstance(output, float) for output in outputs):
         values["released value"] = np.array(outputs, dtype=np.float64)  # thresholds, as for a count
     elif any(output is not None for output in outputs):
-        values["recommendation" if records[0].transcript else "sampled output"] = _codes(outputs)
+        values["recommendation" if records[0].transcript else "sampled output"] = _codes(outputs, codebook)
     if any(record.transcript for record in records):
-        values["transcript"] = _codes([record.transcript for record in records])
+        values["transcript"] = _codes([record.transcript for record in records], codebook)
     if changed_arm is not None:
         values[f"pulls of arm {changed_arm}"] = np.array(
             [sum(1 for arm in record.transcript if arm == changed_arm) for record in records], dtype=np.float64)
     return values
 
 
-_CODEBOOK: dict[Any, int] = {}
-
-
-def _codes(values: Sequence[Any]) -> np.ndarray:
-    """Each distinct released value as an integer code (the same code for equal values in every call)."""
-    return np.array([_CODEBOOK.setdefault(value, len(_CODEBOOK)) for value in values], dtype=np.int64)
+def _codes(values: Sequence[Any], codebook: dict[Any, int]) -> np.ndarray:
+    """Each distinct released value as an integer code (equal values, equal codes, within one audit)."""
+    return np.array([codebook.setdefault(value, len(codebook)) for value in values], dtype=np.int64)
 
 
 def _events(name: str, calibration: np.ndarray) -> list[Any]:
@@ -393,19 +391,23 @@ def _audit(name: str, runner: UserRunner, pairs: list[tuple[str, Feedback, Feedb
            delta: float, unit: str, runs: int, confidence: float, distribution: Callable[[Any], Any] | None,
            cls: Any, factory: Callable[[], Any]) -> UserAuditReport:
     calibration_runs = max(10, int(_CALIBRATION_SHARE * runs))
-    collected = []
+    codebook: dict[Any, int] = {}  # one code per distinct released value, shared by every pair of this audit
+    collected: list[tuple[str, dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray],
+                          list[PublicRecord], list[PublicRecord]]] = []
     for label, first, second in pairs:
-        calibrate = _interleaved(runner, first, second, calibration_runs)
-        audited = _interleaved(runner, first, second, runs)
-        collected.append((label, first.changed_arm, calibrate, audited))
-    n_tests = sum(len(_observables(audited[0], arm)) for _, arm, _, audited in collected)
+        calibration_runs_d, calibration_runs_e = _interleaved(runner, first, second, calibration_runs)
+        records_d, records_e = _interleaved(runner, first, second, runs)
+        calibration_d = _observables(calibration_runs_d, first.changed_arm, codebook)
+        calibration_e = _observables(calibration_runs_e, first.changed_arm, codebook)
+        calibration = {key: np.concatenate([calibration_d[key], calibration_e[key]]) for key in calibration_d}
+        collected.append((label, calibration, _observables(records_d, first.changed_arm, codebook),
+                          _observables(records_e, first.changed_arm, codebook), records_d, records_e))
+    n_tests = sum(len(observed_d) for _, _, observed_d, _, _, _ in collected)
     each = 1.0 - (1.0 - confidence) / max(n_tests, 1)
     statistical, float_attacks, timing = [], [], None
-    for label, arm, (calibration_d, calibration_e), (records_d, records_e) in collected:
-        calibration = {key: np.concatenate([a, b]) for (key, a), b in zip(
-            _observables(calibration_d, arm).items(), _observables(calibration_e, arm).values(), strict=True)}
-        for key, values_d in _observables(records_d, arm).items():
-            values_e = _observables(records_e, arm)[key]
+    for label, calibration, observed_d, observed_e, records_d, records_e in collected:
+        for key, values_d in observed_d.items():
+            values_e = observed_e[key]
             events = _events(key, calibration[key])
             report = epsilon_lower_bound(values_d, values_e, events, delta=delta, confidence=each)
             power = detectable_epsilon(epsilon, runs, confidence=each, n_events=len(events), delta=delta)
