@@ -58,6 +58,7 @@ __all__ = [
     "RUNNER_SUPPLIED",
     "AgentSimulation",
     "FunctionSimulation",
+    "UserCalls",
     "environment_kind",
 ]
 
@@ -95,22 +96,38 @@ def _step_limit(params: Mapping[str, Any]) -> int:
     return _STEP_LIMIT
 
 
-class _Caller:
-    """Calls into one user agent, turning its exceptions into one-line :class:`UserAlgorithmError`."""
+class UserCalls:
+    """Calls into a user's object; its exceptions become one-line :class:`UserAlgorithmError` naming where.
+
+    ``where`` is the place in words (``"trial 3, step 17"``, ``"audit run, step 5"``). Used by the
+    study runner here and by the audit's runner (:mod:`dpbandits.audit.user_inputs`).
+    """
 
     def __init__(self, target: str) -> None:
         self.target = target
 
-    def fail(self, trial: int, step: int, what: str) -> UserAlgorithmError:
-        return UserAlgorithmError(f"algorithm {self.target!r} (trial {trial}, step {step}): {what}")
+    def fail(self, where: str, what: str) -> UserAlgorithmError:
+        """The error to raise: ``algorithm 'target' (where): what``."""
+        return UserAlgorithmError(f"algorithm {self.target!r} ({where}): {what}")
 
-    def call(self, trial: int, step: int, verb: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+    def call(self, where: str, verb: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """``function(*args, **kwargs)``; an exception of the user's code is re-raised as theirs."""
         try:
             return function(*args, **kwargs)
         except UserAlgorithmError:
             raise
         except Exception as exc:
-            raise self.fail(trial, step, f"{verb} raised {type(exc).__name__}: {exc}") from exc
+            raise self.fail(where, f"{verb} raised {type(exc).__name__}: {exc}") from exc
+
+    def arm(self, where: str, value: Any, n_arms: int, what: str) -> int:
+        """``value`` as an arm of 0..K−1, or a one-line error saying what returned it."""
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= int(value) < n_arms:
+            raise self.fail(where, f"{what} {value!r} is not an arm in 0..{n_arms - 1}")
+        return int(value)
+
+
+def _at(trial: int, step: int) -> str:
+    return f"trial {trial}, step {step}"
 
 
 @dataclass(frozen=True)
@@ -158,7 +175,7 @@ class AgentSimulation:
         if hasattr(env, "features"):
             public["features"] = np.asarray(env.features)
         given = {name: value for name, value in public.items() if name in accepted or any_keyword}
-        caller = _Caller(self.target)
+        caller = UserCalls(self.target)
         agents = []
         with warnings.catch_warnings():
             # a study is a simulation: seeded noise is asked for on purpose (see the module docstring)
@@ -169,7 +186,7 @@ class AgentSimulation:
                     seeded["rng"] = np.random.default_rng(seed)
                 if "insecure_seeded_noise" in accepted:
                     seeded["insecure_seeded_noise"] = True
-                agents.append(caller.call(trial, 0, "the constructor", cls, **given, **params, **seeded))
+                agents.append(caller.call(_at(trial, 0), "the constructor", cls, **given, **params, **seeded))
         return agents
 
     def __call__(self, env: Any, *, n_trials: int, rng: Any, **params: Any) -> dict[str, np.ndarray]:
@@ -186,27 +203,21 @@ class AgentSimulation:
         drive = _drive_dueling if kind == "dueling" else _drive_arms
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", InsecureNoiseWarning)
-            return drive(_Caller(self.target), env, streams, agents, _step_limit(params))
+            return drive(UserCalls(self.target), env, streams, agents, _step_limit(params))
 
 
-def _done(caller: _Caller, trial: int, step: int, agent: Any) -> bool:
-    return bool(caller.call(trial, step, "done", getattr, agent, "done"))
+def _done(caller: UserCalls, trial: int, step: int, agent: Any) -> bool:
+    return bool(caller.call(_at(trial, step), "done", getattr, agent, "done"))
 
 
-def _arm(caller: _Caller, trial: int, step: int, value: Any, n_arms: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= int(value) < n_arms:
-        raise caller.fail(trial, step, f"{what} {value!r} is not an arm in 0..{n_arms - 1}")
-    return int(value)
-
-
-def _unfinished(caller: _Caller, agents: list[Any], active: list[int], step: int, limit: int) -> list[int]:
+def _unfinished(caller: UserCalls, agents: list[Any], active: list[int], step: int, limit: int) -> list[int]:
     still = [trial for trial in active if not _done(caller, trial, step, agents[trial])]
     if still and step >= limit:
-        raise caller.fail(still[0], step, f"not done after {limit} steps (its budget or horizon)")
+        raise caller.fail(_at(still[0], step), f"not done after {limit} steps (its budget or horizon)")
     return still
 
 
-def _drive_arms(caller: _Caller, env: Any, streams: Any, agents: list[Any], limit: int) -> dict[str, np.ndarray]:
+def _drive_arms(caller: UserCalls, env: Any, streams: Any, agents: list[Any], limit: int) -> dict[str, np.ndarray]:
     """Multi-armed or linear environment: ask an arm, tell its reward, recommend an arm."""
     n_arms, n_trials = int(env.n_arms), len(agents)
     means = np.asarray(env.means, dtype=np.float64)
@@ -216,15 +227,15 @@ def _drive_arms(caller: _Caller, env: Any, streams: Any, agents: list[Any], limi
     active = _unfinished(caller, agents, list(range(n_trials)), step, limit)
     while active:
         step += 1
-        arms = np.array([_arm(caller, trial, step, caller.call(trial, step, "ask()", agents[trial].ask), n_arms,
+        arms = np.array([caller.arm(_at(trial, step), caller.call(_at(trial, step), "ask()", agents[trial].ask), n_arms,
                               "ask() returned") for trial in active], dtype=np.int64)
         rewards = streams.pull(arms, trials=np.array(active, dtype=np.int64))
         for trial, arm, reward in zip(active, arms.tolist(), rewards.tolist(), strict=True):
-            caller.call(trial, step, "tell()", agents[trial].tell, arm, reward)
+            caller.call(_at(trial, step), "tell()", agents[trial].tell, arm, reward)
         cumulative[active] += best_mean - means[arms]  # Σ_t μ* − μ_{arm_t}
         active = _unfinished(caller, agents, active, step, limit)
     recommended = np.array([
-        _arm(caller, trial, step, caller.call(trial, step, "recommendation", getattr, agent, "recommendation"),
+        caller.arm(_at(trial, step), caller.call(_at(trial, step), "recommendation", getattr, agent, "recommendation"),
              n_arms, "recommendation")
         for trial, agent in enumerate(agents)
     ], dtype=np.int64)
@@ -233,7 +244,7 @@ def _drive_arms(caller: _Caller, env: Any, streams: Any, agents: list[Any], limi
             "cumulative_regret": cumulative}
 
 
-def _drive_dueling(caller: _Caller, env: Any, streams: Any, agents: list[Any], limit: int) -> dict[str, np.ndarray]:
+def _drive_dueling(caller: UserCalls, env: Any, streams: Any, agents: list[Any], limit: int) -> dict[str, np.ndarray]:
     """Dueling environment: ask a pair, tell the winner; regret from the pairs played."""
     n_arms, n_trials = int(env.n_arms), len(agents)
     pair_counts = np.zeros((n_trials, n_arms, n_arms), dtype=np.int64)
@@ -242,17 +253,17 @@ def _drive_dueling(caller: _Caller, env: Any, streams: Any, agents: list[Any], l
     while active:
         step += 1
         for trial in active:
-            asked = caller.call(trial, step, "ask()", agents[trial].ask)
+            asked = caller.call(_at(trial, step), "ask()", agents[trial].ask)
             if not isinstance(asked, tuple | list) or len(asked) != 2:
-                raise caller.fail(trial, step, f"ask() returned {asked!r}, not a pair of arms")
-            first = _arm(caller, trial, step, asked[0], n_arms, "ask() returned")
-            second = _arm(caller, trial, step, asked[1], n_arms, "ask() returned")
+                raise caller.fail(_at(trial, step), f"ask() returned {asked!r}, not a pair of arms")
+            first = caller.arm(_at(trial, step), asked[0], n_arms, "ask() returned")
+            second = caller.arm(_at(trial, step), asked[1], n_arms, "ask() returned")
             first_wins = bool(streams.duel(first, second, trial))
             if first == second:
-                caller.call(trial, step, "tell()", agents[trial].tell, (first, second), first_wins=first_wins)
+                caller.call(_at(trial, step), "tell()", agents[trial].tell, (first, second), first_wins=first_wins)
             else:
                 winner = first if first_wins else second
-                caller.call(trial, step, "tell()", agents[trial].tell, (first, second), winner=winner)
+                caller.call(_at(trial, step), "tell()", agents[trial].tell, (first, second), winner=winner)
             pair_counts[trial, first, second] += 1
         active = _unfinished(caller, agents, active, step, limit)
     return {name: np.asarray(values, dtype=np.float64)

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from dpbandits._core.errors import InvalidParameterError, UserAlgorithmError
+from dpbandits.algorithms.user_simulation import UserCalls
 from dpbandits.audit.cases.dueling import flip_user, lower_index_wins
 from dpbandits.audit.kl import mab_neighbour_datasets
 from dpbandits.envs.logged import LoggedBanditData
@@ -166,23 +167,16 @@ class UserRunner:
 
     def __init__(self, target: str, factory: Callable[[], Any], n_arms: int) -> None:
         self.target, self.factory, self.n_arms = target, factory, n_arms
+        self.calls = UserCalls(target)
 
-    def _fail(self, step: int, what: str, exc: BaseException | None = None) -> UserAlgorithmError:
-        cause = "" if exc is None else f" raised {type(exc).__name__}: {exc}"
-        return UserAlgorithmError(f"algorithm {self.target!r} (audit run, step {step}): {what}{cause}")
+    def _fail(self, step: int, what: str) -> UserAlgorithmError:
+        return self.calls.fail(f"audit run, step {step}", what)
 
     def _call(self, step: int, what: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except UserAlgorithmError:
-            raise
-        except Exception as exc:
-            raise self._fail(step, what, exc) from exc
+        return self.calls.call(f"audit run, step {step}", what, function, *args, **kwargs)
 
     def _arm(self, step: int, value: Any, what: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= int(value) < self.n_arms:
-            raise self._fail(step, f"{what} {value!r} is not an arm in 0..{self.n_arms - 1}")
-        return int(value)
+        return self.calls.arm(f"audit run, step {step}", value, self.n_arms, what)
 
     def run(self, feedback: Feedback) -> PublicRecord:
         """One run on ``feedback``; times the whole run (construction to release)."""
