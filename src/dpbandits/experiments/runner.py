@@ -343,6 +343,11 @@ class _CellWriter:
         self._store = store
         self._queue: queue.SimpleQueue[tuple[Cell, dict[int, TaskResult]] | None] = queue.SimpleQueue()
         self._error: BaseException | None = None
+        self._closing = False
+        # set by the thread as it ends: close() waits on it, not on Thread.join, because a join that a
+        # signal handler interrupts (SIGTERM, Ctrl-C) can mark the thread stopped while it still
+        # writes, so that a second join returns at once and the process exits mid-write
+        self._stopped = threading.Event()
         self._thread: threading.Thread | None = threading.Thread(target=self._write_until_closed,
                                                                  name="dpbandits-cell-writer", daemon=True)
         self._thread.start()
@@ -355,8 +360,11 @@ class _CellWriter:
     def close(self) -> None:
         """Write the queued cells, stop the thread (idempotent) and raise its error, if any."""
         if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
+            if not self._closing:  # a close interrupted by a signal is called again: one end marker
+                self._closing = True
+                self._queue.put(None)
+            while not self._stopped.wait(timeout=1.0):  # an interrupted wait can simply be waited again
+                pass
             self._thread = None
         self._raise_error()
 
@@ -366,6 +374,12 @@ class _CellWriter:
             raise error
 
     def _write_until_closed(self) -> None:
+        try:
+            self._write_batches()
+        finally:
+            self._stopped.set()
+
+    def _write_batches(self) -> None:
         closed = False
         while not closed:
             batch = [self._queue.get()]
