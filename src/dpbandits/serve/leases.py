@@ -17,11 +17,16 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, and_, bindparam, delete, func, insert, select, update
 
-from dpbandits.serve.storage import feedback, leases
+from dpbandits.serve.errors import Retry
+from dpbandits.serve.storage import experiments, feedback, is_sqlite, leases
 
 __all__ = ["forget_applied", "pick_step"]
 
 _LARGEST = select(func.max(leases.c.step)).where(leases.c.experiment_id == bindparam("experiment_id"))
+# one statement: the experiment's version (its row locked on PostgreSQL) and its largest leased step
+_VERSION_AND_LARGEST = select(experiments.c.version, _LARGEST.scalar_subquery()).where(
+    experiments.c.id == bindparam("experiment_id"))
+_VERSION_AND_LARGEST_FOR_UPDATE = _VERSION_AND_LARGEST.with_for_update(of=experiments)
 _TOLD = select(feedback.c.step).where(feedback.c.experiment_id == bindparam("experiment_id"),
                                       feedback.c.step >= bindparam("applied"))
 _EXPIRED = (select(leases.c.step)
@@ -37,13 +42,24 @@ _FORGET = delete(leases).where(leases.c.experiment_id == bindparam("leased_exper
                                leases.c.step < bindparam("applied"))
 
 
-def pick_step(connection: Connection, experiment_id: str, applied: int, size: int, *, now: float,
+def pick_step(connection: Connection, experiment_id: str, applied: int, size: int, *, version: int, now: float,
               lease: float) -> int | None:
     """Lease a step of ``[applied, applied + size)`` (see the module docstring); None if every one is out.
 
-    Call it with the experiment's row locked in ``connection``'s write transaction.
+    Call it in ``connection``'s write transaction: it locks the experiment's row (PostgreSQL
+    ``FOR UPDATE``; SQLite's transaction holds the write lock) and checks its stored version is
+    ``version``, the one the schedule was computed from.
+
+    Raises
+    ------
+    Retry
+        If another writer changed the experiment since (or it does not exist any more).
     """
-    largest = connection.execute(_LARGEST, {"experiment_id": experiment_id}).scalar()
+    query = _VERSION_AND_LARGEST if is_sqlite(connection.engine) else _VERSION_AND_LARGEST_FOR_UPDATE
+    found = connection.execute(query, {"experiment_id": experiment_id}).first()
+    if found is None or found[0] != version:
+        raise Retry("the experiment changed in another server process; retry")
+    largest = found[1]
     fresh = applied if largest is None else max(applied, int(largest) + 1)
     if fresh < applied + size:
         connection.execute(_INSERT, {"experiment_id": experiment_id, "step": fresh, "issued_at": now})

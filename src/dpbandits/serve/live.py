@@ -40,6 +40,7 @@ class LiveAgent:
     insecure_seed: int | None
     buffered: dict[int, tuple[str, dict[str, Any]]]  # step -> (ticket, payload): told, not yet applied
     summary: dict[str, Any] = field(default_factory=dict)
+    snapshot: int = 0  # steps applied to the stored state (<= applied: later ones are replayed from the log)
     in_flight: dict[str, tuple[str, Future[Any]]] = field(default_factory=dict)  # ticket -> (hash, commit)
     _window: tuple[int, list[Action]] = (-1, [])  # (first step, actions) of the cached schedule
 
@@ -55,6 +56,19 @@ class LiveAgent:
             self._window = (self.applied, self.kind.family.schedule(self.agent))
             return self._window[1]
         return actions[offset:] if offset else actions
+
+    def next_action(self) -> Action:
+        """The action of step ``applied`` (the first of :meth:`schedule`, without slicing the window)."""
+        start, actions = self._window
+        offset = self.applied - start
+        if start < 0 or offset >= len(actions):
+            return self.schedule()[0]
+        return actions[offset]
+
+    def window_used_up(self) -> bool:
+        """Whether every step of the cached window is applied: the next actions may depend on a new release."""
+        start, actions = self._window
+        return start < 0 or self.applied - start >= len(actions)
 
 
 class LiveAgents:

@@ -66,11 +66,13 @@ class GroupCommitter:
 
     ``submit(key, work)`` queues ``work(connection)``; the thread takes every queued job (up to
     ``max_batch``), runs them in the order of their keys (jobs of one key in arrival order) inside
-    one write transaction, each in a savepoint (a job that raises is rolled back alone and gets its
-    exception), commits once, and only then completes the
+    one write transaction, commits once, and only then completes the
     jobs' futures: one commit (one fsync) acknowledges many tells, and no job's result — an
     acknowledgement, a handed-out action, a sample — leaves the process before what it depends on is
-    committed. If the commit fails, every job of the batch fails and ``on_abort`` gets their keys
+    committed. If a job raises, the transaction is rolled back and the batch run again with each job
+    in a savepoint (the job that raises is rolled back alone and gets its exception; the others
+    commit): a job must therefore be a function of the store only, safe to run twice after a
+    rollback. If the commit fails, every job of the batch fails and ``on_abort`` gets their keys
     (the service forgets those agents and reloads them from the store).
 
     Parameters
@@ -106,26 +108,54 @@ class GroupCommitter:
             self._batch(jobs)
 
     def _batch(self, jobs: list[tuple[str, Callable[[Connection], Any], Future[Any]]]) -> None:
-        outcomes: list[tuple[Future[Any], bool, Any]] = []
         jobs = sorted(jobs, key=lambda job: job[0])  # stable: one key's jobs keep their order
+        failed: list[Exception] = []
+        outcomes: list[tuple[Future[Any], bool, Any]] = []
         try:
+            # the common case: no job fails, and the batch needs no savepoints (each costs two statements)
             with write_transaction(self.engine) as connection:
                 for _key, work, future in jobs:
                     try:
-                        with connection.begin_nested():  # this job's statements alone roll back on error
-                            outcomes.append((future, True, work(connection)))
+                        outcomes.append((future, True, work(connection)))
                     except Exception as exc:
-                        outcomes.append((future, False, exc))
+                        failed.append(exc)
+                        raise
         except Exception as exc:
-            self._on_abort({key for key, _work, _future in jobs})
-            for _key, _work, future in jobs:
-                future.set_exception(exc)
-            return
+            if not failed:  # the commit itself failed
+                self._abort(jobs, exc)
+                return
+            if len(jobs) == 1:
+                outcomes = [(jobs[0][2], False, failed[0])]
+            else:  # again, each job in a savepoint: a job that fails is rolled back alone
+                try:
+                    outcomes = self._isolated(jobs)
+                except Exception as exc:
+                    self._abort(jobs, exc)
+                    return
         for future, succeeded, value in outcomes:
             if succeeded:
                 future.set_result(value)
             else:
                 future.set_exception(value)
+
+    def _abort(self, jobs: list[tuple[str, Callable[[Connection], Any], Future[Any]]], exc: Exception) -> None:
+        """A commit failed: every job of the batch fails with ``exc``."""
+        self._on_abort({key for key, _work, _future in jobs})
+        for _key, _work, future in jobs:
+            future.set_exception(exc)
+
+    def _isolated(self, jobs: list[tuple[str, Callable[[Connection], Any], Future[Any]]]
+                  ) -> list[tuple[Future[Any], bool, Any]]:
+        """Run ``jobs`` in one transaction, each in a savepoint; their outcomes (a failed commit raises)."""
+        outcomes: list[tuple[Future[Any], bool, Any]] = []
+        with write_transaction(self.engine) as connection:
+            for _key, work, future in jobs:
+                try:
+                    with connection.begin_nested():  # this job's statements alone roll back on error
+                        outcomes.append((future, True, work(connection)))
+                except Exception as exc:
+                    outcomes.append((future, False, exc))
+        return outcomes
 
 
 ATTEMPTS = 8

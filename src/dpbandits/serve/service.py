@@ -117,6 +117,8 @@ MAX_LIVE = 256
 LIGHT_STATE_BYTES = 32 * 1024
 """Agents stored in at most this many bytes are loaded in the server process (a child process costs
 more than their load); larger ones, and those of :data:`HEAVY_LOAD_FAMILIES`, in a child process."""
+SNAPSHOT_EVERY = 64
+"""At most this many applied steps between two stored states of an agent (the feedback a load replays)."""
 HEAVY_LOAD_FAMILIES = frozenset({"kernel"})
 """Families whose agents do seconds of set-up when loaded whatever their size (USCA rebuilds its
 kernel approximation)."""
@@ -127,7 +129,9 @@ _SELECT_PENDING = select(feedback.c.step, feedback.c.ticket, feedback.c.payload)
     feedback.c.experiment_id == bindparam("experiment_id"), feedback.c.applied.is_(False))
 _SELECT_TOLD_TICKET = select(feedback.c.feedback_hash, feedback.c.ack).where(feedback.c.ticket == bindparam("ticket_text"))
 _INSERT_FEEDBACK = insert(feedback)
-_MARK_APPLIED = update(feedback).where(feedback.c.ticket == bindparam("applied_ticket")).values(applied=True, payload=None)
+_MARK_COVERED = (update(feedback).where(feedback.c.experiment_id == bindparam("covered_experiment"),
+                                       feedback.c.step < bindparam("covered"), feedback.c.applied.is_(False))
+                 .values(applied=True, payload=None))
 _SAME_VERSION = (experiments.c.id == bindparam("experiment_id")) & (experiments.c.version == bindparam("expected"))
 _COUNT_TELL = update(experiments).where(_SAME_VERSION).values(told=bindparam("new_told"), version=bindparam("new_version"))
 _WRITE_STATE = update(experiments).where(_SAME_VERSION).values(
@@ -222,9 +226,23 @@ class ExperimentService:
         live = LiveAgent(row["id"], row["owner_id"], kind, params, agent, len(state),
                          row["version"], row["applied"], row["told"], bool(row["closed"]), row["insecure_seed"],
                          {int(step): (ticket, json.loads(payload)) for step, ticket, payload in pending},
-                         json.loads(row["summary"]))
+                         json.loads(row["summary"]), snapshot=row["applied"])
+        self._replay(live)
         self._live.put(live)
         return live
+
+    @staticmethod
+    def _replay(live: LiveAgent) -> None:
+        """Apply the stored feedback of the steps after the stored state's (told since its snapshot), in order.
+
+        These steps lie in the window of actions known at the snapshot (a snapshot is written whenever
+        a window is used up, see :meth:`_apply`), so replaying them draws no noise whose value left
+        the process.
+        """
+        while live.applied in live.buffered:
+            _text, payload = live.buffered.pop(live.applied)
+            live.kind.family.apply(live.agent, live.next_action(), payload)
+            live.applied += 1
 
     @staticmethod
     def _adopt(kind: ExperimentKind, params: BaseModel, state: bytes, pickled: bytes | None) -> Any:
@@ -418,8 +436,8 @@ class ExperimentService:
             version, applied = live.version, live.applied
 
         def lease_a_step(connection: Connection) -> int | None:
-            lock_version(connection, experiment_id, version)
-            return pick_step(connection, experiment_id, applied, len(schedule), now=time.time(), lease=lease)
+            return pick_step(connection, experiment_id, applied, len(schedule), version=version, now=time.time(),
+                             lease=lease)
 
         def handed(step: int | None) -> dict[str, Any] | None:
             if step is None:
@@ -488,49 +506,66 @@ class ExperimentService:
 
     def _apply(self, live: LiveAgent, ticket_text: str, step: int, payload: dict[str, Any], digest: str,
                schedule: list[Any]) -> Callable[[Connection], dict[str, Any]]:
-        """Apply a validated tell to the agent; the commit job that stores it."""
+        """Apply a validated tell to the agent; the commit job that stores it.
+
+        The feedback row is stored with its payload; the agent's state is written (a *snapshot*,
+        which erases the payloads it covers) only when :meth:`_needs_snapshot` says so, not on
+        every tell: serialising a state costs more than the rest of a tell.
+        """
         family, experiment_id = live.kind.family, live.id
         start = live.applied
         live.buffered[step] = (ticket_text, payload)
-        newly_applied: list[str] = []
         while live.applied in live.buffered:  # apply every step that is now in order
-            text, step_payload = live.buffered.pop(live.applied)
+            _text, step_payload = live.buffered.pop(live.applied)
             family.apply(live.agent, schedule[live.applied - start], step_payload)
             live.applied += 1
-            newly_applied.append(text)
         live.told += 1
         done = family.done(live.agent)
         ack = {"ticket": ticket_text, "step": step, "counted": True, "steps_told": live.told,
                "steps_applied": live.applied, "done": done}
-        own_applied = step < live.applied
-        row = {"ticket": ticket_text, "experiment_id": experiment_id, "step": step, "feedback_hash": digest,
-               "payload": None if own_applied else json.dumps(payload), "applied": own_applied,
-               "ack": json.dumps(ack), "created_at": time.time()}
-        others = [{"applied_ticket": t} for t in newly_applied if t != ticket_text]
         values: dict[str, Any] = {"experiment_id": experiment_id, "expected": live.version, "new_told": live.told,
                                   "new_version": live.version + 1}
-        if newly_applied:
-            live.summary = self._summary(family.summary(live.agent), previous=live.summary)
+        snapshot = live.applied > start and self._needs_snapshot(live, done)
+        if snapshot:
             if done:
                 live.summary.setdefault("done_at", time.time())
             state = live.agent.to_bytes()
             live.state_bytes = len(state)
             self.quotas.check_state(state)
             values.update(new_state=state, new_applied=live.applied, new_summary=json.dumps(live.summary))
+            live.snapshot = live.applied
+        covered = snapshot and step < live.applied  # this step's payload is in the state written
+        row = {"ticket": ticket_text, "experiment_id": experiment_id, "step": step, "feedback_hash": digest,
+               "payload": None if covered else json.dumps(payload), "applied": covered,
+               "ack": json.dumps(ack), "created_at": time.time()}
         live.version += 1
         applied = live.applied
 
         def store(connection: Connection) -> dict[str, Any]:
-            if connection.execute(_WRITE_STATE if newly_applied else _COUNT_TELL, values).rowcount != 1:
+            if connection.execute(_WRITE_STATE if snapshot else _COUNT_TELL, values).rowcount != 1:
                 raise Retry("the experiment changed in another server process; retry")
             connection.execute(_INSERT_FEEDBACK, row)
-            if others:  # raw feedback is kept only until it is applied
-                connection.execute(_MARK_APPLIED, others)
-            if newly_applied:
+            if snapshot:  # raw feedback is kept only until a stored state covers it
+                connection.execute(_MARK_COVERED, {"covered_experiment": experiment_id, "covered": applied})
                 forget_applied(connection, experiment_id, applied)
             return ack
 
         return store
+
+    def _needs_snapshot(self, live: LiveAgent, done: bool) -> bool:
+        """Whether the agent's state must be stored with this tell (``live.summary`` is updated).
+
+        Yes when the run is done, when the window of actions known in advance is used up (the
+        agent may have drawn noise — a phase's release — on which the next actions depend: it must
+        be stored before any of them is handed out, so that it is never drawn again), when the
+        public summary changed (a released value is shown), and every :data:`SNAPSHOT_EVERY`
+        steps (a bound on the feedback replayed at a load). Otherwise the tell's feedback row is
+        enough: a load replays it on the stored state.
+        """
+        summary = self._summary(live.kind.family.summary(live.agent), previous=live.summary)
+        changed = summary != live.summary
+        live.summary = summary
+        return (done or changed or live.window_used_up() or live.applied - live.snapshot >= SNAPSHOT_EVERY)
 
     # ------------------------------------------------------------------------------ close
     def close(self, owner_id: int, experiment_id: str) -> dict[str, Any]:
