@@ -99,7 +99,9 @@ class Family(ABC):
         if self.done(agent):
             return []
         scheduled = getattr(agent, "scheduled", None)
-        actions = list(scheduled(limit)) if callable(scheduled) else [agent.ask()]
+        actions = scheduled(limit) if callable(scheduled) else [agent.ask()]
+        if isinstance(actions, np.ndarray):  # as Python numbers: NumPy scalars cost ~10x more to encode
+            actions = actions.tolist()
         return [self.encode_action(a) for a in actions]
 
     @abstractmethod
