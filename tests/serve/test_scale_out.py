@@ -37,6 +37,20 @@ def test_two_processes_never_hand_out_a_leased_step_twice(store: Store) -> None:
     assert again["step"] == handed["step"] == 0
 
 
+def test_a_host_clock_ahead_does_not_expire_another_process_lease(store: Store, monkeypatch: Any) -> None:
+    """Lease times are the database's: a process whose host clock runs an hour ahead (case 9 across
+    hosts) does not see another process's fresh lease as expired and hand its step out again."""
+    first, alice, _ = service_for(store)
+    second, _, _ = service_for(store)
+    duel = first.create(alice, "dp-ebs-elimination", {"n_arms": 3, "horizon": 20, "epsilon": 1.0})["id"]
+    handed = first.ask(alice, duel, lease=10.0)
+    host_clock = time.time
+    monkeypatch.setattr(time, "time", lambda: host_clock() + 3600.0)  # this host's clock is wrong
+    assert second.ask(alice, duel, lease=10.0) is None  # still out on its lease
+    monkeypatch.undo()
+    assert second.ask(alice, duel, lease=0.0)["step"] == handed["step"]  # expired by the database's clock
+
+
 def test_two_processes_telling_one_experiment_lose_nothing(store: Store) -> None:
     first, alice, _ = service_for(store)
     second, _, _ = service_for(store)

@@ -9,24 +9,36 @@ write lock), so two server processes — ``dpbandits serve --workers N``, or sev
 PostgreSQL — never hand out the same step twice within its lease.
 
 Every step below the largest leased one was handed out at least once (steps are handed out in
-order the first time), so the next fresh step is ``max(applied, largest leased + 1)``. Lease times
-are wall-clock (``time.time()``): hosts sharing a store keep their clocks synchronised (NTP).
+order the first time), so the next fresh step is ``max(applied, largest leased + 1)``.
+
+Lease times are read from the **database's clock** (:data:`DB_NOW`, in the statement that locks the
+experiment's row), never from the clock of the host that runs the server process: several hosts
+behind one PostgreSQL agree on when a lease expires even if their own clocks disagree. (With
+SQLite, every server process runs on the database's host.)
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, and_, bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, Float, and_, bindparam, cast, delete, func, insert, literal, select, update
+from sqlalchemy.sql.elements import ColumnElement
 
 from dpbandits.serve.errors import Retry
 from dpbandits.serve.storage import experiments, feedback, is_sqlite, leases
 
-__all__ = ["forget_applied", "pick_step"]
+__all__ = ["DB_NOW", "forget_applied", "pick_step"]
+
+DB_NOW: dict[str, ColumnElement[float]] = {
+    # seconds since the Unix epoch, as the database's clock has them (PostgreSQL: the transaction's start)
+    "postgresql": cast(func.extract("epoch", func.now()), Float),
+    "sqlite": (func.julianday("now") - literal(2440587.5)) * literal(86400.0),
+}
+"""The database's clock, per dialect: what lease times are read from."""
 
 _LARGEST = select(func.max(leases.c.step)).where(leases.c.experiment_id == bindparam("experiment_id"))
 # one statement: the experiment's version (its row locked on PostgreSQL) and its largest leased step
-_VERSION_AND_LARGEST = select(experiments.c.version, _LARGEST.scalar_subquery()).where(
-    experiments.c.id == bindparam("experiment_id"))
-_VERSION_AND_LARGEST_FOR_UPDATE = _VERSION_AND_LARGEST.with_for_update(of=experiments)
+_VERSION_AND_LARGEST = {dialect: select(experiments.c.version, _LARGEST.scalar_subquery(), now)
+                        .where(experiments.c.id == bindparam("experiment_id")) for dialect, now in DB_NOW.items()}
+_VERSION_AND_LARGEST_FOR_UPDATE = _VERSION_AND_LARGEST["postgresql"].with_for_update(of=experiments)
 _TOLD = select(feedback.c.step).where(feedback.c.experiment_id == bindparam("experiment_id"),
                                       feedback.c.step >= bindparam("applied"))
 _EXPIRED = (select(leases.c.step)
@@ -42,24 +54,24 @@ _FORGET = delete(leases).where(leases.c.experiment_id == bindparam("leased_exper
                                leases.c.step < bindparam("applied"))
 
 
-def pick_step(connection: Connection, experiment_id: str, applied: int, size: int, *, version: int, now: float,
+def pick_step(connection: Connection, experiment_id: str, applied: int, size: int, *, version: int,
               lease: float) -> int | None:
     """Lease a step of ``[applied, applied + size)`` (see the module docstring); None if every one is out.
 
     Call it in ``connection``'s write transaction: it locks the experiment's row (PostgreSQL
     ``FOR UPDATE``; SQLite's transaction holds the write lock) and checks its stored version is
-    ``version``, the one the schedule was computed from.
+    ``version``, the one the schedule was computed from. Times are the database's (:data:`DB_NOW`).
 
     Raises
     ------
     Retry
         If another writer changed the experiment since (or it does not exist any more).
     """
-    query = _VERSION_AND_LARGEST if is_sqlite(connection.engine) else _VERSION_AND_LARGEST_FOR_UPDATE
+    query = _VERSION_AND_LARGEST["sqlite"] if is_sqlite(connection.engine) else _VERSION_AND_LARGEST_FOR_UPDATE
     found = connection.execute(query, {"experiment_id": experiment_id}).first()
     if found is None or found[0] != version:
         raise Retry("the experiment changed in another server process; retry")
-    largest = found[1]
+    largest, now = found[1], float(found[2])
     fresh = applied if largest is None else max(applied, int(largest) + 1)
     if fresh < applied + size:
         connection.execute(_INSERT, {"experiment_id": experiment_id, "step": fresh, "issued_at": now})

@@ -436,8 +436,7 @@ class ExperimentService:
             version, applied = live.version, live.applied
 
         def lease_a_step(connection: Connection) -> int | None:
-            return pick_step(connection, experiment_id, applied, len(schedule), version=version, now=time.time(),
-                             lease=lease)
+            return pick_step(connection, experiment_id, applied, len(schedule), version=version, lease=lease)
 
         def handed(step: int | None) -> dict[str, Any] | None:
             if step is None:

@@ -130,7 +130,7 @@ leases = Table(
     "leases", metadata,
     Column("experiment_id", String(32), ForeignKey("experiments.id"), primary_key=True),
     Column("step", Integer, primary_key=True),
-    Column("issued_at", Float, nullable=False),  # wall-clock time (time.time()) of its latest hand-out
+    Column("issued_at", Float, nullable=False),  # the database's clock (seconds since the epoch) at its latest hand-out
 )
 
 settings = Table(
