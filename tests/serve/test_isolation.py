@@ -133,13 +133,11 @@ def _tree_cpu(pid: int) -> float:
 
 
 @pytest.mark.slow
-def test_server_cpu_stops_shortly_after_the_client_gives_up(tmp_path: Any) -> None:
+def test_server_cpu_stops_shortly_after_the_client_gives_up(store: Store) -> None:
     import httpx
-    from servetools import make_store
 
     from dpbandits.serve.testing import ServerProcess
 
-    store = make_store(str(tmp_path / "s.db"))
     heavy = {"horizon": 10, "epsilon": 1.0, "reward_bound": 1.0, "action_dim": 3, "context_dim": 3}  # ~13 s of CPU
     with ServerProcess(store.db) as server, httpx.Client(base_url=server.url, timeout=60,
                                                          headers={"Authorization": f"Bearer {store.alice}"}) as http:

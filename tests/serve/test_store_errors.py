@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -71,9 +70,8 @@ def _client(db: str, key: str) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture
-def served_app(tmp_path: Path) -> Iterator[tuple[Any, int, str]]:
-    """The application in a real uvicorn server (in a thread), on a SQLite store; (app, port, key)."""
-    store = make_store(str(tmp_path / "s.db"))
+def served_app(store: Store) -> Iterator[tuple[Any, int, str]]:
+    """The application in a real uvicorn server (in a thread), on SQLite and PostgreSQL; (app, port, key)."""
     with _in_thread(store.db) as (app, port):
         yield app, port, store.alice
 
