@@ -85,6 +85,33 @@ def test_heavy_work_stops_at_its_time_limit_or_when_cancelled() -> None:
     assert multiprocessing.active_children() == []  # every job's process was killed and reaped
 
 
+def test_a_tell_ending_a_heavy_agents_phase_runs_under_the_time_limit(store: Store, monkeypatch: Any) -> None:
+    """The step that ends a window of a heavy agent (a phase's release and the next phase's set-up) is
+    applied in a child process under the time limit: past it the tell is refused (400), nothing is
+    counted or changed, and the same ticket succeeds under a larger limit."""
+    from dpbandits.serve import service as service_module
+
+    monkeypatch.setattr(service_module, "HEAVY_LOAD_FAMILIES", frozenset({"bai"}))  # a small agent, treated as heavy
+    service, alice, _ = service_for(store)
+    experiment = service.create(alice, "dp-bai", BAI, insecure_seed=2)["id"]
+    service.time_limit = 1e-6  # no child process can answer in time
+    refused = []
+    while not refused:
+        handed = service.ask(alice, experiment, lease=10.0)
+        reported = Feedback(**feedback_for(handed["step"], {"arm": handed["arm"]}))
+        try:
+            service.tell(alice, experiment, handed["ticket"], reported)
+        except TimeLimitExceeded:
+            refused.append(handed["step"])
+    assert 0 < refused[0] < BAI["budget"]  # the first phase's last pull: the earlier ones ran in-process
+    assert service.status(alice, experiment)["progress"]["steps_told"] == refused[0]  # nothing counted
+    service.time_limit = 60.0
+    acknowledged = service.tell(alice, experiment, handed["ticket"], reported)
+    assert (acknowledged["steps_told"], acknowledged["steps_applied"]) == (refused[0] + 1, refused[0] + 1)
+    while not service.status(alice, experiment)["done"]:
+        _round(service, alice, experiment)
+
+
 def test_quotas_of_a_key(store: Store) -> None:
     service, alice, bob = service_for(store, quotas=Quotas(experiments=2, state_bytes=200_000))
     for _ in range(2):

@@ -16,7 +16,7 @@ from typing import Any
 from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.serve.kinds import get_kind
 
-__all__ = ["build_job", "load_job", "portable", "sample_job", "upload_job"]
+__all__ = ["apply_job", "build_job", "load_job", "portable", "sample_job", "upload_job"]
 
 
 def _pickled(agent: Any) -> bytes | None:
@@ -54,6 +54,16 @@ def _agent(kind_name: str, params_json: str, stored: bytes | tuple[bytes]) -> An
         return pickle.loads(stored[0])  # the server process's own agent
     kind = get_kind(kind_name)
     return kind.load(kind.params.model_validate_json(params_json), stored)
+
+
+def apply_job(kind_name: str, params_json: str, stored: bytes | tuple[bytes],
+              steps: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    """Feed the agent the ``(action, payload)`` of consecutive steps; its new state, the agent and its summary."""
+    kind = get_kind(kind_name)
+    agent = _agent(kind_name, params_json, stored)
+    for action, payload in steps:
+        kind.family.apply(agent, action, payload)
+    return {"state": agent.to_bytes(), "agent": _pickled(agent), "summary": kind.family.summary(agent)}
 
 
 def sample_job(kind_name: str, params_json: str, stored: bytes | tuple[bytes], size: int,

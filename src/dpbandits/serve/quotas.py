@@ -6,6 +6,13 @@ A tenant cannot take the server from the others by volume: a key holds at most
 once with 429 and ``Retry-After``, before any work), and no experiment's stored state may exceed
 ``state_bytes`` (413; checked when the state is built and at every write). All are set at
 ``dpbandits serve`` (``--max-experiments``, ``--max-concurrent-requests``, ``--max-state-bytes``).
+
+Where each is counted: ``experiments`` in the store (the count and the insert run in one
+transaction with the key's row locked), so it holds across ``--workers N`` and several hosts;
+``state_bytes`` per experiment, wherever it is written; ``concurrent_requests`` **per server
+process**, in its memory (a request in progress is not a durable fact: a store-wide count would
+outlive a killed process and cost two writes per request) — with ``--workers N`` or several hosts,
+a key may have up to N times that many requests in progress in all.
 """
 
 from __future__ import annotations

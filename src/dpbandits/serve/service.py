@@ -30,25 +30,32 @@ computed go through the shared commit. Quotas per key: :mod:`dpbandits.serve.quo
 
 Durability
 ----------
-A ``tell`` stores the feedback row, applies every step that is now in order, and writes the agent's
-new state (which holds every value released so far: noisy phase statistics, counter outputs), all
-in one transaction, shared with the other jobs queued meanwhile (group commit,
+A ``tell`` stores the feedback row (with its feedback) and applies every step that is now in
+order, in one transaction shared with the other jobs queued meanwhile (group commit,
 :class:`~dpbandits.serve.locking.GroupCommitter`); the acknowledgement is returned only after the
-commit, and so is every action handed out by ``ask`` (a next phase's arms depend on the last
-phase's noisy release). Each commit checks the experiment's stored version is the one its
-computation started from, so several server processes on one store keep these guarantees (a
-request that lost the race is recomputed from the stored state). After a crash the agent is rebuilt from the stored state and the stored, not yet applied
-feedback: nothing acknowledged is lost, nothing is counted twice (a step is unique in the feedback
-table), and noise is never drawn again for a value that left the process — a value drawn by a
-transaction that did not commit never left it. Releases on demand (samples) spend the budget on
-the experiment's durable ledger (:mod:`dpbandits.serve.ledger`) and store the state in one
-transaction.
+commit. The agent's state (which holds every value released so far: noisy phase statistics,
+counter outputs) is written — a *snapshot*, in the same transaction as the tell that calls for it —
+when the window of actions known in advance is used up (a phase ends: its noisy release is drawn,
+and the next actions depend on it), when the public summary changes, when the run is done, and at
+least every :data:`SNAPSHOT_EVERY` steps; a snapshot erases the raw feedback it covers. Every
+action handed out by ``ask`` is also returned only after the commit (a next phase's arms depend on
+the last phase's noisy release, which is in the stored state before any of them leaves). Each
+commit checks the experiment's stored version is the one its computation started from, so several
+server processes on one store keep these guarantees (a request that lost the race is recomputed
+from the stored state). After a crash, or in another process, the agent is the stored state with
+the feedback stored since replayed in step order: nothing acknowledged is lost, nothing is counted
+twice (a step is unique in the feedback table), and noise is never drawn again for a value that
+left the process — the replayed steps lie inside one window, where no value is released, and a
+value drawn by a transaction that did not commit never left it. Releases on demand (samples) spend
+the budget on the experiment's durable ledger (:mod:`dpbandits.serve.ledger`) and store the state in
+one transaction.
 
 Privacy
 -------
 Responses hold only actions, acknowledgements, progress, and values already released by the
 private algorithms (recommendations, released noisy estimates, samples); never raw feedback, noise
-or sufficient statistics. Raw feedback is kept in the store only until it is applied.
+or sufficient statistics. Raw feedback is kept in the store only until a stored state covers it
+(at most :data:`SNAPSHOT_EVERY` steps, or the rest of a phase).
 """
 
 from __future__ import annotations
@@ -83,7 +90,7 @@ from dpbandits.serve.errors import (
     ServiceError,
     library_error_status,
 )
-from dpbandits.serve.jobs import build_job, load_job, portable, sample_job, upload_job
+from dpbandits.serve.jobs import apply_job, build_job, load_job, portable, sample_job, upload_job
 from dpbandits.serve.kinds import ExperimentKind, Feedback, get_kind
 from dpbandits.serve.leases import forget_applied, pick_step
 from dpbandits.serve.ledger import budget_json, finite_or_none, ledger_report, open_ledger, spend_or_refuse
@@ -485,8 +492,12 @@ class ExperimentService:
                 raise ServiceError("ticket is not valid for this experiment (not issued by this server)",
                                    code="invalid_ticket")
             payload = live.kind.family.check_feedback(live.agent, schedule[index], reported)
+            steps = _in_order(live, ticket.text, ticket.step, payload)
+            isolated = bool(steps) and self._heavy_step(live, len(steps), schedule)
+            if isolated and inline:
+                raise NeedsThread(experiment_id)
             try:  # from here on the agent changes: any failure drops it (the store holds the last commit)
-                work = self._apply(live, ticket.text, ticket.step, payload, digest, schedule)
+                work = self._apply(live, ticket.text, ticket.step, payload, digest, schedule, steps, isolated)
             except BaseException:
                 self._live.forget(experiment_id, live)
                 raise
@@ -503,32 +514,54 @@ class ExperimentService:
             raise Conflict("this step was already told through another ticket; ask again", code="step_already_told")
         return _retried(json.loads(earlier[1]), earlier[0], digest)
 
+    def _heavy_step(self, live: LiveAgent, count: int, schedule: list[Any]) -> bool:
+        """Whether applying ``count`` steps runs in a child process (see :meth:`_apply`)."""
+        heavy = live.state_bytes > LIGHT_STATE_BYTES or live.kind.family.name in HEAVY_LOAD_FAMILIES
+        return heavy and count >= len(schedule)  # the window is used up: a phase ends
+
     def _apply(self, live: LiveAgent, ticket_text: str, step: int, payload: dict[str, Any], digest: str,
-               schedule: list[Any]) -> Callable[[Connection], dict[str, Any]]:
+               schedule: list[Any], steps: list[tuple[str, dict[str, Any]]],
+               isolated: bool) -> Callable[[Connection], dict[str, Any]]:
         """Apply a validated tell to the agent; the commit job that stores it.
 
-        The feedback row is stored with its payload; the agent's state is written (a *snapshot*,
-        which erases the payloads it covers) only when :meth:`_needs_snapshot` says so, not on
-        every tell: serialising a state costs more than the rest of a tell.
+        ``steps`` are the (ticket, payload) of the steps now in order (:func:`_in_order`). The
+        feedback row is stored with its payload; the agent's state is written (a *snapshot*, which
+        erases the payloads it covers) only when :meth:`_needs_snapshot` says so, not on every tell:
+        serialising a state costs more than the rest of a tell. With ``isolated`` (an agent whose
+        state is large, or whose family does seconds of work per phase, at the end of a window:
+        the step that may start a phase's heavy computation) the steps are applied, and the state
+        serialised, in a child process with the server's time limit
+        (:func:`~dpbandits.serve.workers.run_isolated`); if it is exceeded, nothing was changed
+        or recorded.
         """
         family, experiment_id = live.kind.family, live.id
         start = live.applied
-        live.buffered[step] = (ticket_text, payload)
-        while live.applied in live.buffered:  # apply every step that is now in order
-            _text, step_payload = live.buffered.pop(live.applied)
-            family.apply(live.agent, schedule[live.applied - start], step_payload)
-            live.applied += 1
+        fresh: dict[str, Any] | None = None
+        if isolated:
+            fresh = run_isolated(apply_job, live.kind.name, live.params.model_dump_json(), portable(live.agent),
+                                 [(schedule[i], step_payload) for i, (_text, step_payload) in enumerate(steps)],
+                                 time_limit=self.time_limit)
+            live.agent = self._adopt(live.kind, live.params, fresh["state"], fresh["agent"])
+        else:
+            for i, (_text, step_payload) in enumerate(steps):
+                family.apply(live.agent, schedule[i], step_payload)
+        for i in range(len(steps)):
+            live.buffered.pop(start + i, None)
+        if not steps:  # a step after a missing one: applied when the gap is filled
+            live.buffered[step] = (ticket_text, payload)
+        live.applied += len(steps)
         live.told += 1
         done = family.done(live.agent)
         ack = {"ticket": ticket_text, "step": step, "counted": True, "steps_told": live.told,
                "steps_applied": live.applied, "done": done}
         values: dict[str, Any] = {"experiment_id": experiment_id, "expected": live.version, "new_told": live.told,
                                   "new_version": live.version + 1}
-        snapshot = live.applied > start and self._needs_snapshot(live, done)
+        public = fresh["summary"] if fresh is not None else family.summary(live.agent) if steps else None
+        snapshot = public is not None and (self._needs_snapshot(live, public, done) or fresh is not None)
         if snapshot:
             if done:
                 live.summary.setdefault("done_at", time.time())
-            state = live.agent.to_bytes()
+            state = live.agent.to_bytes() if fresh is None else fresh["state"]
             live.state_bytes = len(state)
             self.quotas.check_state(state)
             values.update(new_state=state, new_applied=live.applied, new_summary=json.dumps(live.summary))
@@ -551,8 +584,8 @@ class ExperimentService:
 
         return store
 
-    def _needs_snapshot(self, live: LiveAgent, done: bool) -> bool:
-        """Whether the agent's state must be stored with this tell (``live.summary`` is updated).
+    def _needs_snapshot(self, live: LiveAgent, public: dict[str, Any], done: bool) -> bool:
+        """Whether the agent's state must be stored with this tell (``live.summary`` gets ``public``).
 
         Yes when the run is done, when the window of actions known in advance is used up (the
         agent may have drawn noise — a phase's release — on which the next actions depend: it must
@@ -561,7 +594,7 @@ class ExperimentService:
         steps (a bound on the feedback replayed at a load). Otherwise the tell's feedback row is
         enough: a load replays it on the stored state.
         """
-        summary = self._summary(live.kind.family.summary(live.agent), previous=live.summary)
+        summary = self._summary(public, previous=live.summary)
         changed = summary != live.summary
         live.summary = summary
         return (done or changed or live.window_used_up() or live.applied - live.snapshot >= SNAPSHOT_EVERY)
@@ -699,6 +732,19 @@ class ExperimentService:
             live.agent = self._adopt(live.kind, live.params, drawn["state"], drawn["agent"])
             live.version = expected + 1
         return {"samples": drawn["samples"], **budget}
+
+
+def _in_order(live: LiveAgent, ticket_text: str, step: int, payload: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The (ticket, payload) of the steps a tell of ``step`` puts in order (none if one before is missing).
+
+    From ``live.applied`` on: this step, then the buffered ones after it.
+    """
+    if step != live.applied:
+        return []
+    steps = [(ticket_text, payload)]
+    while live.applied + len(steps) in live.buffered:
+        steps.append(live.buffered[live.applied + len(steps)])
+    return steps
 
 
 def _retried(ack: dict[str, Any], told_hash: str, digest: str) -> dict[str, Any]:

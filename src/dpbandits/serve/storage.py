@@ -8,17 +8,20 @@ Tables
 ``experiments``
     One row per experiment: owner, kind, parameters, and the **durable state**: the agent's bytes
     in the versioned state format (:meth:`~dpbandits._core.persistence.Persistable.to_bytes`), the
-    number of feedback steps applied to it, a version number bumped on every write, and a public
-    summary (progress, released estimates) for the status page.
+    number of feedback steps applied to it (the state is a snapshot: the steps told since are
+    replayed from ``feedback``), a version number bumped on every write, and a public summary
+    (progress, released estimates) for the status page.
 ``feedback``
     One row per told ticket: the step it fed, a hash of the feedback (to tell a retry from a
-    conflicting tell), the acknowledgement returned, and, until applied to the agent, the feedback
-    itself (then erased: the store keeps raw feedback only while it is needed to survive a crash).
+    conflicting tell), the acknowledgement returned, and, until a stored state covers its step, the
+    feedback itself (then erased: the store keeps raw feedback only while it is needed to rebuild
+    the agent).
     ``(experiment_id, step)`` is unique: a step is counted once, whatever the clients or processes.
 ``leases``
     The steps handed out by ``ask``: one row per (experiment, step) with the time of its latest
     hand-out, so that every server process (``--workers N``, several hosts on one PostgreSQL) sees
-    the same leases (see :mod:`dpbandits.serve.leases`). Rows of applied steps are deleted.
+    the same leases (see :mod:`dpbandits.serve.leases`); times are the database's clock. Rows of
+    steps a stored state covers are deleted.
 ``ledgers``, ``ledger_entries``, ``ledger_continuations``
     The privacy ledgers of the experiments: the library's durable ledger
     (:mod:`dpbandits.privacy.ledger_store`), created in the same database; see
@@ -106,7 +109,7 @@ experiments = Table(
     Column("epsilon_budget", Float, nullable=True),
     Column("delta_budget", Float, nullable=False, default=0.0),
     Column("state", LargeBinary, nullable=True),  # the agent / policy in the state format
-    Column("applied", Integer, nullable=False, default=0),  # feedback steps applied to the state
+    Column("applied", Integer, nullable=False, default=0),  # feedback steps applied to the stored state
     Column("told", Integer, nullable=False, default=0),  # feedback steps acknowledged (applied or buffered)
     Column("version", Integer, nullable=False, default=0),  # bumped on every write of the row
     Column("summary", Text, nullable=False, default="{}"),  # JSON: public progress and released values
@@ -119,8 +122,8 @@ feedback = Table(
     Column("experiment_id", String(32), ForeignKey("experiments.id"), nullable=False),
     Column("step", Integer, nullable=False),
     Column("feedback_hash", String(64), nullable=False),
-    Column("payload", Text, nullable=True),  # JSON feedback while not yet applied; erased once applied
-    Column("applied", Boolean, nullable=False, default=False),
+    Column("payload", Text, nullable=True),  # JSON feedback until a stored state covers the step; then erased
+    Column("applied", Boolean, nullable=False, default=False),  # covered by the stored state
     Column("ack", Text, nullable=False),  # JSON: the acknowledgement a retry gets again
     Column("created_at", Float, nullable=False),
     UniqueConstraint("experiment_id", "step", name="uq_feedback_step"),

@@ -119,7 +119,7 @@ def run_isolated(function: Callable[..., T], *args: Any, time_limit: float,
     try:
         process.start()
         sender.close()
-        while not receiver.poll(_POLL_SECONDS):
+        while not receiver.poll(max(0.0, min(_POLL_SECONDS, deadline - time.monotonic()))):
             if cancel is not None and cancel.is_set():
                 raise Cancelled("the client went away; the work was stopped and nothing was recorded")
             if time.monotonic() > deadline:
