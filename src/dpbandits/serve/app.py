@@ -16,9 +16,11 @@ its class only (never the statement's parameters). OpenAPI docs: ``/docs`` (Swag
 Requests of one experiment enter their computation one at a time (an asyncio lock per experiment,
 so waiting holds no thread); the computation runs on the event loop when the agent is in memory
 and small (microseconds), else in the thread pool, and its commit is a job of the service's commit
-thread, awaited as a future (group commit; see :mod:`dpbandits.serve.locking`). The heavy requests (create, sample, upload, and any request that
-must load an agent) run their CPU-heavy part in a child process with a time limit, killed as soon
-as the client disconnects (:mod:`dpbandits.serve.workers`).
+thread, awaited as a future (group commit; see :mod:`dpbandits.serve.locking`). The heavy requests
+(create, sample, upload, any request that must load a large agent, and the tell that ends a phase
+of a heavy agent) run their CPU-heavy part in a child process with a time limit, killed as soon
+as the client disconnects (:mod:`dpbandits.serve.workers`). Ask and tell, the requests of every
+step, read the key headers and parse their body directly, without FastAPI's dependency solving.
 """
 
 from __future__ import annotations

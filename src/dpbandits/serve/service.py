@@ -23,10 +23,17 @@ Isolation
 ---------
 The requests of one experiment are serialised in a server process, those of different experiments
 are not (:mod:`dpbandits.serve.locking`): a ``tell`` validates the feedback *before* touching the
-agent (a refused tell leaves the agent in memory as it was), applies it and serialises the new
-state under the experiment's lock; building, loading and sampling run in child processes with a
-time limit, killed when the client goes away (:mod:`dpbandits.serve.workers`); only the rows
-computed go through the shared commit. Quotas per key: :mod:`dpbandits.serve.quotas`.
+agent (a refused tell leaves the agent in memory as it was) and applies it under the experiment's
+lock; building, loading large agents, sampling, and the tell that ends a window of a heavy agent
+(its phase's release and the next phase's set-up, and the state's serialisation) run in child
+processes with a time limit, killed when the client goes away (:mod:`dpbandits.serve.workers`);
+only the rows computed go through the shared commit. What an ask or tell still computes in the
+server process, under no timer, is: a step inside a window (no release), at most
+:data:`~dpbandits.serve.kinds.SCHEDULE_LIMIT` actions of a schedule, loading or serialising a state
+of at most :data:`LIGHT_STATE_BYTES` (larger states are serialised there at most every
+:data:`SNAPSHOT_EVERY` steps, within the state-size quota), and the phase end of an agent with such
+a small state — bounded by the limits checked at creation (:mod:`dpbandits.serve.limits`), not by
+``time_limit``. Quotas per key: :mod:`dpbandits.serve.quotas`.
 
 Durability
 ----------
