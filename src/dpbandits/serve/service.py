@@ -139,12 +139,15 @@ kernel approximation)."""
 
 # The statements of the frequent requests, built once (SQLAlchemy reuses their compiled form and cache key).
 _SELECT_LOADED = select(experiments).where(experiments.c.id == bindparam("experiment_id"))
+# the rows a stored state does not cover all have step >= its ``applied``: a range of the (experiment, step) index
 _SELECT_PENDING = select(feedback.c.step, feedback.c.ticket, feedback.c.payload).where(
-    feedback.c.experiment_id == bindparam("experiment_id"), feedback.c.applied.is_(False))
+    feedback.c.experiment_id == bindparam("experiment_id"), feedback.c.step >= bindparam("since"),
+    feedback.c.applied.is_(False))
 _SELECT_TOLD_TICKET = select(feedback.c.feedback_hash, feedback.c.ack).where(feedback.c.ticket == bindparam("ticket_text"))
 _INSERT_FEEDBACK = insert(feedback)
 _MARK_COVERED = (update(feedback).where(feedback.c.experiment_id == bindparam("covered_experiment"),
-                                       feedback.c.step < bindparam("covered"), feedback.c.applied.is_(False))
+                                       feedback.c.step >= bindparam("since"), feedback.c.step < bindparam("covered"),
+                                       feedback.c.applied.is_(False))
                  .values(applied=True, payload=None))
 _SAME_VERSION = (experiments.c.id == bindparam("experiment_id")) & (experiments.c.version == bindparam("expected"))
 _COUNT_TELL = update(experiments).where(_SAME_VERSION).values(told=bindparam("new_told"), version=bindparam("new_version"))
@@ -228,7 +231,8 @@ class ExperimentService:
             row = connection.execute(_SELECT_LOADED, {"experiment_id": experiment_id}).mappings().first()
             if row is None or row["owner_id"] != owner_id:
                 raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
-            pending = connection.execute(_SELECT_PENDING, {"experiment_id": experiment_id}).all()
+            pending = connection.execute(_SELECT_PENDING, {"experiment_id": experiment_id,
+                                                           "since": row["applied"]}).all()
         kind = get_kind(row["kind"])
         params = kind.params.model_validate_json(row["params"])
         state = bytes(row["state"])
@@ -565,6 +569,7 @@ class ExperimentService:
                                   "new_version": live.version + 1}
         public = fresh["summary"] if fresh is not None else family.summary(live.agent) if steps else None
         snapshot = public is not None and (self._needs_snapshot(live, public, done) or fresh is not None)
+        since = live.snapshot  # the rows of steps below it are covered by the stored state already
         if snapshot:
             if done:
                 live.summary.setdefault("done_at", time.time())
@@ -585,7 +590,8 @@ class ExperimentService:
                 raise Retry("the experiment changed in another server process; retry")
             connection.execute(_INSERT_FEEDBACK, row)
             if snapshot:  # raw feedback is kept only until a stored state covers it
-                connection.execute(_MARK_COVERED, {"covered_experiment": experiment_id, "covered": applied})
+                connection.execute(_MARK_COVERED, {"covered_experiment": experiment_id, "since": since,
+                                                   "covered": applied})
                 forget_applied(connection, experiment_id, applied)
             return ack
 
