@@ -589,10 +589,8 @@ class ExperimentService:
             if connection.execute(_WRITE_STATE if snapshot else _COUNT_TELL, values).rowcount != 1:
                 raise Retry("the experiment changed in another server process; retry")
             connection.execute(_INSERT_FEEDBACK, row)
-            if snapshot:  # raw feedback is kept only until a stored state covers it
-                connection.execute(_MARK_COVERED, {"covered_experiment": experiment_id, "since": since,
-                                                   "covered": applied})
-                forget_applied(connection, experiment_id, applied)
+            if snapshot:
+                _cover(connection, experiment_id, since, applied)
             return ack
 
         return store
@@ -733,18 +731,29 @@ class ExperimentService:
             except NotFittedError as exc:
                 raise Conflict(str(exc), code="not_ready") from None
             self.quotas.check_state(drawn["state"])
-            expected = live.version
+            expected, since, applied = live.version, live.snapshot, live.applied
 
             def release(connection: Connection) -> dict[str, Any]:
-                compare_and_set(connection, experiment_id, expected, state=drawn["state"])
+                # the state drawn from covers every applied step: it is a snapshot (see _apply)
+                compare_and_set(connection, experiment_id, expected, state=drawn["state"], applied=applied)
+                _cover(connection, experiment_id, since, applied)
                 accountant = open_ledger(self.engine, experiment_id, connection=connection)
                 spend_or_refuse(accountant, guarantee, size, label="sample", connection=connection)  # authoritative
                 return budget_json(accountant, connection=connection)
 
             budget = self._submit(experiment_id, release, live).result()
             live.agent = self._adopt(live.kind, live.params, drawn["state"], drawn["agent"])
-            live.version = expected + 1
+            live.version, live.snapshot = expected + 1, applied
         return {"samples": drawn["samples"], **budget}
+
+
+def _cover(connection: Connection, experiment_id: str, since: int, covered: int) -> None:
+    """A state covering the steps below ``covered`` was written: erase their raw feedback and leases.
+
+    The rows below ``since`` (the previous stored state's step) are covered already.
+    """
+    connection.execute(_MARK_COVERED, {"covered_experiment": experiment_id, "since": since, "covered": covered})
+    forget_applied(connection, experiment_id, covered)
 
 
 def _in_order(live: LiveAgent, ticket_text: str, step: int, payload: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
