@@ -69,10 +69,12 @@ class GroupCommitter:
     one write transaction, commits once, and only then completes the
     jobs' futures: one commit (one fsync) acknowledges many tells, and no job's result — an
     acknowledgement, a handed-out action, a sample — leaves the process before what it depends on is
-    committed. If a job raises, the transaction is rolled back and the batch run again with each job
-    in a savepoint (the job that raises is rolled back alone and gets its exception; the others
-    commit): a job must therefore be a function of the store only, safe to run twice after a
-    rollback. If the commit fails, every job of the batch fails and ``on_abort`` gets their keys
+    committed. A job raises :class:`~dpbandits.serve.errors.Retry` only from its version check,
+    before it writes anything: it then fails alone and the batch goes on (the common failure when
+    several server processes share experiments). If a job raises anything else, the transaction is
+    rolled back and the batch run again with each job in a savepoint (the job that raises is rolled
+    back alone and gets its exception; the others commit): a job must therefore be a function of
+    the store only, safe to run twice after a rollback. If the commit fails, every job of the batch fails and ``on_abort`` gets their keys
     (the service forgets those agents and reloads them from the store).
 
     Parameters
@@ -117,6 +119,8 @@ class GroupCommitter:
                 for _key, work, future in jobs:
                     try:
                         outcomes.append((future, True, work(connection)))
+                    except Retry as exc:  # a version check failed before the job wrote anything: it fails alone
+                        outcomes.append((future, False, exc))
                     except Exception as exc:
                         failed.append(exc)
                         raise
