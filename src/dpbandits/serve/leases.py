@@ -35,11 +35,10 @@ DB_NOW: dict[str, ColumnElement[float]] = {
 """The database's clock, per dialect: what lease times are read from."""
 
 _LARGEST = select(func.max(leases.c.step)).where(leases.c.experiment_id == bindparam("experiment_id"))
-# one statement: the experiment's stored state's step and closed flag (its row locked on PostgreSQL), its
-# largest leased step and the database's time
-_CHECK_AND_LARGEST = {dialect: select(experiments.c.applied, experiments.c.closed, _LARGEST.scalar_subquery(), now)
+# one statement: the experiment's version (its row locked on PostgreSQL) and its largest leased step
+_VERSION_AND_LARGEST = {dialect: select(experiments.c.version, _LARGEST.scalar_subquery(), now)
                         .where(experiments.c.id == bindparam("experiment_id")) for dialect, now in DB_NOW.items()}
-_CHECK_AND_LARGEST_FOR_UPDATE = _CHECK_AND_LARGEST["postgresql"].with_for_update(of=experiments)
+_VERSION_AND_LARGEST_FOR_UPDATE = _VERSION_AND_LARGEST["postgresql"].with_for_update(of=experiments)
 _TOLD = select(feedback.c.step).where(feedback.c.experiment_id == bindparam("experiment_id"),
                                       feedback.c.step >= bindparam("applied"))
 _EXPIRED = (select(leases.c.step)
@@ -55,28 +54,24 @@ _FORGET = delete(leases).where(leases.c.experiment_id == bindparam("leased_exper
                                leases.c.step < bindparam("applied"))
 
 
-def pick_step(connection: Connection, experiment_id: str, applied: int, size: int, *, snapshot: int,
+def pick_step(connection: Connection, experiment_id: str, applied: int, size: int, *, version: int,
               lease: float) -> int | None:
     """Lease a step of ``[applied, applied + size)`` (see the module docstring); None if every one is out.
 
     Call it in ``connection``'s write transaction: it locks the experiment's row (PostgreSQL
-    ``FOR UPDATE``; SQLite's transaction holds the write lock) and checks that the stored state is
-    still the one at step ``snapshot`` the schedule was computed from, and that the experiment is
-    not closed. Tells of other processes in between do not matter: inside a window the actions do
-    not depend on feedback, and a tell that ends a window stores a new state (a new step count).
-    Steps told meanwhile are never leased (they have a feedback row, or a lease above ``applied``).
-    Times are the database's (:data:`DB_NOW`).
+    ``FOR UPDATE``; SQLite's transaction holds the write lock) and checks its stored version is
+    ``version``, the one the schedule was computed from. Times are the database's (:data:`DB_NOW`).
 
     Raises
     ------
     Retry
-        If another writer stored a new state, closed the experiment, or it does not exist any more.
+        If another writer changed the experiment since (or it does not exist any more).
     """
-    query = _CHECK_AND_LARGEST["sqlite"] if is_sqlite(connection.engine) else _CHECK_AND_LARGEST_FOR_UPDATE
+    query = _VERSION_AND_LARGEST["sqlite"] if is_sqlite(connection.engine) else _VERSION_AND_LARGEST_FOR_UPDATE
     found = connection.execute(query, {"experiment_id": experiment_id}).first()
-    if found is None or found[0] != snapshot or found[1]:
+    if found is None or found[0] != version:
         raise Retry("the experiment changed in another server process; retry")
-    largest, now = found[2], float(found[3])
+    largest, now = found[1], float(found[2])
     fresh = applied if largest is None else max(applied, int(largest) + 1)
     if fresh < applied + size:
         connection.execute(_INSERT, {"experiment_id": experiment_id, "step": fresh, "issued_at": now})

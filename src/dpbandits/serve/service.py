@@ -451,10 +451,10 @@ class ExperimentService:
             schedule = live.schedule()
             if not schedule:
                 raise Conflict("the experiment is done: read its status for the recommendation", code="done")
-            snapshot, applied = live.snapshot, live.applied
+            version, applied = live.version, live.applied
 
         def lease_a_step(connection: Connection) -> int | None:
-            return pick_step(connection, experiment_id, applied, len(schedule), snapshot=snapshot, lease=lease)
+            return pick_step(connection, experiment_id, applied, len(schedule), version=version, lease=lease)
 
         def handed(step: int | None) -> dict[str, Any] | None:
             if step is None:
