@@ -51,6 +51,18 @@ def test_a_host_clock_ahead_does_not_expire_another_process_lease(store: Store, 
     assert second.ask(alice, duel, lease=0.0)["step"] == handed["step"]  # expired by the database's clock
 
 
+def test_tells_of_another_process_inside_a_window_do_not_stale_an_ask(store: Store) -> None:
+    """Inside a window the actions do not depend on feedback: a process whose agent stands on the stored
+    state hands out the next step at once, without reloading, after another process's tells."""
+    first, alice, _ = service_for(store)
+    second, _, _ = service_for(store)
+    bai = first.create(alice, "dp-bai", {"n_arms": 3, "budget": 60, "epsilon": 1.0})["id"]
+    agent = first._live.get(bai)  # built at creation, on the stored state of step 0
+    assert _tell(second, alice, bai, second.ask(alice, bai, lease=10.0))["steps_applied"] == 1
+    assert first.ask(alice, bai, lease=10.0)["step"] == 1  # step 0 is told: never handed out again
+    assert first._live.get(bai) is agent  # no retry, no reload
+
+
 def test_two_processes_telling_one_experiment_lose_nothing(store: Store) -> None:
     first, alice, _ = service_for(store)
     second, _, _ = service_for(store)

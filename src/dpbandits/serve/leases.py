@@ -36,7 +36,8 @@ DB_NOW: dict[str, ColumnElement[float]] = {
 
 _LARGEST = select(func.max(leases.c.step)).where(leases.c.experiment_id == bindparam("experiment_id"))
 # one statement: the experiment's version (its row locked on PostgreSQL) and its largest leased step
-_VERSION_AND_LARGEST = {dialect: select(experiments.c.version, _LARGEST.scalar_subquery(), now)
+_VERSION_AND_LARGEST = {dialect: select(experiments.c.version, experiments.c.applied, experiments.c.closed,
+                                         _LARGEST.scalar_subquery(), now)
                         .where(experiments.c.id == bindparam("experiment_id")) for dialect, now in DB_NOW.items()}
 _VERSION_AND_LARGEST_FOR_UPDATE = _VERSION_AND_LARGEST["postgresql"].with_for_update(of=experiments)
 _TOLD = select(feedback.c.step).where(feedback.c.experiment_id == bindparam("experiment_id"),
@@ -55,12 +56,17 @@ _FORGET = delete(leases).where(leases.c.experiment_id == bindparam("leased_exper
 
 
 def pick_step(connection: Connection, experiment_id: str, applied: int, size: int, *, version: int,
-              lease: float) -> int | None:
+              lease: float, snapshot: int | None = None) -> int | None:
     """Lease a step of ``[applied, applied + size)`` (see the module docstring); None if every one is out.
 
     Call it in ``connection``'s write transaction: it locks the experiment's row (PostgreSQL
     ``FOR UPDATE``; SQLite's transaction holds the write lock) and checks its stored version is
-    ``version``, the one the schedule was computed from. Times are the database's (:data:`DB_NOW`).
+    ``version``, the one the schedule was computed from. With ``snapshot`` (the step count of a stored
+    state the caller's agent is built on, known to be committed), it checks instead that the stored
+    state is still that one and the experiment not closed: tells of other processes inside a window
+    do not change the window's actions (a tell that ends a window stores a new state, with a new
+    step count), and steps told meanwhile are never leased (they have a feedback row, or a lease
+    above ``applied``). Times are the database's (:data:`DB_NOW`).
 
     Raises
     ------
@@ -69,9 +75,9 @@ def pick_step(connection: Connection, experiment_id: str, applied: int, size: in
     """
     query = _VERSION_AND_LARGEST["sqlite"] if is_sqlite(connection.engine) else _VERSION_AND_LARGEST_FOR_UPDATE
     found = connection.execute(query, {"experiment_id": experiment_id}).first()
-    if found is None or found[0] != version:
+    if found is None or (found[0] != version if snapshot is None else found[1] != snapshot or found[2]):
         raise Retry("the experiment changed in another server process; retry")
-    largest, now = found[1], float(found[2])
+    largest, now = found[3], float(found[4])
     fresh = applied if largest is None else max(applied, int(largest) + 1)
     if fresh < applied + size:
         connection.execute(_INSERT, {"experiment_id": experiment_id, "step": fresh, "issued_at": now})

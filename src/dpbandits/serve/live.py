@@ -41,6 +41,7 @@ class LiveAgent:
     buffered: dict[int, tuple[str, dict[str, Any]]]  # step -> (ticket, payload): told, not yet applied
     summary: dict[str, Any] = field(default_factory=dict)
     snapshot: int = 0  # steps applied to the stored state (<= applied: later ones are replayed from the log)
+    snapshot_committed: bool = True  # False while the write of the state at ``snapshot`` is not committed
     in_flight: dict[str, tuple[str, Future[Any]]] = field(default_factory=dict)  # ticket -> (hash, commit)
     _window: tuple[int, list[Action]] = (-1, [])  # (first step, actions) of the cached schedule
 

@@ -452,9 +452,12 @@ class ExperimentService:
             if not schedule:
                 raise Conflict("the experiment is done: read its status for the recommendation", code="done")
             version, applied = live.version, live.applied
+            # the agent is built on a committed stored state: other processes' tells do not stale its window
+            snapshot = live.snapshot if live.snapshot_committed else None
 
         def lease_a_step(connection: Connection) -> int | None:
-            return pick_step(connection, experiment_id, applied, len(schedule), version=version, lease=lease)
+            return pick_step(connection, experiment_id, applied, len(schedule), version=version, lease=lease,
+                             snapshot=snapshot)
 
         def handed(step: int | None) -> dict[str, Any] | None:
             if step is None:
@@ -514,7 +517,14 @@ class ExperimentService:
                 raise
             committed = self._submit(experiment_id, work, live)
             live.in_flight[ticket.text] = (digest, committed)
-            committed.add_done_callback(lambda _: live.in_flight.pop(ticket.text, None))
+            snapshot = live.snapshot
+
+            def settled(future: Future[Any]) -> None:
+                live.in_flight.pop(ticket.text, None)
+                if future.exception() is None and live.snapshot == snapshot:
+                    live.snapshot_committed = True  # (on a failure the agent is dropped)
+
+            committed.add_done_callback(settled)
             return committed
 
     def _told_before(self, ticket_text: str, digest: str) -> dict[str, Any]:
@@ -577,7 +587,7 @@ class ExperimentService:
             live.state_bytes = len(state)
             self.quotas.check_state(state)
             values.update(new_state=state, new_applied=live.applied, new_summary=json.dumps(live.summary))
-            live.snapshot = live.applied
+            live.snapshot, live.snapshot_committed = live.applied, False
         covered = snapshot and step < live.applied  # this step's payload is in the state written
         row = {"ticket": ticket_text, "experiment_id": experiment_id, "step": step, "feedback_hash": digest,
                "payload": None if covered else json.dumps(payload), "applied": covered,
@@ -743,7 +753,7 @@ class ExperimentService:
 
             budget = self._submit(experiment_id, release, live).result()
             live.agent = self._adopt(live.kind, live.params, drawn["state"], drawn["agent"])
-            live.version, live.snapshot = expected + 1, applied
+            live.version, live.snapshot, live.snapshot_committed = expected + 1, applied, True
         return {"samples": drawn["samples"], **budget}
 
 
