@@ -63,6 +63,31 @@ def test_tells_of_another_process_inside_a_window_do_not_stale_an_ask(store: Sto
     assert first._live.get(bai) is agent  # no retry, no reload
 
 
+def test_concurrent_asks_of_two_processes_lease_distinct_steps(store: Store) -> None:
+    """Asks racing for one experiment's row lock in two processes: the one that waited sees the lease
+    the other committed (on PostgreSQL, a statement after the lock, not one snapshot before it)."""
+    first, alice, _ = service_for(store)
+    second, _, _ = service_for(store)
+    bai = first.create(alice, "dp-bai", {"n_arms": 2, "budget": 400, "epsilon": 1.0})["id"]  # one 400-step window
+    steps: list[int] = []
+    errors: list[BaseException] = []
+
+    def asking(service: Any) -> None:
+        for _ in range(15):
+            try:
+                steps.append(service.ask(alice, bai, lease=10.0)["step"])
+            except BaseException as exc:  # collected, asserted below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=asking, args=(service,)) for service in (first, second) * 4]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors[:3]
+    assert sorted(steps) == list(range(120))
+
+
 def test_two_processes_telling_one_experiment_lose_nothing(store: Store) -> None:
     first, alice, _ = service_for(store)
     second, _, _ = service_for(store)

@@ -35,11 +35,14 @@ DB_NOW: dict[str, ColumnElement[float]] = {
 """The database's clock, per dialect: what lease times are read from."""
 
 _LARGEST = select(func.max(leases.c.step)).where(leases.c.experiment_id == bindparam("experiment_id"))
-# one statement: the experiment's version (its row locked on PostgreSQL) and its largest leased step
-_VERSION_AND_LARGEST = {dialect: select(experiments.c.version, experiments.c.applied, experiments.c.closed,
-                                         _LARGEST.scalar_subquery(), now)
-                        .where(experiments.c.id == bindparam("experiment_id")) for dialect, now in DB_NOW.items()}
-_VERSION_AND_LARGEST_FOR_UPDATE = _VERSION_AND_LARGEST["postgresql"].with_for_update(of=experiments)
+_ROW = (experiments.c.version, experiments.c.applied, experiments.c.closed)
+# SQLite (its transaction holds the database's write lock): one statement, with the largest leased step
+_CHECK_SQLITE = select(*_ROW, DB_NOW["sqlite"], _LARGEST.scalar_subquery()).where(
+    experiments.c.id == bindparam("experiment_id"))
+# PostgreSQL: the row locked first; the largest leased step in a statement of its own, whose snapshot (READ
+# COMMITTED) holds the leases another process committed while this one waited for the lock
+_CHECK_POSTGRES = select(*_ROW, DB_NOW["postgresql"]).where(
+    experiments.c.id == bindparam("experiment_id")).with_for_update(of=experiments)
 _TOLD = select(feedback.c.step).where(feedback.c.experiment_id == bindparam("experiment_id"),
                                       feedback.c.step >= bindparam("applied"))
 _EXPIRED = (select(leases.c.step)
@@ -73,11 +76,12 @@ def pick_step(connection: Connection, experiment_id: str, applied: int, size: in
     Retry
         If another writer changed the experiment since (or it does not exist any more).
     """
-    query = _VERSION_AND_LARGEST["sqlite"] if is_sqlite(connection.engine) else _VERSION_AND_LARGEST_FOR_UPDATE
-    found = connection.execute(query, {"experiment_id": experiment_id}).first()
+    sqlite = is_sqlite(connection.engine)
+    found = connection.execute(_CHECK_SQLITE if sqlite else _CHECK_POSTGRES, {"experiment_id": experiment_id}).first()
     if found is None or (found[0] != version if snapshot is None else found[1] != snapshot or found[2]):
         raise Retry("the experiment changed in another server process; retry")
-    largest, now = found[3], float(found[4])
+    now = float(found[3])
+    largest = found[4] if sqlite else connection.execute(_LARGEST, {"experiment_id": experiment_id}).scalar()
     fresh = applied if largest is None else max(applied, int(largest) + 1)
     if fresh < applied + size:
         connection.execute(_INSERT, {"experiment_id": experiment_id, "step": fresh, "issued_at": now})
