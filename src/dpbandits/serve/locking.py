@@ -12,7 +12,8 @@ Three layers:
   one fsync, for every job queued meanwhile). Jobs only write rows; no CPU-heavy work runs there.
 * **Between processes** (``dpbandits serve --workers N``, several hosts on one PostgreSQL), each
   job checks that the experiment's stored ``version`` is the one its computation started from
-  (compare-and-set), with the row locked: PostgreSQL ``SELECT ... FOR UPDATE`` / ``UPDATE ... WHERE
+  (compare-and-set; an ask whose agent stands on a committed stored state checks that state's
+  step count instead, see :func:`~dpbandits.serve.leases.pick_step`), with the row locked: PostgreSQL ``SELECT ... FOR UPDATE`` / ``UPDATE ... WHERE
   version = ...``; SQLite transactions start with ``BEGIN IMMEDIATE``, which takes the database's
   write lock. If another process wrote first the job fails with :class:`~dpbandits.serve.errors.Retry`
   and the service recomputes the request from the stored state (nothing of the stale computation
