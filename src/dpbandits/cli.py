@@ -129,7 +129,7 @@ def _run(
     allow_version_change: bool = False,
 ) -> None:
     from dpbandits._core.validation import check_one_of
-    from dpbandits.experiments.plots import import_in_background, plot_run
+    from dpbandits.experiments.plots import import_in_background, start_plot_run
     from dpbandits.experiments.runner import run_study
 
     check_one_of(progress, "--progress", ("auto", "rich", "log", "none"))
@@ -151,6 +151,10 @@ def _run(
         typer.echo(f"Error: stopped by {signal_name}; finished cells are saved in {run_dir} — continue with "
                    "--resume", err=True)
         raise typer.Exit(code) from None
+    if plot_import is not None:
+        plot_import.join()
+    # the figures are drawn in forked workers while the summary is printed
+    plots = start_plot_run(result.run_dir) if plot and result.cells_run + result.cells_skipped > 0 else None
     typer.echo(f"{result.status}: {result.cells_run} cells run, {result.cells_skipped} already done, "
                f"{result.seconds:.1f} s ({result.backend.get('backend')})")
     _print_summary(result.run_dir, max_rows=_MAX_TABLE_ROWS)
@@ -161,10 +165,8 @@ def _run(
     if study.analyses:
         for path in sorted((result.run_dir / "analyses").glob("*.json")):
             typer.echo(f"analysis:      {path}")
-    if plot_import is not None:
-        plot_import.join()
-    if plot and result.cells_run + result.cells_skipped > 0:
-        written = plot_run(result.run_dir)
+    if plots is not None:
+        written = plots.result()
         typer.echo(f"plots:         {written[0].parent} ({len(written)} files)")
 
 
