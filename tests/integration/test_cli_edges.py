@@ -4,6 +4,7 @@ table, `show`'s plain text and copyable TOML, `version`'s dependencies, `init-st
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -88,6 +89,18 @@ def test_help_shows_flags_as_flags(command: list[str]) -> None:
     assert result.exit_code == 0, result.output
     assert "<bool>" not in result.stdout
     assert "--help" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["account", "status", "audit"])
+def test_help_paragraphs_wrap_to_the_terminal(command: str) -> None:
+    # a docstring wrapped at 100 columns printed its lines as they were: ragged on 80 columns
+    # ("columns other than those named are" / "ignored. mab: ...")
+    text = _invoke(command, "--help", columns=80).stdout
+    description = text.split("Usage:", 1)[1].split("╭", 1)[0]
+    lines = [line.strip() for line in description.splitlines()[2:]]  # after the usage line
+    for line, after in itertools.pairwise(lines):
+        if line and after:  # two lines of one paragraph: the first is filled (no short line mid-paragraph)
+            assert len(line) + len(after.split()[0]) + 1 > 76, (line, after)
 
 
 # ------------------------------------------------------------------ output: pipes and encodings
