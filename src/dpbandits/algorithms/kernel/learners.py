@@ -2,7 +2,7 @@
 
 Each agent learns for ``horizon`` rounds, ``ask(context)`` an action and ``tell(context, reward)``
 its reward, in the feature space of a data-independent feature map φ of the kernel; then its
-:attr:`recommendation` is the released policy, the greedy choice argmax_{x ∈ X_N} φ(x, c)ᵀθ on the
+``recommendation`` is the released policy, the greedy choice argmax_{x ∈ X_N} φ(x, c)ᵀθ on the
 output grid X_N (the same grid and feature maps as the registered simulations, which clip rewards to
 ±B_y as ``clip=True`` does).
 
