@@ -73,9 +73,9 @@ Build = Callable[[Any, int], Any]
 
 K = len(BAI_MEANS)
 EYE = np.eye(K)
-KERNEL_HORIZON = 60
+KERNEL_HORIZON = 40
 KERNEL = {"reward_bound": 1.5, "clip": True, "grid_points_per_dim": 32}
-"""The small kernel instance: T = 60 rounds, a 32-point output grid, rewards clipped like the simulations'."""
+"""The small kernel instance: T = 40 rounds, a 32-point output grid, rewards clipped like the simulations'."""
 
 
 def _usca(env: Any, seed: int, **options: Any) -> Any:
@@ -285,7 +285,7 @@ def _recommended_at(agent: Any, context: np.ndarray, seed: int) -> Any:
     return recommendation(context)
 
 
-TRIALS = {"kernel": (40, 30)}
+TRIALS = {"kernel": (30, 20)}
 """(simulated trials, agent runs) per family; default (120, 50). A kernel trial costs ~0.1-0.5 s."""
 
 
