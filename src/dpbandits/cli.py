@@ -129,7 +129,7 @@ def _run(
     allow_version_change: bool = False,
 ) -> None:
     from dpbandits._core.validation import check_one_of
-    from dpbandits.experiments.plots import import_in_background, start_plot_run
+    from dpbandits.experiments.plots import start_plot_run
     from dpbandits.experiments.runner import run_study
 
     check_one_of(progress, "--progress", ("auto", "rich", "log", "none"))
@@ -141,7 +141,6 @@ def _run(
     run_dir = out if out is not None else Path("runs") / study.name
     from dpbandits.experiments.runner import RunTerminated
 
-    plot_import = import_in_background() if plot else None  # overlaps the run (joined before plotting)
     try:
         result = run_study(study, run_dir, backend=backend, workers=workers, scheduler=scheduler,
                            resume=resume, progress=progress, source_text=source_text,
@@ -151,9 +150,9 @@ def _run(
         typer.echo(f"Error: stopped by {signal_name}; finished cells are saved in {run_dir} — continue with "
                    "--resume", err=True)
         raise typer.Exit(code) from None
-    if plot_import is not None:
-        plot_import.join()
-    # the figures are drawn in forked workers while the summary is printed
+    # the figures are drawn in forked workers while the summary is printed. Matplotlib is imported
+    # after the run, not during it: a thread importing it slowed the run by more than the import
+    # costs (it competes for the cores and for the GIL the run's dispatch needs)
     plots = start_plot_run(result.run_dir) if plot and result.cells_run + result.cells_skipped > 0 else None
     typer.echo(f"{result.status}: {result.cells_run} cells run, {result.cells_skipped} already done, "
                f"{result.seconds:.1f} s ({result.backend.get('backend')})")

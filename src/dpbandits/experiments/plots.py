@@ -28,7 +28,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,7 @@ from dpbandits.experiments.store import (
     summary_metrics,
 )
 
-__all__ = ["MAX_PANELS", "PendingPlots", "import_in_background", "plot_run", "start_plot_run"]
+__all__ = ["MAX_PANELS", "PendingPlots", "plot_run", "start_plot_run"]
 
 MAX_PANELS = 16
 """At most this many panels per figure (combinations of the other swept parameters)."""
@@ -75,24 +74,6 @@ def _swept_and_metrics(header: Sequence[str]) -> tuple[list[str], dict[str, str]
 
 def _unique(values: Sequence[Any]) -> list[Any]:
     return list(dict.fromkeys(values))
-
-
-def import_in_background() -> threading.Thread:
-    """Start importing what drawing needs (matplotlib's ``Figure``, the Agg and PDF back ends) in a thread.
-
-    For a caller with other work first (a study run, whose main thread mostly waits on its workers):
-    the import then overlaps that work. Join the thread before :func:`plot_run`, which forks its
-    drawing workers only from a single-threaded process.
-    """
-    def load() -> None:
-        import matplotlib.backends.backend_agg
-        import matplotlib.backends.backend_pdf
-        import matplotlib.figure
-        import matplotlib.ticker  # noqa: F401
-
-    thread = threading.Thread(target=load, name="dpbandits-plot-import", daemon=True)
-    thread.start()
-    return thread
 
 
 def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
@@ -238,7 +219,11 @@ def _start_all(rows: list[dict[str, str]], jobs: list[_Job], formats: tuple[str,
         return lambda: _draw_some(rows, jobs, formats)
     from concurrent.futures import ProcessPoolExecutor
 
-    import matplotlib.figure  # noqa: F401  (imported once, here: the forked workers inherit it)
+    # imported once, here (the Agg and PDF back ends too): the forked workers inherit them
+    import matplotlib.backends.backend_agg
+    import matplotlib.backends.backend_pdf
+    import matplotlib.figure
+    import matplotlib.ticker  # noqa: F401
 
     shares = [jobs[i::count] for i in range(count)]  # figure i goes to worker i mod count
     pool = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"))
