@@ -91,6 +91,7 @@ def test_help_shows_flags_as_flags(command: list[str]) -> None:
 
 
 # ------------------------------------------------------------------ output: pipes and encodings
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly() -> None:
     done = _command(shell=f"{sys.executable} -m dpbandits list | head -1")
     assert done.returncode in (0, 141), done.stderr
@@ -106,6 +107,7 @@ def test_list_and_show_work_on_any_terminal_encoding(encoding: str, args: list[s
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_terminal_without_unicode_gets_ascii_spellings() -> None:
     done = _command("show", "dp-bai", env={"PYTHONIOENCODING": "ascii"})
     assert done.returncode == 0 and done.stderr == "", done.stderr
