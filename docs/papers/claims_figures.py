@@ -25,7 +25,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from dpbandits.experiments.plot_labels import format_number
 
@@ -66,6 +66,8 @@ def _finish(fig: plt.Figure, ax: plt.Axes, title: str, study: str | None, out: P
     ax.set_title(title + trials, fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
     for axis in (ax.yaxis,) if categories else (ax.xaxis, ax.yaxis):  # 8·10⁵, not 800000
+        if isinstance(axis.get_major_locator(), FixedLocator):  # named ticks (cases, categories) stay
+            continue
         if axis.get_scale() == "linear":
             axis.set_major_formatter(FuncFormatter(lambda value, _: format_number(value)))
         else:
@@ -270,6 +272,117 @@ def kl_privacy_utility(out: Path) -> Path:
     return _finish(fig, ax, "Offline MAB: regret against ε", study, out, "kl-e5")
 
 
+def _positive(low: np.ndarray, mean: np.ndarray, high: np.ndarray) -> list[np.ndarray]:
+    """Error bars for a log axis: a lower end at or below 0 is drawn down to a tenth of the mean."""
+    return [mean - np.where(low > 0, low, mean / 10), high - mean]
+
+
+def _curve(ax: plt.Axes, table: list[dict[str, str]], x: str, y: str, label: str, style: str, color: str,
+           log: bool = True, **where: str) -> None:
+    """Means of ``y`` against ``x`` with their 95% intervals (the summary's t intervals)."""
+    chosen = sorted((row for row in table if all(row[k] == v for k, v in where.items())), key=lambda r: float(r[x]))
+    xs = np.array([float(r[x]) for r in chosen])
+    mean = np.array([float(r[f"{y}_mean"]) for r in chosen])
+    low, high = (np.array([float(r[f"{y}_ci_{end}"]) for r in chosen]) for end in ("low", "high"))
+    ax.errorbar(xs, mean, yerr=_positive(low, mean, high) if log else [mean - low, high - mean], fmt=style,
+                color=color, lw=1, ms=4, capsize=2, label=label)
+
+
+def kl_theorem1(out: Path) -> Path:
+    """E1: Theorem 1's ε₀ and the exact per-instance loss against n, beside 1/n."""
+    study = "kl-e1-mab-decay"
+    table = rows(study)
+    fig, ax = _figure()
+    for index, logging in enumerate(("balanced", "zipf")):
+        where = {"logging": logging, "eta": "0.1", "beta0": "0.5"}
+        _curve(ax, table, "n_records", "epsilon0", f"Theorem 1's ε₀ ({logging} logging)", "o-", f"C{index}", **where)
+        _curve(ax, table, "n_records", "epsilon_hat", f"exact loss ({logging} logging)", "s--", f"C{index}", **where)
+    n = np.array(sorted({float(r["n_records"]) for r in table}))
+    first = next(float(r["epsilon0_mean"]) for r in table if r["logging"] == "balanced" and r["eta"] == "0.1"
+                 and r["beta0"] == "0.5" and float(r["n_records"]) == n[0])
+    ax.plot(n, first * n[0] / n, color="grey", ls=":", label="1/n through the first point (Theorem 1's rate)")
+    ax.set(xscale="log", yscale="log", xlabel="records n", ylabel="ε (per instance), η = 0.1, β₀ = 0.5")
+    return _finish(fig, ax, "KL MAB, Theorem 1: the bound ε₀ against the exact loss", study, out, "kl-theorem1")
+
+
+def kl_theorem2(out: Path) -> Path:
+    """E2: Theorem 2's ε₀ and the audited loss (a lower bound) against n for d = 2, 5, 10."""
+    study = "kl-e2-linear-subset"
+    table = rows(study)
+    fig, ax = _figure()
+    for index, dim in enumerate(sorted({r["dimension"] for r in table}, key=int)):
+        _curve(ax, table, "n_records", "epsilon0", f"d = {dim}: Theorem 2's ε₀", "o-", f"C{index}", dimension=dim)
+        _curve(ax, table, "n_records", "epsilon_hat", f"d = {dim}: audited loss (lower bound)", "s--", f"C{index}",
+               dimension=dim)
+    ax.set(xscale="log", yscale="log", xlabel="records n", ylabel="ε (per instance), η = 0.1, β₀ = 1")
+    return _finish(fig, ax, "KL linear, Theorem 2: the bound ε₀ against the audited loss", study, out, "kl-theorem2")
+
+
+def kl_rlhf_label(out: Path) -> Path:
+    """E3: Theorem 3 (paper) and 3′ (corrected) against the exact label-DP loss, by B."""
+    study = "kl-e3-rlhf-label"
+    table = rows(study)
+    fig, ax = _figure()
+    for key, label, style, color in (("epsilon0_paper", "paper's Theorem 3", "o-", "C3"),
+                                     ("epsilon0_corrected", "corrected Theorem 3′", "^-", "C2"),
+                                     ("epsilon_hat", "exact label-DP loss", "s--", "C0")):
+        _curve(ax, table, "norm_bound", key, label, style, color)
+    ax.set(xscale="log", yscale="log", xlabel="parameter norm bound B", ylabel="ε of one label flip")
+    return _finish(fig, ax, "KL RLHF, Theorem 3: the bounds against the exact loss", study, out, "kl-e3")
+
+
+def kl_delta_k(out: Path) -> Path:
+    """E4: Corollary 1's δ(k) against Theorem 1′'s δ and the exact δ, at η = 0.01, β₀ = 2."""
+    study = "kl-e4-delta-k"
+    table = rows(study)
+    fig, ax = _figure()
+    for key, label, style, color in (("delta_paper", "Corollary 1 (paper, with the 1/η fix)", "o-", "C3"),
+                                     ("delta_paper_verbatim", "Corollary 1 verbatim", "v:", "C1"),
+                                     ("delta_corrected", "corrected Theorem 1′", "^-", "C2"),
+                                     ("delta_audit", "exact δ (audit)", "s--", "C0")):
+        _curve(ax, table, "k", key, label, style, color, eta="0.01", beta0="2.0")
+    ax.set(xscale="log", yscale="log", xlabel="k (N₀ = ⌊N_max/k⌋)", ylabel="δ at ε(k) (mean over the datasets)")
+    ks = sorted({float(r["k"]) for r in table})
+    ax.set_xticks(ks, [f"{k:g}" for k in ks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    return _finish(fig, ax, "KL MAB, Corollary 1: δ against k on benign data (η = 0.01, β₀ = 2)", study, out, "kl-e4")
+
+
+def kl_repeated(out: Path) -> Path:
+    """E6: the total ε of T samples: basic, advanced (δ = 10⁻⁶) and the exact PLD over the extreme neighbours."""
+    study = "kl-e6-repeated"
+    table = rows(study)
+    fig, ax = _figure()
+    for index, eps in enumerate(sorted({r["epsilon"] for r in table}, key=float)):
+        _curve(ax, table, "n_samples", "epsilon_basic", f"ε₁ = {eps}: basic Tε₁ (δ = 0)", "-", f"C{index}", epsilon=eps)
+        _curve(ax, table, "n_samples", "epsilon_advanced", f"ε₁ = {eps}: advanced, δ = 10⁻⁶", "--", f"C{index}",
+               epsilon=eps)
+        _curve(ax, table, "n_samples", "epsilon_pld", f"ε₁ = {eps}: exact PLD, δ = 10⁻⁶ (not a guarantee)", "o:",
+               f"C{index}", epsilon=eps)
+    ax.set(xscale="log", yscale="log", xlabel="samples T", ylabel="total ε")
+    return _finish(fig, ax, "KL MAB: the total ε of T samples", study, out, "kl-e6")
+
+
+def kl_real_data(out: Path) -> Path:
+    """Real data: test accuracy against Theorem 2's per-context ε₀, per data set and η, beside the greedy accuracy."""
+    study = "kl-real-data"
+    table = rows(study)
+    fig, ax = _figure()
+    for index, dataset in enumerate(sorted({r["dataset"] for r in table})):
+        chosen = sorted((r for r in table if r["dataset"] == dataset), key=lambda r: float(r["eta"]))
+        eps = np.array([float(r["epsilon0_mean"]) for r in chosen])
+        acc = np.array([float(r["accuracy_mean"]) for r in chosen])
+        low, high = (np.array([float(r[f"accuracy_ci_{end}"]) for r in chosen]) for end in ("low", "high"))
+        ax.errorbar(eps, acc, yerr=[acc - low, high - acc], fmt="o-", color=f"C{index}", lw=1, ms=4, capsize=2,
+                    label=f"{dataset} (η = {', '.join(r['eta'] for r in chosen)}, right to left)")
+        ax.axhline(float(chosen[0]["greedy_accuracy_mean"]), color=f"C{index}", ls=":", lw=1)
+    ax.plot([], [], color="grey", ls=":", label="greedy (non-private) accuracy")
+    ax.axvspan(1e-3, 1.0, color="C2", alpha=0.08, label="ε ≤ 1, where the paper's thesis would place it")
+    ax.set(xscale="log", xlabel="Theorem 2's per-context ε₀ (mean)", ylabel="test accuracy")
+    ax.set_xlim(left=0.3)
+    return _finish(fig, ax, "KL linear policy on real data: accuracy against ε₀", study, out, "kl-real-data")
+
+
 # -------------------------------------------------------------------------------------------- USCA
 def fixed_epsilon_report(trials: list[dict[str, str]], n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     """The fixed-ε T-slope of USCA's privacy excess, from per-trial rows (``trials.csv``).
@@ -342,6 +455,120 @@ def usca_fixed_epsilon(out: Path) -> Path:
     return _finish(fig, ax, "USCA: the privacy excess against T at fixed ε", study, out, "usca-fixed-epsilon")
 
 
+def sensitivity_report(trials: list[dict[str, str]], n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """USCA's sensitivity Δ against T, from per-trial rows (``trials.csv``), beside γ̂_T/T.
+
+    Δ = 2·B_y·sup σ̄² is a deterministic function of a trial's public approximating set, so it is
+    the same for every entry of a trial; its mean per T has a t interval over the trials, and the
+    log-log slope against T a percentile bootstrap over trials (the same resampled trials at every
+    T). Theorem 4.1's privacy term γ_T/(Tε) is Δ/ε up to constants, so it predicts Δ ∝ γ_T/T.
+    """
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    one = next(row["algorithm"] for row in trials)
+    by: dict[float, dict[int, tuple[float, float]]] = defaultdict(dict)
+    for row in trials:
+        if row["algorithm"] == one:
+            by[float(row["horizon"])][int(row["trial"])] = (float(row["sensitivity"]), float(row["gamma"]))
+    horizons = sorted(by)
+    n = len(by[horizons[0]])
+    delta = np.array([[by[t][k][0] for k in range(n)] for t in horizons])
+    gamma = np.array([[by[t][k][1] for k in range(n)] for t in horizons]).mean(axis=1)
+    mean = delta.mean(axis=1)
+    half = stats.t.ppf(0.975, n - 1) * delta.std(axis=1, ddof=1) / math.sqrt(n)
+    log_t = np.log(horizons)
+    boot = [np.polyfit(log_t, np.log(delta[:, rng.integers(0, n, n)].mean(axis=1)), 1)[0] for _ in range(n_boot)]
+    g_over_t = gamma / np.array(horizons)
+    return {
+        "analysis": "sensitivity-decay", "horizons": horizons, "trials": n,
+        "sensitivity": [float(v) for v in mean],
+        "sensitivity_ci95": [[float(m - h), float(m + h)] for m, h in zip(mean, half, strict=True)],
+        "slope": float(np.polyfit(log_t, np.log(mean), 1)[0]),
+        "slope_ci95": [float(v) for v in np.percentile(boot, [2.5, 97.5])],
+        "gamma_over_t": [float(v) for v in g_over_t], "gamma_slope": float(np.polyfit(log_t, np.log(g_over_t), 1)[0]),
+    }
+
+
+def usca_sensitivity(out: Path) -> Path:
+    """The sensitivity Δ against T with its intervals, beside γ̂/T through the first point."""
+    study = "usca-fixed-epsilon"
+    report = analysis(study, "sensitivity-decay")
+    t, delta = np.array(report["horizons"]), np.array(report["sensitivity"])
+    low, high = np.array(report["sensitivity_ci95"]).T
+    fig, ax = _figure()
+    ax.errorbar(t, delta, yerr=[delta - low, high - delta], fmt="o", color="C0",
+                label=f"measured Δ: slope {report['slope']:.2f} [{report['slope_ci95'][0]:.2f}, "
+                      f"{report['slope_ci95'][1]:.2f}]")
+    g = np.array(report["gamma_over_t"])
+    ax.plot(t, delta[0] * g / g[0], color="grey", ls="--",
+            label=f"Theorem 4.1's γ̂/T (slope {report['gamma_slope']:.2f}), through the first point")
+    ax.set(xscale="log", yscale="log", xlabel="horizon T", ylabel="sensitivity Δ = 2·B_y·sup σ̄²")
+    return _finish(fig, ax, "USCA: the sensitivity against T", study, out, "usca-sensitivity")
+
+
+def usca_baselines(out: Path) -> Path:
+    """USCA against the private feature ridge and the non-private baselines at T = 16 000 (recorded)."""
+    recorded = json.loads((DATA / "usca-baselines-recorded.json").read_text(encoding="utf-8"))
+    methods = recorded["methods"]
+    fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.35 * len(methods)))
+    for index, method in enumerate(methods):
+        low, high = method["ci95"]
+        ax.errorbar([method["error"]], [index], xerr=[[method["error"] - low], [high - method["error"]]], fmt="o",
+                    capsize=3, color="C3" if method["private"] else "C0",
+                    label=("private" if method["private"] else "non-private") if index in (0, 3) else None)
+        ax.annotate(f"T-slope {method['slope']:.2f}", (high, index), xytext=(6, -3), textcoords="offset points",
+                    fontsize=6)
+    ax.set_yticks(range(len(methods)), [m["label"] for m in methods], fontsize=7)
+    ax.invert_yaxis()
+    ax.set(xscale="log", xlabel=f"error rate ER at T = {recorded['horizon']:,} (95% interval)".replace(",", " "))
+    ax.set_xlim(right=4 * max(m["ci95"][1] for m in methods))  # room for the slopes' labels
+    return _finish(fig, ax, f"USCA against its baselines ({recorded['trials']} trials, recorded)", None, out,
+                   "usca-baselines")
+
+
+# ---------------------------------------------------------------------------------- privacy audits
+_KIND_MARKER = {"exact": ("o", "exact loss"), "transcript": ("^", "sup over sampled transcripts"),
+                "statistical": (">", "lower bound on ε (confidence 1 − 10⁻⁶)")}
+
+
+def audited_ratio(case: dict[str, Any]) -> float:
+    """What the audit measured over what is claimed: loss/ε, or δ(ε)/δ for an (ε, δ) claim audited exactly."""
+    if case["exact_delta"] is not None:
+        return float(case["exact_delta"]) / float(case["delta_claimed"])
+    return float(case["measured"]) / float(case["epsilon_claimed"])
+
+
+def privacy_audits(family: str, key: str, title: str) -> Callable[[Path], Path]:
+    """A figure of every privacy case of ``family`` (``privacy-<family>.json``): audited / claimed."""
+
+    def draw(out: Path) -> Path:
+        cases = json.loads((DATA / f"privacy-{family}.json").read_text(encoding="utf-8"))["cases"]
+        fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.27 * len(cases)))
+        shown: set[tuple[str, bool]] = set()
+        for index, case in enumerate(cases):
+            marker, what = _KIND_MARKER[case["kind"]]
+            broken = bool(case["negative_control"])
+            if case["float_attack_cells"]:
+                marker, what = "x", "refuted by its float attack (low-order bits)"
+            seen = (case["kind"], broken)
+            label = None if seen in shown else f"{what}{' (negative control)' if broken else ''}"
+            shown.add(seen)
+            ratio = audited_ratio(case)
+            ax.plot([max(ratio, 1e-2)], [index], marker, color="C3" if broken else "C0", label=label)
+            if ratio < 1e-2:  # drawn at the axis' edge, with its value
+                ax.annotate(f"{format_number(ratio)} (off scale)" if ratio else "0 (off scale)", (1e-2, index),
+                            xytext=(6, -3), textcoords="offset points", fontsize=6)
+        ax.axvline(1.0, color="grey", ls="--", label="the claim (ratio 1)")
+        ax.set_yticks(range(len(cases)), [f"{c['algorithm']}: {c['description'][:48]}" for c in cases], fontsize=6)
+        ax.invert_yaxis()
+        ax.set(xscale="log", xlabel="audited / claimed (loss / ε; δ(ε) / δ for an (ε, δ) claim)")
+        return _finish(fig, ax, title, None, out, key)
+
+    draw.__doc__ = f"The privacy contract's audits of {family}: audited over claimed per case."
+    return draw
+
+
 def usca_rate_exponent(out: Path) -> Path:
     """The exponent p of excess ∝ (γ_T/(Tε))^p with its interval, beside the predicted exponents."""
     report = json.loads((DATA / "usca-rate-shape.json").read_text(encoding="utf-8"))
@@ -370,8 +597,20 @@ FIGURES: dict[str, Callable[[Path], Path]] = {
     "bai-figure2": bai_figure2,
     "kl-counterexamples": kl_counterexamples,
     "kl-e5": kl_privacy_utility,
+    "kl-theorem1": kl_theorem1,
+    "kl-theorem2": kl_theorem2,
+    "kl-e3": kl_rlhf_label,
+    "kl-e4": kl_delta_k,
+    "kl-e6": kl_repeated,
+    "kl-real-data": kl_real_data,
     "usca-fixed-epsilon": usca_fixed_epsilon,
     "usca-rate": usca_rate_exponent,
+    "usca-sensitivity": usca_sensitivity,
+    "usca-baselines": usca_baselines,
+    "bai-privacy": privacy_audits("dp-bai", "bai-privacy", "DP-BAI family: every privacy case's audit against its claim"),
+    "dueling-privacy": privacy_audits("dueling", "dueling-privacy",
+                                      "Dueling family: every privacy case's audit against its claim"),
+    "usca-privacy": privacy_audits("usca", "usca-privacy", "Kernel family: every privacy case's audit against its claim"),
 }
 
 
