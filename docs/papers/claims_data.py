@@ -47,12 +47,8 @@ def audit_family(family: str) -> dict[str, Any]:
             pairs = report.pairs
             kind = ("exact" if case.distribution is not None else
                     "transcript" if case.transcript_loss is not None else "statistical")
-            measured = {
-                "exact": lambda: max(p.exact_loss for p in pairs if p.exact_loss is not None),
-                "transcript": lambda: max(p.transcript_loss for p in pairs if p.transcript_loss is not None),
-                "statistical": lambda: max((p.epsilon_lower_bound for p in pairs if p.epsilon_lower_bound is not None),
-                                           default=0.0),
-            }[kind]()
+            field = {"exact": "exact_loss", "transcript": "transcript_loss", "statistical": "epsilon_lower_bound"}[kind]
+            measured = max((getattr(p, field) for p in pairs if getattr(p, field) is not None), default=0.0)
             claim = pairs[0]
             cases.append({
                 "algorithm": algorithm, "description": case.description, "kind": kind,

@@ -277,14 +277,20 @@ def _positive(low: np.ndarray, mean: np.ndarray, high: np.ndarray) -> list[np.nd
     return [mean - np.where(low > 0, low, mean / 10), high - mean]
 
 
+def _named_xticks(ax: plt.Axes, values: list[float]) -> None:
+    """Ticks at the grid's values only (a log axis under two decades otherwise labels its minor ticks)."""
+    ax.set_xticks(values, [format_number(v) for v in values])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def _curve(ax: plt.Axes, table: list[dict[str, str]], x: str, y: str, label: str, style: str, color: str,
-           log: bool = True, **where: str) -> None:
-    """Means of ``y`` against ``x`` with their 95% intervals (the summary's t intervals)."""
+           **where: str) -> None:
+    """Means of ``y`` against ``x`` with their 95% intervals (the summary's t intervals), for a log y axis."""
     chosen = sorted((row for row in table if all(row[k] == v for k, v in where.items())), key=lambda r: float(r[x]))
     xs = np.array([float(r[x]) for r in chosen])
     mean = np.array([float(r[f"{y}_mean"]) for r in chosen])
     low, high = (np.array([float(r[f"{y}_ci_{end}"]) for r in chosen]) for end in ("low", "high"))
-    ax.errorbar(xs, mean, yerr=_positive(low, mean, high) if log else [mean - low, high - mean], fmt=style,
+    ax.errorbar(xs, mean, yerr=_positive(low, mean, high), fmt=style,
                 color=color, lw=1, ms=4, capsize=2, label=label)
 
 
@@ -315,6 +321,7 @@ def kl_theorem2(out: Path) -> Path:
         _curve(ax, table, "n_records", "epsilon_hat", f"d = {dim}: audited loss (lower bound)", "s--", f"C{index}",
                dimension=dim)
     ax.set(xscale="log", yscale="log", xlabel="records n", ylabel="ε (per instance), η = 0.1, β₀ = 1")
+    _named_xticks(ax, sorted({float(r["n_records"]) for r in table}))
     return _finish(fig, ax, "KL linear, Theorem 2: the bound ε₀ against the audited loss", study, out, "kl-theorem2")
 
 
@@ -342,9 +349,7 @@ def kl_delta_k(out: Path) -> Path:
                                      ("delta_audit", "exact δ (audit)", "s--", "C0")):
         _curve(ax, table, "k", key, label, style, color, eta="0.01", beta0="2.0")
     ax.set(xscale="log", yscale="log", xlabel="k (N₀ = ⌊N_max/k⌋)", ylabel="δ at ε(k) (mean over the datasets)")
-    ks = sorted({float(r["k"]) for r in table})
-    ax.set_xticks(ks, [f"{k:g}" for k in ks])
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    _named_xticks(ax, sorted({float(r["k"]) for r in table}))
     return _finish(fig, ax, "KL MAB, Corollary 1: δ against k on benign data (η = 0.01, β₀ = 2)", study, out, "kl-e4")
 
 
