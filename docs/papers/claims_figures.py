@@ -294,20 +294,29 @@ def _curve(ax: plt.Axes, table: list[dict[str, str]], x: str, y: str, label: str
                 color=color, lw=1, ms=4, capsize=2, label=label)
 
 
+def _bound_curves(ax: plt.Axes, table: list[dict[str, str]], x: str,
+                  curves: tuple[tuple[str, str, str, str], ...], **where: str) -> None:
+    """Several metrics (key, label, style, colour) against ``x`` on log-log axes ticked at the grid's values."""
+    for key, label, style, color in curves:
+        _curve(ax, table, x, key, label, style, color, **where)
+    ax.set(xscale="log", yscale="log")
+    _named_xticks(ax, sorted({float(r[x]) for r in table}))
+
+
 def kl_theorem1(out: Path) -> Path:
     """E1: Theorem 1's ε₀ and the exact per-instance loss against n, beside 1/n."""
     study = "kl-e1-mab-decay"
     table = rows(study)
     fig, ax = _figure()
     for index, logging in enumerate(("balanced", "zipf")):
-        where = {"logging": logging, "eta": "0.1", "beta0": "0.5"}
-        _curve(ax, table, "n_records", "epsilon0", f"Theorem 1's ε₀ ({logging} logging)", "o-", f"C{index}", **where)
-        _curve(ax, table, "n_records", "epsilon_hat", f"exact loss ({logging} logging)", "s--", f"C{index}", **where)
+        _bound_curves(ax, table, "n_records", (("epsilon0", f"Theorem 1's ε₀ ({logging} logging)", "o-", f"C{index}"),
+                                               ("epsilon_hat", f"exact loss ({logging} logging)", "s--", f"C{index}")),
+                      logging=logging, eta="0.1", beta0="0.5")
     n = np.array(sorted({float(r["n_records"]) for r in table}))
     first = next(float(r["epsilon0_mean"]) for r in table if r["logging"] == "balanced" and r["eta"] == "0.1"
                  and r["beta0"] == "0.5" and float(r["n_records"]) == n[0])
     ax.plot(n, first * n[0] / n, color="grey", ls=":", label="1/n through the first point (Theorem 1's rate)")
-    ax.set(xscale="log", yscale="log", xlabel="records n", ylabel="ε (per instance), η = 0.1, β₀ = 0.5")
+    ax.set(xlabel="records n", ylabel="ε (per instance), η = 0.1, β₀ = 0.5")
     return _finish(fig, ax, "KL MAB, Theorem 1: the bound ε₀ against the exact loss", study, out, "kl-theorem1")
 
 
@@ -317,39 +326,33 @@ def kl_theorem2(out: Path) -> Path:
     table = rows(study)
     fig, ax = _figure()
     for index, dim in enumerate(sorted({r["dimension"] for r in table}, key=int)):
-        _curve(ax, table, "n_records", "epsilon0", f"d = {dim}: Theorem 2's ε₀", "o-", f"C{index}", dimension=dim)
-        _curve(ax, table, "n_records", "epsilon_hat", f"d = {dim}: audited loss (lower bound)", "s--", f"C{index}",
-               dimension=dim)
-    ax.set(xscale="log", yscale="log", xlabel="records n", ylabel="ε (per instance), η = 0.1, β₀ = 1")
-    _named_xticks(ax, sorted({float(r["n_records"]) for r in table}))
+        _bound_curves(ax, table, "n_records", (("epsilon0", f"d = {dim}: Theorem 2's ε₀", "o-", f"C{index}"),
+                                               ("epsilon_hat", f"d = {dim}: audited loss (lower bound)", "s--",
+                                                f"C{index}")), dimension=dim)
+    ax.set(xlabel="records n", ylabel="ε (per instance), η = 0.1, β₀ = 1")
     return _finish(fig, ax, "KL linear, Theorem 2: the bound ε₀ against the audited loss", study, out, "kl-theorem2")
 
 
 def kl_rlhf_label(out: Path) -> Path:
     """E3: Theorem 3 (paper) and 3′ (corrected) against the exact label-DP loss, by B."""
     study = "kl-e3-rlhf-label"
-    table = rows(study)
     fig, ax = _figure()
-    for key, label, style, color in (("epsilon0_paper", "paper's Theorem 3", "o-", "C3"),
-                                     ("epsilon0_corrected", "corrected Theorem 3′", "^-", "C2"),
-                                     ("epsilon_hat", "exact label-DP loss", "s--", "C0")):
-        _curve(ax, table, "norm_bound", key, label, style, color)
-    ax.set(xscale="log", yscale="log", xlabel="parameter norm bound B", ylabel="ε of one label flip")
+    _bound_curves(ax, rows(study), "norm_bound", (("epsilon0_paper", "paper's Theorem 3", "o-", "C3"),
+                                                  ("epsilon0_corrected", "corrected Theorem 3′", "^-", "C2"),
+                                                  ("epsilon_hat", "exact label-DP loss", "s--", "C0")))
+    ax.set(xlabel="parameter norm bound B", ylabel="ε of one label flip")
     return _finish(fig, ax, "KL RLHF, Theorem 3: the bounds against the exact loss", study, out, "kl-e3")
 
 
 def kl_delta_k(out: Path) -> Path:
     """E4: Corollary 1's δ(k) against Theorem 1′'s δ and the exact δ, at η = 0.01, β₀ = 2."""
     study = "kl-e4-delta-k"
-    table = rows(study)
     fig, ax = _figure()
-    for key, label, style, color in (("delta_paper", "Corollary 1 (paper, with the 1/η fix)", "o-", "C3"),
-                                     ("delta_paper_verbatim", "Corollary 1 verbatim", "v:", "C1"),
-                                     ("delta_corrected", "corrected Theorem 1′", "^-", "C2"),
-                                     ("delta_audit", "exact δ (audit)", "s--", "C0")):
-        _curve(ax, table, "k", key, label, style, color, eta="0.01", beta0="2.0")
-    ax.set(xscale="log", yscale="log", xlabel="k (N₀ = ⌊N_max/k⌋)", ylabel="δ at ε(k) (mean over the datasets)")
-    _named_xticks(ax, sorted({float(r["k"]) for r in table}))
+    _bound_curves(ax, rows(study), "k", (("delta_paper", "Corollary 1 (paper, with the 1/η fix)", "o-", "C3"),
+                                         ("delta_paper_verbatim", "Corollary 1 verbatim", "v:", "C1"),
+                                         ("delta_corrected", "corrected Theorem 1′", "^-", "C2"),
+                                         ("delta_audit", "exact δ (audit)", "s--", "C0")), eta="0.01", beta0="2.0")
+    ax.set(xlabel="k (N₀ = ⌊N_max/k⌋)", ylabel="δ at ε(k) (mean over the datasets)")
     return _finish(fig, ax, "KL MAB, Corollary 1: δ against k on benign data (η = 0.01, β₀ = 2)", study, out, "kl-e4")
 
 
@@ -359,12 +362,11 @@ def kl_repeated(out: Path) -> Path:
     table = rows(study)
     fig, ax = _figure()
     for index, eps in enumerate(sorted({r["epsilon"] for r in table}, key=float)):
-        _curve(ax, table, "n_samples", "epsilon_basic", f"ε₁ = {eps}: basic Tε₁ (δ = 0)", "-", f"C{index}", epsilon=eps)
-        _curve(ax, table, "n_samples", "epsilon_advanced", f"ε₁ = {eps}: advanced, δ = 10⁻⁶", "--", f"C{index}",
-               epsilon=eps)
-        _curve(ax, table, "n_samples", "epsilon_pld", f"ε₁ = {eps}: exact PLD, δ = 10⁻⁶ (not a guarantee)", "o:",
-               f"C{index}", epsilon=eps)
-    ax.set(xscale="log", yscale="log", xlabel="samples T", ylabel="total ε")
+        _bound_curves(ax, table, "n_samples", (
+            ("epsilon_basic", f"ε₁ = {eps}: basic Tε₁ (δ = 0)", "-", f"C{index}"),
+            ("epsilon_advanced", f"ε₁ = {eps}: advanced, δ = 10⁻⁶", "--", f"C{index}"),
+            ("epsilon_pld", f"ε₁ = {eps}: exact PLD, δ = 10⁻⁶ (not a guarantee)", "o:", f"C{index}")), epsilon=eps)
+    ax.set(xlabel="samples T", ylabel="total ε")
     return _finish(fig, ax, "KL MAB: the total ε of T samples", study, out, "kl-e6")
 
 
