@@ -131,19 +131,42 @@ def dueling_regret_vs_epsilon(out: Path) -> Path:
     return _finish(fig, ax, "DP-EBS-Elimination, F1, T = 10⁷: regret against 1/ε", study, out, "dueling-e2a")
 
 
+def _grouped(value: float) -> str:
+    """326 700, as the pages write large numbers."""
+    return f"{value:,.0f}".replace(",", " ")
+
+
 def dueling_excess_vs_arms(out: Path) -> Path:
-    """E2(b): the excess × ε against K per ε; K/ε predicts one line for every ε."""
-    recorded = json.loads((DATA / "dueling-k-scaling-recorded.json").read_text(encoding="utf-8"))
+    """E2(b): the excess × ε against K per ε with its intervals; K/ε predicts one line for every ε."""
+    study = "dueling-k-scaling"
+    fits = analysis(study, "dueling-excess-vs-arms")["fits"]["DP-EBS-Elimination"]
     fig, ax = _figure()
-    for index, fit in enumerate(recorded["fits"]):
-        k, eps = np.array(fit["arms"], dtype=float), fit["epsilon"]
-        ax.plot(k, np.array(fit["excess"]) * eps, "o", color=f"C{index}", label=f"ε = {eps:g}: excess × ε (means)")
-        low, high = fit["slope_ci95_residual"]
-        ax.plot(k, np.polyval(np.polyfit(k, np.array(fit["excess"]) * eps, 1), k), color=f"C{index}", lw=1,
-                label=f"slope × ε = {fit['slope'] * eps:,.0f} [{low * eps:,.0f}, {high * eps:,.0f}] (residual)")
-    ax.set(xlabel="number of arms K", ylabel="excess regret × ε")
-    return _finish(fig, ax, f"F4, T = 10⁷ ({recorded['trials']} trials, recorded): K/ε predicts one line for both ε",
-                   None, out, "dueling-e2b")
+    for index, (eps, entry) in enumerate(sorted(fits.items(), key=lambda item: float(item[0]))):
+        k, scale = np.array(entry["arms"]), float(eps)
+        excess = np.array(entry["excess"]) * scale
+        ax.errorbar(k, excess, yerr=Z95 * np.array(entry["excess_stderr"]) * scale, fmt="o", color=f"C{index}",
+                    capsize=2, label=f"ε = {scale:g}: excess × ε")
+        fit = entry["fit"]
+        low, high = (v * scale for v in fit["slope_ci95_widest"])
+        ax.plot(k, (fit["intercept"] + fit["slope"] * k) * scale, color=f"C{index}", lw=1,
+                label=f"slope × ε = {_grouped(entry['slope_times_epsilon'])} [{_grouped(low)}, {_grouped(high)}] (widest)")
+    ax.set(xlabel="number of arms K", ylabel="excess regret R(ε) − R(∞), × ε")
+    return _finish(fig, ax, "F4, T = 10⁷: K/ε predicts one line for both ε", study, out, "dueling-e2b")
+
+
+def dueling_comparators(out: Path) -> Path:
+    """The comparators' regret on F1 at T = 10⁵ with its intervals (MaxInP with both widths)."""
+    study = "dueling-e1-f1-comparators"
+    table = sorted(rows(study), key=lambda row: float(row["reward_regret_mean"]))
+    fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.35 * len(table)))
+    for index, row in enumerate(table):
+        mean, low, high = (float(row[f"reward_regret_{key}"]) for key in ("mean", "ci_low", "ci_high"))
+        ax.errorbar([mean], [index], xerr=[[mean - low], [high - mean]], fmt="o", capsize=3,
+                    color="C3" if "paper's width" in row["algorithm"] else "C0")
+    ax.set_yticks(range(len(table)), [row["algorithm"] for row in table], fontsize=7)
+    ax.invert_yaxis()
+    ax.set(xscale="log", xlabel="reward regret at T = 10⁵ (95% interval)")
+    return _finish(fig, ax, "Non-private comparators on F1 at T = 10⁵", study, out, "dueling-comparators")
 
 
 def dueling_horizon_slope(out: Path) -> Path:
@@ -505,12 +528,13 @@ def usca_sensitivity(out: Path) -> Path:
     low, high = np.array(report["sensitivity_ci95"]).T
     fig, ax = _figure()
     ax.errorbar(t, delta, yerr=[delta - low, high - delta], fmt="o", color="C0",
-                label=f"measured Δ: slope {report['slope']:.2f} [{report['slope_ci95'][0]:.2f}, "
-                      f"{report['slope_ci95'][1]:.2f}]")
+                label=f"measured Δ: slope {report['slope']:.3f} [{report['slope_ci95'][0]:.3f}, "
+                      f"{report['slope_ci95'][1]:.3f}]")
     g = np.array(report["gamma_over_t"])
     ax.plot(t, delta[0] * g / g[0], color="grey", ls="--",
-            label=f"Theorem 4.1's γ̂/T (slope {report['gamma_slope']:.2f}), through the first point")
+            label=f"Theorem 4.1's γ̂/T (slope {report['gamma_slope']:.3f}), through the first point")
     ax.set(xscale="log", yscale="log", xlabel="horizon T", ylabel="sensitivity Δ = 2·B_y·sup σ̄²")
+    _named_xticks(ax, list(report["horizons"]))
     return _finish(fig, ax, "USCA: the sensitivity against T", study, out, "usca-sensitivity")
 
 
@@ -600,6 +624,7 @@ FIGURES: dict[str, Callable[[Path], Path]] = {
     "dueling-e2c": dueling_excess_vs_horizon,
     "dueling-e3": dueling_horizon_slope,
     "dueling-e4": dueling_dimension_exponent,
+    "dueling-comparators": dueling_comparators,
     "bai-figure1": bai_figure1,
     "bai-figure2": bai_figure2,
     "kl-counterexamples": kl_counterexamples,
