@@ -159,10 +159,14 @@ def dueling_comparators(out: Path) -> Path:
     study = "dueling-e1-f1-comparators"
     table = sorted(rows(study), key=lambda row: float(row["reward_regret_mean"]))
     fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.35 * len(table)))
+    shown = set()
     for index, row in enumerate(table):
         mean, low, high = (float(row[f"reward_regret_{key}"]) for key in ("mean", "ci_low", "ci_high"))
+        paper = "paper's width" in row["algorithm"]
         ax.errorbar([mean], [index], xerr=[[mean - low], [high - mean]], fmt="o", capsize=3,
-                    color="C3" if "paper's width" in row["algorithm"] else "C0")
+                    color="C3" if paper else "C0",
+                    label=None if paper in shown else ("the paper's MaxInP width" if paper else "default settings"))
+        shown.add(paper)
     ax.set_yticks(range(len(table)), [row["algorithm"] for row in table], fontsize=7)
     ax.invert_yaxis()
     ax.set(xscale="log", xlabel="reward regret at T = 10⁵ (95% interval)")
