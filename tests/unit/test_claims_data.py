@@ -59,6 +59,19 @@ def test_every_stored_study_says_how_it_was_run() -> None:
             assert list(csv.DictReader(handle)), study
 
 
+def test_stored_study_files_are_the_ones_run() -> None:
+    """A study stored beside its data (one the docs run, not bundled) loads, with run.json's seed and trials."""
+    from dpbandits.experiments.config import load_study
+
+    stored = sorted(DATA.glob("*/study.toml"))
+    assert stored
+    for path in stored:
+        info = json.loads((path.parent / "run.json").read_text(encoding="utf-8"))
+        study = load_study(path)
+        assert (study.name, study.seed, study.trials) == (info["study"], info["seed"], info["trials"]), path
+        assert f"dpbandits run docs/papers/data/{path.parent.name}/study.toml" in info["command"], path
+
+
 @pytest.mark.parametrize("path", sorted(DATA.glob("*/analyses/*.json")), ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
 def test_stored_analyses_recompute_from_the_stored_summary(path: Path, tmp_path: Path) -> None:
     stored = json.loads(path.read_text(encoding="utf-8"))
