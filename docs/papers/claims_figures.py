@@ -3,8 +3,9 @@
 Each figure shows one claim's measured quantity with its 95% interval and, beside it, what the paper
 (or the library's reconstruction of a lost formula) predicts. The numbers come only from the stored
 ``summary.csv`` files and analysis reports that the studies wrote (``run.json`` says the command,
-seed and number of trials); ``tests/unit/test_claims_data.py`` recomputes the fits from the stored
-summaries. The docs build runs this script (``docs/hooks.py``) into ``build/docs-generated/generated``.
+seed and number of trials), the privacy contract's audits (``privacy-<family>.json``, written by
+``claims_data.py``), and the few summaries marked *recorded* (a study's earlier full run, not re-run);
+``tests/unit/test_claims_data.py`` recomputes the fits from the stored summaries and re-runs the audits. The docs build runs this script (``docs/hooks.py``) into ``build/docs-generated/generated``.
 
 Usage: ``python docs/papers/claims_figures.py OUT_DIR [NAME ...]``.
 """
