@@ -52,6 +52,7 @@ def test_list_shows_environments_algorithms_with_privacy_and_bundled_studies() -
         assert word in result.output
 
 
+@pytest.mark.slow
 def test_run_resume_and_plot(tmp_path: Path, seed: int) -> None:
     study = _write_study(tmp_path, seed)
     out = tmp_path / "run"

@@ -104,6 +104,7 @@ def test_help_paragraphs_wrap_to_the_terminal(command: str) -> None:
 
 
 # ------------------------------------------------------------------ output: pipes and encodings
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly() -> None:
     done = _command(shell=f"{sys.executable} -m dpbandits list | head -1")
     assert done.returncode in (0, 141), done.stderr
@@ -119,6 +120,7 @@ def test_list_and_show_work_on_any_terminal_encoding(encoding: str, args: list[s
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_terminal_without_unicode_gets_ascii_spellings() -> None:
     done = _command("show", "dp-bai", env={"PYTHONIOENCODING": "ascii"})
     assert done.returncode == 0 and done.stderr == "", done.stderr
