@@ -110,7 +110,11 @@ _VERSION_CHANGE = typer.Option(
 _TRIALS = typer.Option(None, "--trials", "-n", min=1, help="Override the study's number of trials.")
 _SEED = typer.Option(None, "--seed", min=0, help="Override the study's root seed.")
 _PROGRESS = typer.Option("auto", "--progress", help="auto (bar on a terminal, log lines otherwise), rich, log, none.")
-_PLOT = typer.Option(True, "--plot/--no-plot", help="Draw the plots at the end.")
+_PLOT = typer.Option(True, "--plot/--no-plot",
+                     help="Draw the plots at the end, as PNG (`dpbandits plot` redraws them, PDF too).")
+_RUN_PLOT_FORMATS = ("png",)
+"""What a run draws: the quick look. PDF (for papers) is ``dpbandits plot``'s; drawing it too at the
+end of every run cost about as much again as the PNGs."""
 
 
 def _run(
@@ -153,7 +157,8 @@ def _run(
     # the figures are drawn in forked workers while the summary is printed. Matplotlib is imported
     # after the run, not during it: a thread importing it slowed the run by more than the import
     # costs (it competes for the cores and for the GIL the run's dispatch needs)
-    plots = start_plot_run(result.run_dir) if plot and result.cells_run + result.cells_skipped > 0 else None
+    plots = (start_plot_run(result.run_dir, formats=_RUN_PLOT_FORMATS)
+             if plot and result.cells_run + result.cells_skipped > 0 else None)
     typer.echo(f"{result.status}: {result.cells_run} cells run, {result.cells_skipped} already done, "
                f"{result.seconds:.1f} s ({result.backend.get('backend')})")
     _print_summary(result.run_dir, max_rows=_MAX_TABLE_ROWS)
@@ -357,17 +362,25 @@ def summary_command(run_dir: Annotated[Path, typer.Argument(help="A run director
 
 
 _PLOT_OUT = typer.Option(None, "--out", "-o", help="Directory of the plots (default: RUN_DIR/plots).")
+_PLOT_FORMATS = ("png", "pdf", "svg")
+_PLOT_FORMAT = typer.Option(None, "--format", "-f",
+                            help="A file format to write: png, pdf or svg; repeat for several (default: png and pdf).")
 
 
 @app.command("plot")
 def plot_command(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
     out: Path | None = _PLOT_OUT,
+    formats: list[str] | None = _PLOT_FORMAT,
 ) -> None:
     """Draw each metric against each swept parameter (PNG and PDF in RUN_DIR/plots or --out)."""
+    from dpbandits._core.validation import check_one_of
     from dpbandits.experiments.plots import plot_run
 
-    written = plot_run(run_dir, out_dir=out)
+    chosen = tuple(dict.fromkeys(formats or ("png", "pdf")))
+    for fmt in chosen:
+        check_one_of(fmt, "--format", _PLOT_FORMATS)
+    written = plot_run(run_dir, out_dir=out, formats=chosen)
     for path in written:
         typer.echo(str(path))
 
