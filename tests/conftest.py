@@ -15,15 +15,44 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 ROOT_SEED = 20261122
 TESTS = Path(__file__).resolve().parent
 SLOW_DIRECTORIES = ("statistical",)
-"""Every test below these directories is ``slow`` (large samples): CI runs them, ``-m "not slow"`` skips them."""
+"""Every test below these directories is ``slow`` (large samples): CI runs them (``--run-slow``)."""
+
+
+RUN_SLOW = "--run-slow"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(RUN_SLOW, action="store_true", default=False,
+                     help="also run the tests marked slow (CI does); without it they are deselected, "
+                          "unless -m selects by marker")
+
+
+def _runs_slow(config: pytest.Config) -> bool:
+    return bool(config.getoption(RUN_SLOW) or config.getoption("markexpr"))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if _runs_slow(config):
+        return "slow tests: selected"
+    return f"slow tests: deselected (the fast loop); {RUN_SLOW} runs them too, as CI does"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests of :data:`SLOW_DIRECTORIES` slow (other slow tests carry the marker themselves)."""
+    """Mark the tests of :data:`SLOW_DIRECTORIES` slow, then deselect every slow test unless asked for.
+
+    Other slow tests carry the marker themselves. Without ``--run-slow`` (or an explicit ``-m``) the
+    slow ones are deselected, so that ``python -m pytest`` is a contributor's fast loop.
+    """
     for item in items:
         parts = item.path.resolve().relative_to(TESTS).parts if item.path.resolve().is_relative_to(TESTS) else ()
         if parts and parts[0] in SLOW_DIRECTORIES:
             item.add_marker(pytest.mark.slow)
+    if _runs_slow(config):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
 
 
 @pytest.fixture

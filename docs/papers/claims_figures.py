@@ -3,8 +3,10 @@
 Each figure shows one claim's measured quantity with its 95% interval and, beside it, what the paper
 (or the library's reconstruction of a lost formula) predicts. The numbers come only from the stored
 ``summary.csv`` files and analysis reports that the studies wrote (``run.json`` says the command,
-seed and number of trials); ``tests/unit/test_claims_data.py`` recomputes the fits from the stored
-summaries. The docs build runs this script (``docs/hooks.py``) into ``build/docs-generated/generated``.
+seed and number of trials), the privacy contract's audits (``privacy-<family>.json``, written by
+``claims_data.py``), and the few summaries marked *recorded* (a study's earlier full run, not re-run);
+``tests/unit/test_claims_data.py`` recomputes the fits from the stored summaries and re-runs the audits.
+The docs build runs this script (``docs/hooks.py``) into ``build/docs-generated/generated``.
 
 Usage: ``python docs/papers/claims_figures.py OUT_DIR [NAME ...]``.
 """
@@ -25,13 +27,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from dpbandits.experiments.plot_labels import format_number
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module, also when loaded by path
+from claims_analyses import fixed_epsilon_report, sensitivity_report
+
+__all__ = ["FIGURES", "audited_ratio", "fixed_epsilon_report", "main", "sensitivity_report"]
+
 DATA = Path(__file__).resolve().parent / "data"
 Z95 = 1.959963984540054
-SATURATION = 0.25  # a USCA cell counts when its error is at most this fraction of the uniform-action error
 
 
 def rows(study: str) -> list[dict[str, str]]:
@@ -66,6 +72,8 @@ def _finish(fig: plt.Figure, ax: plt.Axes, title: str, study: str | None, out: P
     ax.set_title(title + trials, fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
     for axis in (ax.yaxis,) if categories else (ax.xaxis, ax.yaxis):  # 8·10⁵, not 800000
+        if isinstance(axis.get_major_locator(), FixedLocator):  # named ticks (cases, categories) stay
+            continue
         if axis.get_scale() == "linear":
             axis.set_major_formatter(FuncFormatter(lambda value, _: format_number(value)))
         else:
@@ -129,19 +137,46 @@ def dueling_regret_vs_epsilon(out: Path) -> Path:
     return _finish(fig, ax, "DP-EBS-Elimination, F1, T = 10⁷: regret against 1/ε", study, out, "dueling-e2a")
 
 
+def _grouped(value: float) -> str:
+    """326 700, as the pages write large numbers."""
+    return f"{value:,.0f}".replace(",", " ")
+
+
 def dueling_excess_vs_arms(out: Path) -> Path:
-    """E2(b): the excess × ε against K per ε; K/ε predicts one line for every ε."""
-    recorded = json.loads((DATA / "dueling-k-scaling-recorded.json").read_text(encoding="utf-8"))
+    """E2(b): the excess × ε against K per ε with its intervals; K/ε predicts one line for every ε."""
+    study = "dueling-k-scaling"
+    fits = analysis(study, "dueling-excess-vs-arms")["fits"]["DP-EBS-Elimination"]
     fig, ax = _figure()
-    for index, fit in enumerate(recorded["fits"]):
-        k, eps = np.array(fit["arms"], dtype=float), fit["epsilon"]
-        ax.plot(k, np.array(fit["excess"]) * eps, "o", color=f"C{index}", label=f"ε = {eps:g}: excess × ε (means)")
-        low, high = fit["slope_ci95_residual"]
-        ax.plot(k, np.polyval(np.polyfit(k, np.array(fit["excess"]) * eps, 1), k), color=f"C{index}", lw=1,
-                label=f"slope × ε = {fit['slope'] * eps:,.0f} [{low * eps:,.0f}, {high * eps:,.0f}] (residual)")
-    ax.set(xlabel="number of arms K", ylabel="excess regret × ε")
-    return _finish(fig, ax, f"F4, T = 10⁷ ({recorded['trials']} trials, recorded): K/ε predicts one line for both ε",
-                   None, out, "dueling-e2b")
+    for index, (eps, entry) in enumerate(sorted(fits.items(), key=lambda item: float(item[0]))):
+        k, scale = np.array(entry["arms"]), float(eps)
+        excess = np.array(entry["excess"]) * scale
+        ax.errorbar(k, excess, yerr=Z95 * np.array(entry["excess_stderr"]) * scale, fmt="o", color=f"C{index}",
+                    capsize=2, label=f"ε = {scale:g}: excess × ε")
+        fit = entry["fit"]
+        low, high = (v * scale for v in fit["slope_ci95_widest"])
+        ax.plot(k, (fit["intercept"] + fit["slope"] * k) * scale, color=f"C{index}", lw=1,
+                label=f"slope × ε = {_grouped(entry['slope_times_epsilon'])} [{_grouped(low)}, {_grouped(high)}] (widest)")
+    ax.set(xlabel="number of arms K", ylabel="excess regret R(ε) − R(∞), × ε")
+    return _finish(fig, ax, "F4, T = 10⁷: K/ε predicts one line for both ε", study, out, "dueling-e2b")
+
+
+def dueling_comparators(out: Path) -> Path:
+    """The comparators' regret on F1 at T = 10⁵ with its intervals (MaxInP with both widths)."""
+    study = "dueling-e1-f1-comparators"
+    table = sorted(rows(study), key=lambda row: float(row["reward_regret_mean"]))
+    fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.35 * len(table)))
+    shown = set()
+    for index, row in enumerate(table):
+        mean, low, high = (float(row[f"reward_regret_{key}"]) for key in ("mean", "ci_low", "ci_high"))
+        paper = "paper's width" in row["algorithm"]
+        ax.errorbar([mean], [index], xerr=[[mean - low], [high - mean]], fmt="o", capsize=3,
+                    color="C3" if paper else "C0",
+                    label=None if paper in shown else ("the paper's MaxInP width" if paper else "default settings"))
+        shown.add(paper)
+    ax.set_yticks(range(len(table)), [row["algorithm"] for row in table], fontsize=7)
+    ax.invert_yaxis()
+    ax.set(xscale="log", xlabel="reward regret at T = 10⁵ (95% interval)")
+    return _finish(fig, ax, "Non-private comparators on F1 at T = 10⁵", study, out, "dueling-comparators")
 
 
 def dueling_horizon_slope(out: Path) -> Path:
@@ -270,59 +305,125 @@ def kl_privacy_utility(out: Path) -> Path:
     return _finish(fig, ax, "Offline MAB: regret against ε", study, out, "kl-e5")
 
 
+def _positive(low: np.ndarray, mean: np.ndarray, high: np.ndarray) -> list[np.ndarray]:
+    """Error bars for a log axis: a lower end at or below 0 is drawn down to a tenth of the mean."""
+    return [mean - np.where(low > 0, low, mean / 10), high - mean]
+
+
+def _named_xticks(ax: plt.Axes, values: list[float]) -> None:
+    """Ticks at the grid's values only (a log axis under two decades otherwise labels its minor ticks)."""
+    ax.set_xticks(values, [format_number(v) for v in values])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _curve(ax: plt.Axes, table: list[dict[str, str]], x: str, y: str, label: str, style: str, color: str,
+           **where: str) -> None:
+    """Means of ``y`` against ``x`` with their 95% intervals (the summary's t intervals), for a log y axis."""
+    chosen = sorted((row for row in table if all(row[k] == v for k, v in where.items())), key=lambda r: float(r[x]))
+    xs = np.array([float(r[x]) for r in chosen])
+    mean = np.array([float(r[f"{y}_mean"]) for r in chosen])
+    low, high = (np.array([float(r[f"{y}_ci_{end}"]) for r in chosen]) for end in ("low", "high"))
+    ax.errorbar(xs, mean, yerr=_positive(low, mean, high), fmt=style,
+                color=color, lw=1, ms=4, capsize=2, label=label)
+
+
+def _bound_curves(ax: plt.Axes, table: list[dict[str, str]], x: str,
+                  curves: tuple[tuple[str, str, str, str], ...], **where: str) -> None:
+    """Several metrics (key, label, style, colour) against ``x`` on log-log axes ticked at the grid's values."""
+    for key, label, style, color in curves:
+        _curve(ax, table, x, key, label, style, color, **where)
+    ax.set(xscale="log", yscale="log")
+    _named_xticks(ax, sorted({float(r[x]) for r in table}))
+
+
+def kl_theorem1(out: Path) -> Path:
+    """E1: Theorem 1's ε₀ and the exact per-instance loss against n, beside 1/n."""
+    study = "kl-e1-mab-decay"
+    table = rows(study)
+    fig, ax = _figure()
+    for index, logging in enumerate(("balanced", "zipf")):
+        _bound_curves(ax, table, "n_records", (("epsilon0", f"Theorem 1's ε₀ ({logging} logging)", "o-", f"C{index}"),
+                                               ("epsilon_hat", f"exact loss ({logging} logging)", "s--", f"C{index}")),
+                      logging=logging, eta="0.1", beta0="0.5")
+    n = np.array(sorted({float(r["n_records"]) for r in table}))
+    first = next(float(r["epsilon0_mean"]) for r in table if r["logging"] == "balanced" and r["eta"] == "0.1"
+                 and r["beta0"] == "0.5" and float(r["n_records"]) == n[0])
+    ax.plot(n, first * n[0] / n, color="grey", ls=":", label="1/n through the first point (Theorem 1's rate)")
+    ax.set(xlabel="records n", ylabel="ε (per instance), η = 0.1, β₀ = 0.5")
+    return _finish(fig, ax, "KL MAB, Theorem 1: the bound ε₀ against the exact loss", study, out, "kl-theorem1")
+
+
+def kl_theorem2(out: Path) -> Path:
+    """E2: Theorem 2's ε₀ and the audited loss (a lower bound) against n for d = 2, 5, 10."""
+    study = "kl-e2-linear-subset"
+    table = rows(study)
+    fig, ax = _figure()
+    for index, dim in enumerate(sorted({r["dimension"] for r in table}, key=int)):
+        _bound_curves(ax, table, "n_records", (("epsilon0", f"d = {dim}: Theorem 2's ε₀", "o-", f"C{index}"),
+                                               ("epsilon_hat", f"d = {dim}: audited loss (lower bound)", "s--",
+                                                f"C{index}")), dimension=dim)
+    ax.set(xlabel="records n", ylabel="ε (per instance), η = 0.1, β₀ = 1")
+    return _finish(fig, ax, "KL linear, Theorem 2: the bound ε₀ against the audited loss", study, out, "kl-theorem2")
+
+
+def kl_rlhf_label(out: Path) -> Path:
+    """E3: Theorem 3 (paper) and 3′ (corrected) against the exact label-DP loss, by B."""
+    study = "kl-e3-rlhf-label"
+    fig, ax = _figure()
+    _bound_curves(ax, rows(study), "norm_bound", (("epsilon0_paper", "paper's Theorem 3", "o-", "C3"),
+                                                  ("epsilon0_corrected", "corrected Theorem 3′", "^-", "C2"),
+                                                  ("epsilon_hat", "exact label-DP loss", "s--", "C0")))
+    ax.set(xlabel="parameter norm bound B", ylabel="ε of one label flip")
+    return _finish(fig, ax, "KL RLHF, Theorem 3: the bounds against the exact loss", study, out, "kl-e3")
+
+
+def kl_delta_k(out: Path) -> Path:
+    """E4: Corollary 1's δ(k) against Theorem 1′'s δ and the exact δ, at η = 0.01, β₀ = 2."""
+    study = "kl-e4-delta-k"
+    fig, ax = _figure()
+    _bound_curves(ax, rows(study), "k", (("delta_paper", "Corollary 1 (paper, with the 1/η fix)", "o-", "C3"),
+                                         ("delta_paper_verbatim", "Corollary 1 verbatim", "v:", "C1"),
+                                         ("delta_corrected", "corrected Theorem 1′", "^-", "C2"),
+                                         ("delta_audit", "exact δ (audit)", "s--", "C0")), eta="0.01", beta0="2.0")
+    ax.set(xlabel="k (N₀ = ⌊N_max/k⌋)", ylabel="δ at ε(k) (mean over the datasets)")
+    return _finish(fig, ax, "KL MAB, Corollary 1: δ against k on benign data (η = 0.01, β₀ = 2)", study, out, "kl-e4")
+
+
+def kl_repeated(out: Path) -> Path:
+    """E6: the total ε of T samples: basic, advanced (δ = 10⁻⁶) and the exact PLD over the extreme neighbours."""
+    study = "kl-e6-repeated"
+    table = rows(study)
+    fig, ax = _figure()
+    for index, eps in enumerate(sorted({r["epsilon"] for r in table}, key=float)):
+        _bound_curves(ax, table, "n_samples", (
+            ("epsilon_basic", f"ε₁ = {eps}: basic Tε₁ (δ = 0)", "-", f"C{index}"),
+            ("epsilon_advanced", f"ε₁ = {eps}: advanced, δ = 10⁻⁶", "--", f"C{index}"),
+            ("epsilon_pld", f"ε₁ = {eps}: exact PLD, δ = 10⁻⁶ (not a guarantee)", "o:", f"C{index}")), epsilon=eps)
+    ax.set(xlabel="samples T", ylabel="total ε")
+    return _finish(fig, ax, "KL MAB: the total ε of T samples", study, out, "kl-e6")
+
+
+def kl_real_data(out: Path) -> Path:
+    """Real data: test accuracy against Theorem 2's per-context ε₀, per data set and η, beside the greedy accuracy."""
+    study = "kl-real-data"
+    table = rows(study)
+    fig, ax = _figure()
+    for index, dataset in enumerate(sorted({r["dataset"] for r in table})):
+        chosen = sorted((r for r in table if r["dataset"] == dataset), key=lambda r: float(r["eta"]))
+        eps = np.array([float(r["epsilon0_mean"]) for r in chosen])
+        acc = np.array([float(r["accuracy_mean"]) for r in chosen])
+        low, high = (np.array([float(r[f"accuracy_ci_{end}"]) for r in chosen]) for end in ("low", "high"))
+        ax.errorbar(eps, acc, yerr=[acc - low, high - acc], fmt="o-", color=f"C{index}", lw=1, ms=4, capsize=2,
+                    label=f"{dataset} (η = {', '.join(r['eta'] for r in chosen)}, right to left)")
+        ax.axhline(float(chosen[0]["greedy_accuracy_mean"]), color=f"C{index}", ls=":", lw=1)
+    ax.plot([], [], color="grey", ls=":", label="greedy (non-private) accuracy")
+    ax.axvspan(1e-3, 1.0, color="C2", alpha=0.08, label="ε ≤ 1, where the paper's thesis would place it")
+    ax.set(xscale="log", xlabel="Theorem 2's per-context ε₀ (mean)", ylabel="test accuracy")
+    ax.set_xlim(left=0.3)
+    return _finish(fig, ax, "KL linear policy on real data: accuracy against ε₀", study, out, "kl-real-data")
+
+
 # -------------------------------------------------------------------------------------------- USCA
-def fixed_epsilon_report(trials: list[dict[str, str]], n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """The fixed-ε T-slope of USCA's privacy excess, from per-trial rows (``trials.csv``).
-
-    Per ε, the excess at T is the trial-paired mean of ER(ε) − ER(∞) (the entries of a grid point
-    share every trial's data); its 95% interval and the 95% interval of the log-log slope against T
-    are percentile bootstraps over trials (the same resampled trials at every T), over the horizons
-    whose mean error is at most :data:`SATURATION` of the uniform-action error. ``gamma_slope`` is
-    the log-log slope of γ̂_T/T over the same horizons: Theorem 4.1's privacy term at fixed ε.
-    """
-    rng = np.random.default_rng(seed)
-    by: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
-    gamma: dict[str, float] = {}
-    uniform: dict[str, list[float]] = defaultdict(list)
-    for row in trials:
-        by[(row["algorithm"], row["horizon"])][int(row["trial"])] = float(row["error"])
-        gamma[row["horizon"]] = float(row["gamma"])
-        uniform[row["horizon"]].append(float(row["uniform_error"]))
-    horizons = sorted({row["horizon"] for row in trials}, key=float)
-    private = sorted({row["algorithm"] for row in trials if row["algorithm"].startswith("USCA eps=")},
-                     key=lambda label: float(label.split("=")[1]))
-    reference = next(row["algorithm"] for row in trials if "non-private" in row["algorithm"])
-    fits = []
-    for label in private:
-        n = len(by[(label, horizons[0])])
-        diffs = np.array([[by[(label, t)][k] - by[(reference, t)][k] for k in range(n)] for t in horizons])
-        mean = diffs.mean(axis=1)
-        # unsaturated horizons only: mean error at most a quarter of the uniform-action error (as the
-        # usca-rate-shape analysis), where the excess measures the privacy term, not the error's ceiling
-        errors = [np.mean(list(by[(label, t)].values())) for t in horizons]
-        kept = [i for i, value in enumerate(mean)
-                if value > 0 and errors[i] <= SATURATION * np.mean(uniform[horizons[i]])]
-        log_t = np.log([float(horizons[i]) for i in kept])
-        slope = float(np.polyfit(log_t, np.log(mean[kept]), 1)[0])
-        boot_means, boot_slopes = [], []
-        for _ in range(n_boot):
-            pick = rng.integers(0, n, n)
-            resampled = diffs[:, pick].mean(axis=1)
-            boot_means.append(resampled)
-            if np.all(resampled[kept] > 0):
-                boot_slopes.append(np.polyfit(log_t, np.log(resampled[kept]), 1)[0])
-        low, high = np.percentile(np.array(boot_means), [2.5, 97.5], axis=0)
-        g_over_t = [gamma[horizons[i]] / float(horizons[i]) for i in kept]
-        fits.append({
-            "epsilon": float(label.split("=")[1]), "horizons": [float(horizons[i]) for i in kept],
-            "excess": [float(mean[i]) for i in kept], "excess_ci95": [[float(low[i]), float(high[i])] for i in kept],
-            "slope": slope, "slope_ci95": [float(v) for v in np.percentile(boot_slopes, [2.5, 97.5])],
-            "gamma_over_t": g_over_t, "gamma_slope": float(np.polyfit(log_t, np.log(g_over_t), 1)[0]),
-            "trials": n, "saturated_horizons": [float(t) for i, t in enumerate(horizons) if i not in kept],
-        })
-    return {"analysis": "fixed-epsilon-slope", "reference": reference, "fits": fits}
-
-
 def usca_fixed_epsilon(out: Path) -> Path:
     """Theorem 4.1 at fixed ε: the privacy excess against T, beside γ̂/T through the first point."""
     study = "usca-fixed-epsilon"
@@ -340,6 +441,86 @@ def usca_fixed_epsilon(out: Path) -> Path:
                 label=f"Theorem 4.1: γ̂/T (slope {fit['gamma_slope']:.2f}), through the first point")
     ax.set(xscale="log", yscale="log", xlabel="horizon T", ylabel="privacy excess ER(ε) − ER(∞)")
     return _finish(fig, ax, "USCA: the privacy excess against T at fixed ε", study, out, "usca-fixed-epsilon")
+
+
+def usca_sensitivity(out: Path) -> Path:
+    """The sensitivity Δ against T with its intervals, beside γ̂/T through the first point."""
+    study = "usca-fixed-epsilon"
+    report = analysis(study, "sensitivity-decay")
+    t, delta = np.array(report["horizons"]), np.array(report["sensitivity"])
+    low, high = np.array(report["sensitivity_ci95"]).T
+    fig, ax = _figure()
+    ax.errorbar(t, delta, yerr=[delta - low, high - delta], fmt="o", color="C0",
+                label=f"measured Δ: slope {report['slope']:.3f} [{report['slope_ci95'][0]:.3f}, "
+                      f"{report['slope_ci95'][1]:.3f}]")
+    g = np.array(report["gamma_over_t"])
+    ax.plot(t, delta[0] * g / g[0], color="grey", ls="--",
+            label=f"Theorem 4.1's γ̂/T (slope {report['gamma_slope']:.3f}), through the first point")
+    ax.set(xscale="log", yscale="log", xlabel="horizon T", ylabel="sensitivity Δ = 2·B_y·sup σ̄²")
+    _named_xticks(ax, list(report["horizons"]))
+    return _finish(fig, ax, "USCA: the sensitivity against T", study, out, "usca-sensitivity")
+
+
+def usca_baselines(out: Path) -> Path:
+    """USCA against the private feature ridge and the non-private baselines at T = 16 000 (recorded)."""
+    recorded = json.loads((DATA / "usca-baselines-recorded.json").read_text(encoding="utf-8"))
+    methods = recorded["methods"]
+    fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.35 * len(methods)))
+    for index, method in enumerate(methods):
+        low, high = method["ci95"]
+        ax.errorbar([method["error"]], [index], xerr=[[method["error"] - low], [high - method["error"]]], fmt="o",
+                    capsize=3, color="C3" if method["private"] else "C0",
+                    label=("private" if method["private"] else "non-private") if index in (0, 3) else None)
+        ax.annotate(f"T-slope {method['slope']:.2f}", (high, index), xytext=(6, -3), textcoords="offset points",
+                    fontsize=6)
+    ax.set_yticks(range(len(methods)), [m["label"] for m in methods], fontsize=7)
+    ax.invert_yaxis()
+    ax.set(xscale="log", xlabel=f"error rate ER at T = {recorded['horizon']:,} (95% interval)".replace(",", " "))
+    ax.set_xlim(right=4 * max(m["ci95"][1] for m in methods))  # room for the slopes' labels
+    return _finish(fig, ax, f"USCA against its baselines ({recorded['trials']} trials, recorded)", None, out,
+                   "usca-baselines")
+
+
+# ---------------------------------------------------------------------------------- privacy audits
+_KIND_MARKER = {"exact": ("o", "exact loss"), "transcript": ("^", "sup over sampled transcripts"),
+                "statistical": (">", "lower bound on ε (confidence 1 − 10⁻⁶)")}
+
+
+def audited_ratio(case: dict[str, Any]) -> float:
+    """What the audit measured over what is claimed: loss/ε, or δ(ε)/δ for an (ε, δ) claim audited exactly."""
+    if case["exact_delta"] is not None:
+        return float(case["exact_delta"]) / float(case["delta_claimed"])
+    return float(case["measured"]) / float(case["epsilon_claimed"])
+
+
+def privacy_audits(family: str, key: str, title: str) -> Callable[[Path], Path]:
+    """A figure of every privacy case of ``family`` (``privacy-<family>.json``): audited / claimed."""
+
+    def draw(out: Path) -> Path:
+        cases = json.loads((DATA / f"privacy-{family}.json").read_text(encoding="utf-8"))["cases"]
+        fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.27 * len(cases)))
+        shown: set[tuple[str, bool]] = set()
+        for index, case in enumerate(cases):
+            marker, what = _KIND_MARKER[case["kind"]]
+            broken = bool(case["negative_control"])
+            if case["float_attack_cells"]:
+                marker, what = "x", "refuted by its float attack (low-order bits)"
+            seen = (case["kind"], broken)
+            label = None if seen in shown else f"{what}{' (negative control)' if broken else ''}"
+            shown.add(seen)
+            ratio = audited_ratio(case)
+            ax.plot([max(ratio, 1e-2)], [index], marker, color="C3" if broken else "C0", label=label)
+            if ratio < 1e-2:  # drawn at the axis' edge, with its value
+                ax.annotate(f"{format_number(ratio)} (off scale)" if ratio else "0 (off scale)", (1e-2, index),
+                            xytext=(6, -3), textcoords="offset points", fontsize=6)
+        ax.axvline(1.0, color="grey", ls="--", label="the claim (ratio 1)")
+        ax.set_yticks(range(len(cases)), [f"{c['algorithm']}: {c['description'][:48]}" for c in cases], fontsize=6)
+        ax.invert_yaxis()
+        ax.set(xscale="log", xlabel="audited / claimed (loss / ε; δ(ε) / δ for an (ε, δ) claim)")
+        return _finish(fig, ax, title, None, out, key)
+
+    draw.__doc__ = f"The privacy contract's audits of {family}: audited over claimed per case."
+    return draw
 
 
 def usca_rate_exponent(out: Path) -> Path:
@@ -366,12 +547,25 @@ FIGURES: dict[str, Callable[[Path], Path]] = {
     "dueling-e2c": dueling_excess_vs_horizon,
     "dueling-e3": dueling_horizon_slope,
     "dueling-e4": dueling_dimension_exponent,
+    "dueling-comparators": dueling_comparators,
     "bai-figure1": bai_figure1,
     "bai-figure2": bai_figure2,
     "kl-counterexamples": kl_counterexamples,
     "kl-e5": kl_privacy_utility,
+    "kl-theorem1": kl_theorem1,
+    "kl-theorem2": kl_theorem2,
+    "kl-e3": kl_rlhf_label,
+    "kl-e4": kl_delta_k,
+    "kl-e6": kl_repeated,
+    "kl-real-data": kl_real_data,
     "usca-fixed-epsilon": usca_fixed_epsilon,
     "usca-rate": usca_rate_exponent,
+    "usca-sensitivity": usca_sensitivity,
+    "usca-baselines": usca_baselines,
+    "bai-privacy": privacy_audits("dp-bai", "bai-privacy", "DP-BAI family: every privacy case's audit against its claim"),
+    "dueling-privacy": privacy_audits("dueling", "dueling-privacy",
+                                      "Dueling family: every privacy case's audit against its claim"),
+    "usca-privacy": privacy_audits("usca", "usca-privacy", "Kernel family: every privacy case's audit against its claim"),
 }
 
 

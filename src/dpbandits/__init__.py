@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "DPOD": "dpbandits.algorithms.bai.dp_od",
     "ODLinBAI": "dpbandits.algorithms.bai.od_linbai",
     "SequentialHalving": "dpbandits.algorithms.bai.sequential_halving",
+    "UniformAllocation": "dpbandits.algorithms.bai.uniform",
     "PhasedAgent": "dpbandits.algorithms.bai.phased",
     "InsufficientBudgetError": "dpbandits.algorithms.bai.schedule",
     "DegenerateInstanceError": "dpbandits.algorithms.bai.schedule",
@@ -46,6 +47,8 @@ _EXPORTS: dict[str, str] = {
     # kernelised contextual bandits (Pavlovic et al. 2025)
     "USCA": "dpbandits.algorithms.kernel.usca",
     "PrivateFeatureRidge": "dpbandits.algorithms.kernel.baselines",
+    "UniformFeatureRidge": "dpbandits.algorithms.kernel.learners",
+    "CGPUCB": "dpbandits.algorithms.kernel.learners",
     # KL-regularised offline policies (Zhang et al. 2025)
     "KLMABPolicy": "dpbandits.algorithms.offline.kl_mab",
     "KLLinearPolicy": "dpbandits.algorithms.offline.kl_linear",

@@ -23,6 +23,7 @@ import codecs
 import contextlib
 import copy
 import errno
+import inspect
 import json
 import logging
 import os
@@ -249,6 +250,23 @@ def _is_broken_pipe(exc: BaseException) -> bool:
 
 
 # ------------------------------------------------------------------------------ the group
+def reflow_help(text: str) -> str:
+    r"""A command's help with each paragraph on one line, so that ``--help`` wraps it to the terminal.
+
+    Typer keeps the line breaks of every paragraph but the first: a docstring wrapped at 100
+    columns then prints as ragged lines on an 80-column terminal. Paragraphs that are lists or
+    literal blocks (lines starting with ``- ``, ``* `` or an indent, or a paragraph marked ``\b``) and
+    anything after ``\f`` keep their lines.
+    """
+    body, marker, rest = inspect.cleandoc(text).partition("\f")
+    paragraphs = []
+    for paragraph in body.split("\n\n"):
+        lines = paragraph.split("\n")
+        literal = paragraph.startswith("\b") or any(line.startswith(("- ", "* ", "  ")) for line in lines)
+        paragraphs.append(paragraph if literal else " ".join(line.strip() for line in lines))
+    return "\n\n".join(paragraphs) + marker + rest
+
+
 class CommandGroup(TyperGroup):
     """Every error of every command ends as one ``Error: ...`` line on stderr and a non-zero exit.
 
@@ -267,6 +285,13 @@ class CommandGroup(TyperGroup):
         names = super().list_commands(ctx)
         rank = {name: index for index, name in enumerate(self.COMMAND_ORDER)}
         return sorted(names, key=lambda name: rank.get(name, len(rank)))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command, its help text reflowed (:func:`reflow_help`) to the terminal's width."""
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and command.help:
+            command.help = reflow_help(command.help)
+        return command
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         """The command named first in ``args``; ``--json`` before a command that prints no JSON is refused."""

@@ -110,7 +110,11 @@ _VERSION_CHANGE = typer.Option(
 _TRIALS = typer.Option(None, "--trials", "-n", min=1, help="Override the study's number of trials.")
 _SEED = typer.Option(None, "--seed", min=0, help="Override the study's root seed.")
 _PROGRESS = typer.Option("auto", "--progress", help="auto (bar on a terminal, log lines otherwise), rich, log, none.")
-_PLOT = typer.Option(True, "--plot/--no-plot", help="Draw the plots at the end.")
+_PLOT = typer.Option(True, "--plot/--no-plot",
+                     help="Draw the plots at the end, as PNG (`dpbandits plot` redraws them, PDF too).")
+_RUN_PLOT_FORMATS = ("png",)
+"""What a run draws: the quick look. PDF (for papers) is ``dpbandits plot``'s; drawing it too at the
+end of every run cost about as much again as the PNGs."""
 
 
 def _run(
@@ -129,7 +133,7 @@ def _run(
     allow_version_change: bool = False,
 ) -> None:
     from dpbandits._core.validation import check_one_of
-    from dpbandits.experiments.plots import import_in_background, plot_run
+    from dpbandits.experiments.plots import start_plot_run
     from dpbandits.experiments.runner import run_study
 
     check_one_of(progress, "--progress", ("auto", "rich", "log", "none"))
@@ -141,7 +145,6 @@ def _run(
     run_dir = out if out is not None else Path("runs") / study.name
     from dpbandits.experiments.runner import RunTerminated
 
-    plot_import = import_in_background() if plot else None  # overlaps the run (joined before plotting)
     try:
         result = run_study(study, run_dir, backend=backend, workers=workers, scheduler=scheduler,
                            resume=resume, progress=progress, source_text=source_text,
@@ -151,6 +154,11 @@ def _run(
         typer.echo(f"Error: stopped by {signal_name}; finished cells are saved in {run_dir} — continue with "
                    "--resume", err=True)
         raise typer.Exit(code) from None
+    # the figures are drawn in forked workers while the summary is printed. Matplotlib is imported
+    # after the run, not during it: a thread importing it slowed the run by more than the import
+    # costs (it competes for the cores and for the GIL the run's dispatch needs)
+    plots = (start_plot_run(result.run_dir, formats=_RUN_PLOT_FORMATS)
+             if plot and result.cells_run + result.cells_skipped > 0 else None)
     typer.echo(f"{result.status}: {result.cells_run} cells run, {result.cells_skipped} already done, "
                f"{result.seconds:.1f} s ({result.backend.get('backend')})")
     _print_summary(result.run_dir, max_rows=_MAX_TABLE_ROWS)
@@ -161,10 +169,8 @@ def _run(
     if study.analyses:
         for path in sorted((result.run_dir / "analyses").glob("*.json")):
             typer.echo(f"analysis:      {path}")
-    if plot_import is not None:
-        plot_import.join()
-    if plot and result.cells_run + result.cells_skipped > 0:
-        written = plot_run(result.run_dir)
+    if plots is not None:
+        written = plots.result()
         typer.echo(f"plots:         {written[0].parent} ({len(written)} files)")
 
 
@@ -356,17 +362,25 @@ def summary_command(run_dir: Annotated[Path, typer.Argument(help="A run director
 
 
 _PLOT_OUT = typer.Option(None, "--out", "-o", help="Directory of the plots (default: RUN_DIR/plots).")
+_PLOT_FORMATS = ("png", "pdf", "svg")
+_PLOT_FORMAT = typer.Option(None, "--format", "-f",
+                            help="A file format to write: png, pdf or svg; repeat for several (default: png and pdf).")
 
 
 @app.command("plot")
 def plot_command(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
     out: Path | None = _PLOT_OUT,
+    formats: list[str] | None = _PLOT_FORMAT,
 ) -> None:
     """Draw each metric against each swept parameter (PNG and PDF in RUN_DIR/plots or --out)."""
+    from dpbandits._core.validation import check_one_of
     from dpbandits.experiments.plots import plot_run
 
-    written = plot_run(run_dir, out_dir=out)
+    chosen = tuple(dict.fromkeys(formats or ("png", "pdf")))
+    for fmt in chosen:
+        check_one_of(fmt, "--format", _PLOT_FORMATS)
+    written = plot_run(run_dir, out_dir=out, formats=chosen)
     for path in written:
         typer.echo(str(path))
 

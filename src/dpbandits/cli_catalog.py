@@ -101,6 +101,7 @@ def describe(name: str) -> list[dict[str, Any]]:
         if spec.name == name:
             found.append({
                 "type": "algorithm", "name": spec.name, "family": spec.family, "privacy": spec.privacy,
+                "class": _class_name(spec.algorithm_class), "is_algorithm": spec.is_algorithm,
                 "environments": list(spec.environments), "metrics": list(spec.metrics),
                 "proportion_metrics": list(spec.proportion_metrics), "parameters": _parameters(spec.simulate),
                 "documentation": plain_text(inspect.getdoc(spec.simulate) or spec.description),
@@ -168,6 +169,16 @@ def list_command(as_json: bool = _JSON) -> None:
                          ("name", "description"), [(s["name"], s["description"]) for s in listed["studies"]]))
 
 
+def _class_name(cls: type | None) -> str | None:
+    """``dpbandits.Name`` for a class exported from the package, else its full path (None for none)."""
+    if cls is None:
+        return None
+    import dpbandits
+
+    exported = getattr(dpbandits, cls.__name__, None) is cls
+    return f"dpbandits.{cls.__name__}" if exported else f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _parameter_rows(parameters: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(p["name"], "required" if p["required"] else json.dumps(p["default"], ensure_ascii=False))
             for p in parameters]
@@ -192,8 +203,11 @@ def show_command(
             console.print(entry["toml"], highlight=False, markup=False)  # as written: a copy parses
             continue
         if entry["type"] == "algorithm":
-            console.print(f"[bold]{escape(entry['name'])}[/bold] (algorithm, family {entry['family']})")
+            role = "algorithm" if entry["is_algorithm"] else "theory curve"
+            console.print(f"[bold]{escape(entry['name'])}[/bold] ({role}, family {entry['family']})")
             console.print(f"privacy:      {escape(entry['privacy'])}")
+            console.print("class:        " + (entry["class"] or "none (a theory curve: computed from its parameters, "
+                                                                "it reads no data)"), highlight=False, markup=False)
             console.print(f"environments: {', '.join(entry['environments']) or 'any'}")
             console.print(f"metrics:      {', '.join(entry['metrics'])}")
             where = "a study's [[algorithms]] entry (or its params) or in its [grid]"

@@ -50,6 +50,7 @@ def test_c5_add_remove_paper_violated_corrected_holds(seed: int) -> None:
     assert corrected.epsilon == pytest.approx(2.2372e-3, rel=1e-4) and not report.violates(corrected)
 
 
+@pytest.mark.slow
 def test_corrected_bounds_dominate_audits_on_random_data(rng: np.random.Generator) -> None:
     paper_violations = 0
     checked_add_remove = 0
@@ -86,6 +87,7 @@ def test_corrected_bounds_dominate_audits_on_random_data(rng: np.random.Generato
     assert checked_add_remove >= 1
 
 
+@pytest.mark.slow
 def test_domain_guarantees_hold_over_their_domains(rng: np.random.Generator) -> None:
     """Label DP over every labelling of the public comparisons; add/remove over λ_min(Σ_D) >= a floor."""
     for trial in range(3):

@@ -29,6 +29,7 @@ POLICY = {"n_arms": 3, "params": {"beta0": 50.0, "min_count": 2}, "epsilon": 1.0
 RELEASE = {"n_arms": 2, "params": {"beta0": 0.0, "min_count": 2}, "epsilon": 1.0, "pairs": 2}
 
 
+@pytest.mark.slow
 def test_the_worked_example_passes_and_states_what_it_tested() -> None:
     report = audit_algorithm("private_ucb:PrivateUCB", runs=300, seeded_noise=True, confidence=SURE, rng=1, **UCB)
     assert report.passed, str(report)
@@ -40,6 +41,7 @@ def test_the_worked_example_passes_and_states_what_it_tested() -> None:
 
 
 @pytest.mark.parametrize("broken", [uc.DataScaledUCB, uc.SeededUCB], ids=["noise-from-data", "seeded-noise"])
+@pytest.mark.slow
 def test_broken_copies_of_the_example_are_caught(broken: type) -> None:
     report = audit_algorithm(broken, runs=200, rng=2, **UCB)
     assert not report.passed and report.epsilon_lower_bound > report.epsilon, str(report)
@@ -135,6 +137,7 @@ def _command(tmp_path: Path, *args: str, debug: bool = False) -> subprocess.Comp
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_the_command_passes_the_example_and_refutes_a_broken_copy(tmp_path: Path) -> None:
     common = ["--epsilon", "1", "--n-arms", "3", "--param", "budget=24", "--seeded-noise"]
     passed = _command(tmp_path, "private_ucb:PrivateUCB", *common, "--runs", "300", "--confidence", str(SURE))
@@ -145,6 +148,7 @@ def test_the_command_passes_the_example_and_refutes_a_broken_copy(tmp_path: Path
     assert json.loads(refuted.stdout)["passed"] is False
 
 
+@pytest.mark.slow
 def test_the_command_reports_a_crash_as_the_users_in_one_line(tmp_path: Path) -> None:
     result = _command(tmp_path, "broken_ucb:Crashes", "--epsilon", "1", "--param", "budget=24", "--runs", "20")
     assert result.returncode == 1

@@ -1,28 +1,29 @@
 """Conformance suite over the registry: every algorithm plays its role (scikit-learn's check_estimator).
 
-Every registered algorithm that runs one trial at a time is checked against its protocol
-(:mod:`dpbandits.algorithms.protocols`), constructed from its defaults (the required arguments only,
-on a small instance):
+Every registered algorithm (every entry but the theory curves, which read no data:
+``AlgorithmSpec.is_algorithm``) is checked against its protocol (:mod:`dpbandits.algorithms.protocols`),
+constructed from its defaults (the required arguments only, on a small instance):
 
-* an *algorithm* (best-arm identification, dueling) has ``privacy``, ``guarantee()``, ``agent()`` and
-  ``simulate(env, n_trials, rng)``; its agent has ``ask``, ``tell``, ``done``, ``recommendation``,
-  ``privacy``, ``save``, ``load`` and a ``repr`` that shows progress; a non-private one says so with a
-  :class:`~dpbandits.privacy.guarantees.NonPrivate` guarantee;
+* an *algorithm* (best-arm identification, dueling, kernel) has ``privacy``, ``guarantee()``,
+  ``agent()`` and ``simulate(env, n_trials, rng)``; its agent has ``ask``, ``tell``, ``done``,
+  ``recommendation``, ``privacy``, ``save``, ``load`` and a ``repr`` that shows progress; a
+  non-private one says so with a :class:`~dpbandits.privacy.guarantees.NonPrivate` guarantee;
+  a *contextual* agent (kernel family) is driven by ``ask(context)`` / ``tell(context, reward)`` and
+  its ``recommendation`` is the released policy, a function from a context to an action;
 * the agent saved mid-run and loaded continues exactly (the same seeded noise and feedback give the
   same asks and the same recommendation);
 * ``simulate`` and the agent agree in distribution (slow: a two-sample test with a declared
   false-failure rate);
 * a fitted offline *policy* has ``fit``, ``sample``, ``privacy`` and ``guarantee``, and reloads to the
   same sampling law.
-
-The registered entries without a one-trial class are listed, with the reason, in ``NO_CLASS``: a
-new registration must either link its class (``@register_algorithm_class``) or be listed there.
 """
 
 from __future__ import annotations
 
 import copy
+import inspect
 import math
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,23 +33,20 @@ import pytest
 from scipy import stats
 
 import dpbandits
-from dpbandits import Agent, Algorithm, Guarantee, NonPrivate, OfflinePolicy, missing_members
+from dpbandits import (
+    Agent,
+    Algorithm,
+    Guarantee,
+    InsecureNoiseWarning,
+    NonPrivate,
+    OfflinePolicy,
+    missing_members,
+)
+from dpbandits.algorithms.kernel.evaluation import grid_reward_table
+from dpbandits.algorithms.own_agent import OwnAgent
 from dpbandits.algorithms.registry import AlgorithmSpec, list_algorithms
 from dpbandits.envs.offline import simulate_logged_bandit, simulate_logged_contextual, simulate_preferences
 from dpbandits.envs.registry import make_environment
-
-NO_CLASS: dict[str, str] = {
-    "uniform": "simulation-only baseline (uniform allocation, then the empirical best arm)",
-    "theory-dp-ebs-heuristic": "a theory curve: uses no data",
-    "theory-dp-ebs-upper": "a theory curve: uses no data",
-    "theory-goptimal-schedule": "a theory curve: uses no data",
-    "gp-uniform": "simulation-only kernel baseline",
-    "cgp-ucb": "simulation-only kernel baseline",
-    "private-feature-ridge": "a one-shot private release (PrivateFeatureRidge.release), not an agent",
-    "usca": "USCA has ask/tell learning rounds and a per-context recommend(); not yet the agent protocol",
-    "usca-nonprivate": "as usca",
-    "usca-trivial-sensitivity": "as usca",
-}
 
 BAI_MEANS = [0.8, 0.5, 0.45, 0.3]
 BUDGET = 400
@@ -66,12 +64,27 @@ def _dueling_env() -> Any:
     return make_environment("dueling-f1")
 
 
+def _kernel_env() -> Any:
+    return make_environment("kernel-rkhs")
+
+
 Build = Callable[[Any, int], Any]
 """(env, seed) -> the algorithm, from its required arguments (and the seed of a one-trial agent)."""
 
 K = len(BAI_MEANS)
 EYE = np.eye(K)
+KERNEL_HORIZON = 40
+KERNEL = {"reward_bound": 1.5, "clip": True, "grid_points_per_dim": 32}
+"""The small kernel instance: T = 40 rounds, a 32-point output grid, rewards clipped like the simulations'."""
+
+
+def _usca(env: Any, seed: int, **options: Any) -> Any:
+    return dpbandits.USCA(horizon=KERNEL_HORIZON, kernel=env.kernel, context_generator=env.sample_contexts,
+                          rng=seed, **KERNEL, **options)
+
+
 BUILD: dict[str, Build] = {
+    "uniform": lambda env, seed: dpbandits.UniformAllocation(env.n_arms, BUDGET, rng=seed),
     "dp-bai": lambda env, seed: dpbandits.DPBAI(EYE, BUDGET, EPSILON),
     "dp-bai-baseline": lambda env, seed: dpbandits.Baseline(EYE, BUDGET, EPSILON),
     "dp-bai-gauss": lambda env, seed: dpbandits.DPBAIGauss(EYE, BUDGET, 0.5, 1e-3),
@@ -94,12 +107,24 @@ BUILD: dict[str, Build] = {
     "goptimal-dpdb": lambda env, seed: dpbandits.GOptimalDPDB(
         env.features, HORIZON, EPSILON, rng=seed, insecure_seeded_noise=True),
     "goptimal-dpdb-nonprivate": lambda env, seed: dpbandits.GOptimalDPDB(env.features, HORIZON, math.inf, rng=seed),
+    "usca": lambda env, seed: _usca(env, seed, epsilon=EPSILON),
+    "usca-nonprivate": lambda env, seed: _usca(env, seed, epsilon=math.inf),
+    "usca-trivial-sensitivity": lambda env, seed: _usca(env, seed, epsilon=EPSILON, sup_method="trivial"),
+    "gp-uniform": lambda env, seed: dpbandits.UniformFeatureRidge(
+        horizon=KERNEL_HORIZON, epsilon=math.inf, kernel=env.kernel, rng=seed, **KERNEL),
+    "private-feature-ridge": lambda env, seed: dpbandits.UniformFeatureRidge(
+        horizon=KERNEL_HORIZON, epsilon=EPSILON, kernel=env.kernel, rng=seed, insecure_seeded_noise=True, **KERNEL),
+    "cgp-ucb": lambda env, seed: dpbandits.CGPUCB(
+        horizon=KERNEL_HORIZON, kernel=env.kernel, rng=seed, ucb_grid_points_per_dim=16, **KERNEL),
 }
-ENVIRONMENTS = {"bai": _bai_env, "dueling": _dueling_env}
+ENVIRONMENTS = {"bai": _bai_env, "dueling": _dueling_env, "kernel": _kernel_env}
+CONTEXTUAL = {"kernel"}
+"""Families whose agents are contextual: ask(context), tell(context, reward), recommendation(context)."""
 
 SPECS = list_algorithms()
-ONLINE = [spec for spec in SPECS if spec.family in ENVIRONMENTS and spec.algorithm_class is not None]
-OFFLINE = [spec for spec in SPECS if spec.family == "offline"]
+ALGORITHMS = [spec for spec in SPECS if spec.is_algorithm]
+ONLINE = [spec for spec in ALGORITHMS if spec.family in ENVIRONMENTS]
+OFFLINE = [spec for spec in ALGORITHMS if spec.family == "offline"]
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -108,8 +133,7 @@ def _make(spec: AlgorithmSpec, seed: int, env: Any = None) -> tuple[Any, Any, An
     env = ENVIRONMENTS[spec.family]() if env is None else env
     algorithm = BUILD[spec.name](env, seed)
     assert isinstance(algorithm, spec.algorithm_class)  # type: ignore[arg-type]
-    agent = algorithm.agent(seed, insecure_seeded_noise=True) if spec.family == "bai" and not isinstance(
-        algorithm, dpbandits.SequentialHalving) else algorithm.agent()
+    agent = algorithm.agent() if isinstance(algorithm, OwnAgent) else algorithm.agent(seed, insecure_seeded_noise=True)
     return env, algorithm, agent
 
 
@@ -121,8 +145,19 @@ class Feedback:
         self.rng = np.random.default_rng(seed)
         self.means = np.asarray(getattr(env, "means", BAI_MEANS), dtype=float)
         self.preferences = getattr(env, "preference_matrix", None)
+        if hasattr(env, "kernel"):
+            self.env = env
+
+    def step_contextual(self, agent: Any) -> tuple[float, ...]:
+        """One round: a context from the context law, the agent's action, a noisy reward f(x, c) + R·η."""
+        context = self.env.sample_contexts(1, self.rng)[0]
+        action = agent.ask(context)
+        agent.tell(context, float(self.env.mean_reward(action, context) + self.env.noise_std * self.rng.standard_normal()))
+        return tuple(action)
 
     def step(self, agent: Any) -> Any:
+        if hasattr(self, "env"):
+            return self.step_contextual(agent)
         action = agent.ask()
         if isinstance(action, tuple):  # a duel
             first, second = action
@@ -139,13 +174,36 @@ def _run(agent: Any, feedback: Feedback, max_steps: int | None = None) -> list[A
     return asks
 
 
+RECOMMEND_AT = np.array([[0.1], [0.5], [0.9]])
+"""Contexts at which a contextual agent's released policy is compared."""
+
+
+def _recommended(agent: Any, seed: int = 0) -> Any:
+    """The recommendation, comparable with ``==``: a contextual agent's policy evaluated at RECOMMEND_AT
+    (with seeded noise where each evaluation is a private draw)."""
+    recommendation = agent.recommendation
+    if not callable(recommendation):
+        return recommendation
+    seeded = "insecure_seeded_noise" in inspect.signature(recommendation).parameters
+    options = {"rng": seed, "insecure_seeded_noise": True} if seeded else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureNoiseWarning)
+        return [tuple(recommendation(c, **options)) for c in RECOMMEND_AT]
+
+
+def _load(agent: Any, path: Path, env: Any, loader: Any) -> Any:
+    """Load with the constructor arguments a file cannot hold (USCA's context law, a callable)."""
+    unsaved = {"context_generator": env.sample_contexts} if "context_generator" in getattr(agent, "_unsaved_params", ()) else {}
+    return loader(path, **unsaved)
+
+
 # ------------------------------------------------------------------------------------------ registry
-def test_every_registered_algorithm_has_a_class_or_a_stated_reason() -> None:
-    without = {spec.name for spec in SPECS if spec.algorithm_class is None}
-    assert without == set(NO_CLASS)
-    online = {spec.name for spec in SPECS if spec.family in ENVIRONMENTS and spec.algorithm_class is not None}
-    assert online == set(BUILD), "add a small example to BUILD for each online algorithm"
-    assert {spec.name for spec in OFFLINE} <= {spec.name for spec in SPECS if spec.algorithm_class is not None}
+def test_every_registered_algorithm_has_a_class() -> None:
+    # an entry is an algorithm unless the registry marks it a theory curve (it reads no data)
+    assert all(spec.algorithm_class is not None for spec in ALGORITHMS)
+    assert all(spec.algorithm_class is None for spec in SPECS if not spec.is_algorithm)
+    assert {spec.name for spec in ONLINE} == set(BUILD), "add a small example to BUILD for each online algorithm"
+    assert {spec.name for spec in ALGORITHMS} == {spec.name for spec in ONLINE + OFFLINE}
 
 
 # ------------------------------------------------------------------------------------------ online
@@ -165,6 +223,10 @@ def test_algorithm_and_agent_follow_the_protocols(spec: AlgorithmSpec, seed: int
     assert repr(agent) != before, "the repr shows progress"
     _run(agent, Feedback(env, seed + 1))
     assert agent.done
+    if spec.family in CONTEXTUAL:  # the released policy: a function from a context to an action
+        for action in _recommended(agent, seed):
+            assert len(action) == env.action_dim and all(0.0 <= x <= 1.0 for x in action)
+        return
     assert 0 <= agent.recommendation < env.n_arms
     assert isinstance(agent.recommendation, int)
 
@@ -175,19 +237,23 @@ def test_saved_agent_continues_exactly(spec: AlgorithmSpec, seed: int, tmp_path:
     feedback = Feedback(env, seed)
     _run(agent, feedback, max_steps=37)
     assert not agent.done
-    loaded = type(agent).load(agent.save(tmp_path / "agent.npz"))
-    assert type(dpbandits.load(tmp_path / "agent.npz")) is type(agent)
+    loaded = _load(agent, agent.save(tmp_path / "agent.npz"), env, type(agent).load)
+    assert type(_load(agent, tmp_path / "agent.npz", env, dpbandits.load)) is type(agent)
     twin = copy.deepcopy(feedback)
     assert _run(loaded, twin, max_steps=120) == _run(agent, feedback, max_steps=120)
     _run(agent, feedback)
     _run(loaded, twin)
-    assert loaded.recommendation == agent.recommendation
+    assert _recommended(loaded, seed) == _recommended(agent, seed)
 
 
 def _success_of_simulation(algorithm: Any, env: Any, n: int, seed: int) -> np.ndarray:
-    out = algorithm.simulate(env, n, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureNoiseWarning)
+        out = algorithm.simulate(env, n, seed)
     if isinstance(out, dict):
-        return np.asarray(out["success"] if "success" in out else out["reward_regret"], dtype=float)
+        for metric in ("success", "reward_regret", "sampled_regret"):
+            if metric in out:
+                return np.asarray(out[metric], dtype=float)
     return (out.recommended == env.best_arm).astype(float)
 
 
@@ -197,6 +263,12 @@ def _agent_outcome(spec: AlgorithmSpec, env: Any, seed: int) -> float:
     if spec.family == "bai":
         _run(agent, feedback)
         return float(agent.recommendation == env.best_arm)
+    if spec.family in CONTEXTUAL:  # the regret of one released action at a fresh context (sampled_regret)
+        _run(agent, feedback)
+        context = env.sample_contexts(1, feedback.rng)[0]
+        action = np.array(_recommended_at(agent, context, seed + 2))
+        best = float(grid_reward_table(env, agent.grid, context[None, :]).max())
+        return best - float(env.mean_reward(action, context))
     counts = np.zeros((env.n_arms, env.n_arms))
     while not agent.done:
         first, second = feedback.step(agent)
@@ -204,16 +276,30 @@ def _agent_outcome(spec: AlgorithmSpec, env: Any, seed: int) -> float:
     return float(env.regret_from_pair_counts(counts[None])["reward_regret"][0])
 
 
+def _recommended_at(agent: Any, context: np.ndarray, seed: int) -> Any:
+    recommendation = agent.recommendation
+    if "insecure_seeded_noise" in inspect.signature(recommendation).parameters:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InsecureNoiseWarning)
+            return recommendation(context, rng=seed, insecure_seeded_noise=True)
+    return recommendation(context)
+
+
+TRIALS = {"kernel": (30, 20)}
+"""(simulated trials, agent runs) per family; default (120, 50). A kernel trial costs ~0.1-0.5 s."""
+
+
 @pytest.mark.slow
 @pytest.mark.statistical
 @pytest.mark.parametrize("spec", ONLINE, ids=lambda s: s.name)
 def test_simulate_and_agent_agree_in_distribution(spec: AlgorithmSpec, seed: int) -> None:
-    # success (best-arm identification) or reward regret (dueling) of 120 simulated trials against
-    # 50 independent agent runs; two-sample Kolmogorov-Smirnov at FALSE_FAILURE_RATE (exact or
-    # conservative on tied, discrete values)
+    # success (best-arm identification), reward regret (dueling) or the regret of one released action
+    # (kernel) of simulated trials against independent agent runs; two-sample Kolmogorov-Smirnov at
+    # FALSE_FAILURE_RATE (exact or conservative on tied, discrete values)
     env, algorithm, _ = _make(spec, seed)
-    simulated = _success_of_simulation(algorithm, env, 120, seed)
-    seeds = np.random.SeedSequence(seed).generate_state(50)
+    n_simulated, n_agents = TRIALS.get(spec.family, (120, 50))
+    simulated = _success_of_simulation(algorithm, env, n_simulated, seed)
+    seeds = np.random.SeedSequence(seed).generate_state(n_agents)
     agents = np.array([_agent_outcome(spec, env, int(s)) for s in seeds])
     result = stats.ks_2samp(simulated, agents)
     assert result.pvalue > FALSE_FAILURE_RATE, (simulated.mean(), agents.mean(), result)

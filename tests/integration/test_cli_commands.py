@@ -52,6 +52,7 @@ def test_list_shows_environments_algorithms_with_privacy_and_bundled_studies() -
         assert word in result.output
 
 
+@pytest.mark.slow
 def test_run_resume_and_plot(tmp_path: Path, seed: int) -> None:
     study = _write_study(tmp_path, seed)
     out = tmp_path / "run"
@@ -63,8 +64,8 @@ def test_run_resume_and_plot(tmp_path: Path, seed: int) -> None:
     for name in ("study.toml", "study.json", "manifest.json", "summary.csv"):
         assert (out / name).is_file()
     assert (out / "study.toml").read_text() == study.read_text()
-    assert sorted(p.name for p in (out / "plots").iterdir()) == [
-        "simple_regret_vs_budget.pdf", "simple_regret_vs_budget.png", "success_vs_budget.pdf", "success_vs_budget.png",
+    assert sorted(p.name for p in (out / "plots").iterdir()) == [  # a run draws PNG; `plot` adds PDF
+        "simple_regret_vs_budget.png", "success_vs_budget.png",
     ]
     again = runner.invoke(app, args)
     assert again.exit_code == 1
@@ -80,6 +81,12 @@ def test_run_resume_and_plot(tmp_path: Path, seed: int) -> None:
     assert "status:   complete — 4/4 cells done" in status.output and "session 2:" in status.output
     plotted = runner.invoke(app, ["plot", str(out)])
     assert plotted.exit_code == 0 and "success_vs_budget.png" in plotted.output
+    assert "success_vs_budget.pdf" in plotted.output  # `plot` draws PDF too
+    only_svg = runner.invoke(app, ["plot", str(out), "--out", str(tmp_path / "svg"), "--format", "svg"])
+    assert only_svg.exit_code == 0, only_svg.output
+    assert sorted(p.suffix for p in (tmp_path / "svg").iterdir()) == [".svg", ".svg"]
+    wrong = runner.invoke(app, ["plot", str(out), "--format", "jpeg"])
+    assert wrong.exit_code != 0 and "--format" in wrong.output and "Traceback" not in wrong.output
 
 
 def test_reproduce_a_bundled_study_with_fewer_trials(tmp_path: Path) -> None:

@@ -89,6 +89,15 @@ def test_show_an_algorithm_an_environment_and_a_study() -> None:
     assert bundled_study_text("quickstart").strip().splitlines()[-1] in study.stdout
 
 
+def test_show_names_the_class_of_every_algorithm_and_marks_theory_curves() -> None:
+    # issue 26: one shape for every algorithm; the class that runs it, or "a theory curve"
+    usca = _invoke("show", "usca", columns=120)
+    assert "class:        dpbandits.USCA" in usca.stdout, usca.output
+    assert json.loads(_invoke("show", "gp-uniform", "--json").stdout)[0]["class"] == "dpbandits.UniformFeatureRidge"
+    theory = _invoke("show", "theory-dp-ebs-upper", columns=120)
+    assert "(theory curve, family dueling)" in theory.stdout and "it reads no data" in theory.stdout
+
+
 def test_show_an_unknown_name_is_one_line_with_suggestions() -> None:
     result = _invoke("show", "dp-bia")
     assert result.exit_code == 1

@@ -4,6 +4,7 @@ table, `show`'s plain text and copyable TOML, `version`'s dependencies, `init-st
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -90,7 +91,20 @@ def test_help_shows_flags_as_flags(command: list[str]) -> None:
     assert "--help" in result.stdout
 
 
+@pytest.mark.parametrize("command", ["account", "status", "audit"])
+def test_help_paragraphs_wrap_to_the_terminal(command: str) -> None:
+    # a docstring wrapped at 100 columns printed its lines as they were: ragged on 80 columns
+    # ("columns other than those named are" / "ignored. mab: ...")
+    text = _invoke(command, "--help", columns=80).stdout
+    description = text.split("Usage:", 1)[1].split("╭", 1)[0]
+    lines = [line.strip() for line in description.splitlines()[2:]]  # after the usage line
+    for line, after in itertools.pairwise(lines):
+        if line and after:  # two lines of one paragraph: the first is filled (no short line mid-paragraph)
+            assert len(line) + len(after.split()[0]) + 1 > 76, (line, after)
+
+
 # ------------------------------------------------------------------ output: pipes and encodings
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly() -> None:
     done = _command(shell=f"{sys.executable} -m dpbandits list | head -1")
     assert done.returncode in (0, 141), done.stderr
@@ -106,6 +120,7 @@ def test_list_and_show_work_on_any_terminal_encoding(encoding: str, args: list[s
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_terminal_without_unicode_gets_ascii_spellings() -> None:
     done = _command("show", "dp-bai", env={"PYTHONIOENCODING": "ascii"})
     assert done.returncode == 0 and done.stderr == "", done.stderr

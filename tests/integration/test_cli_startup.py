@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 HEAVY = ("numpy", "scipy", "matplotlib", "opendp", "pydantic", "pandas", "pyarrow", "dpbandits.algorithms",
          "dpbandits.experiments", "dpbandits.audit", "dpbandits.privacy", "dpbandits.envs")
 
@@ -39,6 +41,7 @@ def test_help_imports_no_heavy_module() -> None:
     assert loaded == [], f"--help imported {loaded}"
 
 
+@pytest.mark.slow
 def test_a_kl_task_with_audit_registers_the_auditors_where_it_runs() -> None:
     out = _run("""
         import sys, tempfile

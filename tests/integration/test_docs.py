@@ -63,6 +63,7 @@ def test_every_tutorial_script_has_its_page() -> None:
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda path: path.stem)
+@pytest.mark.slow
 def test_example_runs(script: Path, tmp_path: Path) -> None:
     result = _run([sys.executable, str(script)], tmp_path)
     assert result.returncode == 0, f"examples/{script.name} failed:\n{result.stderr}"
@@ -80,6 +81,7 @@ def test_examples_cover_every_family_and_the_api_features() -> None:
 
 
 @pytest.mark.parametrize("page, index, source", _python_blocks(), ids=lambda value: str(value)[:40])
+@pytest.mark.slow
 def test_docs_python_block_runs(page: str, index: int, source: str, tmp_path: Path) -> None:
     result = _run([sys.executable, "-c", source], tmp_path)
     assert result.returncode == 0, f"docs/{page} python block {index} failed:\n{source}\n{result.stderr}"

@@ -21,6 +21,7 @@ def test_bundled_dueling_study_is_valid(path: Path) -> None:
     assert any(a.name in {"dp-ebs-elimination", "goptimal-dpdb"} for a in study.algorithms)
 
 
+@pytest.mark.slow
 def test_smoke_study_runs_and_private_regret_is_sane(tmp_path: Path) -> None:
     study = load_study(next(p for p in STUDIES if p.stem == "dueling-smoke"))
     result = run_study(study, tmp_path / "run", progress="off")

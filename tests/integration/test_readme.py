@@ -39,6 +39,7 @@ def test_readme_has_the_documented_commands() -> None:
 
 
 @pytest.mark.parametrize("index", range(len(blocks("python"))))
+@pytest.mark.slow
 def test_readme_python_block_runs(index: int, tmp_path: Path) -> None:
     source = blocks("python")[index]
     env = {**os.environ, "MPLBACKEND": "Agg"}
@@ -48,6 +49,7 @@ def test_readme_python_block_runs(index: int, tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("dpbandits") is None, reason="the dpbandits command is not installed")
+@pytest.mark.slow
 def test_readme_shell_commands_run_in_order(tmp_path: Path) -> None:
     env = {**os.environ, "MPLBACKEND": "Agg"}
     shutil.copytree(README.parent / "examples", tmp_path / "examples")

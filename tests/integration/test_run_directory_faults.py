@@ -133,6 +133,7 @@ def read_only(tmp_path: Path) -> Iterator[Any]:
         subprocess.run(["umount", str(target)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_readable_from_a_read_only_medium(
     finished_run: Path, tmp_path: Path, seed: int, read_only: Any
 ) -> None:

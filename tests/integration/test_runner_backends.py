@@ -32,6 +32,7 @@ def _cells(run_dir: Path) -> dict[str, dict[str, np.ndarray]]:
     return out
 
 
+@pytest.mark.slow
 def test_serial_process_and_dask_give_identical_results(tmp_path: Path, seed: int) -> None:
     study = _study(seed)
     backends = {

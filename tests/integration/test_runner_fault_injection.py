@@ -76,6 +76,7 @@ def _wait_until_gone(marker: str, timeout: float) -> list[int]:
 
 @pytest.mark.parametrize("kill_signal", [signal.SIGKILL, signal.SIGTERM, signal.SIGKILL, signal.SIGTERM],
                          ids=["sigkill-1", "sigterm-1", "sigkill-2", "sigterm-2"])
+@pytest.mark.slow
 def test_killed_process_run_leaves_no_process_and_resumes_to_the_same_summary(
     tmp_path: Path, seed: int, kill_signal: signal.Signals
 ) -> None:

@@ -35,11 +35,12 @@ name = "uniform"
 reward_draws = "streams"
 
 [grid]
-budget = [4000, 4100, 4200, 4300, 4400, 4500, 4600, 4700]
+budget = [4000, 4100, 4200, 4300, 4400, 4500, 4600, 4700, 4800, 4900, 5000, 5100, 5200, 5300, 5400, 5500]
 """
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
+@pytest.mark.slow
 def test_sigkilled_run_resumes_without_losing_finished_cells(tmp_path: Path, seed: int) -> None:
     study_file = tmp_path / "study.toml"
     study_file.write_text(STUDY.format(seed=seed), encoding="utf-8")
@@ -54,7 +55,7 @@ def test_sigkilled_run_resumes_without_losing_finished_cells(tmp_path: Path, see
     deadline = time.monotonic() + 120
     try:
         while time.monotonic() < deadline and process.poll() is None:
-            if cells_dir.is_dir() and len(list(cells_dir.glob("p*.npz"))) >= 3:
+            if cells_dir.is_dir() and any(cells_dir.glob("p*.npz")):  # kill at the first durable cell
                 break
             time.sleep(0.01)
         still_running = process.poll() is None
@@ -68,7 +69,7 @@ def test_sigkilled_run_resumes_without_losing_finished_cells(tmp_path: Path, see
     # Nothing corrupt: every cell file loads completely, the manifest is valid JSON of this study.
     study = load_study(study_file)
     finished_before = sorted(path.stem for path in cells_dir.glob("p*.npz"))
-    assert 3 <= len(finished_before) < len(study.cells())
+    assert 1 <= len(finished_before) < len(study.cells()), "every cell was done before the kill: make the study larger"
     for name in finished_before:
         with np.load(cells_dir / f"{name}.npz") as data:
             assert all(data[key].shape == (300,) for key in ("success", "simple_regret"))

@@ -107,6 +107,7 @@ def _small_example(workdir: Path) -> Study:
     return Study.from_mapping(data)
 
 
+@pytest.mark.slow
 def test_the_worked_example_runs_with_identical_summaries_on_serial_and_process(workdir: Path) -> None:
     study = _small_example(workdir)
     serial = run_study(study, workdir / "serial", backend="serial", progress="none")
@@ -155,6 +156,7 @@ def test_a_dueling_agent_and_a_vectorised_function_run_beside_built_ins(workdir:
     assert set(summary["algorithm"]) == {"my_functions:uniform_guess", "uniform"}
 
 
+@pytest.mark.slow
 def test_a_users_failure_is_one_line_naming_the_algorithm_and_step(workdir: Path) -> None:
     study = Study.from_mapping({
         "name": "user-broken", "seed": 1, "trials": 2,

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -97,6 +98,7 @@ def test_dueling_agents(operations: list[tuple[bool, Any, Any, bool]]) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(operations=st.lists(st.tuples(ODD_VALUES, ODD_VALUES), min_size=1, max_size=6))
+@pytest.mark.slow
 def test_usca_agent(operations: list[tuple[Any, Any]]) -> None:
     from dpbandits.algorithms.kernel.usca import USCA
     from dpbandits.envs.kernel import KernelBanditEnvironment

@@ -59,19 +59,77 @@ def test_every_stored_study_says_how_it_was_run() -> None:
             assert list(csv.DictReader(handle)), study
 
 
+def test_stored_study_files_are_the_ones_run() -> None:
+    """A study stored beside its data (one the docs run, not bundled) loads, with run.json's seed and trials."""
+    from dpbandits.experiments.config import load_study
+
+    stored = sorted(DATA.glob("*/study.toml"))
+    assert stored
+    for path in stored:
+        info = json.loads((path.parent / "run.json").read_text(encoding="utf-8"))
+        study = load_study(path)
+        assert (study.name, study.seed, study.trials) == (info["study"], info["seed"], info["trials"]), path
+        assert f"dpbandits run docs/papers/data/{path.parent.name}/study.toml" in info["command"], path
+
+
 @pytest.mark.parametrize("path", sorted(DATA.glob("*/analyses/*.json")), ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
 def test_stored_analyses_recompute_from_the_stored_summary(path: Path, tmp_path: Path) -> None:
     stored = json.loads(path.read_text(encoding="utf-8"))
     study_dir = path.parent.parent
-    if stored["analysis"] == "fixed-epsilon-slope":
+    per_trial = {"fixed-epsilon-slope": "fixed_epsilon_report", "sensitivity-decay": "sensitivity_report"}
+    if stored["analysis"] in per_trial:
         with open(study_dir / "trials.csv", newline="", encoding="utf-8") as handle:
-            fresh = _figures_module().fixed_epsilon_report(list(csv.DictReader(handle)))
+            fresh = getattr(_figures_module(), per_trial[stored["analysis"]])(list(csv.DictReader(handle)))
         _close(stored, json.loads(json.dumps(fresh)))
         return
     shutil.copy(study_dir / "summary.csv", tmp_path / "summary.csv")
     fresh = get_analysis(stored["analysis"]).compute(tmp_path)
     fresh = json.loads(json.dumps({"analysis": stored["analysis"], "description": stored["description"], **fresh}))
     _close(stored, fresh)
+
+
+PRIVACY = sorted(DATA.glob("privacy-*.json"))
+
+
+@pytest.mark.parametrize("path", PRIVACY, ids=lambda p: p.stem)
+def test_stored_privacy_audits_support_the_pages(path: Path) -> None:
+    """Every correct case's audit stays within its claim; every negative control is refuted."""
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    ratio = _figures_module().audited_ratio
+    assert stored["cases"] and stored["command"] == f"python docs/papers/claims_data.py {stored['family']}"
+    for case in stored["cases"]:
+        name = f"{case['algorithm']}: {case['description']}"
+        assert case["refuted"] == case["negative_control"], name
+        if not case["negative_control"]:
+            assert ratio(case) <= 1 + 1e-9 and not case["float_attack_cells"], name
+        else:
+            assert ratio(case) > 1 or case["float_attack_cells"] > 0, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", PRIVACY, ids=lambda p: p.stem)
+def test_the_privacy_audits_recompute(path: Path) -> None:
+    """The audits run again: exact losses equal the stored ones; sampled audits (secure noise) reach the same verdict."""
+    spec = importlib.util.spec_from_file_location("claims_data", ROOT / "docs" / "papers" / "claims_data.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    fresh = module.audit_family(stored["family"])
+    assert [c["description"] for c in fresh["cases"]] == [c["description"] for c in stored["cases"]]
+    for old, new in zip(stored["cases"], fresh["cases"], strict=True):
+        assert new["refuted"] == old["refuted"], old["description"]
+        if old["kind"] == "exact":
+            _close(old, new)
+
+
+def test_recorded_summaries_are_consistent() -> None:
+    """The recorded (not re-run) summaries: each mean lies inside its interval, with the trials stated."""
+    baselines = json.loads((DATA / "usca-baselines-recorded.json").read_text(encoding="utf-8"))
+    assert baselines["trials"] >= 2 and baselines["command"].startswith("OPENBLAS_NUM_THREADS=1 dpbandits ")
+    for method in baselines["methods"]:
+        low, high = method["ci95"]
+        assert 0 < low <= method["error"] <= high, method["label"]
 
 
 @pytest.mark.slow

@@ -299,6 +299,7 @@ def test_ccb_step_c_adds_every_settled_copeland_winner_to_b() -> None:
     assert not policy.beaters[0, 3].any()
 
 
+@pytest.mark.slow
 def test_maxinp_default_width_beats_uniformly_random_pairs_and_the_paper_width_is_one_argument_away() -> None:
     """A comparator must not be a strawman: on F2 (Bradley–Terry, K = 10, d = 5) at T = 2000 MaxInP's
     default (tuned) width pays less regret per round than uniformly random pairs of distinct arms (1.93

@@ -44,6 +44,7 @@ CASES: list[tuple[str, Callable[[int], Any], tuple[int, int]]] = [
 
 
 @pytest.mark.parametrize(("name", "run", "horizons"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.slow
 def test_peak_memory_does_not_grow_with_the_horizon(name: str, run: Callable[[int], Any], horizons: tuple[int, int]) -> None:
     short, long = (_peak_bytes(lambda t=t: run(t)) for t in horizons)
     assert long < 1.25 * short + 2**20, f"{name}: peak {short} B at T = {horizons[0]}, {long} B at T = {horizons[1]}"

@@ -45,6 +45,7 @@ def test_step_rules_on_a_hand_made_state() -> None:
 
 
 @pytest.mark.statistical
+@pytest.mark.slow
 def test_rucb_finds_the_condorcet_winner(seed: int) -> None:
     out = simulate_rucb(finite_instance("f1"), n_trials=8, rng=seed, horizon=4000)
     # RUCB's regret is O(K² + K log T): after 4000 rounds on F1 the best arm is the most frequent

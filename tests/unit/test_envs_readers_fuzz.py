@@ -26,6 +26,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -123,6 +124,7 @@ def _quote(text: str) -> str:
 
 @FUZZ
 @given(case=logged_csv(), block=st.integers(8, 256))
+@pytest.mark.slow
 def test_grammar_files_are_read_exactly_or_refused_at_a_bad_line(
     case: tuple[bytes, list[tuple[int, float]], dict[int, set[str]]], block: int
 ) -> None:

@@ -15,6 +15,7 @@ import copy
 import math
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -159,6 +160,7 @@ def test_mutated_mapping_is_a_study_or_a_study_error(data: dict[str, Any]) -> No
 
 @SETTINGS
 @given(st.dictionaries(keys, values, max_size=8))
+@pytest.mark.slow
 def test_random_mapping_is_a_study_or_a_study_error(data: dict[str, Any]) -> None:
     try:
         study = Study.from_mapping(data)

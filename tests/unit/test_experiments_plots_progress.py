@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from dpbandits._core.errors import StudyError
-from dpbandits.experiments.plots import plot_run
+from dpbandits.experiments.plots import PendingPlots, plot_run, start_plot_run
 from dpbandits.experiments.progress import LogProgress, NullProgress, RichProgress, make_progress
 
 HEADER = "budget,variant,algorithm,n_trials,success_rate,success_stderr,success_ci_low,success_ci_high,regret_mean,regret_stderr,regret_ci_low,regret_ci_high\n"
@@ -141,3 +141,27 @@ def test_figures_drawn_in_workers_are_the_figures_drawn_here(tmp_path: Path) -> 
     assert [p.name for p in here] == [p.name for p in forked] and len(here) == 4
     for a, b in zip(here, forked, strict=True):
         assert a.read_bytes() == b.read_bytes()
+
+
+def test_started_plots_are_drawn_while_the_caller_works_and_are_the_same_files(tmp_path: Path) -> None:
+    # issue 26: the command line prints the run's summary while the figures are drawn (forked workers)
+    rows = [f"{budget},{variant},alg1,50,0.5,0.07,0.37,0.63,0.1,0.01,0.08,0.12"
+            for budget in (10, 20, 40) for variant in ("a", "b")]
+    run_dir = _summary(tmp_path, HEADER, rows)
+    pending = start_plot_run(run_dir, out_dir=tmp_path / "started", formats=("png",), workers=2)
+    assert isinstance(pending, PendingPlots)
+    here = plot_run(run_dir, out_dir=tmp_path / "here", formats=("png",), workers=1)  # meanwhile, other work
+    started = pending.result()
+    assert [p.name for p in started] == [p.name for p in here] and len(started) == 4
+    for a, b in zip(here, started, strict=True):
+        assert a.read_bytes() == b.read_bytes()
+
+
+def test_a_figure_that_cannot_be_written_fails_at_result_with_the_hint(tmp_path: Path) -> None:
+    rows = [f"{budget},a,alg1,50,0.5,0.07,0.37,0.63,0.1,0.01,0.08,0.12" for budget in (10, 20)]
+    run_dir = _summary(tmp_path, HEADER, rows)
+    (run_dir / "plots").mkdir()
+    (run_dir / "plots" / "success_vs_budget.png").mkdir()  # a directory where a figure goes
+    pending = start_plot_run(run_dir, formats=("png",), workers=1)
+    with pytest.raises(StudyError, match="pass --out DIR"):
+        pending.result()

@@ -24,6 +24,7 @@ from dpbandits.algorithms.bai.dp_od import DPOD
 from dpbandits.algorithms.bai.od_linbai import ODLinBAI
 from dpbandits.algorithms.bai.phased import PhasedAgent
 from dpbandits.algorithms.bai.sequential_halving import SequentialHalving
+from dpbandits.algorithms.bai.uniform import UniformAllocation
 from dpbandits.algorithms.dueling.beat_the_mean import BeatTheMean
 from dpbandits.algorithms.dueling.colstim import CoLSTIM
 from dpbandits.algorithms.dueling.copeland_confidence_bound import CopelandConfidenceBound
@@ -70,6 +71,7 @@ AGENTS: dict[str, tuple[Callable[[], Any], Callable[[Any, int], Any], int]] = {
     "dp-od": (lambda: DPOD(FEATURES, 60, 1.0).agent(3, insecure_seeded_noise=True), _bai_step, 70),
     "od-linbai": (lambda: ODLinBAI(FEATURES, 60).agent(3), _bai_step, 70),
     "sequential-halving": (lambda: SequentialHalving(5, 60, rng=3), _bai_step, 70),
+    "uniform-allocation": (lambda: UniformAllocation(5, 60, rng=3), _bai_step, 70),
     "dp-ebs": (lambda: DPEBSElimination(4, 300, 2.0, rng=3, insecure_seeded_noise=True, conf_scale=0.05,
                                         record_transcript=True), _dueling_step, 300),
     "ldp-ebs": (lambda: LDPEBSElimination(4, 300, 2.0, rng=3, conf_scale=0.05), _dueling_step, 300),

@@ -86,6 +86,27 @@ def _usca() -> Any:
     return agent
 
 
+def _kernel_learners() -> dict[str, Callable[[], Any]]:
+    from dpbandits.algorithms.kernel.learners import CGPUCB, UniformFeatureRidge
+    from dpbandits.envs.kernel import StationaryKernel
+
+    options = {"horizon": 8, "reward_bound": 1.5, "kernel": StationaryKernel("se", 0.2), "clip": True, "rng": 2,
+               "n_features": 16, "grid_points_per_dim": 16}
+
+    def run(agent: Any, rounds: int) -> Any:
+        for c, y in zip(_contexts(rounds, 1), [0.1, 0.9, 0.5, 1.2, -0.3, 0.0, 0.7, 0.2][:rounds], strict=True):
+            agent.ask(c)
+            agent.tell(c, y)
+        return agent
+
+    return {
+        "feature-ridge": lambda: run(UniformFeatureRidge(epsilon=1.0, insecure_seeded_noise=True, **options), 4),
+        "feature-ridge-released": lambda: run(UniformFeatureRidge(epsilon=1.0, insecure_seeded_noise=True, **options), 8),
+        "gp-uniform": lambda: run(UniformFeatureRidge(epsilon=float("inf"), **options), 8),
+        "cgp-ucb": lambda: run(CGPUCB(ucb_grid_points_per_dim=8, **options), 4),
+    }
+
+
 def _agent(name: str) -> Callable[[], Any]:
     factory, step, n_steps = AGENTS[name]
 
@@ -102,6 +123,7 @@ SUBJECTS: dict[str, Callable[[], Any]] = {
     **{name: _agent(name) for name in AGENTS},
     **_policies(),
     **_counters(),
+    **_kernel_learners(),
     "usca": _usca,
     "dp-bai-algorithm": lambda: __import__("dpbandits.algorithms.bai.dp_bai", fromlist=["DPBAI"]).DPBAI(
         FEATURES, 60, 1.0),
@@ -152,6 +174,10 @@ def _drive(obj: Any) -> None:
         try:
             if hasattr(obj, "observe"):  # USCA
                 obj.observe(np.full((1, obj.context_dim), 0.5), [0.5])
+            elif hasattr(obj, "kernel"):  # a contextual agent of the kernel family
+                context = np.full(obj.context_dim, 0.5)
+                obj.ask(context)
+                obj.tell(context, 0.5)
             elif hasattr(obj, "ask") and hasattr(obj, "tell"):
                 _dueling_step(obj, t) if isinstance(obj.ask(), tuple) else _bai_step(obj, t)
             elif hasattr(obj, "update"):

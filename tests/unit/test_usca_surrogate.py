@@ -78,6 +78,7 @@ def test_approximating_set_follows_the_generator_law(seed):
     assert points[:, 1].max() <= 0.5 and points[:, 0].max() > 0.9  # actions uniform, contexts κ
 
 
+@pytest.mark.slow
 def test_certified_sup_dominates_dense_search_and_local_optimisation(seed, rng):
     """E0 (j), reduced: Ŝ >= max σ̄² over 10⁵ random points and over 10 L-BFGS-B runs."""
     tau = 0.3

@@ -47,6 +47,7 @@ PERSISTABLE_MODULES = (
     "dpbandits.algorithms.bai.sequential_halving",
     "dpbandits.algorithms.dueling",
     "dpbandits.algorithms.kernel.usca",
+    "dpbandits.algorithms.kernel.learners",
     "dpbandits.algorithms.offline",
 )
 """Modules defining the persistable classes: imported (fixed names, never a file's) before a lookup."""

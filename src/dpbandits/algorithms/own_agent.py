@@ -25,6 +25,8 @@ __all__ = ["OwnAgent", "deprecated_alias"]
 
 _DEPLOYMENT_ONLY = frozenset({"rng", "noise_backend", "insecure_seeded_noise", "record_transcript"})
 """Constructor arguments of a deployed agent only: a simulation draws its own seeded streams."""
+_PRIVACY_PARAMS = frozenset({"epsilon", "delta"})
+"""Arguments that the non-private twin's simulation (``epsilon = inf``) does not take."""
 
 
 def _equal(value: Any, default: Any) -> bool:
@@ -44,6 +46,10 @@ class OwnAgent:
 
     registry_name: ClassVar[str]
     non_private_registry_name: ClassVar[str | None] = None
+    environment_params: ClassVar[tuple[str, ...]] = ("n_arms", "features")
+    """Constructor arguments that must equal the environment's attribute of the same name."""
+    deployment_params: ClassVar[tuple[str, ...]] = ()
+    """More constructor arguments of a deployed agent only (the simulation does what they ask its own way)."""
     privacy: Any  # a property of the subclass: the Guarantee of the run
 
     def agent(self) -> Self:
@@ -91,7 +97,7 @@ class OwnAgent:
         Raises
         ------
         InvalidParameterError
-            If the arms differ from the environment's, or a parameter of this object has no
+            If the arms (or another of :attr:`environment_params`) differ from the environment's, or a parameter of this object has no
             counterpart in the simulation (and is not its default).
         """
         name = self.registry_name
@@ -102,10 +108,11 @@ class OwnAgent:
         defaults = {key: p.default for key, p in inspect.signature(type(self)).parameters.items()}
         kwargs: dict[str, Any] = {}
         for key, value in getattr(self, "get_params")().items():  # noqa: B009
-            if key in _DEPLOYMENT_ONLY or (key == "epsilon" and name == self.non_private_registry_name):
+            if key in _DEPLOYMENT_ONLY or key in self.deployment_params or (
+                    key in _PRIVACY_PARAMS and name == self.non_private_registry_name):
                 continue
-            if key in ("n_arms", "features"):
-                self._check_arms(env, key, value)
+            if key in self.environment_params:
+                self._check_environment(env, key, value)
             elif key in accepted:
                 kwargs[key] = value
             elif not _equal(value, defaults.get(key, inspect.Parameter.empty)):
@@ -114,10 +121,13 @@ class OwnAgent:
         return spec.simulate(env, n_trials=n_trials, rng=rng, **kwargs)
 
     @staticmethod
-    def _check_arms(env: Any, key: str, value: Any) -> None:
-        mine = np.asarray(value)
-        theirs = np.asarray(getattr(env, key, None))
-        if not (mine.shape == theirs.shape and np.array_equal(mine, theirs)):
+    def _check_environment(env: Any, key: str, value: Any) -> None:
+        theirs: Any = getattr(env, key, None)
+        if isinstance(value, np.ndarray | list | tuple):
+            same = np.shape(value) == np.shape(theirs) and np.array_equal(np.asarray(value), np.asarray(theirs))
+        else:
+            same = value == theirs
+        if not same:
             raise InvalidParameterError(f"simulate: the environment's {key} must be this algorithm's {key}")
 
 

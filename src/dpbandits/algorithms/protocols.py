@@ -9,13 +9,24 @@
 * A fitted offline **policy** (:class:`OfflinePolicy`) is ``fit`` on logged data once and
   ``sample`` draws actions; ``privacy`` and ``guarantee(...)`` state what one sample costs.
 
-Best-arm identification algorithms are separate objects that make agents; the dueling algorithms and
-Sequential Halving *are* their own agent (``agent()`` returns the object itself). A non-private
-comparator states so with a :class:`~dpbandits.privacy.guarantees.NonPrivate` guarantee.
-:func:`missing_members` checks an object against a protocol without evaluating any property (some
-properties, such as an agent's ``recommendation`` before it is done, raise by design);
-``tests/contract/test_conformance.py`` checks every registered algorithm that has a one-trial class
-with it.
+Best-arm identification algorithms are separate objects that make agents; the dueling algorithms,
+Sequential Halving, uniform allocation and the kernel family *are* their own agent (``agent()``
+returns the object itself). A non-private comparator states so with a
+:class:`~dpbandits.privacy.guarantees.NonPrivate` guarantee.
+
+**Contextual agents** (the kernel family: USCA, its baselines) have the same members, with the
+round's context as an argument: ``ask(context)`` returns the action for this round (USCA and the
+uniform-sampling baselines play data-independent learning actions and do not read it),
+``tell(context, reward)`` records the round, ``done`` once all ``horizon`` learning rounds are told,
+and ``recommendation`` is the *released policy*: a function from a context to an action (the
+object's ``recommend``). Its privacy is what one release costs: for USCA each evaluation is one
+ε-joint-DP draw (k contexts cost k·ε, as ``privacy`` says); for the private feature ridge the model is
+released once and every evaluation is post-processing.
+
+Registry entries that read no data (theory curves, ``AlgorithmSpec.is_algorithm`` false) are not
+algorithms and have no class. :func:`missing_members` checks an object against a protocol without
+evaluating any property (some properties, such as an agent's ``recommendation`` before it is done,
+raise by design); ``tests/contract/test_conformance.py`` checks every registered algorithm with it.
 """
 
 from __future__ import annotations
@@ -34,11 +45,11 @@ __all__ = ["Agent", "Algorithm", "OfflinePolicy", "missing_members"]
 class Agent(Protocol):
     """One trial, driven by external feedback (ask/tell)."""
 
-    def ask(self) -> Any:
-        """The next action (an arm, a pair of arms, a learning action)."""
+    def ask(self, *args: Any) -> Any:
+        """The next action (an arm, a pair of arms; a contextual agent's at ``ask(context)``)."""
 
     def tell(self, *args: Any, **kwargs: Any) -> None:
-        """The feedback of the action last asked."""
+        """The feedback of the action last asked (a contextual agent's ``tell(context, reward)``)."""
 
     @property
     def done(self) -> bool:
@@ -46,7 +57,7 @@ class Agent(Protocol):
 
     @property
     def recommendation(self) -> Any:
-        """The answer now (or at the end, for algorithms that name one only once done)."""
+        """The answer (once done, for most): an arm; a contextual agent's released policy (context -> action)."""
 
     @property
     def privacy(self) -> Guarantee:

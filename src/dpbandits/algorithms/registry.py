@@ -96,6 +96,10 @@ class AlgorithmSpec:
         :class:`~dpbandits._core.errors.DPBanditsError` if a cell with these parameters cannot run
         (an oversized horizon, rewards outside the bounds the privacy calibration assumes), so the
         study is refused before its run directory exists.
+    uses_data : bool, default True
+        False for a *theory curve*: its metrics are computed from the parameters alone (a bound or a
+        schedule drawn next to the algorithms in a figure). It reads no data, so it is not an
+        algorithm: it has no one-trial class and no privacy guarantee (:attr:`is_algorithm`).
     """
 
     name: str
@@ -108,6 +112,12 @@ class AlgorithmSpec:
     description: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
     precheck: Callable[..., object] | None = None
+    uses_data: bool = True
+
+    @property
+    def is_algorithm(self) -> bool:
+        """Whether the entry is an algorithm (it reads data), not a theory curve."""
+        return self.uses_data
 
     @property
     def algorithm_class(self) -> type | None:
@@ -156,8 +166,11 @@ def register_algorithm(
     environments: tuple[str, ...] = (),
     description: str = "",
     precheck: Callable[..., object] | None = None,
+    uses_data: bool = True,
 ) -> Callable[[F], F]:
     """Register a simulation entry point under ``name`` (decorator).
+
+    The arguments are the fields of :class:`AlgorithmSpec` (``uses_data=False`` marks a theory curve).
 
     Raises
     ------
@@ -180,6 +193,7 @@ def register_algorithm(
             environments=tuple(environments),
             description=description or _first_line(fn.__doc__),
             precheck=precheck,
+            uses_data=uses_data,
         )
         return fn
 

@@ -28,8 +28,7 @@ from __future__ import annotations
 import io
 import json
 import math
-import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,7 @@ from dpbandits.experiments.store import (
     summary_metrics,
 )
 
-__all__ = ["MAX_PANELS", "import_in_background", "plot_run"]
+__all__ = ["MAX_PANELS", "PendingPlots", "plot_run", "start_plot_run"]
 
 MAX_PANELS = 16
 """At most this many panels per figure (combinations of the other swept parameters)."""
@@ -75,24 +74,6 @@ def _swept_and_metrics(header: Sequence[str]) -> tuple[list[str], dict[str, str]
 
 def _unique(values: Sequence[Any]) -> list[Any]:
     return list(dict.fromkeys(values))
-
-
-def import_in_background() -> threading.Thread:
-    """Start importing what drawing needs (matplotlib's ``Figure``, the Agg and PDF back ends) in a thread.
-
-    For a caller with other work first (a study run, whose main thread mostly waits on its workers):
-    the import then overlaps that work. Join the thread before :func:`plot_run`, which forks its
-    drawing workers only from a single-threaded process.
-    """
-    def load() -> None:
-        import matplotlib.backends.backend_agg
-        import matplotlib.backends.backend_pdf
-        import matplotlib.figure
-        import matplotlib.ticker  # noqa: F401
-
-    thread = threading.Thread(target=load, name="dpbandits-plot-import", daemon=True)
-    thread.start()
-    return thread
 
 
 def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
@@ -126,6 +107,22 @@ def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
         to draw), or the plots cannot be written (each file is written atomically: none is left
         half-written).
     """
+    return start_plot_run(run_dir, out_dir=out_dir, formats=formats, workers=workers).result()
+
+
+def start_plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
+                   formats: Sequence[str] = _FORMATS, workers: int | None = None) -> PendingPlots:
+    """Start drawing the plots of :func:`plot_run` (same arguments); ``.result()`` returns its files.
+
+    The figures are drawn in forked workers while the caller goes on (the command line prints the
+    run's summary meanwhile).
+
+    Raises
+    ------
+    StudyError
+        At once if the directory has no summary or no rows, or the plot directory cannot be made;
+        a failure to write a figure is raised by ``result()``.
+    """
     directory = Path(run_dir)
     rows = read_summary(directory)
     if not rows:
@@ -155,12 +152,34 @@ def plot_run(run_dir: str | Path, *, out_dir: str | Path | None = None,
         fits = json.loads(rate_shape.read_text(encoding="utf-8")).get("fits", {})
         for index, fit in enumerate(fits.values()):
             jobs.append(("rate-shape", (fit,), target / ("usca-rate-shape" + (f"-{index}" if index else ""))))
-    try:
-        return _draw_all(rows, jobs, tuple(formats), workers)
-    except StudyError as exc:
-        if out_dir is not None:
-            raise
-        raise StudyError(f"{exc}; pass --out DIR to write the plots elsewhere") from None
+    return PendingPlots(_start_all(rows, jobs, tuple(formats), workers), hint=out_dir is None)
+
+
+class PendingPlots:
+    """Figures of a run being drawn (by :func:`start_plot_run`); :meth:`result` waits for the files.
+
+    Drawing runs in forked worker processes when that is possible, so the caller can do other work
+    (print a run's summary) meanwhile; otherwise the figures are drawn by :meth:`result`.
+    """
+
+    def __init__(self, finish: Callable[[], list[Path]], *, hint: bool) -> None:
+        self._finish = finish
+        self._hint = hint
+
+    def result(self) -> list[Path]:
+        """Wait for the figures and return the files written.
+
+        Raises
+        ------
+        StudyError
+            If the plots cannot be written (each file is written atomically: none is left half-written).
+        """
+        try:
+            return self._finish()
+        except StudyError as exc:
+            if not self._hint:
+                raise
+            raise StudyError(f"{exc}; pass --out DIR to write the plots elsewhere") from None
 
 
 _Job = tuple[str, tuple[Any, ...], Path]
@@ -182,9 +201,12 @@ def _draw_some(rows: list[dict[str, str]], jobs: list[_Job], formats: tuple[str,
     return [path for job in jobs for path in _draw(rows, job, formats)]
 
 
-def _draw_all(rows: list[dict[str, str]], jobs: list[_Job], formats: tuple[str, ...],
-              workers: int | None) -> list[Path]:
-    """Draw the figures, in forked workers when that is safe and there is more than one."""
+def _start_all(rows: list[dict[str, str]], jobs: list[_Job], formats: tuple[str, ...],
+               workers: int | None) -> Callable[[], list[Path]]:
+    """Start drawing the figures in forked workers when that is safe and there is more than one.
+
+    Returns the function that waits for them (or, without workers, draws them) and returns the files.
+    """
     import multiprocessing
     import os
     import sys
@@ -194,17 +216,35 @@ def _draw_all(rows: list[dict[str, str]], jobs: list[_Job], formats: tuple[str, 
     forkable = (sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
                 and threading.active_count() == 1)
     if count <= 1 or not forkable:
-        return _draw_some(rows, jobs, formats)
+        return lambda: _draw_some(rows, jobs, formats)
     from concurrent.futures import ProcessPoolExecutor
 
-    import matplotlib.figure  # noqa: F401  (imported once, here: the forked workers inherit it)
+    # imported once, here (the back ends the formats need too): the forked workers inherit them
+    import matplotlib.backends.backend_agg
+    import matplotlib.figure
+    import matplotlib.ticker
+
+    if "pdf" in formats:
+        import matplotlib.backends.backend_pdf  # noqa: F401  (0.1 s: only when a PDF is drawn)
 
     shares = [jobs[i::count] for i in range(count)]  # figure i goes to worker i mod count
-    with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork")) as pool:
-        done = list(pool.map(_draw_some, [rows] * count, shares, [formats] * count))
-    by_job = {id(job): paths for share, paths in zip(shares, done, strict=True)
-              for job, paths in zip(share, _split(paths, len(formats)), strict=True)}
-    return [path for job in jobs for path in by_job[id(job)]]
+    pool = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"))
+    try:
+        futures = [pool.submit(_draw_some, rows, share, formats) for share in shares]
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        raise
+
+    def finish() -> list[Path]:
+        try:
+            done = [future.result() for future in futures]
+        finally:
+            pool.shutdown(cancel_futures=True)
+        by_job = {id(job): paths for share, paths in zip(shares, done, strict=True)
+                  for job, paths in zip(share, _split(paths, len(formats)), strict=True)}
+        return [path for job in jobs for path in by_job[id(job)]]
+
+    return finish
 
 
 def _split(paths: list[Path], size: int) -> list[list[Path]]:
@@ -354,7 +394,9 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
                  for index, value in enumerate(x_values)}
     algorithms = _unique([row["algorithm"] for row in rows])
     drawn: list[float] = []  # over every panel: one y-scale for the figure
+    extent: list[float] = []  # the means and the finite band edges: the y-limits, set once
     for axis, group in zip(axes, shown, strict=True):
+        axis.set_autoscale_on(False)  # the limits are set once below (autoscaling shared axes costs O(panels²))
         for algorithm in algorithms:
             selected = [
                 row for row in rows
@@ -369,41 +411,28 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
             lows = [float(row[f"{metric}_ci_low"]) for row in selected]
             highs = [float(row[f"{metric}_ci_high"]) for row in selected]
             drawn += means
+            extent += [value for value in (*means, *lows, *highs) if math.isfinite(value)]
             if _is_theory(algorithm):  # a curve computed from the instance, not an estimate: no band
                 axis.plot(xs, means, linestyle="--", linewidth=1.2, color="0.35", label=algorithm)
                 continue
             (line,) = axis.plot(xs, means, marker="o", markersize=3, label=algorithm)
             axis.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.2, linewidth=0)
-        if numeric:
-            finite = [positions[value] for value in x_values]
-            if min(finite) > 0 and max(finite) / min(finite) >= 10:
-                from matplotlib.ticker import NullFormatter
-
-                axis.set_xscale("log")
-                axis.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short spans
-            if len(x_values) <= 10:  # label the grid values themselves, as 10⁶ or 3·10⁶
-                axis.set_xticks(finite, [format_number(value) for value in finite],
-                                rotation=30 if len(x_values) > 5 else 0)
-                if axis.get_xscale() == "log":  # the grid values are the ticks: no minor ticks between them
-                    from matplotlib.ticker import NullLocator
-
-                    axis.xaxis.set_minor_locator(NullLocator())
-            else:
-                from matplotlib.ticker import FuncFormatter
-
-                axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _: format_number(value)))
-        else:
-            axis.set_xticks([positions[value] for value in x_values], [_value_text(value) for value in x_values],
-                            rotation=30)
-        if others:
+        if others:  # y given: the title is not moved above tick labels (no per-title bounding-box pass)
             axis.set_title(", ".join(f"{_parameter_name(name)} = {_value_text(value)}"
-                                     for name, value in zip(others, group, strict=True)), fontsize=9)
+                                     for name, value in zip(others, group, strict=True)), fontsize=9, y=1.0, pad=5)
         axis.grid(alpha=0.3)
+    rotation = _x_ticks(axes[0], x_values, positions, numeric)  # the panels share the x-axis: its ticks are set once
     positive = [value for value in drawn if value > 0]
     if positive and len(positive) == len(drawn) and max(positive) / min(positive) >= 100:
         axes[0].set_yscale("log")  # two decades or more: shapes such as sqrt(T) or log T show (shared axis)
+    # shared axes: the limits of the first panel are every panel's
+    axes[0].set_xlim(*_limits([positions[value] for value in x_values], axes[0].get_xscale() == "log"))
+    if extent:
+        log_y = axes[0].get_yscale() == "log"
+        axes[0].set_ylim(*_limits([v for v in extent if v > 0] if log_y else extent, log_y))
+    _readable_axes(axes[0])  # shared: one formatter for every panel
     for axis in axes:
-        _readable_axes(axis)
+        axis.tick_params(axis="x", labelrotation=rotation)
     for axis in axes[:: min(len(axes), 4)]:  # the first panel of each row
         axis.set_ylabel(_axis_label(metric, estimate))
     columns = min(len(axes), 4)
@@ -417,6 +446,40 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
     figure.suptitle(f"{_capitalised(metric_name(metric))} against {_parameter_name(parameter)}"
                     + (f", at {fixed}" if fixed else "") + more)
     return figure
+
+
+def _x_ticks(axis: Any, x_values: list[str], positions: dict[str, float], numeric: bool) -> float:
+    """Scale and ticks of the (shared) x-axis: log over a decade or more; the grid values as ticks (10⁶, 3·10⁶).
+
+    Returns the rotation of the tick labels, which each panel sets (a label's text properties are
+    its own panel's).
+    """
+    from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
+
+    if not numeric:
+        axis.set_xticks([positions[value] for value in x_values], [_value_text(value) for value in x_values])
+        return 30
+    finite = [positions[value] for value in x_values]
+    if min(finite) > 0 and max(finite) / min(finite) >= 10:
+        axis.set_xscale("log")
+        axis.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short spans
+    if len(x_values) <= 10:  # label the grid values themselves, as 10⁶ or 3·10⁶
+        axis.set_xticks(finite, [format_number(value) for value in finite])
+        if axis.get_xscale() == "log":  # the grid values are the ticks: no minor ticks between them
+            axis.xaxis.set_minor_locator(NullLocator())
+        return 30 if len(x_values) > 5 else 0
+    axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _: format_number(value)))
+    return 0
+
+
+def _limits(values: Sequence[float], log: bool, margin: float = 0.05) -> tuple[float, float]:
+    """Axis limits around ``values`` with matplotlib's default 5% margin (in log space on a log axis)."""
+    if log:
+        low, high = _limits([math.log10(v) for v in values], False, margin)
+        return 10.0**low, 10.0**high
+    low, high = min(values), max(values)
+    pad = margin * (high - low) if high > low else max(abs(low), 1.0) * margin
+    return low - pad, high + pad
 
 
 def _bars(rows: list[dict[str, str]], metric: str, estimate: str) -> Any:

@@ -10,6 +10,7 @@ from dpbandits.algorithms.bai.dp_bai import DPBAI, Baseline, DPBAIGauss
 from dpbandits.algorithms.bai.dp_od import DPOD
 from dpbandits.algorithms.bai.od_linbai import ODLinBAI
 from dpbandits.algorithms.bai.sequential_halving import SequentialHalving
+from dpbandits.algorithms.bai.uniform import UniformAllocation
 
 __all__ = [
     "DPBAI",
@@ -18,6 +19,7 @@ __all__ = [
     "DPBAIGauss",
     "ODLinBAI",
     "SequentialHalving",
+    "UniformAllocation",
     "dp_bai",
     "dp_od",
     "od_linbai",

@@ -177,7 +177,10 @@ class PrivateFeatureRidge:
 
     def _release(self, points: ArrayLike, rewards: ArrayLike, noise: NoiseBackend) -> FloatArray:
         """θ̃ with an explicit noise source (simulations pass NumpyNoise)."""
-        moment = self.second_moment(points, rewards)
+        return self._release_moment(self.second_moment(points, rewards), noise)
+
+    def _release_moment(self, moment: FloatArray, noise: NoiseBackend) -> FloatArray:
+        """θ̃ from the second-moment matrix M = Σₜ aₜaₜᵀ of in-range data (the Gaussian mechanism on it)."""
         size = moment.shape[0]
         upper = np.triu_indices(size)
         noisy = np.zeros((size, size))

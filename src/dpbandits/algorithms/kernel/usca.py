@@ -58,7 +58,8 @@ from dpbandits.algorithms.kernel.surrogate import (
     accumulate_feature_gram,
     exact_kernel_peak_bytes,
 )
-from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.own_agent import OwnAgent
+from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
 from dpbandits.envs.kernel import KernelBanditEnvironment, StationaryKernel, joint_points
 from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Neighbouring, NonPrivate, PureDP
@@ -91,7 +92,8 @@ def default_grid_points(action_dim: int) -> int:
     return {1: 1024, 2: 64, 3: 24}.get(action_dim, max(2, round(4096 ** (1.0 / action_dim))))
 
 
-class USCA(Persistable):
+@register_algorithm_class("usca", "usca-trivial-sensitivity", non_private="usca-nonprivate")
+class USCA(OwnAgent, Persistable):
     """ε-jointly-DP USCA with an exact kernel backend (small T) or a feature backend (large T).
 
     Parameters
@@ -190,6 +192,9 @@ class USCA(Persistable):
         derived=("learning_actions",),  # public coins: replayed from the recorded rng
     )
     _unsaved_params = ("context_generator",)
+    environment_params = ("kernel", "action_dim", "context_dim")
+    # the simulation draws contexts from the environment and clips; the others are resource limits
+    deployment_params = ("context_generator", "clip", "chunk_size", "max_exact_size", "max_approx_size")
     _replay_rng = True  # rng draws the public coins (feature map, γ̂, approximating set, learning actions)
 
     def __init__(
@@ -350,8 +355,16 @@ class USCA(Persistable):
         """Number of learning rounds observed so far."""
         return self._rounds
 
-    def ask(self) -> FloatArray:
-        """Return the next learning action xₜ ~ Unif([0, 1]^dx) (data-independent)."""
+    def _progress(self) -> tuple[int, int]:
+        """(learning rounds observed, the horizon)."""
+        return self._rounds, self.horizon
+
+    def ask(self, context: ArrayLike | None = None) -> FloatArray:
+        """Return the next learning action xₜ ~ Unif([0, 1]^dx) (data-independent: ``context`` is not read).
+
+        ``context`` is accepted so that USCA is driven as every contextual agent is
+        (``ask(context)`` then ``tell(context, reward)``).
+        """
         if self._rounds >= self.horizon:
             raise InvalidParameterError(f"all horizon={self.horizon} learning rounds were already observed")
         return self.learning_actions[self._rounds].copy()
@@ -491,6 +504,21 @@ class USCA(Persistable):
 
     def _mechanism(self, context: FloatArray) -> GridExponentialMechanism:
         return GridExponentialMechanism(self.grid, sensitivity=self.context_sensitivity(context), epsilon=self.epsilon)
+
+    @property
+    def recommendation(self) -> Any:
+        """The released policy: :meth:`recommend`, a function from a context to an action.
+
+        Each call ``recommendation(context, ...)`` is one ε-joint-DP draw (k calls cost k·ε).
+
+        Raises
+        ------
+        NotFittedError
+            Before all ``horizon`` learning rounds are observed.
+        """
+        if self._rounds < self.horizon:
+            raise NotFittedError(f"USCA has observed {self._rounds} of its {self.horizon} learning rounds")
+        return self.recommend
 
     def recommend(
         self, context: ArrayLike, rng: RNGLike = None, size: int | None = None, backend: BackendLike = None,
