@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 import httpx
+import pytest
 from servetools import client, create
 
 from dpbandits.serve.testing import feedback_for
@@ -49,6 +50,7 @@ def _two_clients(server: Any, key: str, experiment: str) -> list[int]:
     return told
 
 
+@pytest.mark.slow
 def test_dp_bai_and_dueling_to_a_recommendation_with_two_clients(served: Any) -> None:
     server, store = served
     http = client(server, store.alice)

@@ -116,6 +116,7 @@ def test_extreme_but_runnable_parameters_run(api: TestClient, kind: str, params:
     _drive(api, response.json()["id"])
 
 
+@pytest.mark.slow
 def test_a_budget_smaller_than_one_release_is_refused(api: TestClient) -> None:
     gauss = {"n_arms": 3, "budget": 300, "epsilon": 0.5, "delta": 1e-5}  # δ = 1e-5 > the default δ budget 0
     response = _create(api, "dp-bai-gauss", gauss)

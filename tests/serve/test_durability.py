@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from servetools import Store, client, create, make_store, service_for
 from sqlalchemy import func, select
 
@@ -118,10 +119,12 @@ def _rounds(store: Store, seeds: list[int], log: Path) -> None:
         server.stop()
 
 
+@pytest.mark.slow
 def test_kill_9_under_load_sqlite(tmp_path: Path) -> None:
     _rounds(make_store(str(tmp_path / "experiments.db")), [11, 12, 13], tmp_path / "server.log")
 
 
+@pytest.mark.slow
 def test_kill_9_under_load_postgres(postgres_cluster: Any, tmp_path: Path) -> None:
     from conftest import new_postgres_database
 

@@ -112,6 +112,7 @@ def test_a_tell_ending_a_heavy_agents_phase_runs_under_the_time_limit(store: Sto
         _round(service, alice, experiment)
 
 
+@pytest.mark.slow
 def test_quotas_of_a_key(store: Store) -> None:
     service, alice, bob = service_for(store, quotas=Quotas(experiments=2, state_bytes=200_000))
     for _ in range(2):

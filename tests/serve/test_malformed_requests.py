@@ -63,6 +63,7 @@ def test_explicit_malformed_requests(served: Any) -> None:
 
 
 @pytest.mark.parametrize("served", ["sqlite"], indirect=True)
+@pytest.mark.slow
 def test_random_bodies_get_4xx_or_success_never_500(served: Any) -> None:
     server, store = served
     http = client(server, store.alice)

@@ -140,6 +140,7 @@ def _run(http: TestClient, *, large: bool, examples: int) -> None:
     assert len(set(created)) >= 4, created  # the run explored accepted parameters too, not only refusals
 
 
+@pytest.mark.slow
 def test_no_parameter_of_any_kind_yields_a_500(api: TestClient) -> None:
     _run(api, large=False, examples=30)
 

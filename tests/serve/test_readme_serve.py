@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from dpbandits.serve.testing import free_port
 
@@ -30,6 +31,7 @@ def _blocks(language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```", _section(), re.MULTILINE | re.DOTALL)
 
 
+@pytest.mark.slow
 def test_readme_serving_commands_and_client_run(tmp_path: Path) -> None:
     port = str(free_port())
     lines = [line.replace("8000", port) for block in _blocks("sh") for line in block.splitlines() if line.strip()]

@@ -71,6 +71,7 @@ def test_insecure_seeds_are_refused_unless_the_server_allows_them(tmp_path: Path
     assert status["noise"].startswith("secure")
 
 
+@pytest.mark.slow
 def test_usca_learns_through_tickets_then_samples_against_its_budget_after_a_restart(tmp_path: Path) -> None:
     pytest.importorskip("sklearn", reason="USCA's kernels need scikit-learn (the ml extra)")
     service, alice, _ = _service(tmp_path)
@@ -92,6 +93,7 @@ def test_usca_learns_through_tickets_then_samples_against_its_budget_after_a_res
     assert [e["release"] for e in restarted.ledger(alice, experiment)["events"]] == ["sample"]
 
 
+@pytest.mark.slow
 def test_kl_mab_takes_a_parquet_upload(tmp_path: Path) -> None:
     import io
 

@@ -130,6 +130,7 @@ def test_sessions_expire_and_end_with_their_key(store: Store, engine: Any) -> No
         connection.execute(update(api_keys).where(api_keys.c.id == bob).values(revoked=False))
 
 
+@pytest.mark.slow
 def test_a_done_experiment_reads_as_done_with_a_readable_recommendation(store: Store, engine: Any) -> None:
     experiment = _run_to_done(store, engine)
     with _browser(engine) as browser:
@@ -142,6 +143,7 @@ def test_a_done_experiment_reads_as_done_with_a_readable_recommendation(store: S
         assert re.search(r"class='recommendation'>arm \d+<", row) and "{" not in row.split("recommendation'>")[1][:20]
 
 
+@pytest.mark.slow
 def test_detail_page_shows_the_ledger_over_time_and_charts_with_axes(store: Store, engine: Any) -> None:
     experiment = _run_to_done(store, engine)
     with _browser(engine) as browser:

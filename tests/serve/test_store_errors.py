@@ -156,6 +156,7 @@ def test_terminated_connections_are_503_never_500_and_the_service_recovers(postg
         assert client.get(f"/v1/experiments/{experiment}").json()["progress"]["steps_told"] >= 1
 
 
+@pytest.mark.slow
 def test_upload_errors_carry_no_server_path(store: Store) -> None:
     with _client(store.db, store.alice) as client:
         experiment = client.post("/v1/experiments", json={"kind": "kl-mab", "epsilon_budget": 5.0, "params": {
