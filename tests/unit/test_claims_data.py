@@ -32,18 +32,18 @@ def _figures_module() -> Any:
     return module
 
 
-def _close(stored: Any, fresh: Any, path: str = "") -> None:
-    """Equal JSON trees, floats to 1e-9 relative (NaN equal to NaN)."""
+def _close(stored: Any, fresh: Any, path: str = "", rel_tol: float = 1e-9) -> None:
+    """Equal JSON trees, floats to ``rel_tol`` relative (NaN equal to NaN)."""
     if isinstance(stored, dict):
         assert set(stored) == set(fresh), path
         for key in stored:
-            _close(stored[key], fresh[key], f"{path}.{key}")
+            _close(stored[key], fresh[key], f"{path}.{key}", rel_tol)
     elif isinstance(stored, list):
         assert len(stored) == len(fresh), path
         for index, (a, b) in enumerate(zip(stored, fresh, strict=True)):
-            _close(a, b, f"{path}[{index}]")
+            _close(a, b, f"{path}[{index}]", rel_tol)
     elif isinstance(stored, float) and isinstance(fresh, float):
-        assert (math.isnan(stored) and math.isnan(fresh)) or math.isclose(stored, fresh, rel_tol=1e-9, abs_tol=1e-12), \
+        assert (math.isnan(stored) and math.isnan(fresh)) or math.isclose(stored, fresh, rel_tol=rel_tol, abs_tol=1e-12), \
             f"{path}: stored {stored}, recomputed {fresh}"
     else:
         assert stored == fresh, f"{path}: stored {stored!r}, recomputed {fresh!r}"
@@ -119,8 +119,8 @@ def test_the_privacy_audits_recompute(path: Path) -> None:
     assert [c["description"] for c in fresh["cases"]] == [c["description"] for c in stored["cases"]]
     for old, new in zip(stored["cases"], fresh["cases"], strict=True):
         assert new["refuted"] == old["refuted"], old["description"]
-        if old["kind"] == "exact":
-            _close(old, new)
+        if old["kind"] == "exact":  # numerical optimisation and quadrature (USCA's supremum): the last digits
+            _close(old, new, rel_tol=1e-6)  # move with the machine's BLAS (4e-9 seen); the pages quote 3 digits
 
 
 def test_recorded_summaries_are_consistent() -> None:
