@@ -173,6 +173,11 @@ def _record(value: Any, keys: set[str], what: str) -> dict[str, Any]:
     return value
 
 
+MAX_NESTING = 100
+"""Deepest nesting of values a state file may hold (saved objects nest a few levels): deeper is refused
+with the same error on every Python version, rather than by whichever recursion limit is hit first."""
+
+
 class Decoder:
     """Decode values of the state format; ``overrides`` supply what was not saved (callables)."""
 
@@ -180,8 +185,19 @@ class Decoder:
         self.arrays = arrays
         self.overrides = overrides
         self.unsaved = unsaved  # the names the stored class does not save (callables)
+        self._depth = 0
 
     def decode(self, value: Any, name: str = "") -> Any:
+        """The value a stored JSON value stands for (at most :data:`MAX_NESTING` levels deep)."""
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING:
+                raise DataFormatError(f"values nested too deeply for a state file (more than {MAX_NESTING} levels)")
+            return self._decode(value, name)
+        finally:
+            self._depth -= 1
+
+    def _decode(self, value: Any, name: str) -> Any:
         if isinstance(value, list):
             return [self.decode(v) for v in value]
         if not isinstance(value, dict):
