@@ -363,8 +363,7 @@ class _CellWriter:
             if not self._closing:  # a close interrupted by a signal is called again: one end marker
                 self._closing = True
                 self._queue.put(None)
-            while not self._stopped.wait(timeout=1.0):  # an interrupted wait can simply be waited again
-                pass
+            self._stopped.wait()  # interruptible by a signal; an interrupted close is simply called again
             self._thread = None
         self._raise_error()
 
