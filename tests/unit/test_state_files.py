@@ -356,3 +356,17 @@ def test_a_constructor_forwarding_options_to_its_base_loads_them_back() -> None:
     blob = LDPEBSElimination(n_arms=4, horizon=50, epsilon=1.0).to_bytes()
     with pytest.raises(DataFormatError, match="unknown parameter 'colour'"):
         LDPEBSElimination.from_bytes(edit(blob, lambda meta, _: meta["params"]["__dict__"].update(colour=1)))
+
+
+@pytest.mark.parametrize("damage", ["newer zip version", "encrypted member"])
+def test_a_damaged_zip_directory_is_one_data_format_error(damage: str) -> None:
+    """One flipped byte of the zip directory: a 'newer' zip version (NotImplementedError) or a member
+    flagged as encrypted (RuntimeError) came out of load as raw exceptions."""
+    raw = bytearray(_rucb().to_bytes())
+    entry = raw.index(b"PK\x01\x02")  # the first central directory entry (the __meta__ member)
+    if damage == "newer zip version":
+        raw[entry + 6] = 0xFF  # version needed to extract
+    else:
+        raw[entry + 8] |= 1  # general purpose flag bit 0: encrypted
+    with pytest.raises(DataFormatError, match="not a dpbandits state file|damaged state file member"):
+        RUCB.from_bytes(bytes(raw))

@@ -214,16 +214,16 @@ def read_state(path: str | os.PathLike[str] | bytes, *,
         compressed = False  # np.load below says what the file is not
     if compressed:
         raise DataFormatError(f"{name}: a state file holds uncompressed members only")
-    try:
+    try:  # a damaged zip directory can also claim a newer zip version (NotImplementedError)
         archive = np.load(io.BytesIO(data), allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
         raise DataFormatError(f"{name}: not a dpbandits state file ({exc})") from None
     if not hasattr(archive, "files") or _META not in archive.files:
         raise DataFormatError(f"{name}: not a dpbandits state file (no {_META} member)")
     try:  # every member read (and CRC-checked) now: a damaged member is a format error here, not later
-        with archive:
+        with archive:  # (zipfile raises RuntimeError for a member flagged as encrypted)
             members = {member: archive[member] for member in archive.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError) as exc:
         raise DataFormatError(f"{name}: damaged state file member ({exc})") from None
     try:
         header = members.pop(_META)
