@@ -370,3 +370,39 @@ def test_a_damaged_zip_directory_is_one_data_format_error(damage: str) -> None:
         raw[entry + 8] |= 1  # general purpose flag bit 0: encrypted
     with pytest.raises(DataFormatError, match="not a dpbandits state file|damaged state file member"):
         RUCB.from_bytes(bytes(raw))
+
+
+def _goptimal() -> Any:
+    from dpbandits.algorithms.dueling.goptimal_dpdb import GOptimalDPDB
+
+    features = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7], [0.9, 0.1], [0.2, 0.8]])
+    agent = quietly(lambda: GOptimalDPDB(features, 300, 2.0, play_count_scale=0.01, rng=3, insecure_seeded_noise=True))
+    for step in range(75):
+        pair = agent.ask()
+        agent.tell(pair, first_wins=(pair[0] * 7 + pair[1] * 3 + step) % 5 < 3)
+    return agent
+
+
+@pytest.mark.parametrize("field", ["pairs", "counts", "coordinates", "basis", "all_coordinates"])
+def test_goptimal_phases_of_another_dtype_are_refused(field: str) -> None:
+    """Complex play counts equal to the plan's passed the plan check (np.array_equal) and broke tell()."""
+    data = quietly(lambda: _goptimal().to_bytes())
+
+    def complex_field(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
+        name = state(meta)["phases"][0]["fields"][field]["__array__"]
+        members[name] = members[name].astype(np.complex128)
+
+    with pytest.raises(DataFormatError, match="every phase: int64 pairs"):
+        quietly(lambda: Persistable.from_bytes(edit(data, complex_field)))
+
+
+def test_goptimal_current_phase_floats_are_recomputed_not_read() -> None:
+    agent = _goptimal()
+    data = quietly(lambda: agent.to_bytes())
+
+    def scale(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
+        name = state(meta)["phases"][-1]["fields"]["coordinates"]["__array__"]
+        members[name] = members[name] * 3.0
+
+    loaded = quietly(lambda: Persistable.from_bytes(edit(data, scale)))
+    np.testing.assert_array_equal(loaded.phases[-1].coordinates, agent.phases[-1].coordinates)

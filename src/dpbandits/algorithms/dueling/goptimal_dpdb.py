@@ -265,8 +265,37 @@ class _Phase:
 
 def _same_plan(saved: _Phase, plan: _Phase | None) -> bool:
     """Whether a saved phase schedules what the plan of its active set does (pairs and play counts)."""
-    return plan is not None and saved.index == plan.index and np.array_equal(saved.pairs, plan.pairs) and (
-        np.array_equal(saved.counts, plan.counts))
+    return plan is not None and saved.index == plan.index and _same_integers(saved.pairs, plan.pairs) and (
+        _same_integers(saved.counts, plan.counts))
+
+
+def _same_integers(saved: Any, planned: IntArray) -> bool:
+    return isinstance(saved, np.ndarray) and saved.dtype == planned.dtype and np.array_equal(saved, planned)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _well_formed(agent: GOptimalDPDB, phase: _Phase) -> bool:
+    """Whether a saved phase holds arrays of the shapes and dtypes a plan has (finished phases are history)."""
+    k, d = agent.features.shape
+    arrays = (phase.pairs, phase.counts, phase.coordinates, phase.basis, phase.all_coordinates)
+    if not all(isinstance(a, np.ndarray) for a in arrays):
+        return False
+    m, r = phase.coordinates.shape if phase.coordinates.ndim == 2 else (-1, -1)
+    floats = (phase.coordinates, phase.basis, phase.all_coordinates)
+    diagnostics = phase.diagnostics
+    return bool(
+        phase.pairs.dtype == np.int64 and phase.pairs.shape == (m, 2) and m >= 1
+        and ((phase.pairs >= 0) & (phase.pairs < k)).all()
+        and phase.counts.dtype == np.int64 and phase.counts.shape == (m,)
+        and ((phase.counts >= 0) & (phase.counts <= agent.settings.horizon + 1)).all()
+        and all(a.dtype == np.float64 and np.isfinite(a).all() for a in floats)
+        and phase.basis.shape == (d, r) and phase.all_coordinates.ndim == 2 and phase.all_coordinates.shape[1] == r
+        and _is_number(phase.g_value) and isinstance(diagnostics, dict)
+        and all(isinstance(key, str) and (isinstance(value, bool) or _is_number(value) or (
+            isinstance(value, list) and all(_is_number(v) for v in value))) for key, value in diagnostics.items()))
 
 
 def _last_arm(agent: GOptimalDPDB) -> int:
@@ -444,6 +473,9 @@ class GOptimalDPDB(OwnAgent, Persistable):
         _noise=Noise("_noise"),
         rules=[rule("active: distinct sorted arms, at least one", lambda a, s: s["active"].size >= 1
                     and (np.diff(s["active"]) > 0).all()),
+               rule("every phase: int64 pairs (m, 2) of arms and counts (m,) within [0, T + 1], finite float64 "
+                    "coordinates (m, r), basis (d, r) and differences (n, r), a finite g value, numeric diagnostics",
+                    lambda a, s: all(_well_formed(a, p) for p in s["phases"])),
                rule("phases numbered 1, 2, ... with one θ estimate per finished phase",
                     lambda a, s: [p.index for p in s["phases"]] == list(range(1, len(s["phases"]) + 1))
                     and len(s["theta_estimates"]) == len(s["phases"]) - (s["_committed_arm"] is None)),
@@ -534,7 +566,12 @@ class GOptimalDPDB(OwnAgent, Persistable):
         self._count_list: list[int] = [] if plan is None else plan.counts.tolist()
 
     def _set_state(self, state: dict[str, Any]) -> None:
+        """Restore the state; the current phase is the plan recomputed from public values (never the file's floats)."""
         super()._set_state(state)
+        if self._committed_arm is None:
+            plan = _plan_phase(self.features, self.active, len(self.phases), self.settings)
+            if plan is not None:  # (it is: the schema's rule checked that the saved phase is this plan)
+                self.phases[-1] = plan
         self._derive_schedule()
 
     def ask(self) -> tuple[int, int]:
