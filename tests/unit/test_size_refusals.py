@@ -13,6 +13,7 @@ import pytest
 from dpbandits._core.errors import InvalidParameterError, StudyError
 from dpbandits._core.resources import check_fits
 from dpbandits.algorithms.bai.sequential_halving import SequentialHalving
+from dpbandits.algorithms.bai.uniform import UniformAllocation
 from dpbandits.algorithms.dueling.beat_the_mean import BeatTheMean
 from dpbandits.algorithms.dueling.colstim import CoLSTIM
 from dpbandits.algorithms.dueling.copeland_confidence_bound import CopelandConfidenceBound
@@ -44,6 +45,7 @@ HUGE = 10**12
     ("DPEBSElimination", lambda: DPEBSElimination(HUGE, 100, 1.0)),
     ("LDPEBSElimination", lambda: LDPEBSElimination(HUGE, 100, 1.0)),
     ("KLMABPolicy", lambda: KLMABPolicy(HUGE, eta=1.0)),
+    ("UniformAllocation", lambda: UniformAllocation(HUGE, HUGE)),  # was a bare MemoryError
 ])
 def test_constructors_refuse_a_number_of_arms_that_cannot_fit(name: str, build: Callable[[], Any]) -> None:
     with pytest.raises(InvalidParameterError) as caught:
@@ -69,6 +71,52 @@ def test_sequential_halving_refuses_a_budget_it_cannot_queue() -> None:
     with pytest.raises(InvalidParameterError, match=rf"^budget = {HUGE}: Sequential Halving's queue .* lower budget$"):
         SequentialHalving(4, HUGE)
     assert SequentialHalving(4, 10**5).budget == 10**5  # a budget that fits is accepted
+
+
+def _contexts(n: int, rng: Any = None) -> np.ndarray:
+    return np.random.default_rng(rng).random((n, 1))
+
+
+def _kernel_options() -> dict[str, Any]:
+    from dpbandits.envs.kernel import StationaryKernel
+
+    return {"horizon": 10, "epsilon": 1.0, "reward_bound": 1.0, "kernel": StationaryKernel("se", 0.2), "rng": 0,
+            "n_features": 16}
+
+
+def _usca(**options: Any) -> Any:
+    from dpbandits.algorithms.kernel.usca import USCA
+
+    return USCA(**{**_kernel_options(), "context_generator": _contexts, **options})
+
+
+def _feature_ridge(**options: Any) -> Any:
+    from dpbandits.algorithms.kernel.learners import UniformFeatureRidge
+
+    return UniformFeatureRidge(**{**_kernel_options(), **options})
+
+
+@pytest.mark.parametrize(("parameter", "build"), [
+    ("horizon", lambda: _usca(horizon=HUGE)),  # filled memory with the set-up's seeds (then T x dx actions)
+    ("n_features", lambda: _usca(n_features=HUGE)),  # a MemoryError with an empty message
+    ("n_features", lambda: _usca(n_features=10**6, feature_map="rff")),  # a map that fits, its Gram does not
+    ("n_features", lambda: _feature_ridge(n_features=HUGE)),
+    ("grid_points_per_dim", lambda: _feature_ridge(grid_points_per_dim=HUGE)),
+    ("grid_points_per_dim", lambda: _usca(grid_points_per_dim=HUGE, horizon=2)),
+])
+def test_kernel_agents_refuse_sizes_that_cannot_fit(parameter: str, build: Callable[[], Any]) -> None:
+    with pytest.raises(InvalidParameterError) as caught:
+        build()
+    message = str(caught.value)
+    assert message.startswith(f"{parameter} = ") and message.endswith(f"; lower {parameter}"), message
+    assert "of memory available here" in message and "\n" not in message
+
+
+def test_an_approximating_set_names_the_parameter_that_sized_it() -> None:
+    from dpbandits.algorithms.kernel.surrogate import ApproximatingSet
+
+    with pytest.raises(InvalidParameterError, match=r"^horizon = 10{18}: the seeds of an approximating set"):
+        ApproximatingSet(10**18, 1, _contexts, 0, size_name="horizon")
 
 
 @pytest.mark.parametrize("agent", [MaxInP, CoLSTIM])

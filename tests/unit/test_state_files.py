@@ -368,7 +368,7 @@ def test_a_damaged_zip_directory_is_one_data_format_error(damage: str) -> None:
         raw[entry + 6] = 0xFF  # version needed to extract
     else:
         raw[entry + 8] |= 1  # general purpose flag bit 0: encrypted
-    with pytest.raises(DataFormatError, match="not a dpbandits state file|damaged state file member"):
+    with pytest.raises(DataFormatError, match=r"not a dpbandits state file|damaged state file member"):
         RUCB.from_bytes(bytes(raw))
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike, as_generator, spawn_generators
 from dpbandits._core.schema import Array, Generator, Int, Maybe, StateSchema, rule
 from dpbandits._core.typing import FloatArray, IntArray
@@ -45,7 +46,7 @@ def uniform_counts(n_arms: int, budget: int) -> IntArray:
     Raises
     ------
     InvalidParameterError
-        If ``budget < n_arms`` (some arm would never be pulled).
+        If ``budget < n_arms`` (some arm would never be pulled), or K arms' counts cannot fit in memory.
     """
     n_arms = check_int(n_arms, "n_arms", minimum=1)
     budget = check_int(budget, "budget", minimum=1)
@@ -53,6 +54,7 @@ def uniform_counts(n_arms: int, budget: int) -> IntArray:
         raise InvalidParameterError(
             f"budget must be >= n_arms = {n_arms} for uniform allocation (one pull per arm); got {budget}"
         )
+    check_fits("n_arms", n_arms, 16.0 * n_arms, what="uniform allocation's per-arm counts and reward sums")
     base, extra = divmod(budget, n_arms)
     counts = np.full(n_arms, base, dtype=np.int64)
     counts[:extra] += 1

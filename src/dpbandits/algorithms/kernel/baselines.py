@@ -42,12 +42,12 @@ from dpbandits.algorithms.kernel.evaluation import (
     trial_streams,
 )
 from dpbandits.algorithms.kernel.features import FeatureMap, make_feature_map
-from dpbandits.algorithms.kernel.usca import PROTECTED_UNIT, default_grid_points
+from dpbandits.algorithms.kernel.usca import PROTECTED_UNIT, action_grid
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.kernel import KernelBanditEnvironment, joint_points
 from dpbandits.privacy.accounting import Accountant, GaussianEvent, spend
 from dpbandits.privacy.guarantees import ApproxDP, Neighbouring
-from dpbandits.privacy.mechanisms import analytic_gaussian_sigma, uniform_grid
+from dpbandits.privacy.mechanisms import analytic_gaussian_sigma
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise, privacy_noise
 
 __all__ = [
@@ -192,8 +192,7 @@ class PrivateFeatureRidge:
 
 
 def _grid(env: KernelBanditEnvironment, grid_points_per_dim: int | None) -> FloatArray:
-    n = default_grid_points(env.action_dim) if grid_points_per_dim is None else grid_points_per_dim
-    return uniform_grid(0.0, 1.0, [check_int(n, "grid_points_per_dim", minimum=1)] * env.action_dim)
+    return action_grid(env.action_dim, grid_points_per_dim)
 
 
 def _uniform_sampling_trials(

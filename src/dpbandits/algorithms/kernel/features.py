@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike
 from scipy import linalg
 
 from dpbandits._core.errors import InvalidParameterError
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_int, check_one_of, check_positive_float
@@ -319,15 +320,33 @@ def make_feature_map(
         Nodes per axis (QFF), frequencies (RFF) or landmarks (Nyström).
     rng : int, SeedSequence, Generator or None
         Randomness of RFF frequencies or the Sobol scrambling (the feature-map stream).
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``n_features`` makes the map, or the D_f × D_f Gram matrix every learner of this library
+        keeps of it, too large for memory (refused before it is allocated, ``n_features`` named).
     """
     check_one_of(method, "feature_map", FEATURE_METHODS)
     if method == "auto":
         method = "qff" if kernel.name == "se" and dim <= 2 else "nystrom"
+    size = check_int({"qff": 20, "rff": 256}.get(method, 512) if n_features is None else n_features, "n_features",
+                     minimum=1)
+    d = check_int(dim, "dim", minimum=1)
+    # what building the map holds: QFF's Gauss-Hermite companion matrix and its m^D multi-indices,
+    # RFF's m x D frequencies, Nystrom's m x m landmark kernel matrix
+    held = {"qff": 8.0 * max(float(size) ** 2, d * float(size) ** d), "rff": 8.0 * size * d}.get(method, 8.0 * size**2)
+    check_fits("n_features", size, held, what=f"the {method} feature map")
+    feature_map: FeatureMap
     if method == "qff":
-        return quadrature_fourier_features(kernel, dim, 20 if n_features is None else n_features)
-    if method == "rff":
-        return random_fourier_features(kernel, dim, 256 if n_features is None else n_features, rng)
-    return NystromFeatures(kernel, dim, 512 if n_features is None else n_features, rng)
+        feature_map = quadrature_fourier_features(kernel, d, size)
+    elif method == "rff":
+        feature_map = random_fourier_features(kernel, d, size, rng)
+    else:
+        feature_map = NystromFeatures(kernel, d, size, rng)
+    check_fits("n_features", size, 8.0 * float(feature_map.dim) ** 2,
+               what=f"the {feature_map.dim} x {feature_map.dim} Gram matrix of its features")
+    return feature_map
 
 
 def kernel_approximation_error(

@@ -78,7 +78,7 @@ def random_information_gain(
     total = 0.0
     matrix = np.eye(1)
     for seed in seeds:
-        design = ApproximatingSet(t, action_dim, context_generator, seed)
+        design = ApproximatingSet(t, action_dim, context_generator, seed, size_name="horizon")
         if feature_map is not None:
             gram = np.zeros((feature_map.dim, feature_map.dim))
             for block in design.blocks():

@@ -34,20 +34,14 @@ from dpbandits._core.validation import (
 )
 from dpbandits.algorithms.kernel.baselines import PrivateFeatureRidge
 from dpbandits.algorithms.kernel.features import FeatureMap, make_feature_map
-from dpbandits.algorithms.kernel.usca import PROTECTED_UNIT, default_grid_points
+from dpbandits.algorithms.kernel.usca import PROTECTED_UNIT, action_grid
 from dpbandits.algorithms.own_agent import OwnAgent
 from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.kernel import StationaryKernel, joint_points
 from dpbandits.privacy.guarantees import ApproxDP, Neighbouring, NonPrivate
-from dpbandits.privacy.mechanisms import uniform_grid
 from dpbandits.privacy.noise import NoiseBackend, privacy_noise
 
 __all__ = ["CGPUCB", "UniformFeatureRidge"]
-
-
-def _grid(action_dim: int, points_per_dim: int | None) -> FloatArray:
-    n = default_grid_points(action_dim) if points_per_dim is None else points_per_dim
-    return uniform_grid(0.0, 1.0, [check_int(n, "grid_points_per_dim", minimum=1)] * action_dim)
 
 
 class _FeatureLearner(OwnAgent, Persistable, ABC):
@@ -74,7 +68,7 @@ class _FeatureLearner(OwnAgent, Persistable, ABC):
             raise InvalidParameterError(f"feature_map must be a feature map's name; got {type(feature_map).__name__}")
         self.feature_map: FeatureMap = make_feature_map(kernel, self.action_dim + self.context_dim, feature_map,
                                                         n_features, map_seed)
-        self.grid = _grid(self.action_dim, grid_points_per_dim)
+        self.grid = action_grid(self.action_dim, grid_points_per_dim)
         self._rounds = 0
 
     def _progress(self) -> tuple[int, int]:
@@ -323,7 +317,7 @@ class CGPUCB(_FeatureLearner):
         self._setup(horizon, reward_bound, kernel, action_dim, context_dim, tau, feature_map, n_features,
                     grid_points_per_dim, clip, spawn_seed_sequences(rng, 1)[0])
         self.beta = check_positive_float(beta, "beta")
-        self._ucb_grid = _grid(self.action_dim, ucb_grid_points_per_dim)
+        self._ucb_grid = action_grid(self.action_dim, ucb_grid_points_per_dim)
         self._v_inverse = np.eye(self.feature_map.dim) / self.tau
         self._b = np.zeros(self.feature_map.dim)
         self._pending: FloatArray | None = None

@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
 from dpbandits._core.schema import Array, Int, ListOf, StateSchema, rule
 from dpbandits._core.typing import FloatArray
@@ -90,6 +91,19 @@ _DEFAULT_MAX_EXACT_SIZE = 12_000  # exact_kernel_peak_bytes(12 000, T) ≈ 1.6 G
 def default_grid_points(action_dim: int) -> int:
     """Points per axis of the default output grid: 1024 for d = 1, 64² for d = 2, 24³ for d = 3."""
     return {1: 1024, 2: 64, 3: 24}.get(action_dim, max(2, round(4096 ** (1.0 / action_dim))))
+
+
+def action_grid(action_dim: int, points_per_dim: int | None) -> FloatArray:
+    """The output grid X_N: cell centres of a regular grid of [0, 1]^dx, fixed before any data.
+
+    ``points_per_dim`` per axis (default :func:`default_grid_points`); a grid whose N = n^dx points
+    cannot fit in memory is refused before it is built (``grid_points_per_dim`` named).
+    """
+    n = check_int(default_grid_points(action_dim) if points_per_dim is None else points_per_dim,
+                  "grid_points_per_dim", minimum=1)
+    check_fits("grid_points_per_dim", n, 8.0 * action_dim * float(n) ** action_dim,
+               what=f"the output grid of n^{action_dim} points")
+    return uniform_grid(0.0, 1.0, [n] * action_dim)
 
 
 @register_algorithm_class("usca", "usca-trivial-sensitivity", non_private="usca-nonprivate")
@@ -242,6 +256,8 @@ class USCA(OwnAgent, Persistable):
         self.clip = bool(clip)
         self.deviations: list[str] = []
         dim = self.action_dim + self.context_dim
+        check_fits("horizon", self.horizon, 8.0 * self.horizon * self.action_dim,
+                   what="USCA's T learning actions")  # drawn below, after the set-up that is linear in T
 
         # streams: feature map, γ̂, approximating set, learning actions (privacy noise: recommend's rng)
         map_seed, gamma_seed, set_seed, learn_seed = spawn_seed_sequences(rng, 4)
@@ -287,7 +303,8 @@ class USCA(OwnAgent, Persistable):
                 f"approx_size M={self.approx_size} instead of T*K={self.horizon * self.scale_factor} "
                 "(T/M scaling; outside the paper's analysis, privacy unaffected)"
             )
-        approx_set = ApproximatingSet(self.approx_size, self.action_dim, context_generator, set_seed)
+        approx_set = ApproximatingSet(self.approx_size, self.action_dim, context_generator, set_seed,
+                                      size_name="horizon" if approx_size is None else "approx_size")
         self.surrogate: FeatureSurrogate | ExactKernelSurrogate
         if self.feature_map is not None:
             gram = accumulate_feature_gram(self.feature_map, approx_set, chunk_size, precision)
@@ -310,9 +327,8 @@ class USCA(OwnAgent, Persistable):
         self.sensitivity_method = check_one_of(sensitivity_method, "sensitivity_method", SENSITIVITY_METHODS)
         if self.sensitivity_method == "refined":
             self.deviations.append("refined sensitivity 2*B*sqrt(max_grid sigma2(., c))*sqrt(S) (errata USCA-R1, not in the paper)")
-        points = default_grid_points(self.action_dim) if grid_points_per_dim is None else grid_points_per_dim
         # X_N: cell centres of a regular grid of [0, 1]^dx, fixed before any data (equal cell volumes)
-        self.grid = uniform_grid(0.0, 1.0, [check_int(points, "grid_points_per_dim", minimum=1)] * self.action_dim)
+        self.grid = action_grid(self.action_dim, grid_points_per_dim)
         self.learning_actions: FloatArray = as_generator(learn_seed).random((self.horizon, self.action_dim))
 
         self._rounds = 0
