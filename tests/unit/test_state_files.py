@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -406,3 +407,30 @@ def test_goptimal_current_phase_floats_are_recomputed_not_read() -> None:
 
     loaded = quietly(lambda: Persistable.from_bytes(edit(data, scale)))
     np.testing.assert_array_equal(loaded.phases[-1].coordinates, agent.phases[-1].coordinates)
+
+
+def _with_member_header(data: bytes, member: str, change: Any) -> bytes:
+    """``data`` with the .npy header of ``member`` rewritten by ``change(header) -> header`` (same length)."""
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as target:
+        for info in source.infolist():
+            raw = source.read(info.filename)
+            if info.filename == f"{member}.npy":
+                end = raw.index(b"\n") + 1
+                header = change(raw[10:end].decode("latin1"))
+                raw = raw[:10] + header.rstrip("\n").ljust(end - 11).encode("latin1") + b"\n" + raw[end:]
+            target.writestr(info, raw)
+    return out.getvalue()
+
+
+def test_a_member_header_claiming_a_huge_shape_is_refused_before_numpy_allocates_it() -> None:
+    """A header claiming shape (10¹¹,) of a 8-byte member: a raw MemoryError (or GBs allocated) at load."""
+    data = _rucb().to_bytes()
+    huge = _with_member_header(data, "a0", lambda header: re.sub(r"'shape': \([^)]*\)", "'shape': (100000000000,)", header))
+    with pytest.raises(DataFormatError, match=r"member 'a0' claims a .* array of shape \(100000000000,\)"):
+        RUCB.from_bytes(huge)
+    broken = _with_member_header(data, "a0", lambda header: header.replace("{", "("))  # a TokenError in NumPy
+    with pytest.raises(DataFormatError, match="damaged state file member 'a0'"):
+        RUCB.from_bytes(broken)

@@ -64,6 +64,7 @@ import hmac
 import inspect
 import io
 import json
+import math
 import os
 import re
 import stat
@@ -208,12 +209,15 @@ def read_state(path: str | os.PathLike[str] | bytes, *,
     """
     name, data = _read_source(path, _check_key(key))
     try:  # stored members only (as np.savez writes them): what is read is never more than the file
-        with zipfile.ZipFile(io.BytesIO(data)) as container:
-            compressed = any(info.compress_type != zipfile.ZIP_STORED for info in container.infolist())
+        container = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
-        compressed = False  # np.load below says what the file is not
-    if compressed:
-        raise DataFormatError(f"{name}: a state file holds uncompressed members only")
+        container = None  # np.load below says what the file is not
+    if container is not None:
+        with container:
+            if any(info.compress_type != zipfile.ZIP_STORED for info in container.infolist()):
+                raise DataFormatError(f"{name}: a state file holds uncompressed members only")
+            for info in container.infolist():
+                _check_member_size(container, info, name)
     try:  # a damaged zip directory can also claim a newer zip version (NotImplementedError)
         archive = np.load(io.BytesIO(data), allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
@@ -253,6 +257,31 @@ def read_state(path: str | os.PathLike[str] | bytes, *,
     if isinstance(generation, bool) or not isinstance(generation, int) or not 0 <= generation < 2**62:
         raise DataFormatError(f"{name}: generation must be an integer >= 0; got {generation!r}")
     return persistable_class(meta["class"]), meta, members
+
+
+_NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _check_member_size(container: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> None:
+    """Refuse a member whose ``.npy`` header claims more data than the member holds (before NumPy allocates it).
+
+    NumPy allocates the array its header describes before reading it: a header claiming a shape of
+    10¹¹ would allocate hundreds of GB from a file of a few kB.
+    """
+    member = info.filename.removesuffix(".npy")
+    try:
+        with container.open(info) as handle:
+            version = np.lib.format.read_magic(handle)
+            if version not in _NPY_HEADERS:
+                raise ValueError(f".npy format version {version} (np.savez writes 1.0 or 2.0)")
+            shape, _, dtype = _NPY_HEADERS[version](handle)
+            header_bytes = handle.tell()
+    except Exception as exc:  # NumPy's parser of a damaged header raises many types (ValueError, TokenError...)
+        raise DataFormatError(f"{name}: damaged state file member {member!r} ({type(exc).__name__}: {exc})") from None
+    claimed = math.prod(shape) * dtype.itemsize
+    if dtype.hasobject or claimed != info.file_size - header_bytes:
+        raise DataFormatError(f"{name}: state file member {member!r} claims a {dtype} array of shape {shape} "
+                              f"({claimed} bytes) but holds {info.file_size - header_bytes} bytes of data")
 
 
 _NOT_SAVED = ("accountant",)
