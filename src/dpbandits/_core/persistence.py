@@ -33,7 +33,9 @@ Threat model: a file is input from whoever could write it. ``load``
 * never imports or calls anything a file names: classes are looked up in the registry of
   persistable classes and registered dataclasses, generators are rebuilt from a whitelist of bit
   generators and their (NumPy-validated) state;
-* reads every member (CRC-checked) and refuses unknown header keys, then builds the object from its
+* reads only uncompressed members whose ``.npy`` headers describe exactly the bytes they hold
+  (checked before NumPy allocates the array), every member CRC-checked, and refuses unknown header
+  keys, then builds the object from its
   parameters (the constructor validates them; whatever it raises on them becomes a
   :class:`~dpbandits._core.errors.DataFormatError`), checks every state field against the class's
   schema (unknown or missing fields refused, ``__dict__`` included) and only then restores it;
