@@ -9,7 +9,7 @@ Every command of :mod:`dpbandits.cli` runs inside :class:`CommandGroup`, which
   after the command), and ``--json`` before the command as well as after it (for the commands that
   print JSON);
 * shows flags as flags in ``--help`` (no ``<bool>`` after an option that takes no value);
-* ends quietly when its output is closed early (``dpbandits list | head -1``: exit status 141, the
+* ends quietly when its output is closed early (``dpbandits list | head -1``, ``--help`` too: exit status 141, the
   status of a process killed by SIGPIPE, and no message);
 * writes on any terminal encoding: a character the terminal cannot encode is written as its ASCII
   spelling (``ε`` as ``eps``, ``—`` as ``-``) or ``?``, never an encoding error part-way through.
@@ -224,6 +224,15 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
+def _stdout_is_devnull() -> bool:
+    """Whether stdout's file descriptor is /dev/null (where a broken pipe's handlers point it)."""
+    try:
+        found, devnull = os.fstat(sys.stdout.fileno()), os.stat(os.devnull)
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test runner's buffer)
+        return False
+    return (found.st_dev, found.st_ino) == (devnull.st_dev, devnull.st_ino)
+
+
 def make_console(*, wide_when_piped: bool = False, min_width: int | None = None) -> Any:
     """A rich console on stdout for the commands' tables; a closed pipe ends the command quietly.
 
@@ -355,8 +364,15 @@ class CommandGroup(TyperGroup):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
         configure_streams()
+        stdout_was_devnull = _stdout_is_devnull()
         try:
             code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except SystemExit as exc:
+            # --help is printed by typer's own rich console, which ends a closed pipe with status 1
+            # after pointing stdout at /dev/null: end with the broken pipe's status, as commands do
+            if exc.code == 1 and not stdout_was_devnull and _stdout_is_devnull():
+                sys.exit(BROKEN_PIPE_STATUS)
+            raise
         except typer.TyperException as exc:  # usage errors: a bad option value, a missing argument
             message = one_line(exc.format_message())
             if message:  # (no arguments at all: the help was printed, nothing to add)
