@@ -233,8 +233,8 @@ def _fit_rlhf(policy: Any, preferences: Any, data: Path) -> None:
         raise InvalidParameterError(
             f"--norm-bound {bound:g}: the MLE on --data {data} cannot be certified to within the solver tolerance "
             f"{policy.solver_tolerance:g} the guarantee needs (certified error {error:.3g}; kappa_B = 2 + e^(2B) + "
-            f"e^(-2B) {kappa}); lower --norm-bound (e.g. 1-5), or check that the comparisons span every "
-            "direction (sum of z z^T singular)"
+            f"e^(-2B) {kappa}); {'lower' if bound > 1.0 else 'raise'} --norm-bound (e.g. 1-5), or check that the "
+            "comparisons span every direction (sum of z z^T singular)"
         ) from None
 
 

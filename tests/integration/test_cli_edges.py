@@ -265,6 +265,13 @@ def test_account_rlhf_with_a_huge_norm_bound_names_the_cli_option(tmp_path: Path
     assert "solver_tolerance" not in line and "internal error" not in line
 
 
+def test_account_rlhf_with_a_vanishing_norm_bound_says_raise_it(tmp_path: Path) -> None:
+    data, actions = _preferences(tmp_path)
+    result = _invoke("account", "rlhf", "--data", str(data), "--actions", str(actions), "--norm-bound", "1e-300")
+    assert result.exit_code == 1, result.output
+    assert "raise --norm-bound" in result.output and "lower --norm-bound" not in result.output
+
+
 def test_account_table_explains_itself(tmp_path: Path) -> None:
     data, actions = _preferences(tmp_path)
     result = _invoke("account", "rlhf", "--data", str(data), "--actions", str(actions), columns=200)
