@@ -329,3 +329,24 @@ def test_the_fuzzed_subjects_cover_every_persistable_class() -> None:
     undeclared = sorted(c.__name__ for c in concrete
                         if not any("_schema" in k.__dict__ for k in c.__mro__ if k is not Persistable))
     assert not undeclared, f"{undeclared} declare no state schema (_schema)"
+
+
+def _whole(name: str, blob: bytes) -> None:
+    """``blob`` is refused with one DataFormatError or loads an object that saves and loads back to itself."""
+    try:
+        loaded = _quiet(lambda: Persistable.from_bytes(blob, **_overrides(name)))
+    except DataFormatError:
+        return
+    again = _quiet(lambda: loaded.to_bytes())
+    assert _canonical(_quiet(lambda: Persistable.from_bytes(again, **_overrides(name))).to_bytes()) == _canonical(again)
+
+
+@pytest.mark.parametrize("mask", [0x01, 0x80])
+def test_every_flipped_byte_of_a_file_is_refused_or_loads_a_whole_object(mask: int) -> None:
+    """Every byte of a small file flipped in turn: zip directory fields (a 'newer' zip version, an
+    encryption flag) and .npy headers raised NotImplementedError, RuntimeError or TokenError."""
+    original = _original("pessimistic-greedy-mab")
+    for position in range(len(original)):
+        flipped = bytearray(original)
+        flipped[position] ^= mask
+        _whole("pessimistic-greedy-mab", bytes(flipped))
