@@ -73,6 +73,7 @@ __all__ = [
     "SENSITIVITY_METHODS",
     "USCA",
     "USCA_REFERENCE",
+    "action_grid",
     "default_grid_points",
     "simulate_usca",
 ]
