@@ -89,3 +89,11 @@ def test_too_many_local_worker_processes_are_refused() -> None:
     with pytest.raises(StudyError, match=r"^workers: 100000 worker processes need at least 1.3 TB, more than"):
         check_study_cost(_bai({"name": "uniform"}, 100), workers=100_000, local_processes=100_000,
                          limit_bytes=16 * GB)
+
+
+def test_worker_processes_memory_adds_to_their_tasks() -> None:
+    """13 MB per local worker process (their measured PSS) is held beside the tasks' memory."""
+    study = _bai({"name": "dp-bai", "epsilon": 1.0}, 2 * 10**6)  # 8 B per pull: 160 MB for a task of 10 trials
+    check_study_cost(study, workers=1, local_processes=0, limit_bytes=200e6)
+    with pytest.raises(StudyError, match=r"^budget: 2000000 .* to run a task of 10 trials in 4 worker processes"):
+        check_study_cost(study, workers=1, local_processes=4, limit_bytes=200e6)

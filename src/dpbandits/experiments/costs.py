@@ -17,7 +17,8 @@ it certainly cannot run, never because of a pessimistic guess):
   chunk, and take at least 1 ns per pull. An algorithm without an entry costs only its floor
   (:data:`TRIAL_FLOOR_SECONDS` per trial); its own validation then guards its sizes;
 * memory is compared with what this process may use: the physical memory, lowered by a finite
-  ``RLIMIT_AS`` or a cgroup ``memory.max`` where they exist; ``workers`` tasks run at once;
+  ``RLIMIT_AS`` or a cgroup ``memory.max`` where they exist; ``workers`` tasks run at once, beside
+  the local worker processes' own memory (:data:`BYTES_PER_WORKER_PROCESS` each, measured);
 * time is compared with :data:`MAX_CPU_SECONDS` (100 CPU-years: no study on any machine).
 """
 
@@ -243,9 +244,10 @@ def check_study_cost(study: Study, *, workers: int = 1, local_processes: int = 0
     """
     limit = memory_limit() if limit_bytes is None else float(limit_bytes)
     where = f"more than the {format_bytes(limit)} of memory available here"
-    if local_processes * BYTES_PER_WORKER_PROCESS > limit:
+    processes = local_processes * BYTES_PER_WORKER_PROCESS  # held beside the tasks' own memory
+    if processes > limit:
         raise StudyError(f"workers: {local_processes} worker processes need at least "
-                         f"{format_bytes(local_processes * BYTES_PER_WORKER_PROCESS)}, {where}; lower --workers")
+                         f"{format_bytes(processes)}, {where}; lower --workers")
     n_cells = _count_cells(study)
     if n_cells * BYTES_PER_CELL > limit:
         raise StudyError(f"grid: {n_cells:,} cells (grid points × algorithms) need at least "
@@ -267,13 +269,14 @@ def check_study_cost(study: Study, *, workers: int = 1, local_processes: int = 0
     for cell in study.cells():
         cost = trial_cost(cell)
         task_bytes = cost.bytes_per_task + chunk * (cost.bytes_per_trial + 8.0 * n_metrics)
-        if queued + held + workers * task_bytes > limit:
+        if processes + queued + held + workers * task_bytes > limit:
             name = cost.driver or "chunk_size"
             value = cost.value if cost.value is not None else {**cell.environment_params,
                                                                **cell.algorithm_params}.get(name, study.chunk_size)
             running = f"{workers} tasks of {chunk} trials at once" if workers > 1 else f"a task of {chunk} trials"
             raise StudyError(f"{name}: {value} (algorithm {cell.label!r}, grid point {cell.point}) needs at least "
-                             f"{format_bytes(queued + held + workers * task_bytes)} to run {running}, {where}; "
+                             f"{format_bytes(processes + queued + held + workers * task_bytes)} to run {running}"
+                             f"{f' in {local_processes} worker processes' if local_processes else ''}, {where}; "
                              f"lower {name}, chunk_size or --workers")
         cell_seconds = cost.seconds * study.trials
         total_seconds += cell_seconds
