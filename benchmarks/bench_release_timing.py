@@ -206,18 +206,20 @@ def usca_releases() -> dict[str, tuple[Release, Release]]:
         actions = agent.learning_actions
         agent.observe(contexts, np.array([reward(np.atleast_1d(a)) for a in actions]))
         fitted.append(agent)
+    return {"USCA.recommend (grid exponential mechanism)": (lambda: fitted[0].recommend([0.3]),
+                                                             lambda: fitted[1].recommend([0.3]))}
+
+
+def ridge_releases() -> dict[str, tuple[Release, Release]]:
     from dpbandits.algorithms.kernel.baselines import PrivateFeatureRidge
     from dpbandits.algorithms.kernel.features import quadrature_fourier_features
     from dpbandits.envs.kernel import StationaryKernel
 
     features = quadrature_fourier_features(StationaryKernel("se", 0.2), 2, nodes_per_axis=4)
-    ridge = PrivateFeatureRidge(features, epsilon=1.0,
-                                delta=1e-6, reward_bound=1.5)
+    ridge = PrivateFeatureRidge(features, epsilon=1.0, delta=1e-6, reward_bound=1.5)
     points = np.random.default_rng(3).random((40, 2))
     signs = np.where(points[:, 0] < 0.5, 1.5, -1.5)  # rewards at the bounds vs at 0
-    return {"USCA.recommend (grid exponential mechanism)": (lambda: fitted[0].recommend([0.3]),
-                                                             lambda: fitted[1].recommend([0.3])),
-            "PrivateFeatureRidge.release (Gaussian)": (lambda: ridge.release(points, signs),
+    return {"PrivateFeatureRidge.release (Gaussian)": (lambda: ridge.release(points, signs),
                                                        lambda: ridge.release(points, np.zeros(40)))}
 
 
@@ -230,8 +232,9 @@ def main() -> None:
     print(f"# {calls} single calls per input ({agent_calls} agent runs of {steps} steps), interleaved; "
           f"{load_average()}")
     groups: list[tuple[Callable[[], dict[str, tuple[Release, Release]]], int]] = [
-        (kl_releases, calls), (baseline_releases, calls), (noise_releases, calls), (lambda: agent_releases(steps), agent_calls),
-        (usca_releases, calls),
+        (kl_releases, calls), (baseline_releases, calls), (noise_releases, calls),
+        (lambda: agent_releases(steps), agent_calls), (usca_releases, calls),
+        (ridge_releases, agent_calls),  # one ridge release takes ~50 ms
     ]
     for build, n in groups:
         for name, (extreme, mid) in build().items():
