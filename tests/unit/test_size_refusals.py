@@ -127,6 +127,13 @@ def test_linear_dueling_agents_refuse_k_by_k_state_that_cannot_fit(agent: Any) -
         agent(features, 100)
 
 
+@pytest.mark.parametrize("n_arms", [10**6, HUGE])
+def test_a_dueling_instance_refuses_a_preference_matrix_that_cannot_fit(n_arms: int) -> None:
+    # was a MemoryError from NumPy (and "out of memory; lower trials..." from a study)
+    with pytest.raises(InvalidParameterError, match=rf"^n_arms = {n_arms}: the K×K preference matrix needs at least"):
+        finite_instance("f4", n_arms=n_arms)
+
+
 def test_double_thompson_names_n_arms_not_a_negative_horizon() -> None:
     with pytest.raises(InvalidParameterError) as caught:
         DoubleThompsonSampling(HUGE, 100)

@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike, as_generator, as_seed_sequence
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_array, check_int, check_one_of, check_positive_float
@@ -75,6 +76,11 @@ REGRET_METRICS: tuple[str, ...] = (
     "strong_regret",
 )
 """The regret metrics of a duel: the keys of :meth:`UtilityDuelingEnvironment.pair_costs`."""
+
+
+def _check_preference_matrix(n_arms: int) -> None:
+    """Refuse K arms whose K×K preference matrix (and the utility differences it is computed from) cannot fit."""
+    check_fits("n_arms", n_arms, 16.0 * float(n_arms) ** 2, what="the K×K preference matrix")
 
 
 class UtilityDuelingEnvironment:
@@ -121,6 +127,7 @@ class UtilityDuelingEnvironment:
                 f"theta must have length features.shape[1]={x.shape[1]}; got theta.shape={th.shape}"
             )
         self.link = check_one_of(link, "link", tuple(LINKS))
+        _check_preference_matrix(x.shape[0])
         self.features = x
         self.theta = th
         self.name = name
@@ -504,6 +511,7 @@ def finite_instance(name: str, n_arms: int = 8, link: str = "logistic") -> Utili
         theta = np.array([1.0, 0.0])
     else:
         k = check_int(n_arms, "n_arms", minimum=2)
+        _check_preference_matrix(k)
         features = np.r_[[1.0], np.full(k - 1, 0.2)][:, None]
         theta = np.array([1.0])
     return UtilityDuelingEnvironment(features, theta, link=link, name=key)
