@@ -97,3 +97,17 @@ def test_worker_processes_memory_adds_to_their_tasks() -> None:
     check_study_cost(study, workers=1, local_processes=0, limit_bytes=200e6)
     with pytest.raises(StudyError, match=r"^budget: 2000000 .* to run a task of 10 trials in 4 worker processes"):
         check_study_cost(study, workers=1, local_processes=4, limit_bytes=200e6)
+
+
+@pytest.mark.parametrize(("environment", "algorithm"), [("offline-linear", "kl-linear"),
+                                                         ("offline-preferences", "kl-rlhf")])
+def test_an_offline_dimension_that_cannot_fit_is_refused(environment: str, algorithm: str) -> None:
+    # d = 10⁶: the d x d covariance (8 TB) ran out of memory (linear) or ran for minutes (preferences)
+    study = Study.from_mapping({"name": "d", "seed": 1, "trials": 2,
+                                "environment": {"name": environment, "dimension": 10**6, "n_records": 10},
+                                "algorithms": [{"name": algorithm}], "grid": {"eta": [1.0]}})
+    with pytest.raises(StudyError, match=r"^dimension: 1000000 \(algorithm .* needs at least 8 TB"):
+        check_study_cost(study, limit_bytes=16 * GB)
+    small = Study.from_mapping({**study.model_dump(), "environment": {"name": environment, "dimension": 4,
+                                                                       "n_records": 10}})
+    check_study_cost(small, limit_bytes=16 * GB)

@@ -158,10 +158,14 @@ def _kernel(params: Mapping[str, Any]) -> TrialCost:
 
 def _offline(params: Mapping[str, Any]) -> TrialCost:
     # One logged data set per trial, drawn and fitted one trial at a time (measured 25 B per record),
-    # plus Monte-Carlo or repeated samples.
+    # plus Monte-Carlo or repeated samples. The linear and preference data sets of a given
+    # dimension d hold d features per record, and their policies a d x d covariance (8 B each).
     records = _size(params, "n_records", default=0.0)
     samples = _size(params, "mc_samples") + _size(params, "n_samples")
-    return TrialCost(seconds=1e-9 * (records + samples), bytes_per_task=8.0 * records, driver="n_records")
+    dimension = _size(params, "dimension", default=1.0)
+    data, covariance = 8.0 * records * dimension, 8.0 * dimension**2 if "dimension" in params else 0.0
+    return TrialCost(seconds=1e-9 * (records + samples), bytes_per_task=data + covariance,
+                     driver="dimension" if covariance > data else "n_records")
 
 
 ALGORITHM_COSTS: dict[str, Callable[[Mapping[str, Any]], TrialCost]] = {
