@@ -111,3 +111,12 @@ def test_an_offline_dimension_that_cannot_fit_is_refused(environment: str, algor
     small = Study.from_mapping({**study.model_dump(), "environment": {"name": environment, "dimension": 4,
                                                                        "n_records": 10}})
     check_study_cost(small, limit_bytes=16 * GB)
+
+
+def test_a_kernel_horizon_whose_contexts_cannot_fit_is_refused() -> None:
+    # T = 10¹²: a trial's T contexts (8 TB) ended in "out of memory" inside the run
+    study = Study.from_mapping({"name": "t", "seed": 1, "trials": 2,
+                                "environment": {"name": "kernel-rkhs", "action_dim": 1, "context_dim": 1},
+                                "algorithms": [{"name": "usca", "epsilon": 1.0}], "grid": {"horizon": [10**12]}})
+    with pytest.raises(StudyError, match=r"^horizon: 1000000000000 \(algorithm 'usca'.* needs at least 8 TB"):
+        check_study_cost(study, limit_bytes=16 * GB)

@@ -152,8 +152,11 @@ def _theory(params: Mapping[str, Any]) -> TrialCost:
 
 def _kernel(params: Mapping[str, Any]) -> TrialCost:
     # A kernel or feature update per round (measured >= 400 µs per round at T = 200);
-    # the kernel backends refuse their own oversized matrices.
-    return TrialCost(seconds=1e-6 * _size(params, "horizon"), driver="horizon")
+    # the kernel backends refuse their own oversized matrices. A trial draws its T contexts first
+    # (8 B per round and context coordinate).
+    horizon = _size(params, "horizon")
+    return TrialCost(seconds=1e-6 * horizon, bytes_per_task=8.0 * horizon * max(_size(params, "context_dim", 1.0), 1.0),
+                     driver="horizon")
 
 
 def _offline(params: Mapping[str, Any]) -> TrialCost:
