@@ -12,7 +12,7 @@ The process never outlives its caller: it is killed when the caller closes it (o
 the command, a failed or interrupted run included), and the kernel kills it, and its drawing
 workers, if the caller dies even by ``SIGKILL`` (``PR_SET_PDEATHSIG``). It ignores ``SIGINT``: an
 interrupt is the caller's business. Where it cannot be forked safely (not Linux, or the caller already
-runs other threads), nothing is forked and :meth:`start` draws as
+runs other threads), nothing is forked and :meth:`PlotProcess.start` draws as
 :func:`~dpbandits.experiments.plots.start_plot_run` does.
 """
 
