@@ -71,6 +71,34 @@ uniform_guess.metrics = ("success",)
 uniform_guess.proportion_metrics = ("success",)
 
 
+def returns_a_number(env, *, n_trials, rng, budget):
+    return 3
+
+
+returns_a_number.metrics = ("success",)
+
+
+class FailsInTrial:
+    """Fails at its second tell in the trial of index `bad` (each agent knows its trial by its build order)."""
+
+    built = 0
+
+    def __init__(self, n_arms, budget, bad):
+        self.trial, self.bad, self.budget, self.t = FailsInTrial.built, bad, budget, 0
+        FailsInTrial.built += 1
+
+    done = property(lambda self: self.t >= self.budget)
+    recommendation = 0
+
+    def ask(self):
+        return 0
+
+    def tell(self, arm, reward):
+        self.t += 1
+        if self.trial == self.bad and self.t == 2:
+            raise ValueError(f"bad trial {self.trial}")
+
+
 class Broken:
     def __init__(self, n_arms, budget):
         self.n_arms, self.budget, self.t = n_arms, budget, 0
@@ -191,6 +219,31 @@ def test_a_users_failure_is_one_line_naming_the_algorithm_and_step(workdir: Path
     assert len(errors) == 1 and "my_functions:Broken" in errors[0] and "step 7" in errors[0], failed.stderr
     assert "Traceback" not in failed.stderr
     assert "internal error" not in failed.stderr
+
+
+@pytest.mark.parametrize("bad", [0, 3, 6])
+def test_a_failure_names_the_trial_as_the_cell_numbers_it_across_chunks(workdir: Path, bad: int) -> None:
+    import my_functions
+
+    my_functions.FailsInTrial.built = 0  # the serial backend builds the chunks' agents in trial order
+    study = Study.from_mapping({
+        "name": "user-chunks", "seed": 1, "trials": 7, "chunk_size": 3,
+        "environment": {"name": "bernoulli", "means": [0.9, 0.5]},
+        "algorithms": [{"algorithm": "my_functions:FailsInTrial", "bad": bad}], "grid": {"budget": [4]},
+    })
+    with pytest.raises(StudyError, match=rf"\(trial {bad}, step 2\): tell\(\) raised ValueError: bad trial {bad}$"):
+        run_study(study, workdir / f"chunks{bad}", progress="none")
+
+
+def test_a_function_that_returns_no_mapping_is_the_users_error(workdir: Path) -> None:
+    study = Study.from_mapping({
+        "name": "user-number", "seed": 1, "trials": 2,
+        "environment": {"name": "bernoulli", "means": [0.9, 0.5]},
+        "algorithms": [{"algorithm": "my_functions:returns_a_number"}], "grid": {"budget": [4]},
+    })
+    with pytest.raises(StudyError, match=r"'my_functions:returns_a_number' \(a chunk of 2 trials\): simulate returned 3, "
+                                         r"not a mapping \{metric: array"):
+        run_study(study, workdir / "number", progress="none")
 
 
 @pytest.mark.parametrize(("name", "message"), [
