@@ -113,6 +113,63 @@ def test_errors_inside_the_user_algorithm_are_the_users_and_name_the_step() -> N
         audit_algorithm(_FixedBudget, n_arms=3, params={}, epsilon=1.0, runs=20)
 
 
+class _ClaimRaises(uc.PrivateUCB):
+    @property
+    def privacy(self):
+        raise RuntimeError("no claim yet")
+
+    @privacy.setter
+    def privacy(self, value):
+        pass
+
+
+class _NoAsk:
+    def __init__(self, n_arms, budget, epsilon):
+        self.done = False
+        self.privacy = uc.PureDP(epsilon=epsilon, unit="one entry of the reward table", neighbouring="replace-one")
+
+
+def _simulate(env, *, n_trials, rng, budget):
+    return {}
+
+
+def test_a_claim_or_protocol_the_runs_cannot_use_is_the_users_one_line_error() -> None:
+    # each was an "internal error" (RuntimeError / AttributeError escaping the audit) before
+    with pytest.raises(UserAlgorithmError, match=r"_ClaimRaises' \(audit run, step 0\): privacy raised RuntimeError"):
+        audit_algorithm(_ClaimRaises, runs=20, **UCB)
+    with pytest.raises(UserAlgorithmError, match=r"_NoAsk' has no ask, tell: audited as an ask/tell agent"):
+        audit_algorithm(_NoAsk, runs=20, **UCB)
+    with pytest.raises(UserAlgorithmError, match=r"has no fit, sample: audited as a policy"):
+        audit_algorithm(_NoAsk, runs=20, unit="record", **UCB)
+    with pytest.raises(InvalidParameterError, match="is not an agent or policy class"):
+        audit_algorithm(_simulate, runs=20, **UCB)
+    with pytest.raises(InvalidParameterError, match="epsilon must be"):  # before the user's constructor sees it
+        audit_algorithm(uc.PrivateUCB, runs=20, **{**UCB, "epsilon": -1.0})
+
+
+def test_the_command_adds_the_exact_audit_from_a_distribution_function(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from dpbandits.cli import app
+
+    (tmp_path / "my_vote.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from user_controls import RandomisedResponseVote, vote_law\n"
+        "one_report, two_reports = vote_law(1.0, 1), vote_law(1.0, 2)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    common = ["audit", "my_vote:RandomisedResponseVote", "--epsilon", "1", "--n-arms", "2", "--param", "horizon=1",
+              "--runs", "20", "--pairs", "1"]
+    passed = CliRunner().invoke(app, [*common, "--distribution", "my_vote:one_report"])
+    assert passed.exit_code == 0 and "exact: exact audit of (1, 0)-DP over 1 pairs: PASSED" in passed.stdout, passed.output
+    refuted = CliRunner().invoke(app, [*common, "--param", "reports=2", "--distribution", "my_vote:two_reports"])
+    assert refuted.exit_code == 3 and "REFUTED" in refuted.stdout and "VIOLATED" in refuted.stdout, refuted.output
+    wrong = CliRunner().invoke(app, [*common, "--distribution", "one_report"])
+    assert wrong.exit_code == 2 and "package.module:function" in wrong.output
+
+
 # ------------------------------------------------------------------------------------ the command
 def _command(tmp_path: Path, *args: str, debug: bool = False) -> subprocess.CompletedProcess[str]:
     for name in ("private_ucb.py",):

@@ -227,6 +227,29 @@ def _factory(cls: Any, n_arms: int, params: Mapping[str, Any], seeded: bool,
     return build
 
 
+def _check_auditable(name: str, found: Any) -> None:
+    """A class (or factory) of agents or policies: a vectorised simulate function has no runs to audit."""
+    try:
+        runner_arguments = {"n_trials", "rng"} <= set(inspect.signature(found).parameters)
+    except (TypeError, ValueError):
+        runner_arguments = False
+    if not callable(found) or (not inspect.isclass(found) and (runner_arguments or hasattr(found, "metrics"))):
+        raise InvalidParameterError(
+            f"{name} is not an agent or policy class: the audit runs one agent (ask/tell) or one policy "
+            "(fit/sample) per run, and a vectorised simulate function releases only metrics"
+        )
+
+
+def _check_protocol(name: str, subject: Any, unit: str) -> None:
+    """The members the runs call: ``ask``, ``tell``, ``done`` of an agent; ``fit``, ``sample`` of a policy."""
+    members = ("fit", "sample") if unit == "record" else ("ask", "tell", "done")
+    missing = [member for member in members if not hasattr(subject, member)]
+    if missing:
+        kind = "a policy (unit 'record')" if unit == "record" else f"an ask/tell agent (unit {unit!r})"
+        raise UserAlgorithmError(f"algorithm {name!r} has no {', '.join(missing)}: audited as {kind}, it needs "
+                                 f"{', '.join(members)} (see the guide 'Your own algorithm')")
+
+
 def _infer_unit(cls: Any, claim: Any) -> str:
     """The unit from the class's shape and its stated guarantee's unit and relation."""
     if hasattr(cls, "fit") and hasattr(cls, "sample"):
@@ -357,7 +380,9 @@ def audit_algorithm(
     """
     name = algorithm if isinstance(algorithm, str) else f"{algorithm.__module__}:{algorithm.__qualname__}"
     cls = load_user_object(algorithm) if isinstance(algorithm, str) else algorithm
+    _check_auditable(name, cls)
     given = dict(params or {})
+    epsilon = None if epsilon is None else check_epsilon(epsilon)
     runs = check_int(runs, "runs", minimum=20)
     confidence = check_in_interval(confidence, "confidence", 0.0, 1.0, closed="neither")
     delta = check_delta(delta)
@@ -371,7 +396,7 @@ def audit_algorithm(
         factory = _factory(cls, n_arms, given, seeded_noise, generator)
         runner = UserRunner(name, factory, n_arms)
         probe = runner._call(0, "the constructor", factory)
-        claim = getattr(probe, "privacy", None)
+        claim = runner._call(0, "privacy", getattr, probe, "privacy", None)
         claimed = epsilon if epsilon is not None else getattr(claim, "epsilon", None)
         if claimed is None:
             raise InvalidParameterError(f"{name} states no privacy.epsilon: pass the claimed epsilon (--epsilon)")
@@ -379,6 +404,7 @@ def audit_algorithm(
         unit = _infer_unit(cls, claim) if unit is None else unit
         if unit not in UNITS:
             raise InvalidParameterError(f"unit must be one of {list(UNITS)}; got {unit!r}")
+        _check_protocol(name, probe, unit)
         steps = 1 if unit == "record" else _steps(given)
         min_count = given.get("min_count") if unit == "record" else None
         inputs = neighbour_inputs(unit, n_arms, steps, reward_bound=reward_bound, min_count=min_count)
