@@ -21,6 +21,7 @@ import pytest
 from dpbandits._core.errors import StudyError, UserAlgorithmError
 from dpbandits.algorithms.registry import get_algorithm
 from dpbandits.experiments.config import Study
+from dpbandits.experiments.frames import load_run
 from dpbandits.experiments.runner import run_study
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -200,6 +201,14 @@ def test_a_users_failure_is_one_line_naming_the_algorithm_and_step(workdir: Path
         env={**os.environ, "PYTHONPATH": os.environ["PYTHONPATH"]},
     )
     assert command.returncode == 0, command.stderr
+    # beside DP-BAI in the printed summary, its privacy line (its own statement, unchecked), plots and DataFrames
+    assert "Private UCB (yours): as its agents' privacy attribute states" in command.stdout
+    assert "a study does not check it: dpbandits audit does" in command.stdout
+    assert sorted(path.name for path in (workdir / "runs/x/plots").glob("*.png")) == [
+        "simple_regret_vs_budget.png", "simple_regret_vs_epsilon.png", "success_vs_budget.png",
+        "success_vs_epsilon.png"]
+    trials = load_run(workdir / "runs/x").trials
+    assert set(trials["algorithm"]) == {"Private UCB (yours)", "DP-BAI"} and len(trials) == 2 * 8
     (workdir / "bad.toml").write_text(textwrap.dedent("""
         name = "bad"
         seed = 1

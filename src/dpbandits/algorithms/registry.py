@@ -256,6 +256,10 @@ def registered_spec_of(function: object) -> AlgorithmSpec | None:
     return next((spec for spec in _REGISTRY.values() if spec.simulate is function), None)
 
 
+_AGENT_PRIVACY = "as its agents' privacy attribute states, if they have one (a study does not check it: dpbandits audit does)"
+"""The privacy of a user's agent class in a study's summary: its own statement, unchecked."""
+
+
 def user_algorithm_spec(name: str, environment_kind: str | None = None) -> AlgorithmSpec:
     """The registry entry of a user's algorithm named by import path or entry point.
 
@@ -282,7 +286,7 @@ def user_algorithm_spec(name: str, environment_kind: str | None = None) -> Algor
         declared = getattr(found, "PRIVACY", None)
         return AlgorithmSpec(
             name=name, family="user", simulate=AgentSimulation(name), metrics=metrics,
-            privacy=str(declared) if declared else "declared by each agent's privacy attribute",
+            privacy=str(declared) if declared else _AGENT_PRIVACY,
             proportion_metrics=PROPORTION_METRICS, environments=tuple(AGENT_METRICS),
             description=_first_line(found.__doc__) or f"agent {name}",
         )
