@@ -61,6 +61,8 @@ CONTROLS = [
     pytest.param(uc.RandomisedResponseVote, {"n_arms": 2, "params": {"horizon": 1, "reports": 2}, "epsilon": 1.0,
                                              "runs": 200, "distribution": uc.vote_law(1.0, 2)},
                  id="double-counted label"),
+    pytest.param(uc.PerInstanceSpend, {"n_arms": 3, "epsilon": 3.3, "runs": 400}, id="per-instance spend"),
+    pytest.param(uc.FreeForks, {"runs": 20, **POLICY}, id="free fork"),
 ]
 TWINS = [
     pytest.param(uc.DPBAIAgent, {"n_arms": 2, "params": {"budget": 4}, "epsilon": 1.0, "runs": 300,

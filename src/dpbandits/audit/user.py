@@ -181,8 +181,9 @@ class UserAuditReport:
             f"{verdict}: {self.algorithm} claims ({self.epsilon:g}, {self.delta:g})-DP for one {self.unit}",
             f"empirical epsilon >= {self.epsilon_lower_bound:.4g} at confidence {self.confidence:g} "
             f"({self.runs} runs per input)",
-            f"power: no violation below epsilon = {self.power:.3g} can be detected with these runs (on the most "
-            "favourable output event); a larger one is detected if the observables below show it",
+            f"power: a true epsilon below {self.power:.3g} goes undetected at the expected counts of these runs, "
+            "even on the most favourable output event (add runs for more power); a larger one is detected about "
+            "half the time or more if an observable below shows it",
         ]
         worst = max(self.statistical, key=lambda item: item.epsilon_lower_bound, default=None)
         if worst is not None:
