@@ -79,14 +79,14 @@ def returns_a_number(env, *, n_trials, rng, budget):
 returns_a_number.metrics = ("success",)
 
 
-class FailsInTrial:
-    """Fails at its second tell in the trial of index `bad` (each agent knows its trial by its build order)."""
+class Broken:
+    """Fails at its tell number `at`; in every trial, or only in the trial of index `bad` (known by build order)."""
 
     built = 0
 
-    def __init__(self, n_arms, budget, bad):
-        self.trial, self.bad, self.budget, self.t = FailsInTrial.built, bad, budget, 0
-        FailsInTrial.built += 1
+    def __init__(self, n_arms, budget, at=7, bad=None):
+        self.n_arms, self.budget, self.t, self.at, self.bad = n_arms, budget, 0, at, bad
+        self.trial, Broken.built = Broken.built, Broken.built + 1
 
     done = property(lambda self: self.t >= self.budget)
     recommendation = 0
@@ -96,24 +96,8 @@ class FailsInTrial:
 
     def tell(self, arm, reward):
         self.t += 1
-        if self.trial == self.bad and self.t == 2:
-            raise ValueError(f"bad trial {self.trial}")
-
-
-class Broken:
-    def __init__(self, n_arms, budget):
-        self.n_arms, self.budget, self.t = n_arms, budget, 0
-
-    done = property(lambda self: self.t >= self.budget)
-    recommendation = 0
-
-    def ask(self):
-        return 0
-
-    def tell(self, arm, reward):
-        self.t += 1
-        if self.t == 7:
-            raise KeyError("my bug")
+        if self.t == self.at and self.bad in (None, self.trial):
+            raise KeyError("my bug" if self.bad is None else f"my bug in trial {self.trial}")
 '''
 
 
@@ -185,13 +169,16 @@ def test_a_dueling_agent_and_a_vectorised_function_run_beside_built_ins(workdir:
     assert set(summary["algorithm"]) == {"my_functions:uniform_guess", "uniform"}
 
 
+def _two_arms(algorithm: dict, *, budget: int, **options: int) -> Study:
+    """A study of one user's algorithm on a two-armed Bernoulli bandit (two trials unless told)."""
+    return Study.from_mapping({"name": "user-two-arms", "seed": 1, "trials": 2, **options,
+                               "environment": {"name": "bernoulli", "means": [0.9, 0.5]},
+                               "algorithms": [algorithm], "grid": {"budget": [budget]}})
+
+
 @pytest.mark.slow
 def test_a_users_failure_is_one_line_naming_the_algorithm_and_step(workdir: Path) -> None:
-    study = Study.from_mapping({
-        "name": "user-broken", "seed": 1, "trials": 2,
-        "environment": {"name": "bernoulli", "means": [0.9, 0.5]},
-        "algorithms": [{"algorithm": "my_functions:Broken"}], "grid": {"budget": [20]},
-    })
+    study = _two_arms({"algorithm": "my_functions:Broken"}, budget=20)
     with pytest.raises(StudyError, match=r"algorithm 'my_functions:Broken' \(trial 0, step 7\): tell\(\) raised "
                                          r"KeyError: 'my bug'"):
         run_study(study, workdir / "broken", progress="none")
@@ -234,22 +221,14 @@ def test_a_users_failure_is_one_line_naming_the_algorithm_and_step(workdir: Path
 def test_a_failure_names_the_trial_as_the_cell_numbers_it_across_chunks(workdir: Path, bad: int) -> None:
     import my_functions
 
-    my_functions.FailsInTrial.built = 0  # the serial backend builds the chunks' agents in trial order
-    study = Study.from_mapping({
-        "name": "user-chunks", "seed": 1, "trials": 7, "chunk_size": 3,
-        "environment": {"name": "bernoulli", "means": [0.9, 0.5]},
-        "algorithms": [{"algorithm": "my_functions:FailsInTrial", "bad": bad}], "grid": {"budget": [4]},
-    })
-    with pytest.raises(StudyError, match=rf"\(trial {bad}, step 2\): tell\(\) raised ValueError: bad trial {bad}$"):
+    my_functions.Broken.built = 0  # the serial backend builds the chunks' agents in trial order
+    study = _two_arms({"algorithm": "my_functions:Broken", "at": 2, "bad": bad}, budget=4, trials=7, chunk_size=3)
+    with pytest.raises(StudyError, match=rf"\(trial {bad}, step 2\): tell\(\) raised KeyError: 'my bug in trial {bad}'$"):
         run_study(study, workdir / f"chunks{bad}", progress="none")
 
 
 def test_a_function_that_returns_no_mapping_is_the_users_error(workdir: Path) -> None:
-    study = Study.from_mapping({
-        "name": "user-number", "seed": 1, "trials": 2,
-        "environment": {"name": "bernoulli", "means": [0.9, 0.5]},
-        "algorithms": [{"algorithm": "my_functions:returns_a_number"}], "grid": {"budget": [4]},
-    })
+    study = _two_arms({"algorithm": "my_functions:returns_a_number"}, budget=4)
     with pytest.raises(StudyError, match=r"'my_functions:returns_a_number' \(a chunk of 2 trials\): simulate returned 3, "
                                          r"not a mapping \{metric: array"):
         run_study(study, workdir / "number", progress="none")
