@@ -147,6 +147,14 @@ def test_a_claim_or_protocol_the_runs_cannot_use_is_the_users_one_line_error() -
         audit_algorithm(_simulate, runs=20, **UCB)
     with pytest.raises(InvalidParameterError, match="epsilon must be"):  # before the user's constructor sees it
         audit_algorithm(uc.PrivateUCB, runs=20, **{**UCB, "epsilon": -1.0})
+    with pytest.raises(InvalidParameterError, match="reward_bound must be"):  # it passed, on rewards in [0, -1]
+        audit_algorithm(uc.PrivateUCB, runs=20, reward_bound=-1.0, **UCB)
+
+
+def test_an_audit_too_small_to_detect_anything_says_so() -> None:
+    report = audit_algorithm(uc.PrivateUCB, runs=20, seeded_noise=True, rng=5, **UCB)
+    assert report.power == math.inf
+    assert "power: none: at the expected counts of 20 runs per input no violation, however large" in str(report)
 
 
 def test_the_command_adds_the_exact_audit_from_a_distribution_function(tmp_path: Path,

@@ -49,7 +49,13 @@ import numpy as np
 
 from dpbandits._core.errors import InsecureNoiseWarning, InvalidParameterError, UserAlgorithmError
 from dpbandits._core.rng import RNGLike, as_generator
-from dpbandits._core.validation import check_delta, check_epsilon, check_in_interval, check_int
+from dpbandits._core.validation import (
+    check_delta,
+    check_epsilon,
+    check_in_interval,
+    check_int,
+    check_positive_float,
+)
 from dpbandits.algorithms.user_imports import load_user_object
 from dpbandits.audit.exact import ExactAuditReport, audit_exact
 from dpbandits.audit.floating_point import FloatAttackReport, float_attack
@@ -183,7 +189,9 @@ class UserAuditReport:
             f"({self.runs} runs per input)",
             f"power: a true epsilon below {self.power:.3g} goes undetected at the expected counts of these runs, "
             "even on the most favourable output event (add runs for more power); a larger one is detected about "
-            "half the time or more if an observable below shows it",
+            "half the time or more if an observable below shows it" if math.isfinite(self.power) else
+            f"power: none: at the expected counts of {self.runs} runs per input no violation, however large, "
+            "would be detected (add runs)",
         ]
         worst = max(self.statistical, key=lambda item: item.epsilon_lower_bound, default=None)
         if worst is not None:
@@ -388,6 +396,7 @@ def audit_algorithm(
     confidence = check_in_interval(confidence, "confidence", 0.0, 1.0, closed="neither")
     delta = check_delta(delta)
     n_arms = check_int(n_arms, "n_arms", minimum=2)
+    reward_bound = check_positive_float(reward_bound, "reward_bound")
     generator = as_generator(rng)
     accepted, any_keyword = _accepts(cls)
     if epsilon is not None and "epsilon" not in given and ("epsilon" in accepted or any_keyword):
