@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,8 @@ TWINS = [
 def test_every_kind_of_negative_control_is_caught_as_a_user_algorithm(broken: type, options: dict) -> None:
     report = audit_algorithm(broken, rng=3, **options)
     assert not report.passed, str(report)
+    if broken is uc.FloatLaplaceRelease:  # refuted by the floating-point attack, not by the counts
+        assert any(attack.distinguished for _, attack in report.float_attacks), str(report)
 
 
 @pytest.mark.slow
@@ -149,6 +152,21 @@ def test_a_claim_or_protocol_the_runs_cannot_use_is_the_users_one_line_error() -
         audit_algorithm(uc.PrivateUCB, runs=20, **{**UCB, "epsilon": -1.0})
     with pytest.raises(InvalidParameterError, match="reward_bound must be"):  # it passed, on rewards in [0, -1]
         audit_algorithm(uc.PrivateUCB, runs=20, reward_bound=-1.0, **UCB)
+
+
+class _SlowOnHighRewards(uc.PrivateUCB):
+    def tell(self, arm, reward):
+        if reward == 1.0 and self.pulls[arm] == 0:
+            time.sleep(0.03)  # a timing channel: 30 ms when an arm's first reward is at the bound
+        super().tell(arm, reward)
+
+
+@pytest.mark.slow
+def test_the_timing_channel_is_reported_beside_the_verdict() -> None:
+    report = audit_algorithm(_SlowOnHighRewards, runs=20, seeded_noise=True, rng=6, **UCB)
+    assert report.timing is not None and report.timing.advantage > 0.8, str(report)
+    assert "(reported, not part of the verdict)" in str(report)
+    assert report.to_dict()["timing"]["advantage"] == report.timing.advantage
 
 
 def test_an_audit_too_small_to_detect_anything_says_so() -> None:
