@@ -215,6 +215,11 @@ def test_a_users_failure_is_one_line_naming_the_algorithm_and_step(workdir: Path
     assert len(errors) == 1 and "my_functions:Broken" in errors[0] and "step 7" in errors[0], failed.stderr
     assert "Traceback" not in failed.stderr
     assert "internal error" not in failed.stderr
+    debug = subprocess.run([sys.executable, "-m", "dpbandits", "run", "bad.toml", "--out", "runs/bad-debug"],
+                           cwd=workdir, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "DPBANDITS_DEBUG": "1"})
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+    assert "my_functions.py" in debug.stderr and "KeyError: 'my bug'" in debug.stderr  # the user's own frame
 
 
 @pytest.mark.parametrize("bad", [0, 3, 6])
