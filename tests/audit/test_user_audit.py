@@ -150,6 +150,10 @@ def test_a_claim_or_protocol_the_runs_cannot_use_is_the_users_one_line_error() -
         audit_algorithm(_simulate, runs=20, **UCB)
     with pytest.raises(InvalidParameterError, match="epsilon must be"):  # before the user's constructor sees it
         audit_algorithm(uc.PrivateUCB, runs=20, **{**UCB, "epsilon": -1.0})
+    with pytest.raises(InvalidParameterError, match=r"may not set 'rng': the audit sets it"):
+        audit_algorithm(uc.PrivateUCB, runs=20, n_arms=3, params={"budget": 24, "rng": 1}, epsilon=1.0)
+    with pytest.raises(InvalidParameterError, match="would run at another epsilon than the one audited"):
+        audit_algorithm(uc.PrivateUCB, runs=20, n_arms=3, params={"budget": 24, "epsilon": 2.0}, epsilon=1.0)
     with pytest.raises(InvalidParameterError, match="reward_bound must be"):  # it passed, on rewards in [0, -1]
         audit_algorithm(uc.PrivateUCB, runs=20, reward_bound=-1.0, **UCB)
 

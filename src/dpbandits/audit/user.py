@@ -249,6 +249,22 @@ def _check_auditable(name: str, found: Any) -> None:
         )
 
 
+_SET_BY_THE_AUDIT = {"n_arms": "n_arms= (--n-arms)", "rng": "seeded_noise= and rng= (--seeded-noise)",
+                     "insecure_seeded_noise": "seeded_noise= (--seeded-noise)"}
+
+
+def _check_params(params: Mapping[str, Any], epsilon: float | None) -> None:
+    """Constructor arguments the audit sets itself are not ``params``; ``epsilon`` there must be the claim."""
+    for key, option in _SET_BY_THE_AUDIT.items():
+        if key in params:
+            raise InvalidParameterError(f"params may not set {key!r}: the audit sets it from {option}")
+    if epsilon is not None and "epsilon" in params and params["epsilon"] != epsilon:
+        raise InvalidParameterError(
+            f"params sets epsilon={params['epsilon']!r} but the claim tested is epsilon={epsilon!r}: the "
+            "algorithm would run at another epsilon than the one audited (give one of them)"
+        )
+
+
 def _check_protocol(name: str, subject: Any, unit: str) -> None:
     """The members the runs call: ``ask``, ``tell``, ``done`` of an agent; ``fit``, ``sample`` of a policy."""
     members = ("fit", "sample") if unit == "record" else ("ask", "tell", "done")
@@ -392,6 +408,7 @@ def audit_algorithm(
     _check_auditable(name, cls)
     given = dict(params or {})
     epsilon = None if epsilon is None else check_epsilon(epsilon)
+    _check_params(given, epsilon)
     runs = check_int(runs, "runs", minimum=20)
     confidence = check_in_interval(confidence, "confidence", 0.0, 1.0, closed="neither")
     delta = check_delta(delta)
