@@ -17,10 +17,13 @@ machine's load falls on both alike). It reports, per release:
 * the same advantage between two runs on the **same** mid-range data, the noise floor at this
   sample size (an advantage at the floor is indistinguishable from none).
 
-Releases timed: the KL samplers (MAB, linear, RLHF, rejection sampler), the Laplace and discrete
-Laplace releases, the binary-tree counter, the DP-BAI, G-Optimal DP-DB and DP-EBS agents (a fixed
-number of ask/tell steps, which includes their counter and phase releases) and USCA's exponential
-mechanism on its grid. The residual is stated in the README's "Threat model" section.
+Releases timed: the KL samplers (MAB, linear, RLHF, rejection sampler), the offline baselines
+(exponential mechanism, report-noisy-max), the Laplace, discrete Laplace and Gaussian releases, the
+randomised-response coin of local DP (the LDP-EBS agent itself only post-processes the users'
+randomised reports: its time may follow them, which reveals nothing the reports do not), the
+binary-tree counter, the DP-BAI and DP-OD agents (a whole run) and the G-Optimal DP-DB and DP-EBS
+agents (a fixed number of ask/tell steps, which includes their counter and phase releases), USCA's
+exponential mechanism on its grid and the private feature ridge's Gaussian release. The residual is stated in the README's "Threat model" section.
 """
 
 from __future__ import annotations
@@ -105,12 +108,26 @@ def kl_releases() -> dict[str, tuple[Release, Release]]:
     return out
 
 
+def baseline_releases() -> dict[str, tuple[Release, Release]]:
+    from dpbandits.algorithms.offline.baselines import ExponentialMechanismMAB, ReportNoisyMaxMAB
+    from dpbandits.envs.logged import LoggedBanditData
+
+    actions = np.repeat(np.arange(10), 50)
+    rewards = (np.where(actions == 0, 1.0, 0.0), np.full(actions.size, 0.5))  # peaked vs flat utilities
+    out: dict[str, tuple[Release, Release]] = {}
+    for cls in (ExponentialMechanismMAB, ReportNoisyMaxMAB):
+        fitted = [cls(10, epsilon=1.0, min_count=50).fit(LoggedBanditData(actions, r, 10)) for r in rewards]
+        out[f"{cls.__name__}.sample"] = (fitted[0].sample, fitted[1].sample)
+    return out
+
+
 def noise_releases() -> dict[str, tuple[Release, Release]]:
     from dpbandits.privacy.counters import BinaryTreeCounter
-    from dpbandits.privacy.mechanisms import LaplaceMechanism
+    from dpbandits.privacy.mechanisms import GaussianMechanism, LaplaceMechanism
     from dpbandits.privacy.noise import SecureNoise
 
     laplace = LaplaceMechanism(sensitivity=1.0, epsilon=1.0)
+    gaussian = GaussianMechanism(l2_sensitivity=1.0, epsilon=1.0, delta=1e-6)
     secure = SecureNoise()
     n = 1_000_000  # a sum of n rewards in [0, 1]: extreme n, mid n/2 (+0.37 to fill the mantissa)
     counters = {}
@@ -127,17 +144,22 @@ def noise_releases() -> dict[str, tuple[Release, Release]]:
         "SecureNoise.add_discrete_laplace": (lambda: secure.add_discrete_laplace([n] * 8, 2.0),
                                              lambda: secure.add_discrete_laplace([n // 2] * 8, 2.0)),
         "BinaryTreeCounter.update (integer)": (tree("extreme"), tree("mid")),
+        "GaussianMechanism.release": (lambda: gaussian.release(float(n)), lambda: gaussian.release(n / 2 + 0.37)),
+        # local DP: every user's bit is 1 (extreme) or half of them are (mid)
+        "SecureNoise.randomized_response (LDP coin)": (lambda: secure.randomized_response([1] * 8, 0.73),
+                                                      lambda: secure.randomized_response([0, 1] * 4, 0.73)),
     }
 
 
 def agent_releases(steps: int) -> dict[str, tuple[Release, Release]]:
     from dpbandits.algorithms.bai.dp_bai import DPBAI
+    from dpbandits.algorithms.bai.dp_od import DPOD
     from dpbandits.algorithms.dueling.dp_ebs_elimination import DPEBSElimination
     from dpbandits.algorithms.dueling.goptimal_dpdb import GOptimalDPDB
 
-    def bai(reward: Callable[[int], float]) -> Release:
+    def bai(reward: Callable[[int], float], cls: Callable[..., Any] = DPBAI) -> Release:
         def run() -> None:  # a whole run: the budget (public) fixes the number of steps
-            agent = DPBAI(np.eye(4), steps, 1.0).agent()
+            agent = cls(np.eye(4), steps, 1.0).agent()
             while not agent.done:
                 arm = agent.ask()
                 agent.tell(arm, reward(arm))
@@ -157,13 +179,17 @@ def agent_releases(steps: int) -> dict[str, tuple[Release, Release]]:
     def goptimal() -> Any:
         return GOptimalDPDB(np.eye(3), 100 * steps, 1.0)
 
-    parity = iter(range(10**12))
+    def answers(mixed: bool) -> Callable[[tuple[int, int]], bool]:
+        """The lower index wins every duel (extreme) or every other one (mid), at the same cost per call."""
+        rounds = iter(range(10**12))
+        return lambda pair: (pair[0] <= pair[1]) != (next(rounds) % 2 == 1 and mixed)
+
     return {
         "DP-BAI agent (whole run)": (bai(lambda arm: 1.0 if arm == 0 else 0.0), bai(lambda arm: 0.5)),
-        "DP-EBS agent (ask/tell steps)": (dueling(ebs, lambda pair: pair[0] <= pair[1]),
-                                          dueling(ebs, lambda pair: next(parity) % 2 == 0)),
-        "G-Optimal DP-DB agent (ask/tell steps)": (dueling(goptimal, lambda pair: pair[0] <= pair[1]),
-                                                   dueling(goptimal, lambda pair: next(parity) % 2 == 0)),
+        "DP-OD agent (whole run)": (bai(lambda arm: 1.0 if arm == 0 else 0.0, DPOD), bai(lambda arm: 0.5, DPOD)),
+        "DP-EBS agent (ask/tell steps)": (dueling(ebs, answers(False)), dueling(ebs, answers(True))),
+        "G-Optimal DP-DB agent (ask/tell steps)": (dueling(goptimal, answers(False)),
+                                                   dueling(goptimal, answers(True))),
     }
 
 
@@ -184,6 +210,19 @@ def usca_releases() -> dict[str, tuple[Release, Release]]:
                                                              lambda: fitted[1].recommend([0.3]))}
 
 
+def ridge_releases() -> dict[str, tuple[Release, Release]]:
+    from dpbandits.algorithms.kernel.baselines import PrivateFeatureRidge
+    from dpbandits.algorithms.kernel.features import quadrature_fourier_features
+    from dpbandits.envs.kernel import StationaryKernel
+
+    features = quadrature_fourier_features(StationaryKernel("se", 0.2), 2, nodes_per_axis=4)
+    ridge = PrivateFeatureRidge(features, epsilon=1.0, delta=1e-6, reward_bound=1.5)
+    points = np.random.default_rng(3).random((40, 2))
+    signs = np.where(points[:, 0] < 0.5, 1.5, -1.5)  # rewards at the bounds vs at 0
+    return {"PrivateFeatureRidge.release (Gaussian)": (lambda: ridge.release(points, signs),
+                                                       lambda: ridge.release(points, np.zeros(40)))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="reduced size (a smoke run)")
@@ -193,8 +232,9 @@ def main() -> None:
     print(f"# {calls} single calls per input ({agent_calls} agent runs of {steps} steps), interleaved; "
           f"{load_average()}")
     groups: list[tuple[Callable[[], dict[str, tuple[Release, Release]]], int]] = [
-        (kl_releases, calls), (noise_releases, calls), (lambda: agent_releases(steps), agent_calls),
-        (usca_releases, calls),
+        (kl_releases, calls), (baseline_releases, calls), (noise_releases, calls),
+        (lambda: agent_releases(steps), agent_calls), (usca_releases, calls),
+        (ridge_releases, agent_calls),  # one ridge release takes ~50 ms
     ]
     for build, n in groups:
         for name, (extreme, mid) in build().items():

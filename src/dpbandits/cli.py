@@ -26,6 +26,7 @@ editing. Such commands get the same user-error handling.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import pkgutil
@@ -133,8 +134,7 @@ def _run(
     allow_version_change: bool = False,
 ) -> None:
     from dpbandits._core.validation import check_one_of
-    from dpbandits.experiments.plots import start_plot_run
-    from dpbandits.experiments.runner import run_study
+    from dpbandits.experiments.plot_process import PlotProcess
 
     check_one_of(progress, "--progress", ("auto", "rich", "log", "none"))
     check_one_of(backend, "--backend", ("serial", "process", "dask"))
@@ -143,7 +143,20 @@ def _run(
     if trials is not None or seed is not None:
         study = study.with_overrides(trials=trials, seed=seed)
     run_dir = out if out is not None else Path("runs") / study.name
-    from dpbandits.experiments.runner import RunTerminated
+    # the plots' process imports matplotlib at a low priority while the run computes (a process, not
+    # a thread: a thread competed for the GIL the run's dispatch needs and slowed the run by more
+    # than the import costs); it draws the figures while the summary is printed, and is killed on
+    # every way out of this block
+    with PlotProcess(_RUN_PLOT_FORMATS) if plot else contextlib.nullcontext() as plotter:
+        _run_and_report(study, source_text, run_dir, plotter, backend=backend, workers=workers,
+                        scheduler=scheduler, resume=resume, progress=progress,
+                        allow_version_change=allow_version_change)
+
+
+def _run_and_report(study: Any, source_text: str | None, run_dir: Path, plotter: Any, *, backend: str,
+                    workers: int | None, scheduler: str | None, resume: bool, progress: str,
+                    allow_version_change: bool) -> None:
+    from dpbandits.experiments.runner import RunTerminated, run_study
 
     try:
         result = run_study(study, run_dir, backend=backend, workers=workers, scheduler=scheduler,
@@ -154,11 +167,8 @@ def _run(
         typer.echo(f"Error: stopped by {signal_name}; finished cells are saved in {run_dir} — continue with "
                    "--resume", err=True)
         raise typer.Exit(code) from None
-    # the figures are drawn in forked workers while the summary is printed. Matplotlib is imported
-    # after the run, not during it: a thread importing it slowed the run by more than the import
-    # costs (it competes for the cores and for the GIL the run's dispatch needs)
-    plots = (start_plot_run(result.run_dir, formats=_RUN_PLOT_FORMATS)
-             if plot and result.cells_run + result.cells_skipped > 0 else None)
+    plots = (plotter.start(result.run_dir)
+             if plotter is not None and result.cells_run + result.cells_skipped > 0 else None)
     typer.echo(f"{result.status}: {result.cells_run} cells run, {result.cells_skipped} already done, "
                f"{result.seconds:.1f} s ({result.backend.get('backend')})")
     _print_summary(result.run_dir, max_rows=_MAX_TABLE_ROWS)

@@ -5,6 +5,7 @@ budget refuses, how the run stops, ``spent()`` and every ledger entry are identi
 one ledger, and 2 processes on one durable ledger, never make more releases than one caller alone
 gets under the same budget; a saved generation continued twice under one ledger is refused, or
 charged afresh. The negative control (a per-instance ε spent as a bare event) must be caught.
+Every registered mechanism's ``release(accountant=)`` is held to the same rule on far-apart inputs.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from dpbandits.algorithms.offline import KLMABPolicy
 from dpbandits.algorithms.registry import list_algorithms
 from dpbandits.audit.budgets import (
+    BudgetCase,
     budget_cases,
     fork_is_refused_or_charged,
     processes_never_overspend,
@@ -23,6 +25,10 @@ from dpbandits.audit.budgets import (
     run_budget_case,
     threads_never_overspend,
 )
+from dpbandits.audit.contract import NeighbourPair
+from dpbandits.privacy.accounting import Accountant
+from dpbandits.privacy.events import LaplaceEvent, PureEvent
+from dpbandits.privacy.mechanisms import list_mechanisms
 
 PRIVATE = sorted(spec.name for spec in list_algorithms() if not spec.privacy.startswith(("none", "n/a")))
 CASES = [(name, index) for name in registered_budget_algorithms() for index, _ in enumerate(budget_cases(name))]
@@ -84,3 +90,23 @@ def test_two_processes_never_overspend_every_other_release(name: str, index: int
 def test_a_saved_generation_continued_twice_is_refused_or_charged() -> None:
     policy = KLMABPolicy(3, eta=0.5, beta0=0.1, min_count=10).fit([0] * 10 + [1] * 10 + [2] * 10, [1.0] * 30)
     fork_is_refused_or_charged(policy.sample_guarantee())
+
+
+@pytest.mark.parametrize("name", sorted(list_mechanisms()))
+def test_every_mechanism_spends_the_same_on_neighbours(name: str) -> None:
+    """The mechanisms' release(accountant=) too: the ledger and the refusal point do not follow the input."""
+    mechanism = list_mechanisms()[name]()
+    data = mechanism.example_input()
+    neighbour = data.copy()
+    neighbour[0] += 1e6  # any other input: what is spent must not look at it
+    delta = 0.0 if isinstance(mechanism.event, LaplaceEvent | PureEvent) else 1e-3
+    probe = Accountant(delta_budget=delta)
+    probe.spend(mechanism.event, count=3)
+    budget = probe.spent().epsilon * (1 + 1e-9)  # three releases fit, a fourth does not
+    case = BudgetCase(name, "example input vs a far-away one", [NeighbourPair("entry 0 moved", data, neighbour)],
+                      lambda values, accountant: mechanism.release(values, accountant=accountant), budget,
+                      delta_budget=delta)
+    report = run_budget_case(case)
+    assert report.as_expected, str(report)
+    assert report.pairs[0].data.releases == 3 and "PrivacyBudgetExceededError" in report.pairs[0].data.stopped_by
+    assert threads_never_overspend(case, n_threads=4) == 3

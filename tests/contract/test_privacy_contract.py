@@ -57,3 +57,26 @@ def test_negative_controls_cover_the_known_defect_classes() -> None:
     kinds = {case.notes.get("control") for name in registered_case_algorithms() for case in privacy_cases(name)
              if case.broken}
     assert kinds >= REQUIRED_CONTROLS, f"missing negative controls: {sorted(REQUIRED_CONTROLS - kinds)}"
+
+
+def test_the_privacy_page_states_the_power_each_audit_has() -> None:
+    """docs/privacy.md's table of audit power is what the cases compute (Δ, draws, claim, event)."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "privacy.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    for name in registered_case_algorithms():
+        for case in privacy_cases(name):
+            power = case.notes.get("power") if not case.broken else None
+            if power is None:
+                continue
+            mine = [row for row in rows if row.startswith(f"| `{name}` |")]
+            assert mine, f"docs/privacy.md states no audit power for {name}"
+            found = re.search(r"by >= ([0-9.e+-]+) on (.*) \(probability ([0-9.]+)\)$", power)
+            if found is None:  # no frequency test can refute the claim at these draws
+                assert any("no frequency test" in row and f"{case.n_samples} draws" in row for row in mine), power
+                continue
+            gap, event, probability = found.groups()
+            assert any(f"{gap} ({case.n_samples}" in row and f"{event} ({probability})" in row for row in mine), (
+                f"docs/privacy.md does not state: {power}")

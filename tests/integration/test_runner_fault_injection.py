@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from runprocesses import wait_until_gone
 
 from dpbandits.experiments.config import load_study
 from dpbandits.experiments.runner import run_study
@@ -48,30 +49,6 @@ budget = [3000, 3100, 3200, 3300, 3400, 3500, 3600, 3700]
 
 pytestmark = pytest.mark.skipif(not (sys.platform.startswith("linux") and Path("/proc/self/environ").exists()),
                                 reason="finds the run's processes through /proc")
-
-
-def _processes_with(marker: str) -> list[int]:
-    """Pids of live processes whose environment holds ``marker`` (zombies excluded)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if marker.encode() not in (entry / "environ").read_bytes():
-                continue
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def _wait_until_gone(marker: str, timeout: float) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while (alive := _processes_with(marker)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return alive
 
 
 @pytest.mark.parametrize("kill_signal", [signal.SIGKILL, signal.SIGTERM, signal.SIGKILL, signal.SIGTERM],
@@ -105,7 +82,7 @@ def test_killed_process_run_leaves_no_process_and_resumes_to_the_same_summary(
         if process.poll() is None:
             process.kill()
             process.wait()
-    survivors = _wait_until_gone(marker, timeout=5.0)
+    survivors = wait_until_gone(marker, timeout=5.0)
     for pid in survivors:  # do not leave them to the next test either
         os.kill(pid, signal.SIGKILL)
     assert not survivors, f"processes of the killed run still alive: {survivors}"

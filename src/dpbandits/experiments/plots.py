@@ -228,7 +228,10 @@ def _start_all(rows: list[dict[str, str]], jobs: list[_Job], formats: tuple[str,
         import matplotlib.backends.backend_pdf  # noqa: F401  (0.1 s: only when a PDF is drawn)
 
     shares = [jobs[i::count] for i in range(count)]  # figure i goes to worker i mod count
-    pool = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"))
+    from dpbandits._core.lifetime import die_with_parent
+
+    pool = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"),
+                               initializer=die_with_parent)  # killed with this process, even by SIGKILL
     try:
         futures = [pool.submit(_draw_some, rows, share, formats) for share in shares]
     except BaseException:

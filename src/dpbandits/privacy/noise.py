@@ -602,8 +602,9 @@ class SecureNoise(NoiseBackend):
         -----
         Residual timing: OpenDP compares the noisy scores in exact arithmetic, refining each
         candidate's noise until the comparison is decided, so one call's time still depends on
-        the magnitudes of the scores (about 25 % slower for a peaked row than for a flat one at
-        K = 10; measured by ``benchmarks/bench_release_timing.py``).
+        the scores: a row where one score stands far above the others takes longer (a KL policy
+        on extreme rewards: about 1.2 times a mid-range one at K = 10, one call's time telling
+        them apart with advantage 0.2–0.3; measured by ``benchmarks/bench_release_timing.py``).
         """
         z = _check_log_weights(log_weights)
         batch_shape = z.shape[:-1] if size is None else (int(size), *z.shape[:-1])
