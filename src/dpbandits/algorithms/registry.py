@@ -46,6 +46,7 @@ __all__ = [
     "AlgorithmSpec",
     "SimulateFn",
     "get_algorithm",
+    "is_builtin_algorithm",
     "is_user_algorithm",
     "list_algorithms",
     "load_builtin_algorithms",
@@ -244,6 +245,17 @@ def get_algorithm(name: str, environment_kind: str | None = None) -> AlgorithmSp
         f"algorithm must be one of {sorted(_REGISTRY)}, an import path 'package.module:Object' or an "
         f"entry point of group {ENTRY_POINT_GROUP!r}; got {name!r}"
     )
+
+
+def is_builtin_algorithm(name: str) -> bool:
+    """Whether ``name`` is one of dpbandits' own registered algorithms (finding out imports only dpbandits)."""
+    if is_import_path(name):
+        return False
+    for module in BUILTIN_MODULES:  # the families one at a time, until the name is registered
+        if name in _REGISTRY:
+            break
+        importlib.import_module(module)
+    return name in _REGISTRY and _REGISTRY[name].family != "user"
 
 
 def is_user_algorithm(name: str) -> bool:
