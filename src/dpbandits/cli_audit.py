@@ -54,6 +54,9 @@ def register(app: typer.Typer) -> None:
         pairs: Annotated[int | None, typer.Option(help="Audit only the first N neighbouring pairs")] = None,
         confidence: Annotated[float, typer.Option(help="Joint confidence of the statistical bounds")] = 0.95,
         reward_bound: Annotated[float, typer.Option(help="Rewards of the inputs lie in [0, reward-bound]")] = 1.0,
+        distribution: Annotated[str | None, typer.Option(help="package.module:function giving your algorithm's "
+                                                         "exact output distribution on an input: adds the exact "
+                                                         "audit")] = None,
         seeded_noise: Annotated[bool, typer.Option("--seeded-noise", help="Audit the seeded simulation path "
                                                    "(faster) instead of the deployment noise")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
@@ -63,12 +66,20 @@ def register(app: typer.Typer) -> None:
         It runs in this process, as any import of your code would. Exit status 0: the claim survived
         (up to the stated power); 3: the audit refuted it; 1: an error.
         """
-        from dpbandits.audit.user import audit_algorithm  # lazy: keep start-up light
+        from dpbandits.algorithms.user_imports import is_import_path, load_user_object  # lazy: light start-up
+        from dpbandits.audit.user import audit_algorithm
 
         params = dict(parse_param(item) for item in param or [])
+        law = None
+        if distribution is not None:
+            if not is_import_path(distribution):
+                raise typer.BadParameter(f"--distribution must be package.module:function; got {distribution!r}")
+            law = load_user_object(distribution)
+            if not callable(law):
+                raise typer.BadParameter(f"--distribution {distribution!r} is not a function")
         report = audit_algorithm(algorithm, epsilon=epsilon, delta=delta, unit=unit, n_arms=n_arms, params=params,
                                  runs=runs, pairs=pairs, confidence=confidence, reward_bound=reward_bound,
-                                 seeded_noise=seeded_noise)
+                                 distribution=law, seeded_noise=seeded_noise)
         typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else str(report))
         if not report.passed:
             raise typer.Exit(REFUTED_EXIT)

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,8 @@ CONTROLS = [
     pytest.param(uc.RandomisedResponseVote, {"n_arms": 2, "params": {"horizon": 1, "reports": 2}, "epsilon": 1.0,
                                              "runs": 200, "distribution": uc.vote_law(1.0, 2)},
                  id="double-counted label"),
+    pytest.param(uc.PerInstanceSpend, {"n_arms": 3, "epsilon": 3.3, "runs": 400}, id="per-instance spend"),
+    pytest.param(uc.FreeForks, {"runs": 20, **POLICY}, id="free fork"),
 ]
 TWINS = [
     pytest.param(uc.DPBAIAgent, {"n_arms": 2, "params": {"budget": 4}, "epsilon": 1.0, "runs": 300,
@@ -77,6 +80,8 @@ TWINS = [
 def test_every_kind_of_negative_control_is_caught_as_a_user_algorithm(broken: type, options: dict) -> None:
     report = audit_algorithm(broken, rng=3, **options)
     assert not report.passed, str(report)
+    if broken is uc.FloatLaplaceRelease:  # refuted by the floating-point attack, not by the counts
+        assert any(attack.distinguished for _, attack in report.float_attacks), str(report)
 
 
 @pytest.mark.slow
@@ -111,6 +116,90 @@ def test_errors_inside_the_user_algorithm_are_the_users_and_name_the_step() -> N
         audit_algorithm(_Raises, runs=20, **UCB)
     with pytest.raises(InvalidParameterError, match="budget or horizon"):
         audit_algorithm(_FixedBudget, n_arms=3, params={}, epsilon=1.0, runs=20)
+
+
+class _ClaimRaises(uc.PrivateUCB):
+    @property
+    def privacy(self):
+        raise RuntimeError("no claim yet")
+
+    @privacy.setter
+    def privacy(self, value):
+        pass
+
+
+class _NoAsk:
+    def __init__(self, n_arms, budget, epsilon):
+        self.done = False
+        self.privacy = uc.PureDP(epsilon=epsilon, unit="one entry of the reward table", neighbouring="replace-one")
+
+
+def _simulate(env, *, n_trials, rng, budget):
+    return {}
+
+
+def test_a_claim_or_protocol_the_runs_cannot_use_is_the_users_one_line_error() -> None:
+    # each was an "internal error" (RuntimeError / AttributeError escaping the audit) before
+    with pytest.raises(UserAlgorithmError, match=r"_ClaimRaises' \(audit run, step 0\): privacy raised RuntimeError"):
+        audit_algorithm(_ClaimRaises, runs=20, **UCB)
+    with pytest.raises(UserAlgorithmError, match=r"_NoAsk' has no ask, tell: audited as an ask/tell agent"):
+        audit_algorithm(_NoAsk, runs=20, **UCB)
+    with pytest.raises(UserAlgorithmError, match=r"has no fit, sample: audited as a policy"):
+        audit_algorithm(_NoAsk, runs=20, unit="record", **UCB)
+    with pytest.raises(InvalidParameterError, match="is not an agent or policy class"):
+        audit_algorithm(_simulate, runs=20, **UCB)
+    with pytest.raises(InvalidParameterError, match="epsilon must be"):  # before the user's constructor sees it
+        audit_algorithm(uc.PrivateUCB, runs=20, **{**UCB, "epsilon": -1.0})
+    with pytest.raises(InvalidParameterError, match=r"may not set 'rng': the audit sets it"):
+        audit_algorithm(uc.PrivateUCB, runs=20, n_arms=3, params={"budget": 24, "rng": 1}, epsilon=1.0)
+    with pytest.raises(InvalidParameterError, match="would run at another epsilon than the one audited"):
+        audit_algorithm(uc.PrivateUCB, runs=20, n_arms=3, params={"budget": 24, "epsilon": 2.0}, epsilon=1.0)
+    with pytest.raises(InvalidParameterError, match="reward_bound must be"):  # it passed, on rewards in [0, -1]
+        audit_algorithm(uc.PrivateUCB, runs=20, reward_bound=-1.0, **UCB)
+
+
+class _SlowOnHighRewards(uc.PrivateUCB):
+    def tell(self, arm, reward):
+        if reward == 1.0 and self.pulls[arm] == 0:
+            time.sleep(0.03)  # a timing channel: 30 ms when an arm's first reward is at the bound
+        super().tell(arm, reward)
+
+
+@pytest.mark.slow
+def test_the_timing_channel_is_reported_beside_the_verdict() -> None:
+    report = audit_algorithm(_SlowOnHighRewards, runs=20, seeded_noise=True, rng=6, **UCB)
+    assert report.timing is not None and report.timing.advantage > 0.8, str(report)
+    assert "(reported, not part of the verdict)" in str(report)
+    assert report.to_dict()["timing"]["advantage"] == report.timing.advantage
+
+
+def test_an_audit_too_small_to_detect_anything_says_so() -> None:
+    report = audit_algorithm(uc.PrivateUCB, runs=20, seeded_noise=True, rng=5, **UCB)
+    assert report.power == math.inf
+    assert "power: none: at the expected counts of 20 runs per input no violation, however large" in str(report)
+
+
+def test_the_command_adds_the_exact_audit_from_a_distribution_function(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from dpbandits.cli import app
+
+    (tmp_path / "my_vote.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from user_controls import RandomisedResponseVote, vote_law\n"
+        "one_report, two_reports = vote_law(1.0, 1), vote_law(1.0, 2)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    common = ["audit", "my_vote:RandomisedResponseVote", "--epsilon", "1", "--n-arms", "2", "--param", "horizon=1",
+              "--runs", "20", "--pairs", "1"]
+    passed = CliRunner().invoke(app, [*common, "--distribution", "my_vote:one_report"])
+    assert passed.exit_code == 0 and "exact: exact audit of (1, 0)-DP over 1 pairs: PASSED" in passed.stdout, passed.output
+    refuted = CliRunner().invoke(app, [*common, "--param", "reports=2", "--distribution", "my_vote:two_reports"])
+    assert refuted.exit_code == 3 and "REFUTED" in refuted.stdout and "VIOLATED" in refuted.stdout, refuted.output
+    wrong = CliRunner().invoke(app, [*common, "--distribution", "one_report"])
+    assert wrong.exit_code == 2 and "package.module:function" in wrong.output
 
 
 # ------------------------------------------------------------------------------------ the command

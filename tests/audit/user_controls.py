@@ -2,7 +2,8 @@
 
 One broken algorithm per kind of control in :mod:`dpbandits.audit.cases` (noise too small, noise
 dropped, sensitivity understated, seeded noise, noise scaled from the data, composition ignored,
-float addition, a double-counted label), each beside a correct twin. The user-facing audit
+float addition, a double-counted label, and the ledger's two: a per-instance ε spent as a plain
+event, a loader that drops ``accountant=``), each kind beside a correct twin. The user-facing audit
 (:func:`dpbandits.audit.user.audit_algorithm`) must refute every broken one and pass every twin.
 """
 
@@ -16,8 +17,11 @@ import numpy as np
 from scipy.stats import binom
 
 from dpbandits import DPBAI, PureDP
+from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits.algorithms.bai.exact_distribution import exact_path_distribution
+from dpbandits.algorithms.offline import KLMABPolicy
 from dpbandits.algorithms.offline.baselines import ExponentialMechanismMAB, LaplaceStatisticsGreedyMAB
+from dpbandits.privacy.accounting import Accountant, PureEvent, spend
 from dpbandits.privacy.counters import BinaryTreeCounter
 from dpbandits.privacy.noise import privacy_noise
 
@@ -104,6 +108,59 @@ class ThreeDrawsEM(ExponentialMechanismMAB):
 
     def sample(self):
         first, second, third = (int(a) for a in super().sample(size=3))
+        return (first * self.n_arms + second) * self.n_arms + third
+
+
+class PerInstanceSpend:
+    """Per-instance spend: a ledger of ε spends KL-MAB's per-instance Theorem 1 ε per sample (a plain event).
+
+    The number of samples released before the ledger refuses depends on the data: 2 on a data set
+    whose per-instance ε is 1.62, 1 on its neighbour's 2.03 (a 6-record arm's record removed), at ε = 3.3.
+    """
+
+    def __init__(self, n_arms, epsilon):
+        self.n_arms, self.epsilon = n_arms, epsilon
+        self.privacy = PureDP(epsilon=epsilon, unit="one logged record", neighbouring="add/remove")
+
+    def fit(self, data):
+        self.policy = KLMABPolicy(self.n_arms, eta=0.5, beta0=0.1).fit(data)
+        return self
+
+    def sample(self):
+        ledger, released = Accountant(epsilon_budget=self.epsilon), []
+        per_instance = self.policy.privacy.epsilon
+        while math.isfinite(per_instance):  # no finite per-instance bound: the ledger refuses the first
+            try:
+                spend(ledger, PureEvent(per_instance))
+            except PrivacyBudgetExceededError:
+                break
+            released.append(int(self.policy.sample()))
+        return tuple(released)
+
+
+class FreeForks:
+    """Free forks: the fitted exponential mechanism saved and loaded twice without ``accountant=``.
+
+    The original and each fork release a sample: three draws under the one-draw ε.
+    """
+
+    def __init__(self, n_arms, epsilon, beta0, min_count):
+        self.n_arms = n_arms
+        self.policy = ExponentialMechanismMAB(n_arms, epsilon=epsilon, beta0=beta0, min_count=min_count)
+        self.privacy = self.policy.privacy
+
+    def fit(self, data):
+        self.policy.fit(data)
+        return self
+
+    def probabilities(self):
+        single = self.policy.probabilities()
+        return np.einsum("i,j,k->ijk", single, single, single).ravel()  # the law of (a₁, a₂, a₃)
+
+    def sample(self):
+        saved = self.policy.to_bytes()
+        forks = [ExponentialMechanismMAB.from_bytes(saved) for _ in range(2)]  # the loader drops accountant=
+        first, second, third = (int(policy.sample()) for policy in (self.policy, *forks))
         return (first * self.n_arms + second) * self.n_arms + third
 
 

@@ -33,6 +33,9 @@ def shell_commands() -> list[str]:
 def test_readme_has_the_documented_commands() -> None:
     commands = shell_commands()
     assert any(command.startswith("dpbandits reproduce") for command in commands)
+    # the tour of your own algorithm: a study beside the built-ins, and the audit of its claim
+    assert any("dpbandits run examples/private_ucb_study.toml" in command for command in commands)
+    assert any("dpbandits audit private_ucb:PrivateUCB --epsilon 1" in command for command in commands)
     assert "python -m pytest" in "\n".join(blocks("bash"))
     assert "python -m pip install -e \".[dev]\"" in "\n".join(blocks("bash"))
     assert len(blocks("python")) >= 3

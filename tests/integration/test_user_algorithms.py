@@ -21,6 +21,7 @@ import pytest
 from dpbandits._core.errors import StudyError, UserAlgorithmError
 from dpbandits.algorithms.registry import get_algorithm
 from dpbandits.experiments.config import Study
+from dpbandits.experiments.frames import load_run
 from dpbandits.experiments.runner import run_study
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -71,9 +72,21 @@ uniform_guess.metrics = ("success",)
 uniform_guess.proportion_metrics = ("success",)
 
 
+def returns_a_number(env, *, n_trials, rng, budget):
+    return 3
+
+
+returns_a_number.metrics = ("success",)
+
+
 class Broken:
-    def __init__(self, n_arms, budget):
-        self.n_arms, self.budget, self.t = n_arms, budget, 0
+    """Fails at its tell number `at`; in every trial, or only in the trial of index `bad` (known by build order)."""
+
+    built = 0
+
+    def __init__(self, n_arms, budget, at=7, bad=None):
+        self.n_arms, self.budget, self.t, self.at, self.bad = n_arms, budget, 0, at, bad
+        self.trial, Broken.built = Broken.built, Broken.built + 1
 
     done = property(lambda self: self.t >= self.budget)
     recommendation = 0
@@ -83,8 +96,8 @@ class Broken:
 
     def tell(self, arm, reward):
         self.t += 1
-        if self.t == 7:
-            raise KeyError("my bug")
+        if self.t == self.at and self.bad in (None, self.trial):
+            raise KeyError("my bug" if self.bad is None else f"my bug in trial {self.trial}")
 '''
 
 
@@ -156,13 +169,16 @@ def test_a_dueling_agent_and_a_vectorised_function_run_beside_built_ins(workdir:
     assert set(summary["algorithm"]) == {"my_functions:uniform_guess", "uniform"}
 
 
+def _two_arms(algorithm: dict, *, budget: int, **options: int) -> Study:
+    """A study of one user's algorithm on a two-armed Bernoulli bandit (two trials unless told)."""
+    return Study.from_mapping({"name": "user-two-arms", "seed": 1, "trials": 2, **options,
+                               "environment": {"name": "bernoulli", "means": [0.9, 0.5]},
+                               "algorithms": [algorithm], "grid": {"budget": [budget]}})
+
+
 @pytest.mark.slow
 def test_a_users_failure_is_one_line_naming_the_algorithm_and_step(workdir: Path) -> None:
-    study = Study.from_mapping({
-        "name": "user-broken", "seed": 1, "trials": 2,
-        "environment": {"name": "bernoulli", "means": [0.9, 0.5]},
-        "algorithms": [{"algorithm": "my_functions:Broken"}], "grid": {"budget": [20]},
-    })
+    study = _two_arms({"algorithm": "my_functions:Broken"}, budget=20)
     with pytest.raises(StudyError, match=r"algorithm 'my_functions:Broken' \(trial 0, step 7\): tell\(\) raised "
                                          r"KeyError: 'my bug'"):
         run_study(study, workdir / "broken", progress="none")
@@ -172,6 +188,14 @@ def test_a_users_failure_is_one_line_naming_the_algorithm_and_step(workdir: Path
         env={**os.environ, "PYTHONPATH": os.environ["PYTHONPATH"]},
     )
     assert command.returncode == 0, command.stderr
+    # beside DP-BAI in the printed summary, its privacy line (its own statement, unchecked), plots and DataFrames
+    assert "Private UCB (yours): as its agents' privacy attribute states" in command.stdout
+    assert "a study does not check it: dpbandits audit does" in command.stdout
+    assert sorted(path.name for path in (workdir / "runs/x/plots").glob("*.png")) == [
+        "simple_regret_vs_budget.png", "simple_regret_vs_epsilon.png", "success_vs_budget.png",
+        "success_vs_epsilon.png"]
+    trials = load_run(workdir / "runs/x").trials
+    assert set(trials["algorithm"]) == {"Private UCB (yours)", "DP-BAI"} and len(trials) == 2 * 8
     (workdir / "bad.toml").write_text(textwrap.dedent("""
         name = "bad"
         seed = 1
@@ -191,6 +215,28 @@ def test_a_users_failure_is_one_line_naming_the_algorithm_and_step(workdir: Path
     assert len(errors) == 1 and "my_functions:Broken" in errors[0] and "step 7" in errors[0], failed.stderr
     assert "Traceback" not in failed.stderr
     assert "internal error" not in failed.stderr
+    debug = subprocess.run([sys.executable, "-m", "dpbandits", "run", "bad.toml", "--out", "runs/bad-debug"],
+                           cwd=workdir, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "DPBANDITS_DEBUG": "1"})
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+    assert "my_functions.py" in debug.stderr and "KeyError: 'my bug'" in debug.stderr  # the user's own frame
+
+
+@pytest.mark.parametrize("bad", [0, 3, 6])
+def test_a_failure_names_the_trial_as_the_cell_numbers_it_across_chunks(workdir: Path, bad: int) -> None:
+    import my_functions
+
+    my_functions.Broken.built = 0  # the serial backend builds the chunks' agents in trial order
+    study = _two_arms({"algorithm": "my_functions:Broken", "at": 2, "bad": bad}, budget=4, trials=7, chunk_size=3)
+    with pytest.raises(StudyError, match=rf"\(trial {bad}, step 2\): tell\(\) raised KeyError: 'my bug in trial {bad}'$"):
+        run_study(study, workdir / f"chunks{bad}", progress="none")
+
+
+def test_a_function_that_returns_no_mapping_is_the_users_error(workdir: Path) -> None:
+    study = _two_arms({"algorithm": "my_functions:returns_a_number"}, budget=4)
+    with pytest.raises(StudyError, match=r"'my_functions:returns_a_number' \(a chunk of 2 trials\): simulate returned 3, "
+                                         r"not a mapping \{metric: array"):
+        run_study(study, workdir / "number", progress="none")
 
 
 @pytest.mark.parametrize(("name", "message"), [

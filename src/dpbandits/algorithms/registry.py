@@ -46,6 +46,7 @@ __all__ = [
     "AlgorithmSpec",
     "SimulateFn",
     "get_algorithm",
+    "is_builtin_algorithm",
     "is_user_algorithm",
     "list_algorithms",
     "load_builtin_algorithms",
@@ -246,6 +247,17 @@ def get_algorithm(name: str, environment_kind: str | None = None) -> AlgorithmSp
     )
 
 
+def is_builtin_algorithm(name: str) -> bool:
+    """Whether ``name`` is one of dpbandits' own registered algorithms (finding out imports only dpbandits)."""
+    if is_import_path(name):
+        return False
+    for module in BUILTIN_MODULES:  # the families one at a time, until the name is registered
+        if name in _REGISTRY:
+            break
+        importlib.import_module(module)
+    return name in _REGISTRY and _REGISTRY[name].family != "user"
+
+
 def is_user_algorithm(name: str) -> bool:
     """Whether ``name`` names a user's algorithm (an import path or an entry point), not a built-in."""
     return is_import_path(name) or (name not in _REGISTRY and entry_point_target(name) is not None)
@@ -254,6 +266,10 @@ def is_user_algorithm(name: str) -> bool:
 def registered_spec_of(function: object) -> AlgorithmSpec | None:
     """The registry entry whose simulation entry point is ``function``, if it registered itself."""
     return next((spec for spec in _REGISTRY.values() if spec.simulate is function), None)
+
+
+_AGENT_PRIVACY = "as its agents' privacy attribute states, if they have one (a study does not check it: dpbandits audit does)"
+"""The privacy of a user's agent class in a study's summary: its own statement, unchecked."""
 
 
 def user_algorithm_spec(name: str, environment_kind: str | None = None) -> AlgorithmSpec:
@@ -282,7 +298,7 @@ def user_algorithm_spec(name: str, environment_kind: str | None = None) -> Algor
         declared = getattr(found, "PRIVACY", None)
         return AlgorithmSpec(
             name=name, family="user", simulate=AgentSimulation(name), metrics=metrics,
-            privacy=str(declared) if declared else "declared by each agent's privacy attribute",
+            privacy=str(declared) if declared else _AGENT_PRIVACY,
             proportion_metrics=PROPORTION_METRICS, environments=tuple(AGENT_METRICS),
             description=_first_line(found.__doc__) or f"agent {name}",
         )

@@ -40,6 +40,7 @@ given neither), asks for something that is not an arm, or raises, fails the cell
 from __future__ import annotations
 
 import inspect
+import reprlib
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -126,8 +127,16 @@ class UserCalls:
         return int(value)
 
 
-def _at(trial: int, step: int) -> str:
-    return f"trial {trial}, step {step}"
+class _TrialCalls(UserCalls):
+    """Calls into the agents of one chunk of trials; places name the trial by its index in the cell."""
+
+    def __init__(self, target: str, first_trial: int) -> None:
+        super().__init__(target)
+        self.first_trial = first_trial
+
+    def at(self, trial: int, step: int) -> str:
+        """``"trial i, step t"``: i is the cell's index of the chunk's ``trial``-th trial."""
+        return f"trial {self.first_trial + trial}, step {step}"
 
 
 @dataclass(frozen=True)
@@ -138,9 +147,13 @@ class AgentSimulation:
     ----------
     target : str
         ``"package.module:AgentClass"``.
+    first_trial : int, default 0
+        The index in its cell of the first trial this entry point runs (the study runner sets it per
+        chunk of trials), so that an error names the trial as the cell numbers it.
     """
 
     target: str
+    first_trial: int = 0
 
     def _agent_class(self) -> Any:
         return load_user_object(self.target)
@@ -175,7 +188,7 @@ class AgentSimulation:
         if hasattr(env, "features"):
             public["features"] = np.asarray(env.features)
         given = {name: value for name, value in public.items() if name in accepted or any_keyword}
-        caller = UserCalls(self.target)
+        caller = _TrialCalls(self.target, self.first_trial)
         agents = []
         with warnings.catch_warnings():
             # a study is a simulation: seeded noise is asked for on purpose (see the module docstring)
@@ -186,7 +199,7 @@ class AgentSimulation:
                     seeded["rng"] = np.random.default_rng(seed)
                 if "insecure_seeded_noise" in accepted:
                     seeded["insecure_seeded_noise"] = True
-                agents.append(caller.call(_at(trial, 0), "the constructor", cls, **given, **params, **seeded))
+                agents.append(caller.call(caller.at(trial, 0), "the constructor", cls, **given, **params, **seeded))
         return agents
 
     def __call__(self, env: Any, *, n_trials: int, rng: Any, **params: Any) -> dict[str, np.ndarray]:
@@ -203,21 +216,21 @@ class AgentSimulation:
         drive = _drive_dueling if kind == "dueling" else _drive_arms
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", InsecureNoiseWarning)
-            return drive(UserCalls(self.target), env, streams, agents, _step_limit(params))
+            return drive(_TrialCalls(self.target, self.first_trial), env, streams, agents, _step_limit(params))
 
 
-def _done(caller: UserCalls, trial: int, step: int, agent: Any) -> bool:
-    return bool(caller.call(_at(trial, step), "done", getattr, agent, "done"))
+def _done(caller: _TrialCalls, trial: int, step: int, agent: Any) -> bool:
+    return bool(caller.call(caller.at(trial, step), "done", getattr, agent, "done"))
 
 
-def _unfinished(caller: UserCalls, agents: list[Any], active: list[int], step: int, limit: int) -> list[int]:
+def _unfinished(caller: _TrialCalls, agents: list[Any], active: list[int], step: int, limit: int) -> list[int]:
     still = [trial for trial in active if not _done(caller, trial, step, agents[trial])]
     if still and step >= limit:
-        raise caller.fail(_at(still[0], step), f"not done after {limit} steps (its budget or horizon)")
+        raise caller.fail(caller.at(still[0], step), f"not done after {limit} steps (its budget or horizon)")
     return still
 
 
-def _drive_arms(caller: UserCalls, env: Any, streams: Any, agents: list[Any], limit: int) -> dict[str, np.ndarray]:
+def _drive_arms(caller: _TrialCalls, env: Any, streams: Any, agents: list[Any], limit: int) -> dict[str, np.ndarray]:
     """Multi-armed or linear environment: ask an arm, tell its reward, recommend an arm."""
     n_arms, n_trials = int(env.n_arms), len(agents)
     means = np.asarray(env.means, dtype=np.float64)
@@ -227,16 +240,17 @@ def _drive_arms(caller: UserCalls, env: Any, streams: Any, agents: list[Any], li
     active = _unfinished(caller, agents, list(range(n_trials)), step, limit)
     while active:
         step += 1
-        arms = np.array([caller.arm(_at(trial, step), caller.call(_at(trial, step), "ask()", agents[trial].ask), n_arms,
-                              "ask() returned") for trial in active], dtype=np.int64)
+        arms = np.array([caller.arm(caller.at(trial, step), caller.call(caller.at(trial, step), "ask()",
+                                                                       agents[trial].ask), n_arms, "ask() returned")
+                         for trial in active], dtype=np.int64)
         rewards = streams.pull(arms, trials=np.array(active, dtype=np.int64))
         for trial, arm, reward in zip(active, arms.tolist(), rewards.tolist(), strict=True):
-            caller.call(_at(trial, step), "tell()", agents[trial].tell, arm, reward)
+            caller.call(caller.at(trial, step), "tell()", agents[trial].tell, arm, reward)
         cumulative[active] += best_mean - means[arms]  # Σ_t μ* − μ_{arm_t}
         active = _unfinished(caller, agents, active, step, limit)
     recommended = np.array([
-        caller.arm(_at(trial, step), caller.call(_at(trial, step), "recommendation", getattr, agent, "recommendation"),
-             n_arms, "recommendation")
+        caller.arm(caller.at(trial, step), caller.call(caller.at(trial, step), "recommendation", getattr, agent,
+                                                       "recommendation"), n_arms, "recommendation")
         for trial, agent in enumerate(agents)
     ], dtype=np.int64)
     chosen = means[recommended]
@@ -244,7 +258,7 @@ def _drive_arms(caller: UserCalls, env: Any, streams: Any, agents: list[Any], li
             "cumulative_regret": cumulative}
 
 
-def _drive_dueling(caller: UserCalls, env: Any, streams: Any, agents: list[Any], limit: int) -> dict[str, np.ndarray]:
+def _drive_dueling(caller: _TrialCalls, env: Any, streams: Any, agents: list[Any], limit: int) -> dict[str, np.ndarray]:
     """Dueling environment: ask a pair, tell the winner; regret from the pairs played."""
     n_arms, n_trials = int(env.n_arms), len(agents)
     pair_counts = np.zeros((n_trials, n_arms, n_arms), dtype=np.int64)
@@ -253,17 +267,18 @@ def _drive_dueling(caller: UserCalls, env: Any, streams: Any, agents: list[Any],
     while active:
         step += 1
         for trial in active:
-            asked = caller.call(_at(trial, step), "ask()", agents[trial].ask)
+            where = caller.at(trial, step)
+            asked = caller.call(where, "ask()", agents[trial].ask)
             if not isinstance(asked, tuple | list) or len(asked) != 2:
-                raise caller.fail(_at(trial, step), f"ask() returned {asked!r}, not a pair of arms")
-            first = caller.arm(_at(trial, step), asked[0], n_arms, "ask() returned")
-            second = caller.arm(_at(trial, step), asked[1], n_arms, "ask() returned")
+                raise caller.fail(where, f"ask() returned {asked!r}, not a pair of arms")
+            first = caller.arm(where, asked[0], n_arms, "ask() returned")
+            second = caller.arm(where, asked[1], n_arms, "ask() returned")
             first_wins = bool(streams.duel(first, second, trial))
             if first == second:
-                caller.call(_at(trial, step), "tell()", agents[trial].tell, (first, second), first_wins=first_wins)
+                caller.call(where, "tell()", agents[trial].tell, (first, second), first_wins=first_wins)
             else:
                 winner = first if first_wins else second
-                caller.call(_at(trial, step), "tell()", agents[trial].tell, (first, second), winner=winner)
+                caller.call(where, "tell()", agents[trial].tell, (first, second), winner=winner)
             pair_counts[trial, first, second] += 1
         active = _unfinished(caller, agents, active, step, limit)
     return {name: np.asarray(values, dtype=np.float64)
@@ -291,11 +306,9 @@ class FunctionSimulation:
     def __call__(self, env: Any, *, n_trials: int, rng: Any, **params: Any) -> dict[str, Any]:
         """Run the user's function; its exceptions are reported as the user's."""
         function = load_user_object(self.target)
-        try:
-            return dict(function(env, n_trials=n_trials, rng=rng, **params))
-        except UserAlgorithmError:
-            raise
-        except Exception as exc:
-            raise UserAlgorithmError(
-                f"algorithm {self.target!r} (simulate, {n_trials} trials) raised {type(exc).__name__}: {exc}"
-            ) from exc
+        caller, where = UserCalls(self.target), f"a chunk of {n_trials} trials"
+        output = caller.call(where, "simulate", function, env, n_trials=n_trials, rng=rng, **params)
+        if not isinstance(output, Mapping):
+            raise caller.fail(where, f"simulate returned {reprlib.repr(output)}, not a mapping "
+                                     "{metric: array of shape (n_trials,)}")
+        return dict(output)

@@ -49,7 +49,13 @@ import numpy as np
 
 from dpbandits._core.errors import InsecureNoiseWarning, InvalidParameterError, UserAlgorithmError
 from dpbandits._core.rng import RNGLike, as_generator
-from dpbandits._core.validation import check_delta, check_epsilon, check_in_interval, check_int
+from dpbandits._core.validation import (
+    check_delta,
+    check_epsilon,
+    check_in_interval,
+    check_int,
+    check_positive_float,
+)
 from dpbandits.algorithms.user_imports import load_user_object
 from dpbandits.audit.exact import ExactAuditReport, audit_exact
 from dpbandits.audit.floating_point import FloatAttackReport, float_attack
@@ -181,8 +187,11 @@ class UserAuditReport:
             f"{verdict}: {self.algorithm} claims ({self.epsilon:g}, {self.delta:g})-DP for one {self.unit}",
             f"empirical epsilon >= {self.epsilon_lower_bound:.4g} at confidence {self.confidence:g} "
             f"({self.runs} runs per input)",
-            f"power: no violation below epsilon = {self.power:.3g} can be detected with these runs (on the most "
-            "favourable output event); a larger one is detected if the observables below show it",
+            f"power: a true epsilon below {self.power:.3g} goes undetected at the expected counts of these runs, "
+            "even on the most favourable output event (add runs for more power); a larger one is detected about "
+            "half the time or more if an observable below shows it" if math.isfinite(self.power) else
+            f"power: none: at the expected counts of {self.runs} runs per input no violation, however large, "
+            "would be detected (add runs)",
         ]
         worst = max(self.statistical, key=lambda item: item.epsilon_lower_bound, default=None)
         if worst is not None:
@@ -225,6 +234,45 @@ def _factory(cls: Any, n_arms: int, params: Mapping[str, Any], seeded: bool,
         return cls(**public, **params, **extra)
 
     return build
+
+
+def _check_auditable(name: str, found: Any) -> None:
+    """A class (or factory) of agents or policies: a vectorised simulate function has no runs to audit."""
+    try:
+        runner_arguments = {"n_trials", "rng"} <= set(inspect.signature(found).parameters)
+    except (TypeError, ValueError):
+        runner_arguments = False
+    if not callable(found) or (not inspect.isclass(found) and (runner_arguments or hasattr(found, "metrics"))):
+        raise InvalidParameterError(
+            f"{name} is not an agent or policy class: the audit runs one agent (ask/tell) or one policy "
+            "(fit/sample) per run, and a vectorised simulate function releases only metrics"
+        )
+
+
+_SET_BY_THE_AUDIT = {"n_arms": "n_arms= (--n-arms)", "rng": "seeded_noise= and rng= (--seeded-noise)",
+                     "insecure_seeded_noise": "seeded_noise= (--seeded-noise)"}
+
+
+def _check_params(params: Mapping[str, Any], epsilon: float | None) -> None:
+    """Constructor arguments the audit sets itself are not ``params``; ``epsilon`` there must be the claim."""
+    for key, option in _SET_BY_THE_AUDIT.items():
+        if key in params:
+            raise InvalidParameterError(f"params may not set {key!r}: the audit sets it from {option}")
+    if epsilon is not None and "epsilon" in params and params["epsilon"] != epsilon:
+        raise InvalidParameterError(
+            f"params sets epsilon={params['epsilon']!r} but the claim tested is epsilon={epsilon!r}: the "
+            "algorithm would run at another epsilon than the one audited (give one of them)"
+        )
+
+
+def _check_protocol(name: str, subject: Any, unit: str) -> None:
+    """The members the runs call: ``ask``, ``tell``, ``done`` of an agent; ``fit``, ``sample`` of a policy."""
+    members = ("fit", "sample") if unit == "record" else ("ask", "tell", "done")
+    missing = [member for member in members if not hasattr(subject, member)]
+    if missing:
+        kind = "a policy (unit 'record')" if unit == "record" else f"an ask/tell agent (unit {unit!r})"
+        raise UserAlgorithmError(f"algorithm {name!r} has no {', '.join(missing)}: audited as {kind}, it needs "
+                                 f"{', '.join(members)} (see the guide 'Your own algorithm')")
 
 
 def _infer_unit(cls: Any, claim: Any) -> str:
@@ -357,11 +405,15 @@ def audit_algorithm(
     """
     name = algorithm if isinstance(algorithm, str) else f"{algorithm.__module__}:{algorithm.__qualname__}"
     cls = load_user_object(algorithm) if isinstance(algorithm, str) else algorithm
+    _check_auditable(name, cls)
     given = dict(params or {})
+    epsilon = None if epsilon is None else check_epsilon(epsilon)
+    _check_params(given, epsilon)
     runs = check_int(runs, "runs", minimum=20)
     confidence = check_in_interval(confidence, "confidence", 0.0, 1.0, closed="neither")
     delta = check_delta(delta)
     n_arms = check_int(n_arms, "n_arms", minimum=2)
+    reward_bound = check_positive_float(reward_bound, "reward_bound")
     generator = as_generator(rng)
     accepted, any_keyword = _accepts(cls)
     if epsilon is not None and "epsilon" not in given and ("epsilon" in accepted or any_keyword):
@@ -371,7 +423,7 @@ def audit_algorithm(
         factory = _factory(cls, n_arms, given, seeded_noise, generator)
         runner = UserRunner(name, factory, n_arms)
         probe = runner._call(0, "the constructor", factory)
-        claim = getattr(probe, "privacy", None)
+        claim = runner._call(0, "privacy", getattr, probe, "privacy", None)
         claimed = epsilon if epsilon is not None else getattr(claim, "epsilon", None)
         if claimed is None:
             raise InvalidParameterError(f"{name} states no privacy.epsilon: pass the claimed epsilon (--epsilon)")
@@ -379,6 +431,7 @@ def audit_algorithm(
         unit = _infer_unit(cls, claim) if unit is None else unit
         if unit not in UNITS:
             raise InvalidParameterError(f"unit must be one of {list(UNITS)}; got {unit!r}")
+        _check_protocol(name, probe, unit)
         steps = 1 if unit == "record" else _steps(given)
         min_count = given.get("min_count") if unit == "record" else None
         inputs = neighbour_inputs(unit, n_arms, steps, reward_bound=reward_bound, min_count=min_count)

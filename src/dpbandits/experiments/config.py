@@ -89,15 +89,16 @@ import stat
 import tomllib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
 from dpbandits._core.errors import DPBanditsError, StudyError
-from dpbandits.algorithms.registry import AlgorithmSpec, get_algorithm
+from dpbandits.algorithms.registry import AlgorithmSpec, get_algorithm, is_builtin_algorithm
 from dpbandits.envs.registry import get_environment
 from dpbandits.experiments.analysis_catalog import check_analysis_name
 
@@ -214,6 +215,10 @@ class _Accepts:
 
     def describe(self) -> str:
         return "any keyword" if self.any_keyword else ", ".join(sorted(self.names)) or "no parameters"
+
+
+_RECORDED_SPECS: ContextVar[dict[str, AlgorithmSpec] | None] = ContextVar("dpbandits_recorded_specs", default=None)
+"""While :meth:`Study.from_mapping` validates a study read from a run: its recorded users' algorithms."""
 
 
 def _signature_of(fn: Callable[..., Any], skip: frozenset[str]) -> _Accepts:
@@ -437,6 +442,7 @@ class Study(BaseModel):
     algorithms: list[AlgorithmConfig] = Field(min_length=1)
     grid: GridConfig = Field(default_factory=GridConfig)
     analyses: list[str] = Field(default_factory=list)
+    _recorded: dict[str, AlgorithmSpec] | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -463,8 +469,19 @@ class Study(BaseModel):
 
     # ---------------------------------------------------------------- construction
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], *, source: str | None = None) -> Study:
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str | None = None,
+                     recorded: Mapping[str, AlgorithmSpec] | None = None) -> Study:
         """Validate a mapping (a parsed TOML document) into a study.
+
+        Parameters
+        ----------
+        data : mapping
+        source : str, optional
+            Where the mapping comes from, for the error message.
+        recorded : mapping of str to AlgorithmSpec, optional
+            To *read* a run without importing users' code: the entries of its users' algorithms as
+            the run recorded them (:mod:`dpbandits.algorithms.user_records`). With it, every
+            algorithm that is not built in must be among them: none is imported.
 
         Raises
         ------
@@ -474,11 +491,17 @@ class Study(BaseModel):
         where = f" {source}" if source else ""
         if not isinstance(data, Mapping):
             raise StudyError(f"invalid study{where}: must be a table of keys and values, got {type(data).__name__}")
+        token = _RECORDED_SPECS.set(None if recorded is None else dict(recorded))
         try:
-            return cls.model_validate(dict(data))
+            study = cls.model_validate(dict(data))
         except ValidationError as exc:
             lines = [line for error in exc.errors() for line in _describe_error(error).splitlines()]
             raise StudyError(f"invalid study{where}:\n  " + "\n  ".join(lines)) from None
+        finally:
+            _RECORDED_SPECS.reset(token)
+        if recorded is not None:
+            study._recorded = dict(recorded)
+        return study
 
     def with_overrides(self, *, trials: int | None = None, seed: int | None = None) -> Study:
         """A copy with ``trials`` and/or ``seed`` replaced (validated again)."""
@@ -543,7 +566,7 @@ class Study(BaseModel):
         algo_specs: list[AlgorithmSpec | None] = []
         for index, algorithm in enumerate(self.algorithms):
             try:
-                algo_specs.append(get_algorithm(algorithm.name, self._environment_kind()))
+                algo_specs.append(self._spec_named(algorithm.name))
             except DPBanditsError as exc:
                 problems.append(f"algorithms[{index}].name: {_strip_name(exc)}")
                 algo_specs.append(None)
@@ -744,7 +767,19 @@ class Study(BaseModel):
 
     def algorithm_spec(self, index: int) -> AlgorithmSpec:
         """The registry entry of ``algorithms[index]`` (a user's algorithm: its entry for this environment)."""
-        return get_algorithm(self.algorithms[index].name, self._environment_kind())
+        return self._spec_named(self.algorithms[index].name)
+
+    def _spec_named(self, name: str) -> AlgorithmSpec:
+        """The entry of algorithm ``name``; a study read from a run never imports a user's algorithm."""
+        recorded = _RECORDED_SPECS.get() if self._recorded is None else self._recorded
+        if recorded is None:
+            return get_algorithm(name, self._environment_kind())
+        if name in recorded:
+            return recorded[name]
+        if not is_builtin_algorithm(name):
+            raise StudyError(f"{name!r} is not a built-in algorithm and the run does not describe it; reading "
+                             "the run would import its code, which a run directory may not choose")
+        return get_algorithm(name, self._environment_kind())
 
     def _environment_kind(self) -> str | None:
         """The kind of the study's environment (``"mab"``, ``"dueling"``, ...), None if it is unknown."""

@@ -46,7 +46,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ import numpy as np
 from dpbandits._core.errors import DPBanditsError, StudyError
 from dpbandits._core.rng import as_seed_sequence
 from dpbandits._core.typing import FloatArray
+from dpbandits.algorithms.user_simulation import AgentSimulation
 from dpbandits.envs.registry import get_environment
 from dpbandits.experiments.analyses import run_analyses
 from dpbandits.experiments.backends import Backend, WorkerLostError, make_backend
@@ -160,12 +161,22 @@ def make_tasks(study: Study, cells: list[Cell]) -> list[Task]:
     metrics = {index: study.metrics_of(index) for index in range(len(study.algorithms))}
     specs = {index: study.algorithm_spec(index) for index in range(len(study.algorithms))}
     factory = get_environment(study.environment.name).factory
+    sizes = study.chunk_sizes()
+    firsts = np.cumsum([0, *sizes[:-1]]).tolist()  # the cell's index of each chunk's first trial
     return [
         Task(cell, chunk_index, n_trials, study.seed, metrics[cell.algorithm_index], factory,
-             specs[cell.algorithm_index].simulate, specs[cell.algorithm_index].proportion_metrics)
+             _for_chunk(specs[cell.algorithm_index].simulate, firsts[chunk_index]),
+             specs[cell.algorithm_index].proportion_metrics)
         for cell in cells
-        for chunk_index, n_trials in enumerate(study.chunk_sizes())
+        for chunk_index, n_trials in enumerate(sizes)
     ]
+
+
+def _for_chunk(simulate: Callable[..., Mapping[str, Any]], first_trial: int) -> Callable[..., Mapping[str, Any]]:
+    """A user's driven agent class numbers its trials as the cell does (in its errors); other entry points as is."""
+    if isinstance(simulate, AgentSimulation):
+        return replace(simulate, first_trial=first_trial)
+    return simulate
 
 
 @dataclass

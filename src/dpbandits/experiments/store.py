@@ -52,6 +52,8 @@ from dpbandits._core.atomic import atomic_write_many as write_atomically
 from dpbandits._core.errors import StudyError
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.versions import RESULT_PACKAGES, dependency_versions
+from dpbandits.algorithms.registry import is_builtin_algorithm
+from dpbandits.algorithms.user_records import describe_user_algorithm, recorded_algorithm_spec
 from dpbandits.experiments.config import Cell, Study
 from dpbandits.experiments.summary import MetricSummary, summarize_metric
 
@@ -156,8 +158,14 @@ _MANIFEST_FIELDS: dict[str, tuple[type, ...]] = {
 }
 _MANIFEST_OPTIONAL_FIELDS: dict[str, tuple[type, ...]] = {
     "cells": (dict,), "status": (str,), "versions": (dict,), "created": (str,), "started": (str,),
-    "ended": (str, type(None)),
+    "ended": (str, type(None)), "user_algorithms": (dict,),
 }
+
+
+def _describe_user_algorithms(study: Study) -> dict[str, Any]:
+    """The record of each user's algorithm of ``study`` (see :mod:`dpbandits.algorithms.user_records`)."""
+    return {algorithm.name: describe_user_algorithm(study.algorithm_spec(index))
+            for index, algorithm in enumerate(study.algorithms) if not is_builtin_algorithm(algorithm.name)}
 
 
 def _manifest_problem(manifest: Any) -> str | None:
@@ -489,6 +497,9 @@ class RunStore:
                     f"{study.digest()[:12]}; a changed --trials or --seed also changes it); refusing to "
                     "overwrite it: choose another --out"
                 )
+            # what reading the run back needs of users' algorithms (reading imports none of them),
+            # described again by this session's code
+            manifest["user_algorithms"] = _describe_user_algorithms(study)
             store = cls(path, study, manifest)
             store._check_cells_dir()
             store._remove_temporary_files()
@@ -507,6 +518,7 @@ class RunStore:
                 "chunk_size": study.chunk_size,
                 "created": _now(),
                 "sessions": [],
+                "user_algorithms": _describe_user_algorithms(study),  # reading the run imports none of them
             }
             store = cls(path, study, manifest)
             store._check_cells_dir()
@@ -545,6 +557,10 @@ class RunStore:
     def read_only(cls, run_dir: str | Path) -> RunStore:
         """The store of an existing run directory, to read (no lock; works on a read-only medium).
 
+        Reading imports no user's algorithm: the study's users' algorithms are rebuilt from what the
+        manifest recorded of them (:mod:`dpbandits.algorithms.user_records`), never imported by the
+        names the directory's files give.
+
         Raises
         ------
         StudyError
@@ -562,7 +578,12 @@ class RunStore:
             raise StudyError(f"{str(study_path)!r} cannot be read: {describe_os_error(exc)}") from None
         except ValueError as exc:
             raise StudyError(f"{str(study_path)!r} is not UTF-8 JSON: {exc}") from None
-        study = Study.from_mapping(data, source=str(study_path))
+        try:
+            recorded = {name: recorded_algorithm_spec(name, record)
+                        for name, record in manifest.get("user_algorithms", {}).items()}
+        except StudyError as exc:
+            raise StudyError(f"{str(path / MANIFEST_NAME)!r} is damaged: {exc}") from None
+        study = Study.from_mapping(data, source=str(study_path), recorded=recorded)
         if study.digest() != manifest["study_digest"]:
             raise StudyError(f"{str(study_path)!r} does not hold the study of {MANIFEST_NAME} (digest "
                              f"{study.digest()[:12]}, manifest {manifest['study_digest'][:12]})")
