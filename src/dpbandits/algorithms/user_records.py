@@ -1,7 +1,7 @@
 """A user's algorithm described as data, so that a run directory can be read without importing it.
 
 A study names a user's algorithm by import path or entry point, and running it imports that code.
-*Reading* the run back (``dpbandits status``, :func:`~dpbandits.experiments.results.load_run`) must
+*Reading* the run back (``dpbandits status``, :func:`~dpbandits.experiments.frames.load_run`) must
 not: a run directory can come from someone else, and a name in a file must never select code to
 run. When a run starts, :func:`describe_user_algorithm` records what reading needs of each user's
 algorithm in the run's manifest — the parameters its entry point takes (which decide the cells),
