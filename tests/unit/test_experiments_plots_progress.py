@@ -128,7 +128,7 @@ def test_theory_rows_are_dashed_without_a_band_and_wide_ranges_get_a_log_axis(
     (axis,) = [axis for axis in figures[0].axes if axis.get_visible()]
     styles = {line.get_label(): line.get_linestyle() for line in axis.get_lines()}
     assert styles == {"DP-EBS": "-", "Theory: upper curve": "--"}
-    assert len(axis.collections) == 1  # one confidence band: the estimate's, none for the theory curve
+    assert len(axis.patches) == 1  # one confidence band: the estimate's, none for the theory curve
     assert axis.get_yscale() == "log"  # 31.6 .. 9487 spans more than two decades
 
 
@@ -165,3 +165,19 @@ def test_a_figure_that_cannot_be_written_fails_at_result_with_the_hint(tmp_path:
     pending = start_plot_run(run_dir, formats=("png",), workers=1)
     with pytest.raises(StudyError, match="pass --out DIR"):
         pending.result()
+
+
+def test_a_band_is_one_polygon_per_run_of_finite_intervals() -> None:
+    from matplotlib.figure import Figure
+
+    from dpbandits.experiments.plots import _band
+
+    axis = Figure().subplots()
+    nan = float("nan")
+    xs, lows, highs = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [0.1, 0.2, nan, 0.3, 0.4, 0.5], [0.3, 0.4, nan, 0.6, 0.7, 0.8]
+    _band(axis, xs, lows, highs, "C0")
+    outlines = [patch.get_xy()[:-1].tolist() for patch in axis.patches]  # a closed polygon repeats its start
+    assert outlines == [[[1.0, 0.1], [2.0, 0.2], [2.0, 0.4], [1.0, 0.3]],
+                        [[4.0, 0.3], [5.0, 0.4], [6.0, 0.5], [6.0, 0.8], [5.0, 0.7], [4.0, 0.6]]]
+    _band(axis, [1.0, 2.0], [nan, 0.2], [nan, 0.4], "C1")  # a single finite point draws no band
+    assert len(axis.patches) == 2

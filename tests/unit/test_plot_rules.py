@@ -106,7 +106,7 @@ def check_rules(kind: str, figure: Any) -> None:
         estimated = [line for line in axis.get_lines() if line.get_linestyle() == "-"]
         xs = {x for line in axis.get_lines() for x in line.get_xdata()}
         assert len(xs) > 1, "an axis for a parameter with a single value"
-        assert len(axis.collections) >= len(estimated), "an estimated line without its confidence band"
+        assert len(axis.patches) >= len(estimated), "an estimated line without its confidence band"
 
 
 @pytest.mark.parametrize("name", [study.name for study in list_bundled_studies()])
