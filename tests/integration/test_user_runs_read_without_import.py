@@ -1,4 +1,5 @@
-"""Reading a run of a user's algorithm imports none of its code (a run directory may come from anyone).
+"""Reading a run of a user's algorithm imports none of its code (a run directory may come from anyone),
+and resuming it after its module was edited is refused or recorded, as a change of version.
 
 ``dpbandits status`` and ``load_run`` rebuild a user's algorithm from what the manifest recorded of
 it; a name in a run directory's files never selects code to import. Each read runs in a fresh
@@ -128,3 +129,19 @@ def test_a_resumed_run_is_read_back_the_same(finished_run: Path) -> None:
     resumed = run_study(study, finished_run, resume=True, progress="none")  # imports: it runs the code
     assert resumed.cells_skipped == 4
     pd.testing.assert_frame_equal(load_run(finished_run).trials, before)
+
+
+def test_resuming_after_the_users_module_was_edited_is_refused_or_recorded(finished_run: Path) -> None:
+    # the code of a user's algorithm is a version of the run, like NumPy's: results of two versions
+    # of it are not mixed silently
+    module = finished_run.parent / "marked_agent.py"
+    study = Study.from_mapping(json.loads((finished_run / "study.json").read_text(encoding="utf-8")))
+    recorded = json.loads((finished_run / "manifest.json").read_text(encoding="utf-8"))["sessions"][-1]["versions"]
+    assert recorded["code of marked_agent:FirstArm"].startswith("sha256:")
+    module.write_text(module.read_text(encoding="utf-8") + "\n# edited after the run\n", encoding="utf-8")
+    with pytest.raises(StudyError, match=r"other versions \(code of marked_agent:FirstArm sha256:\w+ -> sha256:\w+\)"):
+        run_study(study, finished_run, resume=True, progress="none")
+    resumed = run_study(study, finished_run, resume=True, progress="none", allow_version_change=True)
+    assert resumed.cells_skipped == 4
+    sessions = json.loads((finished_run / "manifest.json").read_text(encoding="utf-8"))["sessions"]
+    assert sessions[-1]["versions"]["code of marked_agent:FirstArm"] != recorded["code of marked_agent:FirstArm"]

@@ -33,6 +33,7 @@ step), never as an internal error of dpbandits.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import re
 import sys
@@ -41,10 +42,14 @@ from typing import Any
 
 from dpbandits._core.errors import UserAlgorithmError
 
-__all__ = ["ENTRY_POINT_GROUP", "entry_point_target", "is_import_path", "load_user_object"]
+__all__ = ["ENTRY_POINT_GROUP", "USER_CODE_PREFIX", "entry_point_target", "is_import_path", "load_user_object",
+           "user_code_version"]
 
 ENTRY_POINT_GROUP = "dpbandits.algorithms"
 """The entry-point group where installed packages register their algorithms."""
+
+USER_CODE_PREFIX = "code of "
+"""How a run's recorded versions name a user's algorithm's code (``"code of my_module:MyAgent"``)."""
 
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 
@@ -102,3 +107,27 @@ def load_user_object(target: str) -> Any:
             raise UserAlgorithmError(f"module {module_name!r} has no {qualname!r} (algorithm {target!r})")
         found = getattr(found, part)
     return found
+
+
+def user_code_version(name: str) -> str:
+    """A version of the code of a user's algorithm: the SHA-256 of the file of the module defining it.
+
+    A run records it beside the library versions, so that resuming after the file was edited is
+    refused (or recorded, with ``--allow-version-change``) rather than mixing results silently.
+    Only that module's file is read: an edit to another module it imports goes unseen.
+
+    Raises
+    ------
+    UserAlgorithmError
+        As :func:`load_user_object`.
+    """
+    found = load_user_object(name)
+    module = sys.modules.get(getattr(found, "__module__", "") or "")
+    path = getattr(module, "__file__", None)
+    if not path:
+        return "no source file"
+    try:
+        with open(path, "rb") as source:
+            return "sha256:" + hashlib.file_digest(source, "sha256").hexdigest()[:16]
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or type(exc).__name__})"

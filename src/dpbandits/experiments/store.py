@@ -53,6 +53,7 @@ from dpbandits._core.errors import StudyError
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.versions import RESULT_PACKAGES, dependency_versions
 from dpbandits.algorithms.registry import is_builtin_algorithm
+from dpbandits.algorithms.user_imports import USER_CODE_PREFIX, user_code_version
 from dpbandits.algorithms.user_records import describe_user_algorithm, recorded_algorithm_spec
 from dpbandits.experiments.config import Cell, Study
 from dpbandits.experiments.summary import MetricSummary, summarize_metric
@@ -141,12 +142,13 @@ def _recorded_versions(manifest: Mapping[str, Any]) -> Any:
 def version_change(recorded: Any, current: Mapping[str, str]) -> str | None:
     """How ``current`` differs from ``recorded`` in the versions that can change a result, or None.
 
-    Compared: Python and :data:`~dpbandits._core.versions.RESULT_PACKAGES` (not the platform, nor
-    packages that only draw or print).
+    Compared: Python, :data:`~dpbandits._core.versions.RESULT_PACKAGES` and the code of users'
+    algorithms (not the platform, nor packages that only draw or print).
     """
     if not isinstance(recorded, dict):
         return "the run records no versions"
-    names = sorted(name for name in {*recorded, *current} if name in _RESULT_NAMES)
+    names = sorted(name for name in {*recorded, *current}
+                   if name in _RESULT_NAMES or str(name).startswith(USER_CODE_PREFIX))
     changed = [f"{name} {recorded.get(name, 'absent')} -> {current.get(name, 'absent')}"
                for name in names if recorded.get(name) != current.get(name)]
     return ", ".join(changed) or None
@@ -160,6 +162,12 @@ _MANIFEST_OPTIONAL_FIELDS: dict[str, tuple[type, ...]] = {
     "cells": (dict,), "status": (str,), "versions": (dict,), "created": (str,), "started": (str,),
     "ended": (str, type(None)), "user_algorithms": (dict,),
 }
+
+
+def _user_code_versions(study: Study) -> dict[str, str]:
+    """The version of each user's algorithm's code (:func:`~dpbandits.algorithms.user_imports.user_code_version`)."""
+    return {USER_CODE_PREFIX + algorithm.name: user_code_version(algorithm.name)
+            for algorithm in study.algorithms if not is_builtin_algorithm(algorithm.name)}
 
 
 def _describe_user_algorithms(study: Study) -> dict[str, Any]:
@@ -465,7 +473,7 @@ class RunStore:
             )
         lock = _acquire_lock(path)
         try:
-            versions = dependency_versions()
+            versions = {**dependency_versions(), **_user_code_versions(study)}
             store = cls._open_locked(path, study, source_text=source_text, resume=resume)
             store._check_versions(versions, allow_version_change)
         except BaseException:
