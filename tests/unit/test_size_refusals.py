@@ -127,6 +127,20 @@ def test_linear_dueling_agents_refuse_k_by_k_state_that_cannot_fit(agent: Any) -
         agent(features, 100)
 
 
+@pytest.mark.parametrize(("name", "params", "refusal"), [
+    # each was refused only when NumPy failed to allocate it, in a line quoting NumPy
+    ("dueling-unit-ball", {"theta": [0.5] * 8, "net": "ball", "resolution": 1e-3},
+     r"^resolution = 0\.001: the η-net's grid of \(2m \+ 1\)\^8 points needs at least .*; raise resolution$"),
+    ("dp-bai-section5", {"n_arms": HUGE}, rf"^n_arms = {HUGE}: the instance's K arms .*; lower n_arms$"),
+    ("kernel-rkhs", {"n_centres": HUGE}, rf"^n_centres = {HUGE}: the function's n_centres x n_centres .*; lower n_centres$"),
+])
+def test_environments_refuse_sizes_that_cannot_fit(name: str, params: dict[str, Any], refusal: str) -> None:
+    from dpbandits.envs.registry import get_environment
+
+    with pytest.raises(InvalidParameterError, match=refusal):
+        get_environment(name).factory(**params)
+
+
 @pytest.mark.parametrize("n_arms", [10**6, HUGE])
 def test_a_dueling_instance_refuses_a_preference_matrix_that_cannot_fit(n_arms: int) -> None:
     # was a MemoryError from NumPy (and "out of memory; lower trials..." from a study)

@@ -54,7 +54,8 @@ def format_bytes(value: float) -> str:
     return f"{value:.0f} B"
 
 
-def check_fits(parameter: str, value: Any, nbytes: float, *, what: str, limit: float | None = None) -> None:
+def check_fits(parameter: str, value: Any, nbytes: float, *, what: str, limit: float | None = None,
+               advice: str = "lower") -> None:
     """Refuse ``parameter = value`` when ``what`` needs ``nbytes`` (a lower bound) and that cannot fit.
 
     Parameters
@@ -69,6 +70,8 @@ def check_fits(parameter: str, value: Any, nbytes: float, *, what: str, limit: f
         What holds that memory, e.g. ``"double-thompson-sampling's K×K win counts"``.
     limit : float, optional
         Bytes available (default: :func:`memory_limit`).
+    advice : str, default "lower"
+        What to do with ``parameter`` to need less (``"raise"`` for a resolution or a spacing).
 
     Raises
     ------
@@ -81,5 +84,5 @@ def check_fits(parameter: str, value: Any, nbytes: float, *, what: str, limit: f
         needed = format_bytes(nbytes) if math.isfinite(nbytes) else "more bytes than a float can count"
         raise InvalidParameterError(
             f"{parameter} = {value}: {what} needs at least {needed}, more than the {format_bytes(available)} of "
-            f"memory available here; lower {parameter}"
+            f"memory available here; {advice} {parameter}"
         )

@@ -399,6 +399,8 @@ def ball_grid_net(dim: int, resolution: float) -> FloatArray:
         raise InvalidParameterError(f"resolution must lie in (0, 1]; got {eta!r}")
     h = 2 * eta / math.sqrt(d)  # h = 2η/√d
     m = math.ceil((1 + eta) / h)
+    # the (2m + 1)^d grid points are built before those outside the ball are dropped
+    check_fits("resolution", eta, 8.0 * d * float(2 * m + 1) ** d, what=f"the η-net's grid of (2m + 1)^{d} points", advice="raise")
     axis = np.arange(-m, m + 1) * h
     grid = np.stack(np.meshgrid(*([axis] * d), indexing="ij"), axis=-1).reshape(-1, d)
     norms = np.linalg.norm(grid, axis=1)

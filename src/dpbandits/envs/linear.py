@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import InvalidParameterError, PaperVariantWarning
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_array, check_int, check_one_of, check_positive_float
@@ -211,6 +212,7 @@ def dp_bai_instance(n_arms: int = 30, *, omega_seed: int = 0, omega: ArrayLike |
     identification", ICLR 2024 (arXiv:2401.09073), Section 5.
     """
     k = check_int(n_arms, "n_arms", minimum=3)
+    check_fits("n_arms", k, 8.0 * 3 * k, what="the instance's K arms (two features and a mean each)")
     if omega is None:
         seed = check_int(omega_seed, "omega_seed", minimum=0)
         omega_arr = as_generator(seed).uniform(0.0, 0.8, k - 3)  # ω_i ~ U[0, 0.8]
