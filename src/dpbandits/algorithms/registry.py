@@ -233,11 +233,7 @@ def get_algorithm(name: str, environment_kind: str | None = None) -> AlgorithmSp
     """
     if is_import_path(name):
         return user_algorithm_spec(name, environment_kind)
-    for module in BUILTIN_MODULES:  # import the families one at a time, until the name is registered
-        if name in _REGISTRY:
-            break
-        importlib.import_module(module)
-    if name in _REGISTRY:
+    if _registered(name):
         return _REGISTRY[name]
     if entry_point_target(name) is not None:
         return user_algorithm_spec(name, environment_kind)
@@ -249,13 +245,16 @@ def get_algorithm(name: str, environment_kind: str | None = None) -> AlgorithmSp
 
 def is_builtin_algorithm(name: str) -> bool:
     """Whether ``name`` is one of dpbandits' own registered algorithms (finding out imports only dpbandits)."""
-    if is_import_path(name):
-        return False
-    for module in BUILTIN_MODULES:  # the families one at a time, until the name is registered
+    return not is_import_path(name) and _registered(name) and _REGISTRY[name].family != "user"
+
+
+def _registered(name: str) -> bool:
+    """Whether ``name`` is registered, importing the built-in families one at a time until it is."""
+    for module in BUILTIN_MODULES:
         if name in _REGISTRY:
             break
         importlib.import_module(module)
-    return name in _REGISTRY and _REGISTRY[name].family != "user"
+    return name in _REGISTRY
 
 
 def is_user_algorithm(name: str) -> bool:

@@ -30,7 +30,7 @@ from typing import Any, Self
 
 from dpbandits._core.errors import StudyError
 from dpbandits._core.lifetime import die_with_parent
-from dpbandits.experiments.plots import PendingPlots, plot_run, start_plot_run
+from dpbandits.experiments.plots import PendingPlots, import_drawing_modules, plot_run, start_plot_run
 
 __all__ = ["PlotProcess"]
 
@@ -45,12 +45,7 @@ def _serve(connection: Any, callers_end: Any, formats: tuple[str, ...]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         os.nice(_NICENESS)
-    import matplotlib.backends.backend_agg
-    import matplotlib.figure
-    import matplotlib.ticker  # the modules the figures use, imported while the run computes
-
-    if "pdf" in formats:
-        import matplotlib.backends.backend_pdf  # noqa: F401
+    import_drawing_modules(formats)  # while the run computes
     try:
         request = connection.recv()
     except EOFError:

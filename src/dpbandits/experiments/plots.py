@@ -219,14 +219,7 @@ def _start_all(rows: list[dict[str, str]], jobs: list[_Job], formats: tuple[str,
         return lambda: _draw_some(rows, jobs, formats)
     from concurrent.futures import ProcessPoolExecutor
 
-    # imported once, here (the back ends the formats need too): the forked workers inherit them
-    import matplotlib.backends.backend_agg
-    import matplotlib.figure
-    import matplotlib.ticker
-
-    if "pdf" in formats:
-        import matplotlib.backends.backend_pdf  # noqa: F401  (0.1 s: only when a PDF is drawn)
-
+    import_drawing_modules(formats)  # imported once, here: the forked workers inherit them
     shares = [jobs[i::count] for i in range(count)]  # figure i goes to worker i mod count
     from dpbandits._core.lifetime import die_with_parent
 
@@ -248,6 +241,16 @@ def _start_all(rows: list[dict[str, str]], jobs: list[_Job], formats: tuple[str,
         return [path for job in jobs for path in by_job[id(job)]]
 
     return finish
+
+
+def import_drawing_modules(formats: Sequence[str]) -> None:
+    """Import the matplotlib modules the figures use (and the back ends ``formats`` need)."""
+    import matplotlib.backends.backend_agg
+    import matplotlib.figure
+    import matplotlib.ticker
+
+    if "pdf" in formats:
+        import matplotlib.backends.backend_pdf  # noqa: F401  (0.1 s: only when a PDF is drawn)
 
 
 def _split(paths: list[Path], size: int) -> list[list[Path]]:
