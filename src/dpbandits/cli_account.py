@@ -91,7 +91,7 @@ def _check_options(setting: Setting, options: Options, actions: Path | None, fil
     from dpbandits.envs.logged import check_n_arms
 
     o = options
-    check_one_of(o.variant, "--variant", ("corrected", "paper", "tight"))
+    check_one_of(o.variant, "--variant", ("corrected", "paper", "refined", "tight"))
     check_one_of(o.neighbouring, "--neighbouring", ("label", "add_remove"))
     check_one_of(o.scope, "--scope", ("instance", "domain"))
     check_positive_float(o.eta, "--eta")
@@ -210,7 +210,8 @@ def _contextual(setting: Setting, data: Path, actions: Path | None, options: Opt
         _fit_rlhf(policy, preferences, data)
         extra = {"neighbouring": o.neighbouring}
     pure = policy.guarantee(features, kind="pure", variant=o.variant, scope=o.scope, **extra)
-    approx = (policy.guarantee(features, kind="approx", variant="corrected" if o.variant == "tight" else o.variant,
+    approx = (policy.guarantee(features, kind="approx",
+                               variant="corrected" if o.variant in ("refined", "tight") else o.variant,
                                lambda0=o.lambda0, **extra) if o.lambda0 is not None else None)
     return policy.probabilities(features), pure, approx
 
@@ -305,7 +306,9 @@ def register(app: typer.Typer) -> None:
         reward_bound: Annotated[float, typer.Option("--reward-bound", help="Reward bound R (mab, linear).")] = 1.0,
         ridge: Annotated[float, typer.Option("--lambda", help="Ridge lambda (linear, rlhf).")] = 2.0,
         norm_bound: Annotated[float, typer.Option("--norm-bound", help="MLE radius B (rlhf).")] = 1.0,
-        variant: Annotated[str, typer.Option("--variant", help="corrected, paper or tight.")] = "corrected",
+        variant: Annotated[str, typer.Option(
+            "--variant", help="corrected, paper, refined (linear, rlhf) or tight (within a printed factor of the exact "
+            "loss).")] = "corrected",
         n0: Annotated[float | None, typer.Option("--n0", help="MAB approximate DP: threshold N0.")] = None,
         k: Annotated[float | None, typer.Option("--k", help="MAB approximate DP: N0 = floor(N_max/k).")] = None,
         lambda0: Annotated[float | None, typer.Option("--lambda0", help="Linear/RLHF approximate DP threshold.")] = None,

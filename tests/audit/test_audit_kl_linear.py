@@ -52,14 +52,15 @@ def test_theorem2_pure_tight_and_corrected_approx_dominate_audits(rng: np.random
         actions = rng.standard_normal((4, d))
         actions /= np.linalg.norm(actions, axis=1, keepdims=True)
         pure = policy.guarantee(actions)
+        refined = policy.guarantee(actions, variant="refined")
         tight = policy.guarantee(actions, variant="tight")
-        assert tight.epsilon <= pure.epsilon
+        assert tight.epsilon <= refined.epsilon <= pure.epsilon
         gamma = policy.penalties(actions)
         lambda0 = 1.0 / float(np.median(gamma)) ** 2
         corrected = policy.guarantee(actions, kind="approx", lambda0=lambda0)
         report = audit_linear(policy, data, actions, epsilon=corrected.epsilon, rng=rng)
         assert not report.violates(pure)
-        assert not report.violates(tight)
+        assert not report.violates(tight) and not report.violates(refined)
         assert not report.violates(corrected)
         corollary = policy.guarantee(actions, kind="approx", c=0.5)  # Corollary 2, corrected form
         assert not audit_linear(policy, data, actions, epsilon=corollary.epsilon, rng=rng).violates(corollary)

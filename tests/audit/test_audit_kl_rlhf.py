@@ -32,8 +32,8 @@ def test_c4_label_paper_violated_corrected_holds() -> None:
     assert report.violates(paper)
     corrected = policy.guarantee(C4_ACTIONS)
     assert corrected.epsilon == pytest.approx(0.0040401, abs=1e-7) and not report.violates(corrected)
-    tight = policy.guarantee(C4_ACTIONS, variant="tight")
-    assert not report.violates(tight)
+    for variant in ("refined", "tight"):
+        assert not report.violates(policy.guarantee(C4_ACTIONS, variant=variant))
 
 
 def test_c5_add_remove_paper_violated_corrected_holds(seed: int) -> None:
@@ -66,7 +66,9 @@ def test_corrected_bounds_dominate_audits_on_random_data(rng: np.random.Generato
         report = audit_rlhf(policy, data, actions)
         corrected = policy.guarantee(actions)
         assert not report.violates(corrected), (trial, report, corrected)
-        assert not report.violates(policy.guarantee(actions, variant="tight"))
+        assert not report.violates(policy.guarantee(actions, variant="refined"))
+        tight = policy.guarantee(actions, variant="tight")
+        assert not report.violates(tight) and tight.epsilon <= corrected.epsilon
         with pytest.warns(PaperVariantWarning):
             paper_violations += report.violates(policy.guarantee(actions, variant="paper"))
         if trial < 3:
@@ -101,8 +103,8 @@ def test_domain_guarantees_hold_over_their_domains(rng: np.random.Generator) -> 
         relabelled = PreferenceData(data.feature_differences, rng.integers(0, 2, data.n_records))
         for labels in (data, relabelled):  # another labelling of the same public comparisons
             fitted = KLRLHFPolicy(eta=1.0, beta0=1.0, norm_bound=0.2).fit(labels)
-            domain = fitted.guarantee(actions, variant="tight", scope="domain")
-            assert domain.epsilon == policy.guarantee(actions, variant="tight", scope="domain").epsilon
+            domain = fitted.guarantee(actions, variant="refined", scope="domain")
+            assert domain.epsilon == policy.guarantee(actions, variant="refined", scope="domain").epsilon
             assert not audit_rlhf(fitted, labels, actions).violates(domain)
         floor = 0.8 * policy.lambda_min_
         if floor > 5.0:

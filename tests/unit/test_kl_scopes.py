@@ -118,11 +118,13 @@ def test_rlhf_label_domain_scope_depends_on_public_features_only(rng: np.random.
     prefs = simulate_preferences(np.array([0.05, 0.02]), 300, rng=rng)
     policy = KLRLHFPolicy(eta=1.0, norm_bound=0.1).fit(prefs)
     flipped = KLRLHFPolicy(eta=1.0, norm_bound=0.1).fit(prefs.feature_differences, 1.0 - prefs.labels)
-    for variant in ("corrected", "tight"):
+    for variant in ("corrected", "refined"):
         a = policy.guarantee(ACTIONS, variant=variant, scope="domain")
         b = flipped.guarantee(ACTIONS, variant=variant, scope="domain")
         assert a.epsilon == b.epsilon and not a.per_instance and "every labelling" in str(a)
         assert a.epsilon >= policy.guarantee(ACTIONS, variant=variant).epsilon  # the tolerance >= the certificate
+    with pytest.raises(InvalidParameterError, match="variant='tight' is the certified per-instance loss"):
+        policy.guarantee(ACTIONS, variant="tight", scope="domain")  # per instance only: not within a factor over a domain
     with pytest.raises(InvalidParameterError, match="min_eigenvalue"):
         policy.guarantee(ACTIONS, neighbouring="add_remove", scope="domain")
     floor = 0.9 * policy.lambda_min_

@@ -17,8 +17,12 @@ Variants:
   2 pure), the corrected bounds of the paper errata elsewhere (Theorem 1′, the corrected approximate recipe, Theorems 3′ and 4′);
 * ``"paper"`` — the printed formulas with the unambiguous typo fixes ([FIX]), or verbatim with
   ``verbatim=True``; a :class:`PaperVariantWarning` is issued where the claim is known to be false;
-* ``"tight"`` — refinements that are still valid (MAB: the exact per-instance loss, or the exact
-  domain sensitivity; linear: C2·γ_max/η; RLHF label: the range refinement).
+* ``"refined"`` (linear, RLHF) — refinements that are still valid but carry no stated factor to the
+  exact loss (linear: C2·γ_max/η; RLHF label: the range refinement);
+* ``"tight"`` — within a stated factor of the exact loss: MAB, the exact per-instance loss (or the
+  exact domain sensitivity); linear and RLHF (per instance, pure), a certified upper bound on the
+  supremum over every neighbour with the loss of the worst neighbour found printed beside it
+  (:mod:`.certified_linear`, :mod:`.certified_rlhf`), so the factor is visible in the guarantee's reference.
 
 A guarantee whose precondition fails is ε = ∞ (δ = 1 for approximate kinds) with the reason, or an
 :class:`InvalidParameterError` with ``strict=True``. δ is computed in log space and capped at 1.
@@ -111,6 +115,9 @@ class FittedElliptical(Protocol):
     n_features_in_: int
     n_records_: int
     min_eigenvalue: float | None
+    theta_: FloatArray
+    covariance_: FloatArray
+    cholesky_: FloatArray
 
     def _check_fitted(self) -> None: ...
 
@@ -140,6 +147,14 @@ class FittedRLHF(FittedElliptical, Protocol):
     def max_difference_leverage_(self) -> float:
         """max_i ‖z_i‖_{M⁻¹}."""
 
+    @property
+    def comparisons_(self) -> tuple[FloatArray, FloatArray]:
+        """(z_i, y_i) of the fitted data."""
+
+    @property
+    def total_multiplier_(self) -> float:
+        """n·ν, the multiplier of the constraint ‖θ‖ <= B at the fit."""
+
     def solver_divergence(self, action_features: ArrayLike | None, solver_error: float | None = None) -> float:
         """ε̂: D∞ between the computed and the exact policy at a context."""
 
@@ -152,7 +167,7 @@ UNIT_LINEAR = "one logged record (features, reward)"
 UNIT_RLHF_LABEL = "one preference label (features public)"
 UNIT_RLHF_RECORD = "one preference record (feature pair, label)"
 
-VARIANTS = ("corrected", "paper", "tight")
+VARIANTS = ("corrected", "paper", "refined", "tight")
 _SMALLEST_DELTA = math.ulp(0.0)  # 5e-324, an upper bound on any positive δ that underflows
 KINDS = ("pure", "approx")
 SCOPES = ("instance", "domain")
@@ -558,6 +573,11 @@ def account_mab(
     policy._check_fitted()
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
+    if variant == "refined":
+        raise InvalidParameterError(
+            "variant='refined' applies to the linear and RLHF policies; the MAB policy's variant='tight' is its "
+            "exact loss; got variant='refined'"
+        )
     domain = _check_scope(scope, kind)
     common: dict[str, Any] = {
         "unit": UNIT_MAB, "neighbouring": Neighbouring.ADD_REMOVE, "strict": strict,
@@ -797,6 +817,7 @@ def account_linear(
     c: float | None = None,
     strict: bool = False,
     scope: str = "instance",
+    records: tuple[ArrayLike, ArrayLike] | None = None,
 ) -> Guarantee:
     """Guarantee of one action sampled from a fitted :class:`KLLinearPolicy` at a context.
 
@@ -809,8 +830,11 @@ def account_linear(
     reference : array_like of shape (K,), optional
         π0(·|x); uniform when omitted.
     kind : {"pure", "approx"}
-    variant : {"corrected", "paper", "tight"}
-        Pure: ``"corrected"`` and ``"paper"`` are Theorem 2 (valid); ``"tight"`` is C2·γ_max(x)/η.
+    variant : {"corrected", "paper", "refined", "tight"}
+        Pure: ``"corrected"`` and ``"paper"`` are Theorem 2 (valid); ``"refined"`` is C2·γ_max(x)/η (valid,
+        no stated factor to the exact loss); ``"tight"`` is the certified per-instance loss
+        (:func:`.certified_linear.linear_loss_bracket`, at most the refined value), whose reference prints
+        the loss of the worst neighbour found and the factor between the two (needs ``records``).
         Approx (needs ``lambda0``): ``"paper"`` is Theorem 2's printed (ε, δ) (invalid, C3; warning);
         ``"corrected"`` is the corrected approximate recipe (errata KL-8).
     lambda0 : float, optional
@@ -824,7 +848,11 @@ def account_linear(
         λ_min(Σ_D), ridge included) and ``max_records`` = n_max: ε = C2(ℓ, n_max)/(η√ℓ), Theorem 2
         at the public worst case (C2 decreases in λ_min and increases in n, and 1/√λ_min decreases,
         so every dataset of the domain has a smaller per-instance ε0, which covers all its
-        neighbours). Every variant gives this value in the domain scope (γ_max(x) <= 1/√ℓ there).
+        neighbours). ``"corrected"``, ``"paper"`` and ``"refined"`` give this value in the domain scope
+        (γ_max(x) <= 1/√ℓ there); ``"tight"`` is per instance only.
+    records : (array_like, array_like), optional
+        For ``variant="tight"``: the features and rewards the policy was fitted on (its removals are
+        enumerated); checked against Σ_D and θ̂.
 
     Returns
     -------
@@ -844,8 +872,9 @@ def account_linear(
     """
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
+    _check_certified(variant, kind, scope)
     every_context = action_features is None
-    if every_context and (kind != "pure" or variant == "tight"):
+    if every_context and (kind != "pure" or variant in ("refined", "tight")):
         raise InvalidParameterError(
             f"kind={kind!r}, variant={variant!r} depends on the context: pass action_features"
         )
@@ -876,9 +905,20 @@ def account_linear(
         "unit": UNIT_LINEAR, "neighbouring": Neighbouring.ADD_REMOVE, "strict": strict, "reason": reason,
     }
     if kind == "pure":
-        if variant == "tight":
+        if variant in ("refined", "tight"):
             eps = c2 * float(np.max(policy.penalties(features))) / policy.eta
-            return _result(kind, eps, 0.0, reference="tight pure variant of Theorem 2", **common)
+            if variant == "refined":
+                return _result(kind, eps, 0.0, reference="Theorem 2 refined at this context: C2*gamma_max(x)/eta",
+                               **common)
+            if records is None:
+                raise InvalidParameterError(
+                    "variant='tight' enumerates the neighbours of the data: pass records=(features, rewards), the "
+                    "data the policy was fitted on (a loaded policy keeps only Sigma_D and theta_hat); got none"
+                )
+            from dpbandits.algorithms.offline.certified_linear import linear_loss_bracket
+
+            bracket = linear_loss_bracket(policy, features, records, reference)
+            return _certified_result(bracket, eps, "Theorem 2 refined", common)
         eps = c2 / (policy.eta * math.sqrt(lam_min))  # γ_max(x) <= 1/√λ_min: every context
         return _result(kind, eps, 0.0, reference=f"{PAPER}, Theorem 2 (pure, every context)", **common)
     gamma = policy.penalties(features)
@@ -892,6 +932,26 @@ def account_linear(
         return _result(kind, eps, delta, reference=f"{PAPER}, Theorem 2 approx [paper]", **common)
     eps, delta = elliptical_corrected_delta(logp, gamma, coefficient=c2 / 2.0, threshold=t, eta=policy.eta)
     return _result(kind, eps, delta, reference="corrected approximate Theorem 2 (errata KL-8)", **common)
+
+
+def _check_certified(variant: str, kind: str, scope: str) -> None:
+    """``variant="tight"`` of the linear and RLHF policies is a pure per-instance bound."""
+    if variant == "tight" and (kind != "pure" or scope != "instance"):
+        raise InvalidParameterError(
+            "variant='tight' is the certified per-instance loss: kind='pure', scope='instance' only; got "
+            f"kind={kind!r}, scope={scope!r}"
+        )
+
+
+def _certified_result(bracket: Any, fallback: float, fallback_name: str, common: dict[str, Any]) -> Guarantee:
+    """The tight guarantee: the smaller of two valid upper bounds, with the loss found beside it."""
+    eps = min(bracket.upper, fallback)
+    factor = eps / bracket.lower if bracket.lower > 0 else (1.0 if eps == 0 else math.inf)
+    source = "certified bound" if bracket.upper <= fallback else f"{fallback_name} (the certified bound was larger)"
+    reference = (f"per-instance loss, certified: epsilon <= {eps:.6g} ({source}); a neighbour reaches "
+                 f"{bracket.lower:.6g}, so epsilon is within {factor:.4g}x of the exact loss (worst found: "
+                 f"{bracket.worst})")
+    return _result("pure", eps, 0.0, reference=reference, **common)
 
 
 # ---------------------------------------------------------------------- RLHF (Theorems 3, 4)
@@ -1020,10 +1080,13 @@ def account_rlhf(
     reference : array_like of shape (K,), optional
         π0(·|x); uniform when omitted.
     kind : {"pure", "approx"}
-    variant : {"corrected", "paper", "tight"}
+    variant : {"corrected", "paper", "refined", "tight"}
         ``"paper"``: Theorem 3 (label) / Theorem 4 (add/remove), both invalid (C4, C5; warning).
-        ``"corrected"``: Theorems 3′/4′. ``"tight"`` (label, pure): κ_B·max_i‖z_i‖_{M⁻¹}·
-        max_{a,a'}‖φ_a − φ_a'‖_{M⁻¹}/η.
+        ``"corrected"``: Theorems 3′/4′. ``"refined"`` (label, pure): κ_B·max_i‖z_i‖_{M⁻¹}·
+        max_{a,a'}‖φ_a − φ_a'‖_{M⁻¹}/η (valid, no stated factor to the exact loss). ``"tight"`` (pure,
+        per instance, both units): the certified per-instance loss
+        (:func:`.certified_rlhf.rlhf_loss_bracket`, at most the corrected value), whose reference prints the
+        loss of the worst neighbour found and the factor between the two.
     neighbouring : {"label", "add_remove"}
     lambda0 : float, optional
         For ``kind="approx"``: threshold 1/√λ0 on ‖φ(x, a)‖_{Σ⁻¹}. The paper's Theorems 3/4 need
@@ -1066,10 +1129,22 @@ def account_rlhf(
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
     check_one_of(neighbouring, "neighbouring", ("label", "add_remove"))
-    if action_features is None and (kind != "pure" or variant == "tight"):
+    _check_certified(variant, kind, scope)
+    if action_features is None and (kind != "pure" or variant in ("refined", "tight")):
         raise InvalidParameterError(
             f"kind={kind!r}, variant={variant!r} depends on the prompt: pass action_features"
         )
+    if variant == "tight":
+        corrected = account_rlhf(policy, action_features, reference, neighbouring=neighbouring, strict=strict,
+                                 include_solver_error=include_solver_error)
+        if not math.isfinite(corrected.epsilon):
+            return corrected
+        from dpbandits.algorithms.offline.certified_rlhf import rlhf_loss_bracket
+
+        assert action_features is not None  # refused above
+        bracket = rlhf_loss_bracket(policy, action_features, reference, neighbouring=neighbouring)
+        common = {"unit": corrected.unit, "neighbouring": corrected.neighbouring, "strict": strict, "reason": ""}
+        return _certified_result(bracket, corrected.epsilon, corrected.reference, common)
     domain = _check_scope(scope, kind)
     label = neighbouring == "label"
     floor: float | None = None
@@ -1130,9 +1205,9 @@ def _account_rlhf_exact(
     label = neighbouring == "label"
     unit = UNIT_RLHF_LABEL if label else UNIT_RLHF_RECORD
     rel = Neighbouring.LABEL_ONLY if label else Neighbouring.ADD_REMOVE
-    if variant == "tight" and (kind != "pure" or not label):
+    if variant == "refined" and (kind != "pure" or not label):
         raise InvalidParameterError(
-            f"variant='tight' is available for kind='pure' with neighbouring='label' only; got kind={kind!r}, "
+            f"variant='refined' is available for kind='pure' with neighbouring='label' only; got kind={kind!r}, "
             f"neighbouring={neighbouring!r}"
         )
     min_needed = lam if label else max(lam, 1.0 if variant == "paper" else 4.0)
@@ -1144,9 +1219,9 @@ def _account_rlhf_exact(
                               "domain": domain}
     thm = ("Theorem 3" if label else "Theorem 4")
     if kind == "pure":
-        if variant == "tight":
+        if variant == "refined":
             eps = kappa_b(b) * policy.max_difference_leverage_ * policy.feature_range_metric(features) / policy.eta
-            return _result(kind, eps, 0.0, reference="tight label-DP (range refinement)", **common)
+            return _result(kind, eps, 0.0, reference="refined label-DP (range refinement)", **common)
         if variant == "paper":
             _paper_warning(f"{thm} (pure {'label' if label else 'add/remove'} DP)")
         if label:

@@ -147,6 +147,7 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
         chol = cholesky(covariance, lower=True, check_finite=False)
         theta = np.asarray(cho_solve((chol, True), phi.T @ r, check_finite=False))
         self._fit_statistics(covariance, theta, int(phi.shape[0]), chol)
+        self._records = (phi, r)  # for variant="tight" (its removals); never saved
         return self
 
     def _fit_statistics(self, covariance: FloatArray, theta: FloatArray, n_records: int,
@@ -161,11 +162,17 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
     def _set_state(self, state: dict[str, Any]) -> None:
         """Restore Σ_D, θ̂, n; everything else is derived (the guarantee never comes from the file)."""
         self._fit_statistics(state["covariance_"], state["theta_"], state["n_records_"])
+        self.__dict__.pop("_records", None)  # the records are not in the file: variant="tight" needs them again
 
     def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None, *,
                   kind: str = "pure", variant: str = "corrected", scope: str = "instance",
                   **kwargs: Any) -> Guarantee:
-        """Guarantee at one context (or every context); see :func:`accountants.account_linear`."""
+        """Guarantee at one context (or every context); see :func:`accountants.account_linear`.
+
+        ``variant="tight"`` uses the records of the last :meth:`fit` unless ``records=`` is given.
+        """
+        if variant == "tight" and kwargs.get("records") is None and hasattr(self, "_records"):
+            kwargs["records"] = self._records
         return account_linear(self, action_features, reference, kind=kind, variant=variant, scope=scope, **kwargs)
 
     def sample_guarantee(self, action_features: ArrayLike | None = None,

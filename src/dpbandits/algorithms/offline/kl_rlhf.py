@@ -489,6 +489,18 @@ class KLRLHFPolicy(EllipticalKLPolicy, Persistable):
             return None
 
     @property
+    def comparisons_(self) -> tuple[FloatArray, FloatArray]:
+        """(z_i, y_i) of the fitted data: the accountants enumerate its neighbours."""
+        self._check_fitted()
+        return self._feature_differences, self._labels
+
+    @property
+    def total_multiplier_(self) -> float:
+        """n·ν, the multiplier of the constraint ‖θ‖ <= B at the fit (0 in the interior)."""
+        self._check_fitted()
+        return float(self.n_records_ * self.fit_.multiplier)
+
+    @property
     def max_difference_leverage_(self) -> float:
         """max_i ‖z_i‖_{M⁻¹} with M = Σ_i z_iz_iᵀ (∞ if M is singular); used by the tight label bound."""
         self._check_fitted()

@@ -396,7 +396,8 @@ def offline_linear_cases() -> list[PrivacyCase]:
     query = action_features(contexts[:1], 3)[0]
     return [
         _linear_case("kl-linear", "Theorem 2 per instance", data, actions, **base),
-        _linear_case("kl-linear", "tight per-context bound C2*gamma_max/eta", data, actions, variant="tight", **base),
+        _linear_case("kl-linear", "refined per-context bound C2*gamma_max/eta", data, actions, variant="refined", **base),
+        _linear_case("kl-linear", "certified per-instance loss (tight)", data, actions, variant="tight", **base),
         _linear_case("kl-linear", "domain lambda_min >= floor, n <= 13", data, actions, scope="domain", **domain),
         _linear_case("kl-linear-classification", "one-hot action blocks, Theorem 2 per instance", logged, query,
                      eta=0.5, beta0=0.1, ridge=2.0),
@@ -466,12 +467,15 @@ def offline_rlhf_cases() -> list[PrivacyCase]:
 
     return [
         _rlhf_case("label DP, Theorem 3' per instance, every flip", data, labels, actions, **base),
-        _rlhf_case("label DP, range refinement (tight), every flip", data, labels, actions, variant="tight", **base),
-        _rlhf_case("label DP over every labelling of the public comparisons", data, labels, actions, scope="domain",
+        _rlhf_case("label DP, range refinement (refined), every flip", data, labels, actions, variant="refined",
+                   **base),
+        _rlhf_case("label DP, certified per-instance loss (tight), every flip", data, labels, actions,
                    variant="tight", **base),
+        _rlhf_case("label DP over every labelling of the public comparisons", data, labels, actions, scope="domain",
+                   variant="refined", **base),
         _rlhf_case("add/remove, Theorem 4' per instance, removals and additions at norm 2", data,
                    _rlhf_add_remove_pairs(data, actions, 1.0), actions, neighbouring="add_remove", **base),
         PrivacyCase("kl-rlhf", "one preference label counted twice in the likelihood",
-                    lambda d: KLRLHFPolicy(**control).fit(d).guarantee(two, variant="tight"), control_pairs,
+                    lambda d: KLRLHFPolicy(**control).fit(d).guarantee(two, variant="refined"), control_pairs,
                     distribution=double_counted, broken=True, notes={"control": "double-counted label"}),
     ]
