@@ -1135,14 +1135,16 @@ def account_rlhf(
             f"kind={kind!r}, variant={variant!r} depends on the prompt: pass action_features"
         )
     if variant == "tight":
-        corrected = account_rlhf(policy, action_features, reference, neighbouring=neighbouring, strict=strict,
+        corrected = account_rlhf(policy, action_features, reference, neighbouring=neighbouring,
                                  include_solver_error=include_solver_error)
-        if not math.isfinite(corrected.epsilon):
-            return corrected
         from dpbandits.algorithms.offline.certified_rlhf import rlhf_loss_bracket
 
         assert action_features is not None  # refused above
         bracket = rlhf_loss_bracket(policy, action_features, reference, neighbouring=neighbouring)
+        if not (math.isfinite(bracket.upper) or math.isfinite(corrected.epsilon)):
+            return _result("pure", math.inf, 0.0, unit=corrected.unit, neighbouring=corrected.neighbouring,
+                           reference="certified per-instance loss", strict=strict,
+                           reason=f"{bracket.worst}; {corrected.reason}")
         common = {"unit": corrected.unit, "neighbouring": corrected.neighbouring, "strict": strict, "reason": ""}
         return _certified_result(bracket, corrected.epsilon, corrected.reference, common)
     domain = _check_scope(scope, kind)
