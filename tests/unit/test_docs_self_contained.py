@@ -30,8 +30,11 @@ FORBIDDEN = {
 }
 
 
+SCANNED_FILES = ("CHANGELOG.md", "README.md")  # top-level files a reader opens first
+
+
 def _scanned_files() -> list[Path]:
-    files = []
+    files = [ROOT / name for name in SCANNED_FILES if (ROOT / name).is_file()]
     for top in SCANNED:
         for path in sorted((ROOT / top).rglob("*")):
             if path.is_file() and path.suffix in SUFFIXES and "__pycache__" not in path.parts:
