@@ -198,3 +198,24 @@ def test_every_claims_figure_is_drawn(tmp_path: Path) -> None:
                     for page in ("dp-bai.md", "kl-regularization.md", "dp-dueling.md", "usca.md"))
     for name in module.FIGURES:
         assert f"../generated/claims-{name}.png" in pages, f"claims-{name}.png is on no claims page"
+
+
+def test_dueling_e1_model_chi_squares_on_the_page_recompute() -> None:
+    """E1's two growth models against the trial noise: the page's χ² come from the stored fit."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    stored = json.loads((DATA / "dueling-privacy-excess-vs-horizon" / "analyses" / "dueling-excess-vs-horizon.json")
+                        .read_text(encoding="utf-8"))["fits"]["DP-EBS-Elimination (eps=5)"]
+    t, excess, stderr = (np.array(stored[key]) for key in ("horizons", "excess", "excess_stderr"))
+    design = np.column_stack([np.ones_like(t), np.log(t)])
+    coef = np.linalg.lstsq(design / stderr[:, None], excess / stderr, rcond=None)[0]
+    logarithmic = float(np.sum(((design @ coef - excess) / stderr) ** 2))  # a + b ln T, weighted
+    power = least_squares(lambda v: (math.exp(v[0]) * np.log(t) ** v[1] - excess) / stderr,
+                          [stored["log_t_degree"]["intercept"], stored["log_t_degree"]["slope"]])
+    polylog = float(np.sum(power.fun**2))  # (ln T)^p, weighted
+    page = " ".join((ROOT / "docs" / "papers" / "dp-dueling.md").read_text(encoding="utf-8").split())
+    dof = len(t) - 2
+    assert f"**χ² {logarithmic:.0f} on {dof} degrees of freedom**" in page
+    assert f"(**χ² {polylog:.0f} on {dof} degrees of freedom**)" in page
+    assert logarithmic > 5 * dof and polylog > 5 * dof  # both models are rejected by the trial noise
