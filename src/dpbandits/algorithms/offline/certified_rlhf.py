@@ -253,8 +253,6 @@ class _RLHFNeighbours:
         # at most |z_jᵀθ̃| + best·‖z_j‖_{M⁻¹}, and −∇²ℓ_{D'} ⪰ Σ_j σ'(that)·z_jz_jᵀ ⪰ γ_loc·M there
         from scipy.special import expit
 
-        if self.n >= _TAYLOR_RECORDS:  # no pass over the data per box: the global curvature only
-            return best
         margins = np.abs(thetas @ self.z.T) + best[:, None] * self.leverages[None, :]
         margins = np.minimum(margins, 2.0 * self.bound * (1.0 + FEATURE_NORM_TOLERANCE))
         local = expit(margins) * expit(-margins)
