@@ -138,7 +138,7 @@ def branch_and_bound(evaluate: BoxEvaluator, low: FloatArray, high: FloatArray, 
     max_boxes : int
         Budget of boxes evaluated; the answer stays an upper bound when it runs out.
     describe : callable
-        Describes the point of a box (its centre) in words, for :attr:`LossBracket.worst`.
+        Describes the point of a box (its centre) in words, for ``LossBracket.worst``.
     known : float, default 0
         A loss already attained by other neighbours: boxes bounded within (1 + rtol) of it are not
         refined (the answer is then an upper bound of the supremum over both sets, not of this one alone).

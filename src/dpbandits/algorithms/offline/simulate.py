@@ -39,6 +39,7 @@ from dpbandits.algorithms.offline.kl_mab import KLMABPolicy
 from dpbandits.algorithms.offline.kl_rlhf import KLRLHFPolicy
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.datasets import action_features
+from dpbandits.privacy.guarantees import Neighbouring, PureDP
 from dpbandits.privacy.noise import NumpyNoise
 
 __all__ = ["AUDITORS", "calibrated_eta", "design_min_count"]
@@ -372,7 +373,7 @@ def simulate_kl_mab_repeated(
     base = simulate_kl_mab(env, n_trials=n_trials, rng=rng, beta0=beta0, epsilon=epsilon, audit=audit,
                            pld_samples=t if audit else None, pld_delta=delta_prime, min_count=min_count,
                            calibration=check_one_of(calibration, "calibration", ("theorem", "domain")))
-    per_sample = acc.PureDP(epsilon=float(epsilon), unit=acc.UNIT_MAB, neighbouring=acc.Neighbouring.ADD_REMOVE)
+    per_sample = PureDP(epsilon=float(epsilon), unit=acc.UNIT_MAB, neighbouring=Neighbouring.ADD_REMOVE)
     basic = acc.repeated_sampling(per_sample, t)
     advanced = acc.repeated_sampling(per_sample, t, method="advanced", delta_prime=delta_prime)
     ones = np.ones(n_trials)
