@@ -67,6 +67,29 @@ def test_account_linear_and_rlhf(tmp_path: Path, rng: np.random.Generator) -> No
     assert out["unit"].startswith("one preference label") and len(out["probabilities"]) == 2
 
 
+def test_account_tight_prints_the_loss_found_and_the_factor(tmp_path: Path, rng: np.random.Generator) -> None:
+    """--variant tight (linear, rlhf): the certified value, with the worst neighbour's loss beside it."""
+    from dpbandits.algorithms.offline import KLLinearPolicy
+
+    phi = rng.standard_normal((60, 2))
+    phi /= np.linalg.norm(phi, axis=1, keepdims=True)
+    rewards = rng.random(60)
+    linear = _write(tmp_path / "lin.csv", "x0,x1,reward", np.column_stack([phi, rewards]))
+    candidates = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    actions = _write(tmp_path / "act.csv", "x0,x1", candidates)
+    base = ["account", "linear", "--data", str(linear), "--actions", str(actions), "--json"]
+    tight = json.loads(runner.invoke(app, [*base, "--variant", "tight"]).output)
+    refined = json.loads(runner.invoke(app, [*base, "--variant", "refined"]).output)
+    policy = KLLinearPolicy(eta=1.0, beta0=1.0, ridge=2.0).fit(phi, rewards)
+    assert tight["epsilon0"] == pytest.approx(policy.guarantee(candidates, variant="tight").epsilon)
+    assert tight["epsilon0"] <= refined["epsilon0"] and tight["per_instance"]
+    assert "a neighbour reaches" in tight["reference_pure"] and "of the exact loss" in tight["reference_pure"]
+    result = runner.invoke(app, [*base, "--variant", "tight", "--scope", "domain", "--min-eigenvalue", "2",
+                                 "--max-records", "100"])
+    assert result.exit_code == 1 and "variant='tight' is the certified per-instance loss" in result.output
+    assert "Traceback" not in result.output
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
