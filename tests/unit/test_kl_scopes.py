@@ -95,6 +95,8 @@ def test_mab_tight_variant_refuses_approx_and_is_infinite_on_an_uncovered_arm() 
     assert "remove the only record of arm 1" in single.guarantee(variant="tight").reason
     with pytest.raises(InvalidParameterError, match="variant='tight' is available for kind='pure' only"):
         policy.guarantee(kind="approx", variant="tight", k=2)
+    with pytest.raises(InvalidParameterError, match="variant='refined' applies to the linear and RLHF policies"):
+        policy.guarantee(variant="refined")  # the MAB policy's 'tight' is already its exact loss
 
 
 def test_linear_domain_scope(rng: np.random.Generator) -> None:
