@@ -428,3 +428,19 @@ def test_a_build_that_warns_warns_on_every_simulate_call(section5):
         with pytest.warns(PrivacyWarning, match="classical Gaussian"):
             simulate(section5, n_trials=5, rng=1, budget=1000, epsilon=2.0, delta=1e-3)
     assert module._BUILT == {}
+
+
+def test_a_pickled_agent_in_a_later_phase_continues_as_the_original(rng):
+    # the plan cache an agent shares with its algorithm pickles with its states (the agent refers to their ids)
+    import pickle
+
+    env = _multi_phase_env(rng)
+    agent = DPBAI(env.features, 400, 0.5).agent(3, insecure_seeded_noise=True)
+    while len(agent.phase_log) < 1:
+        agent.tell(agent.ask(), 0.5)
+    agent.tell(agent.ask(), 0.25)
+    copy = pickle.loads(pickle.dumps(agent))
+    for one in (agent, copy):
+        while not one.done:
+            one.tell(one.ask(), 0.5)
+    assert copy.recommendation == agent.recommendation and len(copy.phase_log) == len(agent.phase_log) >= 2

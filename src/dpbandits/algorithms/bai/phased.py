@@ -160,8 +160,14 @@ class _PlanCache:
         self._plans: dict[tuple[int, int], PhasePlan] = {}
         self._lock = threading.Lock()
 
-    def __reduce__(self) -> tuple[type, tuple[Planner]]:
-        return (_PlanCache, (self.planner,))  # a copy starts empty (a lock cannot be pickled)
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_lock"]  # a lock cannot be pickled; the states and their ids are (agents refer to the ids)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def plan(self, phase: int, state_id: int) -> PhasePlan:
         key = (phase, state_id)
