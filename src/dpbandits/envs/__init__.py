@@ -6,7 +6,7 @@ distribution-exact sums). See :mod:`dpbandits.envs.base` for the stream scheme.
 
 Importing this package is light: each name below is imported from its module when first used (the
 readers of logged data, for one, need none of the simulated environments). The environment registry
-imports the modules that register environments by name (:data:`dpbandits.envs.registry.BUILTIN_MODULES`).
+imports the modules that register environments by name (``BUILTIN_MODULES`` of :mod:`dpbandits.envs.registry`).
 """
 
 from __future__ import annotations

@@ -389,7 +389,7 @@ class PhasedAgent(Persistable):
     """Ask/tell driver of a phased algorithm, for use against real feedback.
 
     ``arm = agent.ask()`` returns the next arm to pull; ``agent.tell(arm, reward)`` reports its
-    reward. After the last phase, :attr:`done` is True and :attr:`recommendation` holds Î_T.
+    reward. After the last phase, ``done`` is True and :attr:`recommendation` holds Î_T.
 
     A pull's work is one array update and a counter: ``tell`` stores the reward at the pull's place
     in the phase (the order of a phase's pulls is fixed when it starts), and the phase's per-arm sums
