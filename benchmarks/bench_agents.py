@@ -19,7 +19,9 @@ rounds (``_harness.interleaved``), per step (one ``ask`` + one ``tell``, or one 
   its pulls must not be compared with dpbandits' (the plain loops are the like-for-like reference).
 
 Targets: ours fast <= 2 × plain loop; ours secure <= 3 × the OpenDP-direct plain loop; ours faster
-than the peer (ratio peer / ours > 1). Feedback is the same in every loop: duel (a, b) at round t is
+than the peer (ratio peer / ours > 1). For DP-BAI (issue 38) also **a do-nothing ask/tell object**
+driven by the same loop (``ask`` returns arm 0, ``tell`` counts down the trial's pulls): ours fast,
+building each trial's agent included, <= 2 × that floor of the interface itself. Feedback is the same in every loop: duel (a, b) at round t is
 won by a iff ``u[t] < P[a, b]`` (instance F2, K = 10 arms), and a pull of arm i returns
 ``min(1, 2·μ_i·U_t)`` (the DP-BAI Section-5 instance, K = 30; for Sequential Halving ``2·μ_i·U_t``
 unclipped, as its plain loop computes it, so that both make the same pulls and recommend the same arm).
@@ -108,6 +110,24 @@ class Case:
     private: bool = False
     plain_secure: Callable[[int], int] | None = None
     peer: tuple[str, Callable[[int], int]] | None = None
+    do_nothing: Callable[[int], int] | None = None
+    """The same driving loop around an ask/tell object that does nothing (the interface's own cost)."""
+
+
+class DoNothingAgent:
+    """An ask/tell object that does nothing but end after ``pulls`` pulls (the floor of the interface)."""
+
+    def __init__(self, pulls: int) -> None:
+        self.done = False
+        self._left = pulls
+
+    def ask(self) -> int:
+        return 0
+
+    def tell(self, arm: int, reward: float) -> None:
+        self._left -= 1
+        if not self._left:
+            self.done = True
 
 
 def uniforms(steps: int) -> list[float]:
@@ -192,7 +212,14 @@ def dp_bai_case(trials: int) -> Case:
             return trials * BAI_BUDGET  # DP-BAI spends its whole budget here (T' = T − reserved, all phases)
         return run
 
-    return Case("dp-bai", trials, ours, loop("numpy"), private=True, plain_secure=loop("opendp"))
+    def do_nothing(_: int) -> int:
+        pulls = 0
+        for _trial in range(trials):
+            pulls += bai_pulls(DoNothingAgent(BAI_BUDGET), u, pulls)
+        return pulls
+
+    return Case("dp-bai", trials, ours, loop("numpy"), private=True, plain_secure=loop("opendp"),
+                do_nothing=do_nothing)
 
 
 def sequential_halving_case(trials: int) -> Case:
@@ -332,12 +359,19 @@ def main() -> None:
                 runs["plain loop, OpenDP noise"] = lambda c=case: c.plain_secure(c.steps)  # type: ignore[misc]
         if case.peer is not None and case.peer[1] is not None:
             runs[case.peer[0]] = lambda c=case: c.peer[1](c.steps)  # type: ignore[index,misc]
+        if case.do_nothing is not None:
+            runs["do-nothing ask/tell"] = lambda c=case: c.do_nothing(c.steps)  # type: ignore[misc]
         medians = interleaved(runs, rounds)
         for label, seconds in medians.items():
             report_value(f"{case.name}: {label}", seconds * 1e6, "us/step")
         fast, reference = medians["ours fast"], medians["plain loop"]
         report_ratio(f"{case.name} fast / plain loop", fast / reference, numerator=f"ours {fast * 1e6:.2f} us",
                      denominator=f"plain loop {reference * 1e6:.2f} us", target="<= 2", met=fast / reference <= 2)
+        if "do-nothing ask/tell" in medians:
+            floor = medians["do-nothing ask/tell"]
+            report_ratio(f"{case.name} fast / a do-nothing ask/tell object", fast / floor,
+                         numerator=f"ours {fast * 1e6:.3f} us (its agents' construction included)",
+                         denominator=f"do-nothing {floor * 1e6:.3f} us", target="<= 2", met=fast / floor <= 2)
         if "ours secure" in medians and "plain loop, OpenDP noise" in medians:
             secure, floor = medians["ours secure"], medians["plain loop, OpenDP noise"]
             report_ratio(f"{case.name} secure / plain loop with OpenDP noise", secure / floor,

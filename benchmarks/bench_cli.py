@@ -1,8 +1,11 @@
-"""What a command-line user waits for (issue 17): start-up, and Figure 1 end to end with plots.
+"""What a command-line user waits for (issues 17, 38): start-up, an account of a small file, and Figure 1 with plots.
 
 1. ``dpbandits --help``: median wall time of interleaved runs, each a fresh process, beside the
    interpreter alone (``python -c pass``) and ``python -c "import typer"``; target < 0.2 s.
-2. ``dpbandits reproduce dp-bai-figure1 --backend process --workers 2`` end to end (start-up,
+2. ``dpbandits account mab`` on a 100-row CSV (issue 38), beside ``python -c "import numpy"``: median
+   CPU time (user + system, of the child process, from ``resource.getrusage(RUSAGE_CHILDREN)``, which
+   a busy machine disturbs less than wall time) of interleaved runs; target <= 4 × ``import numpy``.
+3. ``dpbandits reproduce dp-bai-figure1 --backend process --workers 2`` end to end (start-up,
    simulation, summary, plots), against its simulation time, measured two ways in the same run:
    the run phase as the runner reports it (``complete: ... X s``: the simulations and the cell
    writes, worker start-up included) and the pure compute (the cells' simulation seconds recorded in
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -67,6 +71,40 @@ def startup(runs: int) -> None:
                  denominator=f"python -c pass {medians['python -c pass'] * 1e3:.0f} ms")
 
 
+def _cpu(command: list[str]) -> float:
+    """CPU seconds (user + system) of one run of ``command`` and of every process it waited for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def account(runs: int) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="bench_cli_account_"))
+    try:
+        data = folder / "logged.csv"
+        data.write_text("action,reward\n" + "".join(f"{i % 3},{(i * 37 % 100) / 100:.2f}\n" for i in range(100)))
+        commands = {
+            "account mab (100-row CSV)": [*_cli(), "account", "mab", "--data", str(data), "--n-arms", "3", "--json"],
+            "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
+        }
+        for command in commands.values():
+            _cpu(command)  # warm the file cache
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for r in range(runs):
+            for name in list(commands)[r % 2:] + list(commands)[: r % 2]:
+                times[name].append(_cpu(commands[name]))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    for name, seconds in medians.items():
+        report_value(f"CPU: {name}", seconds * 1e3, "ms (median)")
+    used, numpy_cpu = medians["account mab (100-row CSV)"], medians["python -c 'import numpy'"]
+    report_ratio("account mab (100-row CSV) / import numpy, CPU", used / numpy_cpu,
+                 numerator=f"account mab {used * 1e3:.0f} ms CPU", denominator=f"import numpy {numpy_cpu * 1e3:.0f} ms CPU",
+                 target="<= 4", met=used <= 4 * numpy_cpu)
+
+
 def figure1(runs: int, trials: int | None) -> None:
     walls, phases, computes = [], [], []
     for _ in range(runs):
@@ -109,6 +147,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"# {load_average()}")
     startup(5 if args.quick else 15)
+    account(3 if args.quick else 15)
     figure1(1 if args.quick else 3, 200 if args.quick else None)
     print(f"# {load_average()}")
 

@@ -8,6 +8,11 @@
    (The ask/tell agent's cost per pull against the same plain loop is in ``bench_agents.py``.)
 3. Vectorised DP-BAI against NumPy drawing just one reward per pull for the same trials (the
    exact Uniform[0, 2 mu] rewards, one ``Generator.random`` call); target <= 3.
+4. The registered ``simulate`` (1000 trials, one call: the algorithm's build, its plans, the
+   grouping of trials by state) against the tightest vectorised NumPy of the same algorithm on this
+   instance (issue 38): its one phase's plan computed beforehand from the public features, then the
+   same reward sums (``env.sample_sums``), one Laplace draw, two matrix products and the tie-broken
+   argmax; target <= 1.3 (the fixed cost per call small against 1000 trials).
 
 Usage::
 
@@ -29,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import plain_loops
 from _harness import interleaved, load_average, report_ratio, report_value
 
+from dpbandits._core.rng import spawn_generators
 from dpbandits.algorithms.bai.dp_bai import DPBAI
 from dpbandits.algorithms.registry import get_algorithm
 from dpbandits.envs.linear import dp_bai_instance
@@ -100,7 +106,40 @@ def main() -> None:
     report_ratio(f"DP-BAI: vectorised / NumPy drawing its {pulls} rewards per trial", vectorised / draw,
                  numerator=f"vectorised {vectorised * 1e6:.1f} us", denominator=f"reward draws {draw * 1e6:.1f} us",
                  target="<= 3", met=vectorised / draw <= 3)
+    tightest_numpy(env, simulate, trials, budget, epsilon, 9 if args.quick else 21)
     print(f"# {load_average()}")
+
+
+def tightest_numpy(env: object, simulate: object, trials: int, budget: int, epsilon: float, rounds: int) -> None:
+    """``simulate`` against the same one-phase DP-BAI written as tight NumPy (its plan computed beforehand)."""
+    planner = DPBAI(env.features, budget, epsilon).planner  # type: ignore[attr-defined]
+    if planner.n_phases != 1:
+        raise SystemExit(f"the tight reference is written for one phase; this instance has {planner.n_phases}")
+    plan = planner.plan(0, planner.initial_state())
+    to_sums, to_noise = np.ascontiguousarray(plan.sum_weights.T), np.ascontiguousarray(plan.noise_weights.T)
+    counts = np.zeros((trials, env.n_arms), dtype=np.int64)  # type: ignore[attr-defined]
+    counts[:, plan.pulled] = plan.pulls
+    q, active = plan.noise_scales.shape[0], plan.active
+    seeds = iter(range(10**6))
+
+    def tight() -> int:
+        env_rng, algorithm_rng, noise_rng = spawn_generators(next(seeds), 3)
+        sums = env.sample_sums(counts, env_rng)[:, plan.pulled]  # type: ignore[attr-defined]
+        estimates = sums @ to_sums + noise_rng.laplace(0.0, plan.noise_scales, size=(trials, q)) @ to_noise
+        keys = algorithm_rng.random((trials, active.shape[0]))
+        top = estimates == estimates.max(axis=1, keepdims=True)
+        best = active[np.argmin(np.where(top, keys, np.inf), axis=1)]
+        return trials if best.shape == (trials,) else 0
+
+    def ours() -> int:
+        simulate(env, n_trials=trials, rng=next(seeds), budget=budget, epsilon=epsilon)  # type: ignore[operator]
+        return trials
+
+    medians = interleaved({"simulate": ours, "tight NumPy": tight}, rounds)
+    mine, floor = medians["simulate"], medians["tight NumPy"]
+    report_ratio(f"DP-BAI simulate ({trials} trials) / the tightest vectorised NumPy", mine / floor,
+                 numerator=f"simulate {mine * trials * 1e3:.2f} ms", denominator=f"tight NumPy {floor * trials * 1e3:.2f} ms",
+                 target="<= 1.3", met=mine / floor <= 1.3)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,10 @@ their ratios to the smallest T of the same backend, the log-log growth exponents
 horizons and over the larger half), the exact backend's traced peak against its documented formula
 ``exact_kernel_peak_bytes``, and the exact/feature ratios where both run.
 
+Also (issue 38) the peak RSS of a study cell (``simulate`` of ``usca``, one trial: the run plus its
+evaluation metrics over 64 contexts × the 1024-point grid) against the bare run (build, observe, one
+private prediction), each in a fresh process at T = 8000 (``--quick``: 1000); target <= 1.2.
+
 Target (issue 15): the feature backend at T = 100 000 in under 10 minutes on 2 cores with peak
 memory under 2 GiB. The exact backend needs about 11·M² bytes, M ≈ T²/γ_T, so it stops near T ≈ 500.
 On a machine shared with other BLAS-heavy processes, times can be several times longer (OpenBLAS
@@ -90,6 +94,45 @@ def run_child(backend: str, horizon: int, precision: str) -> dict:
     }
 
 
+CELL_HORIZON, CELL_HORIZON_QUICK = 8000, 1000
+
+
+def memory_child(mode: str, horizon: int) -> dict:
+    """Peak RSS of a bare USCA run or of a study cell (the same trial plus its evaluation metrics)."""
+    import numpy as np
+
+    from dpbandits.algorithms.kernel.evaluation import draw_trial_data, trial_streams
+    from dpbandits.algorithms.kernel.usca import USCA
+    from dpbandits.algorithms.registry import get_algorithm
+    from dpbandits.envs.kernel import KernelBanditEnvironment
+    from dpbandits.privacy.noise import NumpyNoise
+
+    env = KernelBanditEnvironment(function_seed=0)
+    root = np.random.SeedSequence(20250110)
+    if mode == "bare":  # the cell's trial without its metrics: the same streams, data and agent
+        ((env_seed, algo_seed, noise_seed),) = trial_streams(root, 1)
+        data = draw_trial_data(env, horizon, 64, env_seed)
+        agent = USCA(horizon=horizon, epsilon=1.0, reward_bound=1.5, kernel=env.kernel,
+                     context_generator=env.sample_contexts, action_dim=env.action_dim, context_dim=env.context_dim,
+                     clip=True, rng=algo_seed)
+        agent.observe(data.contexts, data.rewards(env, agent.learning_actions))
+        agent._draw(data.next_context, NumpyNoise(noise_seed))
+    else:
+        get_algorithm("usca").simulate(env, n_trials=1, rng=root, horizon=horizon, n_test_contexts=64)
+    return {"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+
+
+def cell_memory(horizon: int) -> None:
+    peaks = {}
+    for mode in ("bare", "cell"):
+        out = subprocess.run([sys.executable, __file__, "--memory-child", mode, str(horizon)], capture_output=True,
+                             text=True, check=True)
+        peaks[mode] = json.loads(out.stdout.strip().splitlines()[-1])["peak_mib"]
+    report_ratio(f"USCA T={horizon}: study cell peak RSS / the bare run", peaks["cell"] / peaks["bare"],
+                 numerator=f"cell {peaks['cell']:.0f} MiB", denominator=f"bare run {peaks['bare']:.0f} MiB",
+                 target="<= 1.2", met=peaks["cell"] <= 1.2 * peaks["bare"])
+
+
 def slope(xs: list[float], ys: list[float]) -> float:
     lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
     mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
@@ -111,10 +154,15 @@ def main() -> None:
     parser.add_argument("--precision", default="float32", choices=["float32", "float64"],
                         help="arithmetic of the approximating-set accumulation (feature backend)")
     parser.add_argument("--child", nargs=2, metavar=("BACKEND", "T"), help=argparse.SUPPRESS)
+    parser.add_argument("--memory-child", nargs=2, metavar=("MODE", "T"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run_child(args.child[0], int(args.child[1]), args.precision)))
         return
+    if args.memory_child:
+        print(json.dumps(memory_child(args.memory_child[0], int(args.memory_child[1]))))
+        return
+    cell_memory(CELL_HORIZON_QUICK if args.quick else CELL_HORIZON)
 
     sizes = REDUCED if args.quick else FULL
     results: dict[str, list[dict]] = {"features": [], "kernel": []}

@@ -1,6 +1,7 @@
-"""Start-up of the command line (issue 17): ``dpbandits --help`` imports no heavy module.
+"""Start-up of the command line (issues 17 and 38): ``dpbandits --help`` imports no heavy module, and
+``dpbandits account mab`` on a small CSV imports only what the MAB policy and the CSV reader need.
 
-What ``--help`` imports is checked here (in a fresh interpreter); how long it takes is measured by
+What these commands import is checked here (in a fresh interpreter); how long they take is measured by
 ``benchmarks/bench_cli.py``, never by a timed test. The audit layer, no longer imported at start-up,
 must still be registered wherever a ``kl-*`` task with ``audit = true`` runs.
 """
@@ -11,6 +12,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +25,73 @@ def _run(code: str) -> str:
     assert done.returncode == 0, done.stderr
     return done.stdout
 
+
+def _modules_of_command(*argv: str) -> tuple[str, list[str]]:
+    """(what the command printed, the sorted names of every module imported) of ``dpbandits *argv``."""
+    out = _run(f"""
+        import json, sys
+        sys.argv = ["dpbandits", *{list(argv)!r}]
+        from dpbandits.cli import main
+        try:
+            main()
+        except SystemExit:
+            pass
+        print(json.dumps(sorted(sys.modules)))
+    """)
+    printed, _, last = out.rstrip("\n").rpartition("\n")
+    return printed, json.loads(last)
+
+
+def _matching(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == name or m.startswith(name + ".") for name in names)]
+
+
+# What a one-line ``account mab`` must not import: pandas (the CSV is parsed by pyarrow), the SciPy
+# solvers of the linear and RLHF policies, plotting, and the layers of studies, audits and the service.
+NOT_FOR_ACCOUNT_MAB = ("pandas", "matplotlib", "opendp", "sklearn", "scipy.optimize", "scipy.linalg", "scipy.sparse",
+                       "scipy.stats", "dpbandits.experiments", "dpbandits.audit", "dpbandits.serve",
+                       "dpbandits.algorithms.bai", "dpbandits.algorithms.dueling", "dpbandits.algorithms.kernel",
+                       "dpbandits.algorithms.offline.kl_linear", "dpbandits.algorithms.offline.kl_rlhf",
+                       "dpbandits.algorithms.offline.simulate", "dpbandits.algorithms.offline.baselines")
+
+
+def test_account_help_imports_no_heavy_module() -> None:
+    printed, modules = _modules_of_command("account", "--help")
+    assert "--n-arms" in printed and "--data" in printed
+    # pydantic is left out: typer itself imports it to build a command's parameters, whatever the command
+    loaded = _matching(modules, tuple(name for name in HEAVY if name != "pydantic"))
+    assert loaded == [], f"account --help imported {loaded}"
+
+
+def test_a_one_line_account_mab_imports_only_the_mab_policy_and_the_csv_reader(tmp_path: Path) -> None:
+    data = tmp_path / "logged.csv"
+    data.write_text("action,reward\n" + "".join(f"{i % 3},{(i % 7) / 7:.3f}\n" for i in range(100)))
+    printed, modules = _modules_of_command("account", "mab", "--data", str(data), "--n-arms", "3", "--json")
+    result = json.loads(printed.splitlines()[-1])
+    assert result["setting"] == "mab" and len(result["probabilities"]) == 3  # it did account
+    loaded = _matching(modules, NOT_FOR_ACCOUNT_MAB)
+    assert loaded == [], f"account mab on a {data.stat().st_size}-byte CSV imported {loaded} ({len(modules)} modules)"
+    # SciPy only where an optimisation or a special function runs: nothing beyond what the accountants'
+    # module itself imports (its special functions; none once they are imported where they are used)
+    accountants = json.loads(_run("""
+        import json, sys
+        import dpbandits.algorithms.offline.accountants
+        print(json.dumps(sorted(sys.modules)))
+    """).splitlines()[-1])
+    extra_scipy = sorted(set(_matching(modules, ("scipy",))) - set(accountants))
+    assert extra_scipy == [], f"account mab imported SciPy modules the accountants do not need: {extra_scipy}"
+
+
+def test_the_lazy_offline_package_still_registers_every_offline_algorithm() -> None:
+    out = _run("""
+        import sys
+        import dpbandits.algorithms.offline as offline
+        assert "dpbandits.algorithms.offline.simulate" not in sys.modules  # the package alone is light
+        from dpbandits.algorithms.registry import get_algorithm, list_algorithms
+        print(get_algorithm("kl-mab").family, offline.KLRLHFPolicy.__name__, offline.simulate.__name__)
+        print(sum(spec.family == "offline" for spec in list_algorithms()) >= 5)
+    """)
+    assert out.split() == ["offline", "KLRLHFPolicy", "dpbandits.algorithms.offline.simulate", "True"]
 
 def test_help_imports_no_heavy_module() -> None:
     out = _run("""

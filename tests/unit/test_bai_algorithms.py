@@ -124,6 +124,50 @@ def test_ask_tell_and_vectorised_forms_agree_exactly(rng, seed, name):
         np.testing.assert_array_equal(agent.pulls, vectorised.pulls[0])
 
 
+@pytest.mark.parametrize("int_seed", [0, 12345])
+def test_an_agent_seeded_by_an_int_is_simulate_with_that_int(rng, int_seed):
+    # agent() builds only the algorithm and noise streams of an int seed (children 1 and 2 of simulate's
+    # three); they must be simulate's streams, and the phase sums must be simulate's (segment sums)
+    env = _multi_phase_env(rng)
+    algorithm = DPBAI(env.features, 400, 0.5)
+    vectorised = algorithm.simulate(env, 1, int_seed, pull_consistent=True)
+    streams = env.streams(spawn_generators(int_seed, 3)[0], 1)
+    agent = algorithm.agent(int_seed, insecure_seeded_noise=True)
+    _, algorithm_rng, noise_rng = spawn_generators(int_seed, 3)
+    assert agent._rng.bit_generator.state == algorithm_rng.bit_generator.state  # tie-break keys
+    assert agent._noise.rng.bit_generator.state == noise_rng.bit_generator.state
+    while not agent.done:
+        arm = agent.ask()
+        agent.tell(arm, float(streams.pull(np.array([arm]))[0]))
+    assert len(agent.phase_log) >= 2
+    assert agent.recommendation == int(vectorised.recommended[0])
+    np.testing.assert_array_equal(agent.pulls, vectorised.pulls[0])
+
+
+def test_an_agent_saved_in_mid_phase_resumes_with_the_sums_it_had(rng, tmp_path):
+    env = _multi_phase_env(rng)
+    algorithm = DPBAI(env.features, 400, 0.5)
+    rewards = np.random.default_rng(3).random(400).tolist()
+    whole, parted = (algorithm.agent(5, insecure_seeded_noise=True) for _ in range(2))
+    for i in range(57):  # inside the first phase
+        parted.tell(parted.ask(), rewards[i])
+    sums = parted._get_state()["sums"]
+    assert sums is not None and sums.sum() == pytest.approx(sum(rewards[:57]))
+    parted = type(parted).load(parted.save(tmp_path / "agent.json"))
+    np.testing.assert_allclose(parted._get_state()["sums"], sums, rtol=0, atol=1e-12)
+    i = 57
+    while not parted.done:
+        parted.tell(parted.ask(), rewards[i])
+        i += 1
+    i = 0
+    while not whole.done:
+        whole.tell(whole.ask(), rewards[i])
+        i += 1
+    assert parted.recommendation == whole.recommendation
+    for a, b in zip(parted.phase_log, whole.phase_log, strict=True):
+        np.testing.assert_allclose(a["estimates"], b["estimates"], rtol=1e-12, atol=1e-12)
+
+
 def test_multi_phase_dp_bai_uses_both_branches_and_logs_noise_scales(rng, seed):
     env = _multi_phase_env(rng)
     algo = DPBAI(env.features, 400, 0.5)
@@ -353,3 +397,50 @@ def test_sequential_halving_old_spellings_warn_and_agree(seed: int) -> None:
         agent.tell(arm, 1.0 if arm == 2 else 0.0)
     with pytest.warns(DeprecationWarning, match=r"recommend\(\) is deprecated.*use recommendation"):
         assert agent.recommend() == agent.recommendation == 2
+
+
+def test_simulate_reuses_a_cell_s_build_and_plans_with_the_same_results(section5):
+    from dpbandits.algorithms.bai import dp_bai as module
+
+    module._BUILT.clear()
+    simulate = get_algorithm("dp-bai").simulate
+    first = simulate(section5, n_trials=50, rng=7, budget=1000, epsilon=0.1)
+    assert len(module._BUILT) == 1
+    (built,) = module._BUILT.values()
+    assert built._plan_cache is not None and built._plan_cache.states  # its plans are kept with it
+    again = simulate(section5, n_trials=50, rng=7, budget=1000, epsilon=0.1)
+    assert list(module._BUILT.values()) == [built]  # the same build, not a second one
+    module._BUILT.clear()
+    fresh = simulate(section5, n_trials=50, rng=7, budget=1000, epsilon=0.1)
+    for name in first:
+        np.testing.assert_array_equal(first[name], again[name])
+        np.testing.assert_array_equal(first[name], fresh[name])
+    simulate(section5, n_trials=5, rng=7, budget=1000, epsilon=0.2)  # other parameters: another build
+    assert len(module._BUILT) == 2
+
+
+def test_a_build_that_warns_warns_on_every_simulate_call(section5):
+    from dpbandits.algorithms.bai import dp_bai as module
+
+    module._BUILT.clear()
+    simulate = get_algorithm("dp-bai-gauss").simulate
+    for _ in range(2):
+        with pytest.warns(PrivacyWarning, match="classical Gaussian"):
+            simulate(section5, n_trials=5, rng=1, budget=1000, epsilon=2.0, delta=1e-3)
+    assert module._BUILT == {}
+
+
+def test_a_pickled_agent_in_a_later_phase_continues_as_the_original(rng):
+    # the plan cache an agent shares with its algorithm pickles with its states (the agent refers to their ids)
+    import pickle
+
+    env = _multi_phase_env(rng)
+    agent = DPBAI(env.features, 400, 0.5).agent(3, insecure_seeded_noise=True)
+    while len(agent.phase_log) < 1:
+        agent.tell(agent.ask(), 0.5)
+    agent.tell(agent.ask(), 0.25)
+    copy = pickle.loads(pickle.dumps(agent))
+    for one in (agent, copy):
+        while not one.done:
+            one.tell(one.ask(), 0.5)
+    assert copy.recommendation == agent.recommendation and len(copy.phase_log) == len(agent.phase_log) >= 2

@@ -35,3 +35,27 @@ def test_none_gives_fresh_entropy() -> None:
 def test_bad_rng_is_refused_with_a_clear_message(bad: object) -> None:
     with pytest.raises(InvalidParameterError, match="rng must be"):
         as_generator(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("which", [(1, 2), (0,), (2, 0)])
+def test_spawned_children_are_the_spawned_streams(seed: int, which: tuple[int, ...]) -> None:
+    from dpbandits._core.rng import spawn_seed_sequences, spawned_children
+
+    for rng in (seed, np.random.SeedSequence(seed), np.random.default_rng(seed)):
+        expected = [spawn_seed_sequences(_fresh(rng), 3)[i].generate_state(4).tolist() for i in which]
+        got = [child.generate_state(4).tolist() for child in spawned_children(_fresh(rng), 3, which)]
+        assert got == expected
+    sequence = np.random.SeedSequence(seed)
+    spawned_children(sequence, 3, which)  # a SeedSequence passed in advances by all n children, as spawn does
+    assert sequence.n_children_spawned == 3
+    with pytest.raises(InvalidParameterError, match="which must"):
+        spawned_children(seed, 3, (3,))
+
+
+def _fresh(rng: object) -> object:
+    """The same seed-like value, unspent (SeedSequence.spawn and Generators are stateful)."""
+    if isinstance(rng, np.random.SeedSequence):
+        return np.random.SeedSequence(rng.entropy)
+    if isinstance(rng, np.random.Generator):
+        return np.random.default_rng(rng.bit_generator.seed_seq.entropy)  # type: ignore[attr-defined]
+    return rng

@@ -49,6 +49,7 @@ PERSISTABLE_MODULES = (
     "dpbandits.algorithms.kernel.usca",
     "dpbandits.algorithms.kernel.learners",
     "dpbandits.algorithms.offline",
+    "dpbandits.algorithms.offline.simulate",  # the offline package is lazy: this imports its classes
 )
 """Modules defining the persistable classes: imported (fixed names, never a file's) before a lookup."""
 

@@ -25,6 +25,7 @@ __all__ = [
     "as_seed_sequence",
     "spawn_generators",
     "spawn_seed_sequences",
+    "spawned_children",
 ]
 
 RNGLike: TypeAlias = np.random.Generator | np.random.SeedSequence | int | None
@@ -118,6 +119,40 @@ def spawn_seed_sequences(rng: RNGLike, n: int) -> list[np.random.SeedSequence]:
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
         raise InvalidParameterError(f"n must be an int >= 0; got {n!r}")
     return as_seed_sequence(rng).spawn(int(n))
+
+
+def spawned_children(rng: RNGLike, n: int, which: tuple[int, ...]) -> list[np.random.SeedSequence]:
+    """The children ``which`` of ``spawn_seed_sequences(rng, n)``, building only those when ``rng`` is an int.
+
+    A per-trial object that uses some of a fixed set of streams (an ask/tell agent needs the
+    algorithm and noise streams of a simulation's three, not its environment stream) gets the same
+    streams without building the others. An int seed is used once (nothing else sees its root
+    sequence), so its children are built directly from their spawn keys; any other ``rng`` spawns all
+    ``n``, as :func:`spawn_seed_sequences` does (a SeedSequence or Generator passed in advances by ``n``
+    children either way).
+
+    Parameters
+    ----------
+    rng : int, SeedSequence, Generator or None
+    n : int
+        Number of children the streams are spawned as, ``n >= 0``.
+    which : tuple of int
+        Indices of the children wanted, each in ``[0, n)``.
+
+    Returns
+    -------
+    list of numpy.random.SeedSequence
+        ``[spawn_seed_sequences(rng, n)[i] for i in which]`` (equal streams).
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+        raise InvalidParameterError(f"n must be an int >= 0; got {n!r}")
+    if any(not 0 <= i < n for i in which):
+        raise InvalidParameterError(f"which must hold indices in [0, {n}); got {which!r}")
+    if isinstance(rng, int | np.integer) and not isinstance(rng, bool) and rng >= 0:
+        entropy = int(rng)
+        return [np.random.SeedSequence(entropy, spawn_key=(int(i),)) for i in which]
+    children = spawn_seed_sequences(rng, n)
+    return [children[i] for i in which]
 
 
 def spawn_generators(rng: RNGLike, n: int) -> list[np.random.Generator]:

@@ -60,12 +60,13 @@ SimulateFn = Callable[..., Mapping[str, np.ndarray]]
 F = TypeVar("F", bound=SimulateFn)
 C = TypeVar("C", bound=type)
 
-# Modules whose import registers the built-in algorithms (one per family).
+# Modules whose import registers the built-in algorithms (one per family; the offline package is
+# lazy, so its registering module is named: importing the package alone registers nothing).
 BUILTIN_MODULES: tuple[str, ...] = (
     "dpbandits.algorithms.bai",
     "dpbandits.algorithms.dueling",
     "dpbandits.algorithms.kernel",
-    "dpbandits.algorithms.offline",
+    "dpbandits.algorithms.offline.simulate",
 )
 
 

@@ -36,7 +36,7 @@ T = TypeVar("T")
 
 _POLL_SECONDS = 0.05
 _PRELOAD = ["dpbandits.serve.jobs", "dpbandits.algorithms.bai", "dpbandits.algorithms.dueling",
-            "dpbandits.algorithms.kernel", "dpbandits.algorithms.offline"]
+            "dpbandits.algorithms.kernel", "dpbandits.algorithms.offline.simulate"]
 """Imported once by the fork server, not by every job (the heavy optional libraries — scikit-learn
 for USCA's kernels, pandas and pyarrow for uploads — are imported by the jobs that need them: a
 server that never sees those kinds does not pay for them)."""

@@ -345,6 +345,35 @@ class DPBAIGauss(_DPBAIFamily):
                         neighbouring=Neighbouring.REPLACE_ONE, reference=reference)
 
 
+_BUILT: dict[Hashable, PhasedAlgorithm] = {}
+_BUILT_LIMIT = 16
+
+
+def _built(cls: type[PhasedAlgorithm], features: FloatArray, *args: Hashable, **params: Hashable) -> PhasedAlgorithm:
+    """``cls(features, *args, **params)``, reused across calls with equal arguments (a study's chunks of one cell).
+
+    An algorithm is a pure function of its public arguments, and so are its phase plans (cached on
+    it), so ``simulate`` calls for the same cell share the build and the plans instead of paying them
+    per call. A build that warned is not kept, so that every call warns as before; at most
+    ``_BUILT_LIMIT`` builds are kept (the oldest goes first).
+    """
+    array = np.ascontiguousarray(features, dtype=np.float64)
+    key = (cls, array.shape, array.tobytes(), args, tuple(sorted(params.items())))
+    found = _BUILT.get(key)
+    if found is not None:
+        return found
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        algorithm = cls(array, *args, **params)  # type: ignore[call-arg]
+    for warning in caught:  # passed on as they came (the caller's filters apply)
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    if not caught:
+        if len(_BUILT) >= _BUILT_LIMIT:
+            del _BUILT[next(iter(_BUILT))]
+        _BUILT[key] = algorithm
+    return algorithm
+
+
 def _metrics(algorithm: PhasedAlgorithm, env: BanditEnvironment, n_trials: int, rng: RNGLike,
              pull_consistent: bool) -> Mapping[str, np.ndarray]:
     result = algorithm.simulate(env, n_trials, rng, pull_consistent=pull_consistent)
@@ -376,9 +405,9 @@ def simulate_dp_bai(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, budg
     ----------
     Chen et al., ICLR 2024 (arXiv:2401.09073), Algorithm 1, Proposition 4.1.
     """
-    algorithm = DPBAI(environment_features(env), budget, epsilon, schedule=schedule, budget_mode=budget_mode,
-                      maxdet=maxdet, use_effective_dimension=use_effective_dimension, tie_break=tie_break,
-                      clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
+    algorithm = _built(DPBAI, environment_features(env), budget, epsilon, schedule=schedule, budget_mode=budget_mode,
+                       maxdet=maxdet, use_effective_dimension=use_effective_dimension, tie_break=tie_break,
+                       clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
     return _metrics(algorithm, env, n_trials, rng, pull_consistent)
 
 
@@ -401,10 +430,10 @@ def simulate_dp_bai_gauss(env: BanditEnvironment, *, n_trials: int, rng: RNGLike
     ----------
     Chen et al., ICLR 2024 (arXiv:2401.09073), Algorithm 2, Proposition D.2.
     """
-    algorithm = DPBAIGauss(environment_features(env), budget, epsilon, delta, calibration=calibration,
-                           schedule=schedule, budget_mode=budget_mode, maxdet=maxdet,
-                           use_effective_dimension=use_effective_dimension, tie_break=tie_break,
-                           clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
+    algorithm = _built(DPBAIGauss, environment_features(env), budget, epsilon, delta, calibration=calibration,
+                       schedule=schedule, budget_mode=budget_mode, maxdet=maxdet,
+                       use_effective_dimension=use_effective_dimension, tie_break=tie_break,
+                       clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
     return _metrics(algorithm, env, n_trials, rng, pull_consistent)
 
 
@@ -424,7 +453,7 @@ def simulate_baseline(env: BanditEnvironment, *, n_trials: int, rng: RNGLike, bu
     ----------
     Chen et al., ICLR 2024 (arXiv:2401.09073), Section 5.
     """
-    algorithm = Baseline(environment_features(env), budget, epsilon, schedule=schedule, budget_mode=budget_mode,
-                         use_effective_dimension=use_effective_dimension, tie_break=tie_break,
-                         clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
+    algorithm = _built(Baseline, environment_features(env), budget, epsilon, schedule=schedule,
+                       budget_mode=budget_mode, use_effective_dimension=use_effective_dimension, tie_break=tie_break,
+                       clip_rewards=clip_rewards, allow_out_of_range=allow_out_of_range)
     return _metrics(algorithm, env, n_trials, rng, pull_consistent)

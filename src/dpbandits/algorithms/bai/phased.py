@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Callable, Hashable
@@ -42,7 +43,7 @@ import numpy as np
 from dpbandits._core.errors import DataFormatError, InvalidActionError, InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.resources import check_fits
-from dpbandits._core.rng import RNGLike, spawn_generators, spawn_seed_sequences
+from dpbandits._core.rng import RNGLike, spawn_generators, spawned_children
 from dpbandits._core.schema import Array, Generator, Int, ListOf, Maybe, Noise, Spec, StateSchema, fail, rule
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_arm, check_int, check_one_of, check_real
@@ -63,6 +64,9 @@ __all__ = [
 ]
 
 SumSampler = Callable[[IntArray], FloatArray]
+
+_QUEUE_ALWAYS_FITS = 1 << 16
+"""Pulls of a phase below which the agent does not check that its queue fits in memory (1 MiB always does)."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,16 @@ class _PlanCache:
         self.states: list[Hashable] = [planner.initial_state()]
         self._ids: dict[Hashable, int] = {self.states[0]: 0}
         self._plans: dict[tuple[int, int], PhasePlan] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_lock"]  # a lock cannot be pickled; the states and their ids are (agents refer to the ids)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def plan(self, phase: int, state_id: int) -> PhasePlan:
         key = (phase, state_id)
@@ -166,11 +180,15 @@ class _PlanCache:
         return self.register(state)
 
     def register(self, state: Hashable) -> int:
-        """The id of ``state``, registering it if it is new."""
-        if state not in self._ids:
-            self._ids[state] = len(self.states)
-            self.states.append(state)
-        return self._ids[state]
+        """The id of ``state``, registering it if it is new (under a lock: runs of one algorithm share the cache)."""
+        found = self._ids.get(state)
+        if found is not None:
+            return found
+        with self._lock:
+            if state not in self._ids:
+                self._ids[state] = len(self.states)
+                self.states.append(state)
+            return self._ids[state]
 
 
 def _draw_noise(noise: NoiseBackend | None, kind: str | None, scales: FloatArray) -> FloatArray:
@@ -242,7 +260,8 @@ def _unique_rows(rows: IntArray, n_arms: int) -> tuple[IntArray, IntArray]:
 
 
 def run_vectorised(planner: Planner, n_trials: int, sample_sums: SumSampler, noise: NoiseBackend | None,
-                   algorithm_rng: np.random.Generator, *, tie_break: str = "random") -> PhasedResult:
+                   algorithm_rng: np.random.Generator, *, tie_break: str = "random",
+                   plan_cache: _PlanCache | None = None) -> PhasedResult:
     """Run ``n_trials`` independent trials of a phased algorithm at once.
 
     Parameters
@@ -256,12 +275,14 @@ def run_vectorised(planner: Planner, n_trials: int, sample_sums: SumSampler, noi
     algorithm_rng : numpy.random.Generator
         Algorithm stream (tie-break keys).
     tie_break : {"random", "index"}
+    plan_cache : optional
+        The plans of ``planner`` already computed (shared by the runs of one algorithm); default a new one.
 
     Returns
     -------
     PhasedResult
     """
-    cache = _PlanCache(planner)
+    cache = _PlanCache(planner) if plan_cache is None else plan_cache
     k = planner.n_arms
     state_ids = np.zeros(n_trials, dtype=np.int64)
     pulls = np.zeros((n_trials, k), dtype=np.int64)
@@ -368,7 +389,11 @@ class PhasedAgent(Persistable):
     """Ask/tell driver of a phased algorithm, for use against real feedback.
 
     ``arm = agent.ask()`` returns the next arm to pull; ``agent.tell(arm, reward)`` reports its
-    reward. After the last phase, :attr:`done` is True and :attr:`recommendation` holds Î_T.
+    reward. After the last phase, ``done`` is True and :attr:`recommendation` holds Î_T.
+
+    A pull's work is one array update and a counter: ``tell`` stores the reward at the pull's place
+    in the phase (the order of a phase's pulls is fixed when it starts), and the phase's per-arm sums
+    are computed once, at its end, as the vectorised driver computes them.
 
     Parameters
     ----------
@@ -382,7 +407,14 @@ class PhasedAgent(Persistable):
     clip_rewards : bool, default False
         Clip rewards to ``reward_bounds`` (a per-entry map: the sensitivity is unchanged).
     tie_break : {"random", "index"}
+
+    Attributes
+    ----------
+    done : bool
+        Whether every phase has finished (then read :attr:`recommendation`).
     """
+
+    done: bool
 
     _schema = StateSchema(
         phase=Int(0, "_planner.n_phases"),
@@ -405,6 +437,13 @@ class PhasedAgent(Persistable):
     def __init__(self, planner: Planner, noise: NoiseBackend | None, algorithm_rng: np.random.Generator,
                  *, reward_bounds: tuple[float, float] = (0.0, 1.0), clip_rewards: bool = False,
                  tie_break: str = "random", plan_cache: _PlanCache | None = None) -> None:
+        self._setup(planner, noise, algorithm_rng, reward_bounds=reward_bounds, clip_rewards=clip_rewards,
+                    tie_break=tie_break, plan_cache=plan_cache)
+
+    def _setup(self, planner: Planner, noise: NoiseBackend | None, algorithm_rng: np.random.Generator, *,
+               reward_bounds: tuple[float, float], clip_rewards: bool, tie_break: str,
+               plan_cache: _PlanCache | None) -> None:
+        """The body of ``__init__``; :meth:`PhasedAlgorithm.agent` calls it directly (see there)."""
         self._cache = _PlanCache(planner) if plan_cache is None else plan_cache
         self._algorithm: PhasedAlgorithm | None = None  # set by PhasedAlgorithm.agent (for save/load)
         self._insecure_seeded_noise = False
@@ -420,40 +459,44 @@ class PhasedAgent(Persistable):
         self._phase = 0
         self._state_id = 0
         self._recommendation: int | None = None
+        self.done = False
         self._pulls_done = np.zeros(planner.n_arms, dtype=np.int64)  # pulls of the finished phases
         self.phase_log: list[dict[str, object]] = []
         self._queue = array("q")
-        self._position = 0
+        self._position = self._end = 0
         if planner.n_phases == 0:
-            self._recommendation = 0  # a single arm
+            self._recommendation, self.done = 0, True  # a single arm
         else:
             self._start_phase()
 
-    def _start_phase(self) -> None:
+    def _start_phase(self, restored_sums: FloatArray | None = None) -> None:
         plan = self._plan = self._cache.plan(self._phase, self._state_id)
-        check_fits("budget", getattr(self._planner, "budget", "?"), 16.0 * float(np.sum(plan.pulls)),
-                   what=f"the queue of phase {self._phase + 1}'s pulls (two arrays)")
-        # the data-independent order of the phase's pulls, and the slot of each pull's arm, in typed
-        # arrays (an item reads as a Python int, once per pull): 8 bytes a pull, and nothing for the
-        # garbage collector to traverse (a list of millions of ints cost every full collection of a
+        total = plan.total_pulls
+        if total > _QUEUE_ALWAYS_FITS:  # the check reads the memory limits, which costs more than a short phase
+            check_fits("budget", getattr(self._planner, "budget", "?"), 16.0 * total,
+                       what=f"the queue of phase {self._phase + 1}'s pulls and their rewards (two arrays)")
+        # the data-independent order of the phase's pulls, and a place for each pull's reward, in typed
+        # arrays (an item reads as a Python int or float, once per pull): 16 bytes a pull, and nothing for
+        # the garbage collector to traverse (a list of millions of ints cost every full collection of a
         # process that keeps the agent, e.g. a server, tens of milliseconds)
         self._queue = array("q", np.repeat(plan.pulled, plan.pulls).astype(np.int64).tobytes())
-        self._slots = array("q", np.repeat(np.arange(plan.pulled.shape[0]), plan.pulls).astype(np.int64).tobytes())
-        self._position = 0
-        self._sums: list[float] = [0.0] * plan.pulled.shape[0]  # S_j, added in pull order
-        if not self._queue:  # a phase without pulls (budget exhausted): its release is pure noise
+        self._rewards = array("d", bytes(8 * total))
+        self._position, self._end = 0, total
+        # the sums of a phase resumed from a saved state (its pulls before the saved position are zeros here)
+        self._restored_sums = restored_sums
+        if not total:  # a phase without pulls (budget exhausted): its release is pure noise
             self._finish_phase()
+
+    def _phase_sums(self) -> FloatArray:
+        """S_j of each pulled arm over the pulls told so far in this phase (segment sums, as simulate adds them)."""
+        sums = segment_sums(np.frombuffer(self._rewards, dtype=np.float64), self._plan.pulls)
+        return sums if self._restored_sums is None else sums + self._restored_sums
 
     @property
     def pulls(self) -> IntArray:
         """Pulls of each arm so far (a new array)."""
         return self._pulls_done + np.bincount(np.array(self._queue[:self._position], dtype=np.int64),
                                               minlength=self._pulls_done.shape[0])
-
-    @property
-    def done(self) -> bool:
-        """Whether every phase has finished."""
-        return self._recommendation is not None
 
     @property
     def recommendation(self) -> int:
@@ -515,10 +558,10 @@ class PhasedAgent(Persistable):
         # the full check
         if not (isinstance(reward, float) and low <= (value := float(reward)) <= high):
             value = self._checked_reward(reward)
-        self._sums[self._slots[position]] += value
+        self._rewards[position] = value
         position += 1
         self._position = position
-        if position == len(self._queue):
+        if position == self._end:
             self._finish_phase()
 
     def _checked_reward(self, reward: object) -> float:
@@ -566,20 +609,21 @@ class PhasedAgent(Persistable):
         return {
             "phase": self._phase, "planner_state": self._cache.states[self._state_id],
             "position": self._position if not self.done else 0,
-            "sums": np.array(self._sums) if not self.done else None,
+            "sums": self._phase_sums() if not self.done else None,
             "pulls": self.pulls, "phase_log": self.phase_log, "recommendation": self._recommendation,
             "rng": self._rng, "noise": self._noise,
         }
 
     def _set_state(self, state: dict[str, Any]) -> None:
         self._phase, self._recommendation = state["phase"], state["recommendation"]
+        self.done = self._recommendation is not None
         self._state_id = self._cache.register(state["planner_state"])
         self.phase_log = state["phase_log"]
         self._rng, self._noise = state["rng"], state["noise"]
-        self._queue, self._position = array("q"), 0
+        self._queue, self._position, self._end = array("q"), 0, 0
         if not self.done:
-            self._start_phase()
-            self._position, self._sums = state["position"], [float(v) for v in state["sums"]]
+            self._start_phase(restored_sums=np.array(state["sums"], dtype=np.float64))
+            self._position = state["position"]
         self._pulls_done = np.zeros_like(self._pulls_done)
         self._pulls_done = np.array(state["pulls"], dtype=np.int64) - self.pulls  # less the current phase's so far
         if (self._pulls_done < 0).any():
@@ -592,20 +636,20 @@ class PhasedAgent(Persistable):
             if self._noise is None:
                 raise InvalidParameterError("noise must be a NoiseBackend for a private algorithm; got None")
             # release z = M·S + ξ through the backend (inside OpenDP on the secure one), then μ̃ = W_noise·z
-            statistic = plan.statistic_weights @ np.array(self._sums)
+            statistic = plan.statistic_weights @ self._phase_sums()
             add = self._noise.add_laplace if self._planner.noise_kind == "laplace" else self._noise.add_gaussian
             released = add(statistic, plan.noise_scales)
             estimates = (plan.noise_weights @ released).reshape(1, -1)
         else:
-            estimates = (plan.sum_weights @ np.array(self._sums)).reshape(1, -1)
+            estimates = (plan.sum_weights @ self._phase_sums()).reshape(1, -1)
         keys = self._rng.random((1, plan.active.shape[0]))
         chosen = plan.active[select_top(estimates, plan.keep, keys if self._tie_break == "random" else None)][0]
         self.phase_log.append({**plan.info, "estimates": estimates[0].copy(), "survivors": chosen.copy()})
         self._state_id = self._cache.next_id(self._phase, self._state_id, tuple(int(a) for a in chosen))
         self._phase += 1
         if self._phase == self._planner.n_phases:
-            self._recommendation = int(chosen[0])
-            self._queue, self._position = array("q"), 0
+            self._recommendation, self.done = int(chosen[0]), True
+            self._queue, self._position, self._end = array("q"), 0, 0
         else:
             self._start_phase()
 
@@ -715,7 +759,10 @@ class PhasedAlgorithm(Persistable, ABC):
                 return env.sample_sums(counts, env_rng)
 
         noise = NumpyNoise(noise_rng) if self.planner.noise_kind else None
-        return run_vectorised(self.planner, n, sampler, noise, algorithm_rng, tie_break=self.tie_break)
+        if getattr(self, "_plan_cache", None) is None:  # plans are pure functions of public state: share them
+            self._plan_cache = _PlanCache(self.planner)
+        return run_vectorised(self.planner, n, sampler, noise, algorithm_rng, tie_break=self.tie_break,
+                              plan_cache=self._plan_cache)
 
     def agent(self, rng: RNGLike = None, *, noise_backend: NoiseBackend | None = None,
               insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> PhasedAgent:
@@ -743,19 +790,23 @@ class PhasedAlgorithm(Persistable, ABC):
         ``allow_out_of_range`` (accepted as they are, as :meth:`simulate` does; the guarantee then
         does not hold).
         """
-        # the same three children as simulate(); only the Generators the agent uses are built
-        _, algorithm_seed, noise_seed = spawn_seed_sequences(rng, 3)
+        # children 1 and 2 of simulate()'s three (the environment stream, child 0, is not built for an int seed)
+        algorithm_seed, noise_seed = spawned_children(rng, 3, (1, 2))
         algorithm_rng = np.random.default_rng(algorithm_seed)
         noise = None
         if self.planner.noise_kind:
-            spend(accountant, self.privacy, label=f"{type(self).__name__}.agent")  # the whole run is one release of the reward table
+            if accountant is not None:  # the whole run is one release of the reward table
+                spend(accountant, self.privacy, label=f"{type(self).__name__}.agent")
             noise = privacy_noise(noise_seed if insecure_seeded_noise and noise_backend is None else None,
                                   insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         # allow_out_of_range: accept any finite reward, as simulate() does on such environments
         bounds = (-np.inf, np.inf) if self.allow_out_of_range and not self.clip_rewards else (0.0, 1.0)
         if getattr(self, "_plan_cache", None) is None:  # plans are pure functions of public state: share them
             self._plan_cache = _PlanCache(self.planner)
-        agent = PhasedAgent(self.planner, noise, algorithm_rng, reward_bounds=bounds,
-                            clip_rewards=self.clip_rewards, tie_break=self.tie_break, plan_cache=self._plan_cache)
+        # built without the constructor's recording of its arguments (a third of the cost of a trial's
+        # agent): an agent's saved parameters are its algorithm and noise choice (PhasedAgent.get_params)
+        agent = PhasedAgent.__new__(PhasedAgent)
+        agent._setup(self.planner, noise, algorithm_rng, reward_bounds=bounds, clip_rewards=self.clip_rewards,
+                     tie_break=self.tie_break, plan_cache=self._plan_cache)
         agent._algorithm, agent._insecure_seeded_noise = self, insecure_seeded_noise
         return agent

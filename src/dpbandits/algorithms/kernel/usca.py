@@ -45,7 +45,6 @@ from dpbandits.algorithms.kernel.evaluation import (
     expected_regret,
     grid_points,
     grid_reward_table,
-    score_policy,
     trial_streams,
 )
 from dpbandits.algorithms.kernel.features import FeatureMap, make_feature_map
@@ -498,7 +497,10 @@ class USCA(OwnAgent, Persistable):
         and are **not** a private release (only a sample from them, :meth:`recommend`, is).
         """
         c = self._check_contexts(contexts)
-        scores = self._surrogate_mean(grid_points(self.grid, c)).reshape(c.shape[0], -1)
+        return self._log_probabilities(c, self._surrogate_mean(grid_points(self.grid, c)).reshape(c.shape[0], -1))
+
+    def _log_probabilities(self, c: FloatArray, scores: FloatArray) -> FloatArray:
+        """The mechanism's log-probabilities at checked contexts ``c`` from the scores μ̄_T(x_j, c_i)."""
         if math.isinf(self.epsilon):
             return argmax_log_probabilities(scores)  # ε = ∞: uniform over the argmax set
         # log P(x_j) = ε·μ̄(x_j, c)/(2Δ) − log Z  (uniform base measure on X_N)
@@ -628,6 +630,33 @@ USCA_METRICS = (
 )
 
 
+EVALUATION_POINTS = 1 << 13
+"""Joint points (grid action, evaluation context) the evaluation metrics hold at once (whole contexts per block)."""
+
+
+def _evaluate(agent: USCA, env: KernelBanditEnvironment, contexts: FloatArray) -> tuple[float, float, float]:
+    """(ER with the exact mechanism probabilities, sup |μ̄_T − f|, ER of a uniform grid action) over ``contexts``.
+
+    Evaluated in blocks of whole contexts of about :data:`EVALUATION_POINTS` joint points, so that the
+    memory of the scores, the true rewards and the features they need does not grow with the number of
+    contexts times the grid size (1024 points × 64 contexts were held at once before).
+    """
+    n_grid = agent.grid.shape[0]
+    per_block = max(1, EVALUATION_POINTS // n_grid)
+    errors, uniform = np.empty(contexts.shape[0]), np.empty(contexts.shape[0])
+    sup_error = 0.0
+    for start in range(0, contexts.shape[0], per_block):
+        c = contexts[start:start + per_block]
+        scores = agent._surrogate_mean(grid_points(agent.grid, c)).reshape(c.shape[0], n_grid)
+        truth = grid_reward_table(env, agent.grid, c)
+        log_p = agent._log_probabilities(c, scores)
+        errors[start:start + c.shape[0]] = expected_regret(truth, np.exp(log_p))
+        # ER of a uniformly random grid action: the level at which a flat (saturated) mechanism sits
+        uniform[start:start + c.shape[0]] = expected_regret(truth, np.full(truth.shape, 1.0 / n_grid))
+        sup_error = max(sup_error, float(np.max(np.abs(scores - truth))))
+    return float(np.mean(errors)), sup_error, float(np.mean(uniform))
+
+
 def _simulate(
     env: KernelBanditEnvironment,
     *,
@@ -650,14 +679,10 @@ def _simulate(
             clip=True, rng=algo_seed, **options,
         )
         agent.observe(data.contexts, data.rewards(env, agent.learning_actions))
-        log_p = agent.mechanism_log_probabilities(data.test_contexts)
         x_hat = agent._draw(data.next_context, NumpyNoise(noise_seed))  # simulation: seeded NumPy noise
-        out["error"][i], out["sampled_regret"][i] = score_policy(env, agent.grid, data, log_p, x_hat)
-        truth = grid_reward_table(env, agent.grid, data.test_contexts)
-        out["sup_error"][i] = float(np.max(np.abs(agent._surrogate_mean(grid_points(agent.grid, data.test_contexts))
-                                                  - truth.ravel())))
-        # ER of a uniformly random grid action: the level at which a flat (saturated) mechanism sits
-        out["uniform_error"][i] = float(np.mean(expected_regret(truth, np.full(truth.shape, 1.0 / truth.shape[1]))))
+        best_next = float(grid_reward_table(env, agent.grid, data.next_context[None, :]).max())
+        out["sampled_regret"][i] = best_next - float(env.mean_reward(x_hat, data.next_context))
+        out["error"][i], out["sup_error"][i], out["uniform_error"][i] = _evaluate(agent, env, data.test_contexts)
         out["sensitivity"][i] = agent.sensitivity
         out["sup_variance"][i] = agent.sup.upper
         out["gamma"][i] = agent.gamma
