@@ -26,7 +26,7 @@ from dpbandits._core.validation import (
     check_positive_float,
     check_probability_vector,
 )
-from dpbandits.algorithms.offline.accountants import account_mab
+from dpbandits.algorithms.offline.accountants_mab import account_mab
 from dpbandits.algorithms.offline.domain import refuse_outside_count_floor, require_declared_domain
 from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.offline import LoggedBanditData
