@@ -15,7 +15,13 @@ constructed from its defaults (the required arguments only, on a small instance)
 * ``simulate`` and the agent agree in distribution (slow: a two-sample test with a declared
   false-failure rate);
 * a fitted offline *policy* has ``fit``, ``sample``, ``privacy`` and ``guarantee``, and reloads to the
-  same sampling law.
+  same sampling law;
+* one loop for every algorithm of a family: ``simulate(env, n_trials, rng)`` returns a
+  :class:`~dpbandits.algorithms.results.SimulationResult` with the family's metrics (by key and by
+  attribute), ``.agent(accountant=...)`` records the run's guarantee before any round (refused by a
+  tight budget; refused in one line for a non-private algorithm), an unfinished agent's
+  ``recommendation`` is an ``AttributeError`` (``hasattr`` answers), and a mistyped keyword names the
+  closest parameter.
 """
 
 from __future__ import annotations
@@ -34,17 +40,23 @@ from scipy import stats
 
 import dpbandits
 from dpbandits import (
+    Accountant,
     Agent,
     Algorithm,
     Guarantee,
     InsecureNoiseWarning,
+    InvalidParameterError,
     NonPrivate,
+    NotFittedError,
     OfflinePolicy,
+    PrivacyBudgetExceededError,
+    UnknownParameterError,
     missing_members,
 )
 from dpbandits.algorithms.kernel.evaluation import grid_reward_table
 from dpbandits.algorithms.own_agent import OwnAgent
 from dpbandits.algorithms.registry import AlgorithmSpec, list_algorithms
+from dpbandits.algorithms.results import FAMILY_METRICS, SimulationResult
 from dpbandits.envs.offline import simulate_logged_bandit, simulate_logged_contextual, simulate_preferences
 from dpbandits.envs.registry import make_environment
 
@@ -128,13 +140,14 @@ OFFLINE = [spec for spec in ALGORITHMS if spec.family == "offline"]
 
 
 # ------------------------------------------------------------------------------------------ helpers
-def _make(spec: AlgorithmSpec, seed: int, env: Any = None) -> tuple[Any, Any, Any]:
-    """(environment, algorithm, agent) of a registered online algorithm."""
+def _make(spec: AlgorithmSpec, seed: int, env: Any = None, **agent_options: Any) -> tuple[Any, Any, Any]:
+    """(environment, algorithm, agent) of a registered online algorithm (``agent_options``: accountant=)."""
     env = ENVIRONMENTS[spec.family]() if env is None else env
     algorithm = BUILD[spec.name](env, seed)
     assert isinstance(algorithm, spec.algorithm_class)  # type: ignore[arg-type]
-    agent = algorithm.agent() if isinstance(algorithm, OwnAgent) else algorithm.agent(seed, insecure_seeded_noise=True)
-    return env, algorithm, agent
+    if isinstance(algorithm, OwnAgent):
+        return env, algorithm, algorithm.agent(**agent_options)
+    return env, algorithm, algorithm.agent(seed, insecure_seeded_noise=True, **agent_options)
 
 
 class Feedback:
@@ -250,11 +263,10 @@ def _success_of_simulation(algorithm: Any, env: Any, n: int, seed: int) -> np.nd
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureNoiseWarning)
         out = algorithm.simulate(env, n, seed)
-    if isinstance(out, dict):
-        for metric in ("success", "reward_regret", "sampled_regret"):
-            if metric in out:
-                return np.asarray(out[metric], dtype=float)
-    return (out.recommended == env.best_arm).astype(float)
+    for metric in ("success", "reward_regret", "sampled_regret"):
+        if metric in out:
+            return np.asarray(out[metric], dtype=float)
+    raise AssertionError(f"simulate returned none of the family metrics: {sorted(out)}")
 
 
 def _agent_outcome(spec: AlgorithmSpec, env: Any, seed: int) -> float:
@@ -303,6 +315,85 @@ def test_simulate_and_agent_agree_in_distribution(spec: AlgorithmSpec, seed: int
     agents = np.array([_agent_outcome(spec, env, int(s)) for s in seeds])
     result = stats.ks_2samp(simulated, agents)
     assert result.pvalue > FALSE_FAILURE_RATE, (simulated.mean(), agents.mean(), result)
+
+
+# ------------------------------------------------------------------------------------------ one loop
+SIMULATED_TRIALS = 2
+EXPENSIVE = {"usca", "usca-nonprivate", "usca-trivial-sensitivity", "cgp-ucb"}
+"""Kernel algorithms whose construction costs seconds: run with --run-slow (their family stays covered)."""
+
+
+def _one_loop(keep: frozenset[str] = frozenset()) -> list[Any]:
+    return [pytest.param(spec, marks=pytest.mark.slow) if spec.name in EXPENSIVE - keep else spec for spec in ONLINE]
+
+
+@pytest.mark.parametrize("spec", _one_loop(), ids=lambda s: s.name)
+def test_simulate_returns_the_family_metrics_for_every_algorithm(spec: AlgorithmSpec, seed: int) -> None:
+    # one loop compares every algorithm of a family: the same kind of result, the same metric names
+    env, algorithm, _ = _make(spec, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureNoiseWarning)
+        out = algorithm.simulate(env, SIMULATED_TRIALS, seed)
+    assert isinstance(out, SimulationResult)
+    assert set(FAMILY_METRICS[spec.family]) <= set(out), sorted(out)
+    for metric in FAMILY_METRICS[spec.family]:
+        assert np.shape(out[metric]) == (SIMULATED_TRIALS,)
+        np.testing.assert_array_equal(getattr(out, metric), out[metric])  # attribute access too
+    with pytest.raises(AttributeError, match="no metric"):
+        _ = out.no_such_metric
+
+
+@pytest.mark.parametrize("spec", _one_loop(keep=frozenset({"usca"})), ids=lambda s: s.name)
+def test_every_algorithm_takes_agent_accountant(spec: AlgorithmSpec, seed: int) -> None:
+    # the budget goes in one place for every algorithm: .agent(accountant=...)
+    env = ENVIRONMENTS[spec.family]()
+    if spec.privacy.startswith("none"):  # nothing finite to record: refused in one line, not ignored
+        with pytest.raises(InvalidParameterError, match="no finite guarantee"):
+            _make(spec, seed, env, accountant=Accountant())
+        return
+    epsilon = BUILD[spec.name](env, seed).privacy.epsilon
+    tight = Accountant(epsilon_budget=0.5 * epsilon, delta_budget=1e-2)
+    with pytest.raises(PrivacyBudgetExceededError):  # at .agent() (a run's release) or at the first release
+        _, _, agent = _make(spec, seed, env, accountant=tight)
+        _run(agent, Feedback(env, seed))
+        _recommended(agent, seed)
+    ledger = Accountant(delta_budget=1e-2)
+    _, algorithm, agent = _make(spec, seed, env, accountant=ledger)
+    _run(agent, Feedback(env, seed))
+    _recommended(agent, seed)
+    assert ledger.spent().epsilon >= algorithm.privacy.epsilon > 0.0
+    if isinstance(algorithm, OwnAgent):  # its own agent: the accountant must come before the first round
+        with pytest.raises(InvalidParameterError, match="before the first round"):
+            algorithm.agent(accountant=Accountant())
+
+
+@pytest.mark.parametrize("spec", _one_loop(), ids=lambda s: s.name)
+def test_an_unfinished_recommendation_is_an_attribute_error(spec: AlgorithmSpec, seed: int) -> None:
+    _, _, agent = _make(spec, seed)
+    try:
+        agent.recommendation  # noqa: B018 (some agents have an answer at every round: the dueling ones)
+    except NotFittedError as error:
+        assert isinstance(error, AttributeError)  # as scikit-learn's: hasattr, getattr(default) answer
+        assert not hasattr(agent, "recommendation")
+        assert getattr(agent, "recommendation", "unset") == "unset"
+    else:
+        assert spec.family == "dueling"
+
+
+def _first_keyword(cls: type) -> str:
+    return next(name for name, p in inspect.signature(cls).parameters.items()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and len(name) > 3)
+
+
+@pytest.mark.parametrize("spec", ALGORITHMS, ids=lambda s: s.name)
+def test_a_mistyped_keyword_names_the_closest_parameter(spec: AlgorithmSpec) -> None:
+    cls = spec.algorithm_class
+    assert cls is not None
+    meant = _first_keyword(cls)
+    typo = meant + meant[-1]  # epsilon -> epsilonn
+    with pytest.raises(UnknownParameterError, match=f"'{typo}'; did you mean '{meant}'") as raised:
+        cls(**{typo: 1})
+    assert isinstance(raised.value, TypeError)  # what Python raises for an unexpected keyword
 
 
 # ------------------------------------------------------------------------------------------ offline

@@ -11,6 +11,9 @@ from dpbandits._core import errors
         (errors.InvalidParameterError, ValueError),
         (errors.InvalidActionError, ValueError),
         (errors.NotFittedError, RuntimeError),
+        (errors.NotFittedError, AttributeError),  # as scikit-learn's: hasattr() and getattr(default) answer
+        (errors.UnknownParameterError, TypeError),
+        (errors.UnknownParameterError, ValueError),
         (errors.UnsupportedEventError, TypeError),
         (errors.DependencyNotInstalledError, ImportError),
         (errors.DataFormatError, ValueError),
