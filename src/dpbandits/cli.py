@@ -209,9 +209,26 @@ def privacy_lines(study: Any) -> list[str]:
         label = cells[0].label if cells else entry.name
         at = [f"{symbol} = {_values(found)}" for key, symbol in (("epsilon", "ε"), ("delta", "δ"))
               if (found := {cell.algorithm_params[key] for cell in cells if key in cell.algorithm_params})]
-        private = not spec.privacy.startswith("none")
-        lines.append(f"  {label}: {spec.privacy}" + (f", at {', '.join(at)}" if private and at else ""))
+        statement = _agent_statement(spec, cells[0]) if cells else None
+        statement = statement or spec.privacy
+        private = not statement.startswith("none")
+        lines.append(f"  {label}: {statement}" + (f", at {', '.join(at)}" if private and at else ""))
     return lines
+
+
+def _agent_statement(spec: Any, cell: Any) -> str | None:
+    """A user's agent class's own privacy statement, read from one agent built for ``cell`` (None if none).
+
+    An agent class usually sets ``self.privacy`` in ``__init__``: only an instance has it. The run has
+    already built such agents (and imported their code); this builds one more, for its first cell.
+    """
+    from dpbandits.algorithms.user_simulation import AgentSimulation
+    from dpbandits.envs.registry import get_environment
+
+    if not isinstance(spec.simulate, AgentSimulation):
+        return None
+    env = get_environment(cell.environment).factory(**cell.environment_params)
+    return spec.simulate.privacy_statement(env, cell.algorithm_params)
 
 
 def _print_summary(run_dir: Path, *, max_rows: int | None = None) -> None:
