@@ -261,7 +261,20 @@ def init_study_command(
     if target.exists() and not force:
         raise InvalidParameterError(f"{target} exists; pass --force to overwrite it, or --out to write elsewhere")
     atomic_write_text(target, text)
-    typer.echo(f"wrote {target}; edit it, then: dpbandits run {target} --out runs/{name}")
+    typer.echo(f"wrote {target}; edit it, then: dpbandits run {target} --out {_fresh_run_dir(name)}")
+
+
+def _fresh_run_dir(name: str) -> str:
+    """A run directory for an edited copy of study ``name`` that does not exist yet.
+
+    Not ``runs/NAME``: ``dpbandits reproduce NAME`` (the README's first command) fills that one, and a
+    run directory of another study is refused.
+    """
+    candidate = Path("runs") / f"my-{name}"
+    number = 2
+    while candidate.exists():
+        candidate, number = Path("runs") / f"my-{name}-{number}", number + 1
+    return candidate.as_posix()
 
 
 def register(app: typer.Typer) -> None:
