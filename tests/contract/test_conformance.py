@@ -323,8 +323,8 @@ EXPENSIVE = {"usca", "usca-nonprivate", "usca-trivial-sensitivity", "cgp-ucb"}
 """Kernel algorithms whose construction costs seconds: run with --run-slow (their family stays covered)."""
 
 
-def _one_loop(keep: frozenset[str] = frozenset()) -> list[Any]:
-    return [pytest.param(spec, marks=pytest.mark.slow) if spec.name in EXPENSIVE - keep else spec for spec in ONLINE]
+def _one_loop() -> list[Any]:
+    return [pytest.param(spec, marks=pytest.mark.slow) if spec.name in EXPENSIVE else spec for spec in ONLINE]
 
 
 @pytest.mark.parametrize("spec", _one_loop(), ids=lambda s: s.name)
@@ -343,7 +343,7 @@ def test_simulate_returns_the_family_metrics_for_every_algorithm(spec: Algorithm
         _ = out.no_such_metric
 
 
-@pytest.mark.parametrize("spec", _one_loop(keep=frozenset({"usca"})), ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", _one_loop(), ids=lambda s: s.name)
 def test_every_algorithm_takes_agent_accountant(spec: AlgorithmSpec, seed: int) -> None:
     # the budget goes in one place for every algorithm: .agent(accountant=...)
     env = ENVIRONMENTS[spec.family]()

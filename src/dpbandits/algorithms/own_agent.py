@@ -62,7 +62,7 @@ class OwnAgent:
         Parameters
         ----------
         accountant : Accountant, optional
-            Records the run's guarantee (:attr:`privacy`) now, before the first ``ask`` (so before any
+            Records the run's guarantee (its ``privacy``) now, before the first ``ask`` (so before any
             noise is drawn): a run that would exceed the accountant's budget raises
             :class:`~dpbandits._core.errors.PrivacyBudgetExceededError` and the agent is not started.
             A non-private algorithm has no finite guarantee to record: the accountant refuses it
