@@ -49,6 +49,7 @@ from dpbandits import (
     NonPrivate,
     NotFittedError,
     OfflinePolicy,
+    PerInstanceSpendError,
     PrivacyBudgetExceededError,
     UnknownParameterError,
     missing_members,
@@ -433,6 +434,50 @@ def _law(policy: Any) -> np.ndarray:
 
 def test_every_offline_entry_has_an_example() -> None:
     assert {spec.name for spec in OFFLINE} == set(FIT)
+
+
+REFUSED_AT_AGENT = {
+    "kl-mab": "declare min_count", "kl-mab-repeated": "declare min_count",  # a per-instance guarantee only
+    "kl-linear": "declare min_eigenvalue", "kl-linear-classification": "declare min_eigenvalue",
+    "laplace-greedy-mab": "already happened",  # its one release was at fit
+    "greedy-mab": "no finite guarantee",  # non-private
+}
+"""The examples of FIT whose .agent(accountant=) is refused in one line, and why (nothing recorded)."""
+
+
+def _release(policy: Any, seed: int) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureNoiseWarning)
+        try:
+            policy.sample(rng=seed, insecure_seeded_noise=True)
+        except TypeError:  # a contextual policy samples among candidate actions
+            policy.sample(ACTIONS, rng=seed, insecure_seeded_noise=True)
+
+
+@pytest.mark.parametrize("spec", OFFLINE, ids=lambda s: s.name)
+def test_every_offline_policy_takes_agent_accountant(spec: AlgorithmSpec, seed: int) -> None:
+    # the budget goes in the same place as for every algorithm: .agent(accountant=...)
+    policy = FIT[spec.name](seed)
+    ledger = Accountant(delta_budget=1e-2)
+    if spec.name in REFUSED_AT_AGENT:
+        with pytest.raises((InvalidParameterError, PerInstanceSpendError), match=REFUSED_AT_AGENT[spec.name]):
+            policy.agent(accountant=ledger)
+        assert ledger.events == ()
+        return
+    assert policy.agent(accountant=ledger) is policy
+    _release(policy, seed)
+    _release(policy, seed + 1)
+    assert len(ledger.events) == 2 and ledger.spent().epsilon > 0.0  # one record per sample, before it is drawn
+
+
+def test_a_declared_kl_policy_records_each_sample_in_the_agent_accountant(seed: int) -> None:
+    policy = dpbandits.KLMABPolicy(K, 1.0, min_count=MIN_COUNT).fit(_mab_data(seed))
+    tight = Accountant(epsilon_budget=1.5 * policy.sample_guarantee().epsilon)
+    policy.agent(accountant=tight)
+    _release(policy, seed)
+    with pytest.raises(PrivacyBudgetExceededError):  # the second sample would exceed the budget: refused, not drawn
+        _release(policy, seed)
+    assert len(tight.events) == 1
 
 
 @pytest.mark.parametrize("spec", OFFLINE, ids=lambda s: s.name)
