@@ -65,17 +65,22 @@ def at_epsilon(log_probabilities: np.ndarray, epsilon: float) -> np.ndarray:
     return scaled - logsumexp(scaled, axis=1, keepdims=True)
 
 
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+EPSILONS = (1.0, 4.0, 16.0)  # the same three epsilon in both panels, each in the same colour
+COLOURS = dict(zip(EPSILONS, ("tab:blue", "tab:orange", "tab:green"), strict=True))
 grid = usca.grid[:, 0]
-figure, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
-left.plot(grid, env.mean_reward(usca.grid, np.full((grid.size, 1), 0.3)), color="black", label="f(x, c = 0.3)")
+figure, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.6), layout="constrained")
+(reward,) = left.plot(grid, env.mean_reward(usca.grid, np.full((grid.size, 1), 0.3)), color="black",
+                      linewidth=2, label="reward f(x, c = 0.3)")
 density = left.twinx()
 at_context = usca.mechanism_log_probabilities([context])  # exact, for evaluation: not a release
-for epsilon in (0.5, 2.0, 8.0):
-    density.plot(grid, np.exp(at_epsilon(at_context, epsilon)[0]) * grid.size, label=f"eps = {epsilon}")
+densities = [density.plot(grid, np.exp(at_epsilon(at_context, epsilon)[0]) * grid.size, color=COLOURS[epsilon],
+                          label=f"density, eps = {epsilon:g}")[0] for epsilon in EPSILONS]
 left.set_xlabel("action x")
 left.set_ylabel("reward f(x, 0.3)")
 density.set_ylabel("density of the released action")
-density.legend(loc="upper left", fontsize=8)
+left.legend(handles=[reward, *densities], loc="upper right", fontsize=8)  # one legend for both axes
 left.set_title("exponential mechanism at T = 800")
 
 horizons = [100, 200, 400, 800]
@@ -83,19 +88,27 @@ fits = {horizon: usca if horizon == 800 else learn(horizon, epsilon=1.0) for hor
 test_contexts = env.sample_contexts(16, rng=9)
 table = env.mean_reward(usca.grid[None, :, :], test_contexts[:, None, :])  # f(x_j, c_i), (contexts, grid)
 log_probabilities = {horizon: fit.mechanism_log_probabilities(test_contexts) for horizon, fit in fits.items()}
-for epsilon in (1.0, 4.0, 16.0):
+drawn = []
+for epsilon in EPSILONS:
     errors = []
     for horizon in horizons:
         probabilities = np.exp(at_epsilon(log_probabilities[horizon], epsilon))
         errors.append(np.mean(table.max(axis=1) - (probabilities * table).sum(axis=1)))  # expected regret
-    right.loglog(horizons, errors, marker="o", label=f"eps = {epsilon}")
+    right.loglog(horizons, errors, marker="o", color=COLOURS[epsilon], label=f"eps = {epsilon:g}")
+    drawn += errors
 print("sensitivity by horizon:", {horizon: round(fit.sensitivity, 3) for horizon, fit in fits.items()})
 right.set_xticks(horizons, [str(horizon) for horizon in horizons])
-right.minorticks_off()
+right.xaxis.set_minor_locator(NullLocator())  # the horizons are the ticks
+# labelled y ticks at 1, 1.5, 2, 3, 5 and 7 times a power of ten, from just below the lowest error to just above the highest
+low, high = min(drawn) / 1.15, max(drawn) * 1.15
+right.set_ylim(low, high)
+right.yaxis.set_major_locator(FixedLocator([m * 10.0**e for e in range(-4, 2) for m in (1, 1.5, 2, 3, 5, 7) if low <= m * 10.0**e <= high]))
+right.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+right.yaxis.set_minor_locator(NullLocator())
 right.set_xlabel("horizon T")
 right.set_ylabel("expected error rate")
 right.set_title("error rate of one private prediction")
-right.grid(True, which="both", alpha=0.3)
+right.grid(True, which="major", alpha=0.3)
 right.legend(fontsize=8)
 figure.savefig(out_dir / "usca.png", dpi=110)
 # --8<-- [end:plot]

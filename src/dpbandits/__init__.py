@@ -62,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     "Agent": "dpbandits.algorithms.protocols",
     "OfflinePolicy": "dpbandits.algorithms.protocols",
     "missing_members": "dpbandits.algorithms.protocols",
+    "SimulationResult": "dpbandits.algorithms.results",
     # privacy: guarantees, mechanisms, noise, counters, accounting
     "PureDP": "dpbandits.privacy.guarantees",
     "ApproxDP": "dpbandits.privacy.guarantees",
@@ -171,6 +172,7 @@ _EXPORTS: dict[str, str] = {
     "NotFittedError": "dpbandits._core.errors",
     "EmptySupportError": "dpbandits._core.errors",
     "UnsupportedEventError": "dpbandits._core.errors",
+    "UnknownParameterError": "dpbandits._core.errors",
     "PrivacyBudgetExceededError": "dpbandits._core.errors",
     "DependencyNotInstalledError": "dpbandits._core.errors",
     "DataFormatError": "dpbandits._core.errors",

@@ -38,7 +38,8 @@ import typer
 import dpbandits
 from dpbandits._cli_group import CommandGroup, configure_logging, fail, make_console
 
-__all__ = ["app", "configure_logging", "main", "privacy_lines", "register_extensions", "run_status"]
+__all__ = ["app", "configure_logging", "main", "privacy_entries", "privacy_lines", "register_extensions", "run_status",
+           "summary_data"]
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -50,7 +51,7 @@ app = typer.Typer(
     cls=CommandGroup,
     help="Differentially private bandit algorithms: studies, privacy accounting and audits.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
@@ -68,7 +69,7 @@ def _root(
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress or notes on stderr (errors and results only)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug log lines on stderr (per-cell timings, backend choices)."),
-    as_json: bool = typer.Option(False, "--json", hidden=True, help="JSON output and errors (list, show, status, account)."),
+    as_json: bool = typer.Option(False, "--json", hidden=True, help="JSON output and errors (list, show, status, summary, run, reproduce, account)."),
 ) -> None:
     """Differentially private bandit algorithms: studies, privacy accounting and audits.
 
@@ -116,6 +117,8 @@ _PLOT = typer.Option(True, "--plot/--no-plot",
 _RUN_PLOT_FORMATS = ("png",)
 """What a run draws: the quick look. PDF (for papers) is ``dpbandits plot``'s; drawing it too at the
 end of every run cost about as much again as the PNGs."""
+_RESULT_JSON = typer.Option(
+    False, "--json", help="Print the result as one JSON object (status, summary rows, privacy, files) instead of text.")
 
 
 def _run(
@@ -132,6 +135,7 @@ def _run(
     progress: str,
     plot: bool,
     allow_version_change: bool = False,
+    as_json: bool = False,
 ) -> None:
     from dpbandits._core.validation import check_one_of
     from dpbandits.experiments.plot_process import PlotProcess
@@ -150,12 +154,12 @@ def _run(
     with PlotProcess(_RUN_PLOT_FORMATS) if plot else contextlib.nullcontext() as plotter:
         _run_and_report(study, source_text, run_dir, plotter, backend=backend, workers=workers,
                         scheduler=scheduler, resume=resume, progress=progress,
-                        allow_version_change=allow_version_change)
+                        allow_version_change=allow_version_change, as_json=as_json)
 
 
 def _run_and_report(study: Any, source_text: str | None, run_dir: Path, plotter: Any, *, backend: str,
                     workers: int | None, scheduler: str | None, resume: bool, progress: str,
-                    allow_version_change: bool) -> None:
+                    allow_version_change: bool, as_json: bool = False) -> None:
     from dpbandits.experiments.runner import RunTerminated, run_study
 
     try:
@@ -169,6 +173,17 @@ def _run_and_report(study: Any, source_text: str | None, run_dir: Path, plotter:
         raise typer.Exit(code) from None
     plots = (plotter.start(result.run_dir)
              if plotter is not None and result.cells_run + result.cells_skipped > 0 else None)
+    if as_json:
+        import json
+
+        found = {"status": result.status, "cells_run": result.cells_run, "cells_skipped": result.cells_skipped,
+                 "seconds": result.seconds, "backend": result.backend.get("backend"),
+                 **summary_data(result.run_dir), "privacy": privacy_entries(study),
+                 "analyses": [str(path) for path in sorted((result.run_dir / "analyses").glob("*.json"))]
+                 if study.analyses else [],
+                 "plots": [str(path) for path in plots.result()] if plots is not None else []}
+        typer.echo(json.dumps(found, indent=2, ensure_ascii=False, allow_nan=False))
+        return
     typer.echo(f"{result.status}: {result.cells_run} cells run, {result.cells_skipped} already done, "
                f"{result.seconds:.1f} s ({result.backend.get('backend')})")
     _print_summary(result.run_dir, max_rows=_MAX_TABLE_ROWS)
@@ -192,26 +207,54 @@ def _values(values: set[Any]) -> str:
     return str(ordered[0]) if len(ordered) == 1 else "{" + ", ".join(map(str, ordered)) + "}"
 
 
-def privacy_lines(study: Any) -> list[str]:
-    """One line per algorithm of ``study``: the guarantee it registered and the ε (δ) it ran at.
+def privacy_entries(study: Any) -> list[dict[str, Any]]:
+    """One entry per algorithm of ``study``: its label, privacy statement and the ε (δ) values it ran at.
 
-    The guarantee is the registry's (the unit protected, the neighbouring notion); its privacy
-    parameters are read from the study's cells (the algorithm's parameters or the grid), so a
-    swept ε prints as the set of values run.
+    The statement is the registry's (the unit protected, the neighbouring notion), or a user's agent's
+    own; the privacy parameters are read from the study's cells (the algorithm's parameters or the
+    grid), so a swept ε is the list of values run. A non-private algorithm has ``private`` false and
+    no values.
     """
     from dpbandits.algorithms.registry import get_algorithm
 
-    lines = ["privacy:"]
+    entries = []
     all_cells = study.cells()
     for index, entry in enumerate(study.algorithms):
         spec = get_algorithm(entry.name)
         cells = [cell for cell in all_cells if cell.algorithm_index == index]
-        label = cells[0].label if cells else entry.name
-        at = [f"{symbol} = {_values(found)}" for key, symbol in (("epsilon", "ε"), ("delta", "δ"))
-              if (found := {cell.algorithm_params[key] for cell in cells if key in cell.algorithm_params})]
-        private = not spec.privacy.startswith("none")
-        lines.append(f"  {label}: {spec.privacy}" + (f", at {', '.join(at)}" if private and at else ""))
+        statement = (_agent_statement(spec, cells[0]) if cells else None) or spec.privacy
+        private = not statement.startswith("none")
+        at = {key: sorted(found, key=lambda value: (isinstance(value, str), value))
+              for key in ("epsilon", "delta")
+              if private and (found := {cell.algorithm_params[key] for cell in cells if key in cell.algorithm_params})}
+        entries.append({"label": cells[0].label if cells else entry.name, "algorithm": entry.name,
+                        "privacy": statement, "private": private, "at": at})
+    return entries
+
+
+def privacy_lines(study: Any) -> list[str]:
+    """The run's privacy lines: per algorithm its guarantee and the ε (δ) it ran at (see :func:`privacy_entries`)."""
+    lines = ["privacy:"]
+    for entry in privacy_entries(study):
+        at = [f"{symbol} = {_values(set(entry['at'][key]))}" for key, symbol in (("epsilon", "ε"), ("delta", "δ"))
+              if key in entry["at"]]
+        lines.append(f"  {entry['label']}: {entry['privacy']}" + (f", at {', '.join(at)}" if at else ""))
     return lines
+
+
+def _agent_statement(spec: Any, cell: Any) -> str | None:
+    """A user's agent class's own privacy statement, read from one agent built for ``cell`` (None if none).
+
+    An agent class usually sets ``self.privacy`` in ``__init__``: only an instance has it. The run has
+    already built such agents (and imported their code); this builds one more, for its first cell.
+    """
+    from dpbandits.algorithms.user_simulation import AgentSimulation
+    from dpbandits.envs.registry import get_environment
+
+    if not isinstance(spec.simulate, AgentSimulation):
+        return None
+    env = get_environment(cell.environment).factory(**cell.environment_params)
+    return spec.simulate.privacy_statement(env, cell.algorithm_params)
 
 
 def _print_summary(run_dir: Path, *, max_rows: int | None = None) -> None:
@@ -259,6 +302,7 @@ def run_command(
     progress: str = _PROGRESS,
     plot: bool = _PLOT,
     allow_version_change: bool = _VERSION_CHANGE,
+    as_json: bool = _RESULT_JSON,
 ) -> None:
     """Run a study file: results, summary.csv and plots go to the run directory."""
     from dpbandits.experiments.config import parse_study_text, read_study_text
@@ -266,7 +310,8 @@ def run_command(
     text = read_study_text(study_file)
     study = parse_study_text(text, source=str(study_file))
     _run(study, text, out=out, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
-         trials=trials, seed=seed, progress=progress, plot=plot, allow_version_change=allow_version_change)
+         trials=trials, seed=seed, progress=progress, plot=plot, allow_version_change=allow_version_change,
+         as_json=as_json)
 
 
 @app.command("reproduce")
@@ -282,6 +327,7 @@ def reproduce_command(
     progress: str = _PROGRESS,
     plot: bool = _PLOT,
     allow_version_change: bool = _VERSION_CHANGE,
+    as_json: bool = _RESULT_JSON,
 ) -> None:
     """Run a bundled study by name."""
     from dpbandits.experiments.bundled import bundled_study_text
@@ -290,7 +336,8 @@ def reproduce_command(
     text = bundled_study_text(name)
     study = parse_study_text(text, source=f"bundled study {name!r}")
     _run(study, text, out=out, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
-         trials=trials, seed=seed, progress=progress, plot=plot, allow_version_change=allow_version_change)
+         trials=trials, seed=seed, progress=progress, plot=plot, allow_version_change=allow_version_change,
+         as_json=as_json)
 
 
 def run_status(run_dir: Path) -> dict[str, Any]:
@@ -361,12 +408,48 @@ def status_command(
         typer.echo("continue with: dpbandits run STUDY.toml --out RUN_DIR --resume (same --trials/--seed)")
 
 
+def _json_value(text: str) -> Any:
+    """A summary.csv cell as JSON: an int or a float where it is one (NaN as null), else the text."""
+    import math
+
+    for kind in (int, float):
+        try:
+            value = kind(text)
+        except ValueError:
+            continue
+        return None if isinstance(value, float) and not math.isfinite(value) else value
+    return text
+
+
+def summary_data(run_dir: Path) -> dict[str, Any]:
+    """A run's summary.csv as plain data: ``{"run_dir", "summary_path", "metrics", "rows"}`` (``summary --json``).
+
+    ``metrics`` maps each metric to its estimate's column (``success_rate``, ``simple_regret_mean``);
+    each row maps every column to a number where it is one (an undefined interval is null).
+    """
+    from dpbandits.experiments.store import SUMMARY_NAME, read_summary, summary_metrics
+
+    rows = read_summary(run_dir)
+    return {"run_dir": str(run_dir), "summary_path": str(run_dir / SUMMARY_NAME),
+            "metrics": summary_metrics(list(rows[0])) if rows else {},
+            "rows": [{key: value if key == "algorithm" else _json_value(value) for key, value in row.items()}
+                     for row in rows]}
+
+
 @app.command("summary")
-def summary_command(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
+def summary_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (for scripts) instead of a table."),
+) -> None:
     """Print a run's summary.csv as a table (every row; works on a read-only run directory)."""
     from dpbandits.experiments.store import SUMMARY_NAME, read_manifest
 
     read_manifest(run_dir)
+    if as_json:
+        import json
+
+        typer.echo(json.dumps(summary_data(run_dir), indent=2, ensure_ascii=False, allow_nan=False))
+        return
     _print_summary(run_dir)
     typer.echo(f"summary: {run_dir / SUMMARY_NAME}")
 

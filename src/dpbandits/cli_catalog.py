@@ -92,7 +92,7 @@ def describe(name: str) -> list[dict[str, Any]]:
     InvalidParameterError
         If nothing has that name (the message suggests close names).
     """
-    from dpbandits.algorithms.registry import list_algorithms
+    from dpbandits.algorithms.registry import is_user_algorithm, list_algorithms
     from dpbandits.envs.registry import list_environments
     from dpbandits.experiments.bundled import bundled_study_text, list_bundled_studies
 
@@ -116,12 +116,33 @@ def describe(name: str) -> list[dict[str, Any]]:
         if study.name == name:
             found.append({"type": "study", "name": study.name, "description": study.description,
                           "toml": bundled_study_text(name)})
+    if not found and is_user_algorithm(name):
+        found.append(_describe_user_algorithm(name))
     if not found:
         known = [entry["name"] for group in catalogue().values() for entry in group]
         close = difflib.get_close_matches(name, known, n=3)
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else "; see `dpbandits list`"
         raise InvalidParameterError(f"no algorithm, environment or bundled study is named {name!r}{hint}")
     return found
+
+
+def _describe_user_algorithm(name: str) -> dict[str, Any]:
+    """A user's algorithm named as a study names it (``package.module:Object`` or an entry point).
+
+    Imports the user's module, as a study naming it does.
+    """
+    from dpbandits.algorithms.registry import get_algorithm
+    from dpbandits.algorithms.user_imports import load_user_object
+
+    spec = get_algorithm(name)
+    found = load_user_object(name)
+    return {
+        "type": "algorithm", "name": name, "family": spec.family, "privacy": spec.privacy,
+        "class": name if inspect.isclass(found) else None, "is_algorithm": True,
+        "environments": list(spec.environments), "metrics": list(spec.metrics),
+        "proportion_metrics": list(spec.proportion_metrics), "parameters": _parameters(spec.simulate),
+        "documentation": plain_text(inspect.getdoc(found) or spec.description),
+    }
 
 
 def _table(title: str, columns: tuple[str, ...], rows: Sequence[tuple[str, ...]], *, names: int = 1) -> Any:
@@ -240,7 +261,20 @@ def init_study_command(
     if target.exists() and not force:
         raise InvalidParameterError(f"{target} exists; pass --force to overwrite it, or --out to write elsewhere")
     atomic_write_text(target, text)
-    typer.echo(f"wrote {target}; edit it, then: dpbandits run {target} --out runs/{name}")
+    typer.echo(f"wrote {target}; edit it, then: dpbandits run {target} --out {_fresh_run_dir(name)}")
+
+
+def _fresh_run_dir(name: str) -> str:
+    """A run directory for an edited copy of study ``name`` that does not exist yet.
+
+    Not ``runs/NAME``: ``dpbandits reproduce NAME`` (the README's first command) fills that one, and a
+    run directory of another study is refused.
+    """
+    candidate = Path("runs") / f"my-{name}"
+    number = 2
+    while candidate.exists():
+        candidate, number = Path("runs") / f"my-{name}-{number}", number + 1
+    return candidate.as_posix()
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from dpbandits._core.errors import DependencyNotInstalledError
+from dpbandits._core.extras import install_advice
 
 __all__ = ["register"]
 
@@ -26,7 +27,7 @@ def _require_serve_extra() -> None:
     missing = [name for name in ("fastapi", "uvicorn", "sqlalchemy") if importlib.util.find_spec(name) is None]
     if missing:
         raise DependencyNotInstalledError(
-            f"dpbandits serve needs {', '.join(missing)}: pip install \"dpbandits[serve]\"")
+            f"dpbandits serve needs {', '.join(missing)}: {install_advice('serve')}")
 
 
 def register(app: typer.Typer) -> None:

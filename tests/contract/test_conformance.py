@@ -15,7 +15,13 @@ constructed from its defaults (the required arguments only, on a small instance)
 * ``simulate`` and the agent agree in distribution (slow: a two-sample test with a declared
   false-failure rate);
 * a fitted offline *policy* has ``fit``, ``sample``, ``privacy`` and ``guarantee``, and reloads to the
-  same sampling law.
+  same sampling law;
+* one loop for every algorithm of a family: ``simulate(env, n_trials, rng)`` returns a
+  :class:`~dpbandits.algorithms.results.SimulationResult` with the family's metrics (by key and by
+  attribute), ``.agent(accountant=...)`` records the run's guarantee before any round (refused by a
+  tight budget; refused in one line for a non-private algorithm), an unfinished agent's
+  ``recommendation`` is an ``AttributeError`` (``hasattr`` answers), and a mistyped keyword names the
+  closest parameter.
 """
 
 from __future__ import annotations
@@ -34,17 +40,24 @@ from scipy import stats
 
 import dpbandits
 from dpbandits import (
+    Accountant,
     Agent,
     Algorithm,
     Guarantee,
     InsecureNoiseWarning,
+    InvalidParameterError,
     NonPrivate,
+    NotFittedError,
     OfflinePolicy,
+    PerInstanceSpendError,
+    PrivacyBudgetExceededError,
+    UnknownParameterError,
     missing_members,
 )
 from dpbandits.algorithms.kernel.evaluation import grid_reward_table
 from dpbandits.algorithms.own_agent import OwnAgent
 from dpbandits.algorithms.registry import AlgorithmSpec, list_algorithms
+from dpbandits.algorithms.results import FAMILY_METRICS, SimulationResult
 from dpbandits.envs.offline import simulate_logged_bandit, simulate_logged_contextual, simulate_preferences
 from dpbandits.envs.registry import make_environment
 
@@ -128,13 +141,14 @@ OFFLINE = [spec for spec in ALGORITHMS if spec.family == "offline"]
 
 
 # ------------------------------------------------------------------------------------------ helpers
-def _make(spec: AlgorithmSpec, seed: int, env: Any = None) -> tuple[Any, Any, Any]:
-    """(environment, algorithm, agent) of a registered online algorithm."""
+def _make(spec: AlgorithmSpec, seed: int, env: Any = None, **agent_options: Any) -> tuple[Any, Any, Any]:
+    """(environment, algorithm, agent) of a registered online algorithm (``agent_options``: accountant=)."""
     env = ENVIRONMENTS[spec.family]() if env is None else env
     algorithm = BUILD[spec.name](env, seed)
     assert isinstance(algorithm, spec.algorithm_class)  # type: ignore[arg-type]
-    agent = algorithm.agent() if isinstance(algorithm, OwnAgent) else algorithm.agent(seed, insecure_seeded_noise=True)
-    return env, algorithm, agent
+    if isinstance(algorithm, OwnAgent):
+        return env, algorithm, algorithm.agent(**agent_options)
+    return env, algorithm, algorithm.agent(seed, insecure_seeded_noise=True, **agent_options)
 
 
 class Feedback:
@@ -250,11 +264,10 @@ def _success_of_simulation(algorithm: Any, env: Any, n: int, seed: int) -> np.nd
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureNoiseWarning)
         out = algorithm.simulate(env, n, seed)
-    if isinstance(out, dict):
-        for metric in ("success", "reward_regret", "sampled_regret"):
-            if metric in out:
-                return np.asarray(out[metric], dtype=float)
-    return (out.recommended == env.best_arm).astype(float)
+    for metric in ("success", "reward_regret", "sampled_regret"):
+        if metric in out:
+            return np.asarray(out[metric], dtype=float)
+    raise AssertionError(f"simulate returned none of the family metrics: {sorted(out)}")
 
 
 def _agent_outcome(spec: AlgorithmSpec, env: Any, seed: int) -> float:
@@ -305,6 +318,85 @@ def test_simulate_and_agent_agree_in_distribution(spec: AlgorithmSpec, seed: int
     assert result.pvalue > FALSE_FAILURE_RATE, (simulated.mean(), agents.mean(), result)
 
 
+# ------------------------------------------------------------------------------------------ one loop
+SIMULATED_TRIALS = 2
+EXPENSIVE = {"usca", "usca-nonprivate", "usca-trivial-sensitivity", "cgp-ucb"}
+"""Kernel algorithms whose construction costs seconds: run with --run-slow (their family stays covered)."""
+
+
+def _one_loop() -> list[Any]:
+    return [pytest.param(spec, marks=pytest.mark.slow) if spec.name in EXPENSIVE else spec for spec in ONLINE]
+
+
+@pytest.mark.parametrize("spec", _one_loop(), ids=lambda s: s.name)
+def test_simulate_returns_the_family_metrics_for_every_algorithm(spec: AlgorithmSpec, seed: int) -> None:
+    # one loop compares every algorithm of a family: the same kind of result, the same metric names
+    env, algorithm, _ = _make(spec, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureNoiseWarning)
+        out = algorithm.simulate(env, SIMULATED_TRIALS, seed)
+    assert isinstance(out, SimulationResult)
+    assert set(FAMILY_METRICS[spec.family]) <= set(out), sorted(out)
+    for metric in FAMILY_METRICS[spec.family]:
+        assert np.shape(out[metric]) == (SIMULATED_TRIALS,)
+        np.testing.assert_array_equal(getattr(out, metric), out[metric])  # attribute access too
+    with pytest.raises(AttributeError, match="no metric"):
+        _ = out.no_such_metric
+
+
+@pytest.mark.parametrize("spec", _one_loop(), ids=lambda s: s.name)
+def test_every_algorithm_takes_agent_accountant(spec: AlgorithmSpec, seed: int) -> None:
+    # the budget goes in one place for every algorithm: .agent(accountant=...)
+    env = ENVIRONMENTS[spec.family]()
+    if spec.privacy.startswith("none"):  # nothing finite to record: refused in one line, not ignored
+        with pytest.raises(InvalidParameterError, match="no finite guarantee"):
+            _make(spec, seed, env, accountant=Accountant())
+        return
+    epsilon = BUILD[spec.name](env, seed).privacy.epsilon
+    tight = Accountant(epsilon_budget=0.5 * epsilon, delta_budget=1e-2)
+    with pytest.raises(PrivacyBudgetExceededError):  # at .agent() (a run's release) or at the first release
+        _, _, agent = _make(spec, seed, env, accountant=tight)
+        _run(agent, Feedback(env, seed))
+        _recommended(agent, seed)
+    ledger = Accountant(delta_budget=1e-2)
+    _, algorithm, agent = _make(spec, seed, env, accountant=ledger)
+    _run(agent, Feedback(env, seed))
+    _recommended(agent, seed)
+    assert ledger.spent().epsilon >= algorithm.privacy.epsilon > 0.0
+    if isinstance(algorithm, OwnAgent):  # its own agent: the accountant must come before the first round
+        with pytest.raises(InvalidParameterError, match="before the first round"):
+            algorithm.agent(accountant=Accountant())
+
+
+@pytest.mark.parametrize("spec", _one_loop(), ids=lambda s: s.name)
+def test_an_unfinished_recommendation_is_an_attribute_error(spec: AlgorithmSpec, seed: int) -> None:
+    _, _, agent = _make(spec, seed)
+    try:
+        agent.recommendation  # noqa: B018 (some agents have an answer at every round: the dueling ones)
+    except NotFittedError as error:
+        assert isinstance(error, AttributeError)  # as scikit-learn's: hasattr, getattr(default) answer
+        assert not hasattr(agent, "recommendation")
+        assert getattr(agent, "recommendation", "unset") == "unset"
+    else:
+        assert spec.family == "dueling"
+
+
+def _first_keyword(cls: type) -> str:
+    return next(name for name, p in inspect.signature(cls).parameters.items()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and len(name) > 3)
+
+
+@pytest.mark.parametrize("spec", ALGORITHMS, ids=lambda s: s.name)
+def test_a_mistyped_keyword_names_the_closest_parameter(spec: AlgorithmSpec) -> None:
+    cls = spec.algorithm_class
+    assert cls is not None
+    meant = _first_keyword(cls)
+    typo = meant + meant[-1]  # epsilon -> epsilonn
+    with pytest.raises(UnknownParameterError, match=f"'{typo}'; did you mean '{meant}'") as raised:
+        cls(**{typo: 1})
+    assert isinstance(raised.value, TypeError)  # what Python raises for an unexpected keyword
+
+
 # ------------------------------------------------------------------------------------------ offline
 THETA = [0.3, 0.4]
 ACTIONS = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
@@ -342,6 +434,50 @@ def _law(policy: Any) -> np.ndarray:
 
 def test_every_offline_entry_has_an_example() -> None:
     assert {spec.name for spec in OFFLINE} == set(FIT)
+
+
+REFUSED_AT_AGENT = {
+    "kl-mab": "declare min_count", "kl-mab-repeated": "declare min_count",  # a per-instance guarantee only
+    "kl-linear": "declare min_eigenvalue", "kl-linear-classification": "declare min_eigenvalue",
+    "laplace-greedy-mab": "already happened",  # its one release was at fit
+    "greedy-mab": "no finite guarantee",  # non-private
+}
+"""The examples of FIT whose .agent(accountant=) is refused in one line, and why (nothing recorded)."""
+
+
+def _release(policy: Any, seed: int) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureNoiseWarning)
+        try:
+            policy.sample(rng=seed, insecure_seeded_noise=True)
+        except TypeError:  # a contextual policy samples among candidate actions
+            policy.sample(ACTIONS, rng=seed, insecure_seeded_noise=True)
+
+
+@pytest.mark.parametrize("spec", OFFLINE, ids=lambda s: s.name)
+def test_every_offline_policy_takes_agent_accountant(spec: AlgorithmSpec, seed: int) -> None:
+    # the budget goes in the same place as for every algorithm: .agent(accountant=...)
+    policy = FIT[spec.name](seed)
+    ledger = Accountant(delta_budget=1e-2)
+    if spec.name in REFUSED_AT_AGENT:
+        with pytest.raises((InvalidParameterError, PerInstanceSpendError), match=REFUSED_AT_AGENT[spec.name]):
+            policy.agent(accountant=ledger)
+        assert ledger.events == ()
+        return
+    assert policy.agent(accountant=ledger) is policy
+    _release(policy, seed)
+    _release(policy, seed + 1)
+    assert len(ledger.events) == 2 and ledger.spent().epsilon > 0.0  # one record per sample, before it is drawn
+
+
+def test_a_declared_kl_policy_records_each_sample_in_the_agent_accountant(seed: int) -> None:
+    policy = dpbandits.KLMABPolicy(K, 1.0, min_count=MIN_COUNT).fit(_mab_data(seed))
+    tight = Accountant(epsilon_budget=1.5 * policy.sample_guarantee().epsilon)
+    policy.agent(accountant=tight)
+    _release(policy, seed)
+    with pytest.raises(PrivacyBudgetExceededError):  # the second sample would exceed the budget: refused, not drawn
+        _release(policy, seed)
+    assert len(tight.events) == 1
 
 
 @pytest.mark.parametrize("spec", OFFLINE, ids=lambda s: s.name)

@@ -1,5 +1,5 @@
-"""CLI conventions: --json on list/show/status, show NAME, whole names, -q/-v through logging,
-init-study, and each algorithm's guarantee printed with the ε it ran at."""
+"""CLI conventions: --json on list/show/status/summary/run/reproduce, show NAME, whole names, -q/-v
+through logging, init-study, shell completion, and each algorithm's guarantee printed with the ε it ran at."""
 
 from __future__ import annotations
 
@@ -125,6 +125,27 @@ def test_init_study_writes_an_editable_copy_and_refuses_to_overwrite(tmp_path: P
     assert missing.exit_code == 1 and "bundled study must be one of" in missing.output
 
 
+def test_init_study_suggests_a_run_directory_the_readme_did_not_fill(tmp_path: Path, monkeypatch) -> None:
+    # the README's first command fills runs/quickstart; following the hint must not collide with it
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "quickstart").mkdir(parents=True)
+    first = _invoke("init-study")
+    assert first.exit_code == 0, first.output
+    assert first.output.strip().endswith("dpbandits run quickstart.toml --out runs/my-quickstart")
+    (tmp_path / "runs" / "my-quickstart").mkdir()
+    again = _invoke("init-study", "--out", "second.toml")
+    assert again.output.strip().endswith("--out runs/my-quickstart-2")
+
+
+def test_shell_completion_is_enabled() -> None:
+    # typer provides it: --install-completion / --show-completion on the root command
+    shown = _invoke("--help")
+    assert "--install-completion" in shown.output and "--show-completion" in shown.output
+    script = runner.invoke(app, ["--show-completion", "bash"], prog_name="dpbandits")
+    assert script.exit_code == 0, script.output
+    assert "_dpbandits_completion" in script.output and "complete " in script.output
+
+
 def _run_private(tmp_path: Path, *options: str):
     tmp_path.mkdir(parents=True, exist_ok=True)
     study = tmp_path / "study.toml"
@@ -153,6 +174,33 @@ def test_quiet_and_verbose_go_through_logging(tmp_path: Path) -> None:
     assert both.exit_code == 2 and "exclude each other" in both.output
     # the CLI's handler is gone after the command: the library logs as its host configures it
     assert not logging.getLogger("dpbandits").handlers
+
+
+def test_run_and_summary_json(tmp_path: Path) -> None:
+    study = tmp_path / "study.toml"
+    study.write_text(PRIVATE_STUDY, encoding="utf-8")
+    ran = runner.invoke(app, ["run", str(study), "--out", str(tmp_path / "run"), "--no-plot", "--json"])
+    assert ran.exit_code == 0, ran.output
+    result = json.loads(ran.stdout)  # stdout is the JSON object only
+    assert result["status"] == "complete" and result["cells_run"] == 6 and result["cells_skipped"] == 0
+    assert result["run_dir"] == str(tmp_path / "run") and result["plots"] == []
+    assert {row["algorithm"] for row in result["rows"]} == {"DP-BAI", "Gauss", "uniform"}
+    assert all(0.0 <= row["success_rate"] <= 1.0 and row["n_trials"] == 40 for row in result["rows"])
+    privacy = {entry["label"]: entry for entry in result["privacy"]}
+    assert privacy["DP-BAI"]["at"] == {"epsilon": [0.5, 0.9]} and privacy["DP-BAI"]["private"]
+    assert privacy["Gauss"]["at"] == {"epsilon": [0.5, 0.9], "delta": [1e-06]}
+    assert not privacy["uniform"]["private"] and privacy["uniform"]["at"] == {}
+    summary = _invoke("summary", str(tmp_path / "run"), "--json")
+    assert summary.exit_code == 0, summary.output
+    assert json.loads(summary.stdout)["rows"] == result["rows"]
+    assert json.loads(summary.stdout)["metrics"] == {"success": "success_rate"}
+
+
+def test_reproduce_json(tmp_path: Path) -> None:
+    ran = runner.invoke(app, ["reproduce", "bai-smoke", "--trials", "2", "--out", str(tmp_path / "smoke"), "--no-plot",
+                              "--json", "--progress", "none"])
+    assert ran.exit_code == 0, ran.output
+    assert json.loads(ran.stdout)["status"] == "complete"
 
 
 def test_status_json(tmp_path: Path) -> None:

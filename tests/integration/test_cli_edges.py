@@ -79,7 +79,7 @@ def test_json_before_the_command_and_json_errors_on_stdout() -> None:
     assert missing.stderr == ""
     usage = _invoke("status", "--json", "--no-such-option")
     assert usage.exit_code == 2 and "No such option" in json.loads(usage.stdout)["error"]
-    no_json = _invoke("--json", "run", "x.toml")
+    no_json = _invoke("--json", "plot", "x")
     assert no_json.exit_code == 2 and "prints no JSON" in json.loads(no_json.stdout)["error"]
 
 

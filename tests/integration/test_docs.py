@@ -139,3 +139,27 @@ def test_public_api_names_resolve() -> None:
         if name not in ("__version__", "load"):
             module = importlib.import_module(dpbandits._EXPORTS[name])
             assert getattr(module, name) is getattr(dpbandits, name)
+
+
+@pytest.mark.slow
+def test_the_usca_figure_reads_on_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the reward curve is in the legend, both panels show the same ε, the log axis has labelled ticks
+    import runpy
+
+    from matplotlib.figure import Figure
+
+    saved: list[Figure] = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: saved.append(self))
+    monkeypatch.setattr(sys, "argv", ["usca.py", str(tmp_path)])
+    runpy.run_path(str(DOCS / "tutorials" / "usca.py"), run_name="__main__")
+    (figure,) = saved
+    left, right = figure.axes[:2]
+    left_labels = [text.get_text() for text in left.get_legend().get_texts()]
+    right_labels = [text.get_text() for text in right.get_legend().get_texts()]
+    assert any(label.startswith("reward") for label in left_labels), left_labels
+    epsilons = {label.split("eps = ")[1] for label in left_labels if "eps = " in label}
+    assert epsilons == {label.split("eps = ")[1] for label in right_labels} and len(epsilons) == 3
+    figure.canvas.draw()
+    low, high = right.get_ylim()
+    labelled = [t for t in right.get_yticklabels() if t.get_text() and low <= t.get_position()[1] <= high]
+    assert len(labelled) >= 3, [t.get_text() for t in labelled]

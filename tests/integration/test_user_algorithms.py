@@ -7,6 +7,7 @@ failure is one line naming the algorithm and the step.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -101,6 +102,41 @@ class Broken:
 '''
 
 
+DUCK_TYPED = '''
+from dpbandits import NonPrivate
+
+
+class Greedy:
+    """Pulls the arms in turn; recommends the best empirical sum (not private). Attributes set in __init__."""
+
+    def __init__(self, n_arms, budget, epsilon=None):
+        self.n_arms, self.budget, self.t, self.sums = n_arms, budget, 0, [0.0] * n_arms
+        self.done = False
+        self.recommendation = None
+        self.privacy = NonPrivate(unit="one entry of the reward table", reason="it keeps every raw reward")
+
+    def ask(self):
+        return self.t % self.n_arms
+
+    def tell(self, arm, reward):
+        self.sums[arm] += reward
+        self.t += 1
+        if self.t >= self.budget:
+            self.done, self.recommendation = True, max(range(self.n_arms), key=self.sums.__getitem__)
+
+
+class NoDone:
+    def __init__(self, n_arms, budget):
+        self.recommendation = 0
+
+    def ask(self):
+        return 0
+
+    def tell(self, arm, reward):
+        pass
+'''
+
+
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A directory holding the worked example and helper modules, importable (as the working directory is)."""
@@ -108,6 +144,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         shutil.copy(EXAMPLES / name, tmp_path / name)
     (tmp_path / "my_duels.py").write_text(DUELING_AGENT)
     (tmp_path / "my_functions.py").write_text(FUNCTION)
+    (tmp_path / "my_duck.py").write_text(DUCK_TYPED)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
@@ -189,8 +226,8 @@ def test_a_users_failure_is_one_line_naming_the_algorithm_and_step(workdir: Path
     )
     assert command.returncode == 0, command.stderr
     # beside DP-BAI in the printed summary, its privacy line (its own statement, unchecked), plots and DataFrames
-    assert "Private UCB (yours): as its agents' privacy attribute states" in command.stdout
-    assert "a study does not check it: dpbandits audit does" in command.stdout
+    assert ("Private UCB (yours): ε-DP [replace-one] protecting one entry of the reward table (its agents' own "
+            "statement: a study does not check it, dpbandits audit does), at ε = {0.5, 1.0, 2.0}") in command.stdout
     assert sorted(path.name for path in (workdir / "runs/x/plots").glob("*.png")) == [
         "simple_regret_vs_budget.png", "simple_regret_vs_epsilon.png", "success_vs_budget.png",
         "success_vs_epsilon.png"]
@@ -261,3 +298,39 @@ def test_the_worked_example_gives_the_same_summary_on_dask_worker_processes(work
     serial = run_study(study, workdir / "serial", progress="none")
     run_study(study, workdir / "dask", backend=DaskBackend(workers=2, processes=True), progress="none")
     assert (workdir / "dask" / "summary.csv").read_bytes() == serial.summary_path.read_bytes()
+
+
+def test_an_agent_whose_members_are_set_in_init_runs_and_states_its_own_privacy(workdir: Path) -> None:
+    # duck-typed on an instance: done and recommendation are attributes set in __init__ (the common way)
+    from dpbandits.cli import privacy_lines
+
+    study = Study.from_mapping({
+        "name": "duck", "seed": 1, "trials": 3, "environment": {"name": "bernoulli", "means": [0.9, 0.5]},
+        "algorithms": [{"algorithm": "my_duck:Greedy", "label": "greedy"},
+                       {"algorithm": "private_ucb:PrivateUCB", "label": "ucb"}],
+        "grid": {"budget": [20], "epsilon": [0.5, 1.0]},
+    })
+    summary = pd.read_csv(run_study(study, workdir / "duck", progress="none").summary_path)
+    assert set(summary["algorithm"]) == {"greedy", "ucb"}
+    lines = privacy_lines(study)
+    # the class's own statement; a non-private one gets no "at ε = {...}"
+    assert "  greedy: none (non-private): it keeps every raw reward" in lines
+    assert ("  ucb: ε-DP [replace-one] protecting one entry of the reward table (its agents' own statement: a "
+            "study does not check it, dpbandits audit does), at ε = {0.5, 1.0}") in lines
+    with pytest.raises(StudyError, match=r"'my_duck:NoDone' \(trial 0, step 0\): the agent has no done"):
+        run_study(_two_arms({"algorithm": "my_duck:NoDone"}, budget=4), workdir / "nodone", progress="none")
+
+
+def test_show_describes_what_a_study_accepts(workdir: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dpbandits.cli import app
+
+    for name, parameter in (("my_duck:Greedy", "budget"), ("my_functions:uniform_guess", "budget")):
+        shown = CliRunner().invoke(app, ["show", name, "--json"])
+        assert shown.exit_code == 0, shown.output
+        (entry,) = json.loads(shown.output)
+        assert entry["name"] == name and entry["family"] == "user"
+        assert parameter in [p["name"] for p in entry["parameters"]]
+    missing = CliRunner().invoke(app, ["show", "my_duck:Missing"])
+    assert missing.exit_code == 1 and "has no 'Missing'" in missing.output

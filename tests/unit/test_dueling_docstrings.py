@@ -48,3 +48,21 @@ def test_registered_dueling_entry_points_have_privacy_and_references(spec: Any) 
 def test_agents_guarantees_and_theory_curves_have_the_sections(obj: Any) -> None:
     needed = {"References"} if obj in (alg1_heuristic, alg1_upper, thm3_schedule_bound) else {"Privacy", "References"}
     assert needed <= _sections(obj)
+
+
+COMPARATORS = ("rucb", "rmed1", "copeland-confidence-bound", "double-thompson-sampling", "beat-the-mean")
+
+
+@pytest.mark.parametrize("name", COMPARATORS)
+def test_the_comparators_share_one_registration_and_one_simulation(name: str) -> None:
+    # written once (dueling/_rounds.py): the registry fields and the simulation's checks and loop
+    from dpbandits.algorithms.dueling._rounds import COMPARATOR_METRICS
+    from dpbandits.algorithms.registry import get_algorithm
+
+    spec = get_algorithm(name)
+    assert spec.privacy == "none (non-private)" and spec.metrics[: len(COMPARATOR_METRICS)] == COMPARATOR_METRICS
+    assert "identified_best" in spec.proportion_metrics and spec.precheck is not None
+    source = inspect.getsource(spec.simulate)
+    assert "@register_comparator(" in source and "simulate_comparator(" in source
+    assert "check_pairwise_state" not in source and "family=" not in source
+    assert "env, n_trials, rng, horizon\n" in (inspect.getdoc(spec.simulate) or "")  # documented once, not four times

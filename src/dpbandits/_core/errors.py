@@ -27,6 +27,7 @@ __all__ = [
     "PrivacyBudgetExceededError",
     "PrivacyWarning",
     "StudyError",
+    "UnknownParameterError",
     "UnsafeTargetError",
     "UnsupportedEventError",
     "UserAlgorithmError",
@@ -41,12 +42,25 @@ class InvalidParameterError(DPBanditsError, ValueError):
     """A parameter or an input array violates its documented constraint."""
 
 
+class UnknownParameterError(InvalidParameterError, TypeError):
+    """A keyword argument that the function or constructor does not have (a typo, usually).
+
+    The message names the keyword and the closest parameter. It is also a ``TypeError``, what Python
+    raises for an unexpected keyword, so ``except TypeError`` keeps working.
+    """
+
+
 class InvalidActionError(DPBanditsError, ValueError):
     """An action (arm, pair, point) is outside the action set of an environment or agent."""
 
 
-class NotFittedError(DPBanditsError, RuntimeError):
-    """A learned attribute was used before ``fit`` (or an agent before its first step)."""
+class NotFittedError(DPBanditsError, RuntimeError, AttributeError):
+    """A learned attribute was used before ``fit`` (or an agent's ``recommendation`` before it is done).
+
+    It is also an ``AttributeError``, as scikit-learn's ``NotFittedError`` is: ``hasattr(agent,
+    "recommendation")`` is False on an unfinished agent, ``getattr(agent, "recommendation", None)``
+    returns the default and ``inspect.getmembers`` skips it.
+    """
 
 
 class EmptySupportError(DPBanditsError, ValueError):

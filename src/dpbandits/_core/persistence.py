@@ -92,6 +92,7 @@ from dpbandits._core.codec import (
 )
 from dpbandits._core.errors import DataFormatError, DPBanditsError, InvalidParameterError
 from dpbandits._core.schema import StateSchema
+from dpbandits._core.signatures import bind_arguments
 
 __all__ = [
     "FORMAT",
@@ -347,7 +348,7 @@ class Persistable:
             if getattr(self, "_recording_params", False):  # an inner __init__ of the hierarchy
                 init(self, *args, **kw)
                 return
-            bound = signature.bind(self, *args, **kw)
+            bound = bind_arguments(signature, (self, *args), kw, f"{type(self).__name__}()", cls._base_keywords)
             bound.apply_defaults()
             if "rng" in bound.arguments and cls._replay_rng:
                 bound.arguments["rng"] = _record_rng(bound.arguments["rng"])
@@ -412,6 +413,14 @@ class Persistable:
         parameters = inspect.signature(cls.__init__).parameters
         return {name for name, p in parameters.items() if name != "self" and name not in _NOT_SAVED
                 and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)}
+
+    @classmethod
+    def _base_keywords(cls) -> set[str]:
+        """Every keyword of the bases' constructors (what a constructor's ``**options`` may forward)."""
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        return {name for base in cls.__mro__[1:] if isinstance(base, type) and issubclass(base, Persistable)
+                and base is not Persistable and "__init__" in base.__dict__
+                for name, p in inspect.signature(base.__init__).parameters.items() if p.kind in kinds}
 
     @classmethod
     def _forwarded_names(cls) -> set[str]:

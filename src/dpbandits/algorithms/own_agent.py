@@ -3,15 +3,17 @@
 The dueling algorithms and Sequential Halving are built for one trial and driven by ask/tell; their
 vectorised simulation is the registered entry point (``simulate_dp_ebs_elimination``...). The mixin
 :class:`OwnAgent` gives them the :class:`~dpbandits.algorithms.protocols.Algorithm` verbs: ``agent()``
-returns the object itself, ``simulate(env, n_trials, rng)`` calls the registered entry point with the
-object's own parameters, ``guarantee()`` is ``privacy``, ``done`` and a ``repr`` that shows progress.
+returns the object itself (``agent(accountant=...)`` records the run's guarantee first, as
+``DPBAI(...).agent(accountant=...)`` does), ``simulate(env, n_trials, rng)`` calls the registered
+entry point with the object's own parameters and returns a
+:class:`~dpbandits.algorithms.results.SimulationResult`, ``guarantee()`` is ``privacy``, ``done`` and
+a ``repr`` that shows progress.
 """
 
 from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Mapping
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -19,6 +21,8 @@ import numpy as np
 from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.typing import RNGLike
 from dpbandits.algorithms.registry import get_algorithm
+from dpbandits.algorithms.results import SimulationResult
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = ["OwnAgent", "deprecated_alias"]
@@ -52,9 +56,38 @@ class OwnAgent:
     """More constructor arguments of a deployed agent only (the simulation does what they ask its own way)."""
     privacy: Any  # a property of the subclass: the Guarantee of the run
 
-    def agent(self) -> Self:
-        """Return the object itself: it is its own ask/tell agent (one trial; build another for another)."""
+    def agent(self, *, accountant: Accountant | None = None) -> Self:
+        """Return the object itself: it is its own ask/tell agent (one trial; build another for another).
+
+        Parameters
+        ----------
+        accountant : Accountant, optional
+            Records the run's guarantee (its ``privacy``) now, before the first ``ask`` (so before any
+            noise is drawn): a run that would exceed the accountant's budget raises
+            :class:`~dpbandits._core.errors.PrivacyBudgetExceededError` and the agent is not started.
+            A non-private algorithm has no finite guarantee to record: the accountant refuses it
+            (:class:`~dpbandits._core.errors.InvalidParameterError`). This is in addition to a
+            constructor's own ``accountant=``, where it has one.
+            An algorithm whose every release is charged separately (USCA's recommendations) keeps
+            the accountant and records each release in it as it happens.
+
+        Raises
+        ------
+        InvalidParameterError
+            If the agent has already played a round (its releases so far were not recorded), or the
+            algorithm is not private.
+        """
+        if accountant is not None:
+            if self._progress()[0] > 0:
+                raise InvalidParameterError(
+                    f"{type(self).__name__}.agent(accountant=...) must come before the first round; "
+                    f"{self._progress()[0]} already played (pass the accountant when the run starts)")
+            self._record_run(accountant)
         return self
+
+    def _record_run(self, accountant: Accountant) -> None:
+        """Record the whole run's guarantee in ``accountant`` (a subclass with per-release spends overrides it)."""
+        spend(accountant, self.privacy, label=f"{type(self).__name__}.agent")
 
     def guarantee(self) -> Guarantee:
         """The guarantee of the run (``privacy``; this algorithm has no options that change it)."""
@@ -75,7 +108,7 @@ class OwnAgent:
         played, total = self._progress()
         return f"{super().__repr__()} <{played}/{total} played>"
 
-    def simulate(self, env: Any, n_trials: int, rng: RNGLike = None) -> Mapping[str, np.ndarray]:
+    def simulate(self, env: Any, n_trials: int, rng: RNGLike = None) -> SimulationResult:
         """Run ``n_trials`` independent trials of this algorithm on ``env`` at once (vectorised).
 
         Calls the registered simulation entry point with this object's parameters (the study runner
@@ -91,8 +124,9 @@ class OwnAgent:
 
         Returns
         -------
-        dict of str to ndarray (n_trials,)
-            The registered metrics.
+        SimulationResult
+            The registered metrics: a dict of metric name to an array of shape (n_trials,), whose
+            keys are also attributes (every algorithm's ``simulate`` returns one).
 
         Raises
         ------
@@ -118,7 +152,7 @@ class OwnAgent:
             elif not _equal(value, defaults.get(key, inspect.Parameter.empty)):
                 raise InvalidParameterError(f"{type(self).__name__}.simulate cannot run with {key}={value!r}: "
                                             f"{name!r} has no such parameter")
-        return spec.simulate(env, n_trials=n_trials, rng=rng, **kwargs)
+        return SimulationResult(spec.simulate(env, n_trials=n_trials, rng=rng, **kwargs))
 
     @staticmethod
     def _check_environment(env: Any, key: str, value: Any) -> None:

@@ -40,6 +40,7 @@ from dpbandits.algorithms.user_simulation import (
     PROPORTION_METRICS,
     AgentSimulation,
     FunctionSimulation,
+    class_privacy_statement,
 )
 
 __all__ = [
@@ -287,7 +288,9 @@ def user_algorithm_spec(name: str, environment_kind: str | None = None) -> Algor
     """
     found = load_user_object(name)
     if inspect.isclass(found):
-        missing = [member for member in ("ask", "tell", "done", "recommendation") if not hasattr(found, member)]
+        # ask and tell are methods of the class; done and recommendation may be set in __init__
+        # (self.done = False), so they are checked on each agent built (AgentSimulation.build_agents)
+        missing = [member for member in ("ask", "tell") if not callable(getattr(found, member, None))]
         if missing:
             raise UserAlgorithmError(
                 f"algorithm {name!r} is a class without {', '.join(missing)}: an agent class needs ask(), "
@@ -295,10 +298,10 @@ def user_algorithm_spec(name: str, environment_kind: str | None = None) -> Algor
             )
         kinds = [environment_kind] if environment_kind in AGENT_METRICS else list(AGENT_METRICS)
         metrics = tuple(dict.fromkeys(metric for kind in kinds for metric in AGENT_METRICS[str(kind)]))
-        declared = getattr(found, "PRIVACY", None)
+        declared = class_privacy_statement(found)
         return AlgorithmSpec(
             name=name, family="user", simulate=AgentSimulation(name), metrics=metrics,
-            privacy=str(declared) if declared else _AGENT_PRIVACY,
+            privacy=declared if declared else _AGENT_PRIVACY,
             proportion_metrics=PROPORTION_METRICS, environments=tuple(AGENT_METRICS),
             description=_first_line(found.__doc__) or f"agent {name}",
         )

@@ -52,6 +52,7 @@ from dpbandits._core.errors import InsecureNoiseWarning, UserAlgorithmError
 from dpbandits._core.rng import spawn_seed_sequences
 from dpbandits.algorithms.user_imports import load_user_object
 from dpbandits.envs.dueling import REGRET_METRICS
+from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = [
     "AGENT_METRICS",
@@ -60,7 +61,9 @@ __all__ = [
     "AgentSimulation",
     "FunctionSimulation",
     "UserCalls",
+    "class_privacy_statement",
     "environment_kind",
+    "guarantee_statement",
 ]
 
 AGENT_METRICS: dict[str, tuple[str, ...]] = {
@@ -125,6 +128,51 @@ class UserCalls:
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= int(value) < n_arms:
             raise self.fail(where, f"{what} {value!r} is not an arm in 0..{n_arms - 1}")
         return int(value)
+
+
+_UNCHECKED = "its agents' own statement: a study does not check it, dpbandits audit does"
+
+
+def guarantee_statement(privacy: object) -> str:
+    """A user's agent's ``privacy`` as the summary's privacy line says it, without its ε and δ values.
+
+    A :class:`~dpbandits.privacy.guarantees.Guarantee` reads ``"ε-DP [replace-one] protecting one entry
+    of the reward table (...)"`` (``(ε, δ)-DP`` for an approximate one; the values are the study's, printed
+    after it); an infinite one (``NonPrivate``) ``"none (non-private): <its reason>"``; any other
+    value its ``str``.
+    """
+    if isinstance(privacy, Guarantee):
+        if not privacy.is_finite:
+            return f"none (non-private): {getattr(privacy, 'reason', '') or 'its agents state no finite guarantee'}"
+        kind = "(ε, δ)-DP" if privacy.delta > 0.0 else "ε-DP"
+        relation = getattr(privacy.neighbouring, "value", privacy.neighbouring)
+        return f"{kind} [{relation}] protecting {privacy.unit} ({_UNCHECKED})"
+    return f"{privacy} ({_UNCHECKED})"
+
+
+def class_privacy_statement(cls: type) -> str | None:
+    """The privacy statement an agent class declares as a class attribute (``privacy`` or ``PRIVACY``), if any.
+
+    A ``privacy`` property, or an attribute set in ``__init__``, is read from an agent instead
+    (:meth:`AgentSimulation.privacy_statement`).
+    """
+    for name in ("privacy", "PRIVACY"):
+        try:
+            found = inspect.getattr_static(cls, name)
+        except AttributeError:
+            continue
+        if isinstance(found, Guarantee | str) and str(found):
+            return guarantee_statement(found)
+    return None
+
+
+def _has_member(agent: Any, name: str) -> bool:
+    """Whether ``agent`` has ``name`` (on its class or set on the instance), without evaluating a property."""
+    try:
+        inspect.getattr_static(agent, name)
+    except AttributeError:
+        return callable(getattr(type(agent), "__getattr__", None))  # dynamic attributes: asked when driven
+    return True
 
 
 class _TrialCalls(UserCalls):
@@ -199,8 +247,26 @@ class AgentSimulation:
                     seeded["rng"] = np.random.default_rng(seed)
                 if "insecure_seeded_noise" in accepted:
                     seeded["insecure_seeded_noise"] = True
-                agents.append(caller.call(caller.at(trial, 0), "the constructor", cls, **given, **params, **seeded))
+                agent = caller.call(caller.at(trial, 0), "the constructor", cls, **given, **params, **seeded)
+                missing = [name for name in ("done", "recommendation") if not _has_member(agent, name)]
+                if missing:
+                    raise caller.fail(caller.at(trial, 0), f"the agent has no {' and no '.join(missing)}: an agent "
+                                      "needs ask(), tell(...), done and recommendation (methods, properties or "
+                                      "attributes set in __init__)")
+                agents.append(agent)
         return agents
+
+    def privacy_statement(self, env: Any, params: Mapping[str, Any]) -> str | None:
+        """The privacy statement of one agent built as a study builds it (its ``privacy``), or None.
+
+        For the summary's privacy line: an agent class that sets ``self.privacy`` in ``__init__`` (or
+        has a ``privacy`` property) states its guarantee on an instance only.
+        """
+        (agent,) = self.build_agents(env, params, [np.random.SeedSequence(0)])
+        if not _has_member(agent, "privacy"):
+            return None
+        privacy = UserCalls(self.target).call("reading its privacy", "privacy", getattr, agent, "privacy")
+        return guarantee_statement(privacy) if privacy is not None else None
 
     def __call__(self, env: Any, *, n_trials: int, rng: Any, **params: Any) -> dict[str, np.ndarray]:
         """Run ``n_trials`` trials of the user's agent on ``env`` (see the module docstring)."""

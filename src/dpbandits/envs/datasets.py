@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from dpbandits._core.errors import DependencyNotInstalledError, InvalidParameterError
+from dpbandits._core.extras import install_advice
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_one_of
@@ -49,7 +50,7 @@ def _loader(name: str) -> Callable[..., Any]:
         from sklearn import datasets
     except ImportError as exc:  # pragma: no cover - the "ml" extra is installed in development
         raise DependencyNotInstalledError(
-            "scikit-learn is needed for the bundled datasets; install dpbandits[ml]"
+            f"scikit-learn is needed for the bundled datasets; install the 'ml' extra: {install_advice('ml')}"
         ) from exc
     loader: Callable[..., Any] = getattr(datasets, f"load_{name}")
     return loader

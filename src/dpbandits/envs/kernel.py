@@ -8,7 +8,7 @@ The kernels are scikit-learn's (:class:`sklearn.gaussian_process.kernels.RBF` an
 what the private algorithms need on top of the Gram matrix: the radial profile κ0, the certified
 feature-distance bound ρ_k(r) used by the certified supremum of the surrogate variance, and samples
 from the spectral measure (random Fourier features). scikit-learn is imported lazily; it comes
-with the ``ml`` extra (``pip install "dpbandits[ml]"``).
+with the ``ml`` extra (``pip install "dpbandits[ml]"``, or ``pip install ".[ml]"`` from a clone).
 
 The reward function of :class:`KernelBanditEnvironment` lies in the RKHS with a known norm:
 f(w) = Σᵢ aᵢ k(w, uᵢ) with centres uᵢ ~ Unif(W) and a ~ N(0, I) rescaled so that
@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike
 
 from dpbandits._core.codec import register_state_dataclass
 from dpbandits._core.errors import DependencyNotInstalledError, InvalidParameterError
+from dpbandits._core.extras import install_advice
 from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray
@@ -56,7 +57,7 @@ def _sklearn_kernels() -> Any:
         from sklearn.gaussian_process import kernels
     except ImportError as exc:
         raise DependencyNotInstalledError(
-            "the kernel family needs scikit-learn; install the 'ml' extra: pip install \"dpbandits[ml]\""
+            f"the kernel family needs scikit-learn; install the 'ml' extra: {install_advice('ml')}"
         ) from exc
     return kernels
 

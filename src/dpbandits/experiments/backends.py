@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 from dpbandits._core.errors import DependencyNotInstalledError, InvalidParameterError, StudyError
+from dpbandits._core.extras import install_advice
 from dpbandits._core.validation import check_int, check_one_of, check_positive_float
 from dpbandits.algorithms.registry import BUILTIN_MODULES
 from dpbandits.experiments.interrupts import interrupts_deferred
@@ -383,7 +384,7 @@ class DaskBackend:
             from distributed import Client, LocalCluster
         except ImportError as exc:
             raise DependencyNotInstalledError(
-                "the dask backend needs dask.distributed: pip install 'dpbandits[dask]'"
+                f"the dask backend needs dask.distributed: {install_advice('dask')}"
             ) from exc
         if self.scheduler is not None:
             try:

@@ -286,20 +286,52 @@ def _new_figure(n_panels: int, *, sharey: bool = True, constrained: bool = False
     """
     from matplotlib.figure import Figure
 
-    columns = min(n_panels, 4)
-    rows = math.ceil(n_panels / columns)
+    rows, columns = panel_grid(n_panels)
     width, height = 4.2 * columns + 1.3, 3.2 * rows + 0.4
     if constrained:
         figure = Figure(figsize=(width, height), layout="constrained")
     else:
         figure = Figure(figsize=(width, height))
+        # rows are apart by a panel title only when every panel has one below it (the inner panels of
+        # shared axes draw no x tick labels); an empty slot leaves a panel above it that names the x-axis
+        full = rows * columns == n_panels
         figure.subplots_adjust(left=1.0 / width, right=1 - 0.3 / width, bottom=0.85 / height,
-                               top=1 - 0.7 / height, wspace=0.12 if sharey else 0.3, hspace=0.75)
+                               top=1 - 0.7 / height, wspace=0.12 if sharey else 0.3,
+                               hspace=0.3 if full or not sharey else 0.75)
     # the panels of a figure share their axes (one scale); inner tick labels are then drawn once
     axes = figure.subplots(rows, columns, squeeze=False, sharex=sharey, sharey=sharey).ravel().tolist()
     for extra in axes[n_panels:]:
         extra.set_visible(False)
     return figure, axes[:n_panels]
+
+
+def panel_grid(n_panels: int) -> tuple[int, int]:
+    """(rows, columns) of ``n_panels`` panels: at most 4 a row, as few empty slots as possible, then few rows.
+
+    Six panels are 2 × 3 (not 4 + 2, two empty slots), nine 3 × 3, five 1 × 5 (up to five in one row).
+    """
+    if n_panels <= 5:
+        return 1, max(n_panels, 1)
+    best = min((4, 3), key=lambda c: (-n_panels % c, math.ceil(n_panels / c)))
+    return math.ceil(n_panels / best), best
+
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">")
+"""One marker per algorithm of a figure, in its order in the study (then repeated)."""
+LINE_STYLES = ("-", "--", ":", "-.")
+"""Estimated lines: solid first, then dashed, dotted, dash-dotted (theory curves: grey, dashed, no marker)."""
+
+
+def _line_style(index: int, count: int) -> dict[str, Any]:
+    """The look of the ``index``-th of ``count`` algorithms: its marker, line style and stacking order.
+
+    The first algorithm of the study (the one the study is about, usually a private algorithm) is
+    drawn on top and the later ones beneath it, with hollow markers, so that a comparator whose line
+    coincides with it (OD-LinBAI at large ε) cannot hide it.
+    """
+    return {"marker": MARKERS[index % len(MARKERS)], "linestyle": LINE_STYLES[index % len(LINE_STYLES)],
+            "markersize": 4 if index else 3.5, "markerfacecolor": None if index == 0 else "none",
+            "zorder": 2.0 + (count - index) / max(count, 1), "linewidth": 1.6 if index == 0 else 1.2}
 
 
 def _is_theory(label: str) -> bool:
@@ -308,8 +340,14 @@ def _is_theory(label: str) -> bool:
 
 
 def _axis_label(metric: str, estimate: str) -> str:
-    """``success rate (probability)`` over ``rate, 95% CI``: the metric's name and unit, then the estimate."""
-    return f"{metric_label(metric)}\n{estimate.removeprefix(metric + '_')}, 95% CI"
+    """``mean regret (reward)`` over ``mean, 95% CI``: the metric's name and unit, then the estimate.
+
+    The estimate is not named twice: a rate's label already says "rate" (``success rate (probability)``
+    over ``95% CI``).
+    """
+    kind = estimate.removeprefix(metric + "_")
+    label = metric_label(metric)
+    return f"{label}\n95% CI" if kind in label.split() else f"{label}\n{kind}, 95% CI"
 
 
 def _group_key(row: dict[str, str], others: list[str]) -> tuple[str, ...]:
@@ -427,7 +465,10 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
             if _is_theory(algorithm):  # a curve computed from the instance, not an estimate: no band
                 axis.plot(xs, means, linestyle="--", linewidth=1.2, color="0.35", label=algorithm)
                 continue
-            (line,) = axis.plot(xs, means, marker="o", markersize=3, label=algorithm)
+            style = _line_style(algorithms.index(algorithm), len(algorithms))
+            if style["markerfacecolor"] is None:
+                del style["markerfacecolor"]
+            (line,) = axis.plot(xs, means, label=algorithm, **style)
             _band(axis, xs, lows, highs, line.get_color())
         if others:  # y given: the title is not moved above tick labels (no per-title bounding-box pass)
             axis.set_title(", ".join(f"{_parameter_name(name)} = {_value_text(value)}"
@@ -445,9 +486,9 @@ def _lines(rows: list[dict[str, str]], metric: str, estimate: str, parameter: st
     _readable_axes(axes[0])  # shared: one formatter for every panel
     for axis in axes:
         axis.tick_params(axis="x", labelrotation=rotation)
-    for axis in axes[:: min(len(axes), 4)]:  # the first panel of each row
+    for axis in axes[:: panel_grid(len(axes))[1]]:  # the first panel of each row
         axis.set_ylabel(_axis_label(metric, estimate))
-    columns = min(len(axes), 4)
+    columns = panel_grid(len(axes))[1]
     for index, axis in enumerate(axes):
         if index + columns >= len(axes):  # nothing drawn below it: this panel names the x-axis
             axis.xaxis.set_tick_params(labelbottom=True)

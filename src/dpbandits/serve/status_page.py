@@ -1,57 +1,53 @@
-"""The status page: HTML rendered on the server, refreshing itself, with charts as inline SVG.
+"""The status page: HTML rendered on the server from Jinja2 templates, refreshing itself, with SVG charts.
 
 ``/status`` lists the signed-in key's experiments: progress (full, and read as done, once an
 experiment is done), state, the recommendation as text, the privacy budget spent, and a bar chart
 of each experiment's current *released* estimates — only values the private algorithm has already
 published (noisy phase estimates, released counters). ``/status/experiments/{id}`` shows one
-experiment: its privacy ledger over time (a table, and a step chart of ε spent) and its released
-estimates. Charts (:func:`bar_chart`, :func:`step_chart`) have axes with tick values and labels;
-they are plain SVG (no script, no external resource: the page works on a closed network). Pages
-reload themselves every :data:`REFRESH_SECONDS` (``<meta http-equiv="refresh">``).
+experiment: its privacy ledger over time (a table, and a step chart of ε spent, its time axis in
+seconds, minutes, hours or days, whichever reads best) and its released estimates. Charts
+(:func:`bar_chart`, :func:`step_chart`) have axes with tick values and labels; they are plain SVG
+(no script, no external resource: the page works on a closed network). Pages reload themselves
+every :data:`REFRESH_SECONDS` (``<meta http-equiv="refresh">``).
+
+The pages are the package's templates (``dpbandits/serve/templates``) rendered by Jinja2 with
+autoescaping on for every template: every value (an experiment's name, a note, a recommendation) is
+escaped where it is written, and only the charts, themselves rendered from an escaped template, are
+inserted as markup. This module computes what the templates show (the charts' geometry, texts).
 """
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
+import jinja2
+from markupsafe import Markup
+
 __all__ = ["REFRESH_SECONDS", "bar_chart", "nice_ticks", "recommendation_text", "render_detail", "render_login",
-           "render_status", "step_chart"]
+           "render_status", "step_chart", "time_unit"]
 
 REFRESH_SECONDS = 2
 """Seconds between the pages' automatic reloads."""
 
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
-table { border-collapse: collapse; } td, th { padding: .4rem .8rem; border-bottom: 1px solid #ddd; text-align: left; }
-.bar { width: 12rem; height: .8rem; background: #eee; display: inline-block; vertical-align: middle; }
-.bar > span { display: block; height: 100%; background: #3a7bd5; }
-.muted { color: #777; font-size: .9em; }
-svg text { font-family: system-ui, sans-serif; fill: #333; }
-"""
+
+@lru_cache(maxsize=1)
+def _templates() -> jinja2.Environment:
+    """The package's templates, autoescaped (HTML and SVG alike), undefined names refused."""
+    return jinja2.Environment(loader=jinja2.PackageLoader("dpbandits.serve", "templates"),
+                              autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+                              undefined=jinja2.StrictUndefined, trim_blocks=False)
 
 
-def _page(title: str, body: str, *, refresh: bool) -> str:
-    meta = f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">' if refresh else ""
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{meta}<title>{html.escape(title)}</title>"
-            f"<style>{_STYLE}</style></head><body>{body}</body></html>")
-
-
-def _hidden(csrf: str) -> str:
-    return f"<input type='hidden' name='csrf' value='{html.escape(csrf)}'>"
+def _render(template: str, **context: Any) -> str:
+    return _templates().get_template(template).render(**context)
 
 
 def render_login(csrf: str, message: str = "") -> str:
     """The form asking for an API key (with its anti-forgery token)."""
-    note = f"<p class='muted'>{html.escape(message)}</p>" if message else ""
-    return _page("dpbandits serve: sign in", (
-        "<h1>dpbandits serve</h1>" + note +
-        "<form method='post' action='/status/login'>" + _hidden(csrf) + "<label>API key "
-        "<input type='password' name='key' id='key' autocomplete='off' size='50'></label> "
-        "<button type='submit' id='sign-in'>Show my experiments</button></form>"
-    ), refresh=False)
+    return _render("login.html", title="dpbandits serve: sign in", refresh=0, csrf=csrf, message=message)
 
 
 # ------------------------------------------------------------------------------ charts
@@ -85,27 +81,17 @@ class _Frame:
         span = (self.high - self.low) or 1.0
         return self.top + (self.high - value) / span * (self.height - self.top - self.bottom)
 
-    def axes(self, y_label: str, x_label: str) -> list[str]:
-        x0, x1, y1 = self.left, self.width - self.right, self.height - self.bottom
-        parts = [f"<g class='y-axis'><line x1='{x0}' x2='{x0}' y1='{self.top}' y2='{y1}' stroke='#555'/>"]
-        for tick in self.ticks:
-            y = self.y(tick)
-            parts.append(f"<line x1='{x0 - 4}' x2='{x1}' y1='{y:.1f}' y2='{y:.1f}' "
-                         f"stroke='{'#555' if tick == 0 else '#e3e3e3'}'/>"
-                         f"<text class='tick' x='{x0 - 6}' y='{y + 3:.1f}' font-size='10' "
-                         f"text-anchor='end'>{html.escape(_label(tick))}</text>")
-        middle = (self.top + y1) / 2
-        parts.append(f"<text class='axis-label' x='12' y='{middle:.1f}' font-size='11' text-anchor='middle' "
-                     f"transform='rotate(-90 12 {middle:.1f})'>{html.escape(y_label)}</text></g>")
-        parts.append(f"<g class='x-axis'><line x1='{x0}' x2='{x1}' y1='{y1}' y2='{y1}' stroke='#555'/>"
-                     f"<text class='axis-label' x='{(x0 + x1) / 2:.1f}' y='{self.height - 4}' font-size='11' "
-                     f"text-anchor='middle'>{html.escape(x_label)}</text></g>")
-        return parts
-
-    def svg(self, css_class: str, title: str, parts: list[str]) -> str:
-        return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{self.width}' height='{self.height}' "
-                f"role='img' aria-label='{html.escape(title)}' class='{css_class}'><title>{html.escape(title)}</title>"
-                + "".join(parts) + "</svg>")
+    def chart(self, css_class: str, title: str, y_label: str, x_label: str, **drawn: Any) -> str:
+        """The SVG, from the template: this frame's axes and ``drawn`` (bars, points, path, x_ticks)."""
+        y1 = self.height - self.bottom
+        geometry = {
+            "width": self.width, "height": self.height, "title": title, "css_class": css_class,
+            "x0": self.left, "x1": self.width - self.right, "top": self.top, "y1": y1,
+            "middle": (self.top + y1) / 2, "y_label": y_label, "x_label": x_label,
+            "y_ticks": [{"y": self.y(t), "zero": t == 0, "label": _label(t)} for t in self.ticks],
+            "x_ticks": [], "bars": [], "points": [], "path": "", **drawn,
+        }
+        return Markup(_render("chart.svg", c=geometry))
 
 
 def bar_chart(arms: Sequence[int], values: Sequence[float | None], *, title: str, y_label: str = "value",
@@ -116,18 +102,32 @@ def bar_chart(arms: Sequence[int], values: Sequence[float | None], *, title: str
         return ""
     finite = [v for _, v in shown]
     frame = _Frame(width, height, nice_ticks(min(0.0, *finite), max(0.0, *finite)))
-    parts = frame.axes(y_label, x_label)
     slot = (width - frame.left - frame.right) / len(shown)
     zero = frame.y(0.0)
+    bars, ticks = [], []
     for i, (arm, value) in enumerate(shown):
-        x = frame.left + i * slot
-        y = frame.y(value)
-        parts.append(f"<rect x='{x + 2:.1f}' y='{min(y, zero):.1f}' width='{max(slot - 4, 1):.1f}' "
-                     f"height='{abs(zero - y):.1f}' fill='#3a7bd5'><title>arm {arm}: {value:.4g}</title></rect>")
+        x, y = frame.left + i * slot, frame.y(value)
+        bars.append({"x": x + 2, "y": min(y, zero), "width": max(slot - 4, 1), "height": abs(zero - y),
+                     "title": f"arm {arm}: {value:.4g}"})
         if len(shown) <= 40 or i % math.ceil(len(shown) / 40) == 0:  # at most ~40 arm labels
-            parts.append(f"<text class='tick' x='{x + slot / 2:.1f}' y='{height - frame.bottom + 12}' font-size='10' "
-                         f"text-anchor='middle'>{arm}</text>")
-    return frame.svg(css_class, title, parts)
+            ticks.append({"x": x + slot / 2, "label": str(arm), "mark": False})
+    return frame.chart(css_class, title, y_label, x_label, bars=bars, x_ticks=ticks)
+
+
+TIME_UNITS: tuple[tuple[str, float], ...] = (("seconds", 1.0), ("minutes", 60.0), ("hours", 3600.0),
+                                              ("days", 86400.0))
+
+
+def time_unit(span_seconds: float) -> tuple[str, float]:
+    """The unit (name, seconds in one) that shows a time span of ``span_seconds`` in readable numbers.
+
+    The largest unit in which the span is at least 2 (so 90 s stay seconds, 3 hours read as hours).
+    """
+    chosen = TIME_UNITS[0]
+    for unit in TIME_UNITS:
+        if span_seconds >= 2.0 * unit[1]:
+            chosen = unit
+    return chosen
 
 
 def step_chart(xs: Sequence[float], ys: Sequence[float | None], *, title: str, y_label: str, x_label: str,
@@ -137,7 +137,6 @@ def step_chart(xs: Sequence[float], ys: Sequence[float | None], *, title: str, y
     if not points:
         return ""
     frame = _Frame(width, height, nice_ticks(0.0, max(y for _, y in points)))
-    parts = frame.axes(y_label, x_label)
     x_ticks = nice_ticks(min(x for x, _ in points), max(x for x, _ in points), 5)
     x_low, x_high = x_ticks[0], x_ticks[-1]
     plot = width - frame.left - frame.right
@@ -145,21 +144,15 @@ def step_chart(xs: Sequence[float], ys: Sequence[float | None], *, title: str, y
     def sx(x: float) -> float:
         return frame.left + (x - x_low) / ((x_high - x_low) or 1.0) * plot
 
-    for tick in x_ticks:
-        parts.append(f"<text class='tick' x='{sx(tick):.1f}' y='{height - frame.bottom + 12}' font-size='10' "
-                     f"text-anchor='middle'>{html.escape(_label(tick))}</text>"
-                     f"<line x1='{sx(tick):.1f}' x2='{sx(tick):.1f}' y1='{height - frame.bottom}' "
-                     f"y2='{height - frame.bottom + 3}' stroke='#555'/>")
-    path, previous = [], None
+    path, previous, circles = [], None, []
     for x, y in points:
         if previous is not None:
             path.append(f"L{sx(x):.1f},{frame.y(previous):.1f}")
         path.append(f"{'M' if previous is None else 'L'}{sx(x):.1f},{frame.y(y):.1f}")
         previous = y
-        parts.append(f"<circle cx='{sx(x):.1f}' cy='{frame.y(y):.1f}' r='3' fill='#3a7bd5'>"
-                     f"<title>{html.escape(_label(x))}: {html.escape(_label(y))}</title></circle>")
-    parts.append(f"<path d='{' '.join(path)}' fill='none' stroke='#3a7bd5' stroke-width='1.5'/>")
-    return frame.svg(css_class, title, parts)
+        circles.append({"x": sx(x), "y": frame.y(y), "title": f"{_label(x)}: {_label(y)}"})
+    return frame.chart(css_class, title, y_label, x_label, points=circles, path=" ".join(path),
+                       x_ticks=[{"x": sx(t), "label": _label(t), "mark": True} for t in x_ticks])
 
 
 # ------------------------------------------------------------------------------ pages
@@ -201,70 +194,45 @@ def _spent_text(experiment: dict[str, Any]) -> str:
     return "—" if spent is None else f"ε = {spent:.4g}" + (f" of {budget:.4g}" if budget else "")
 
 
-def _estimates_chart(experiment: dict[str, Any], *, width: int = 360) -> str:
+def _estimates(experiment: dict[str, Any], *, width: int = 360) -> tuple[str, str]:
+    """(the bar chart of released estimates, its label), or ("", "") before any is released."""
     estimates = experiment.get("estimates") or {}
-    chart = bar_chart(estimates.get("arms", []), estimates.get("values", []), width=width,
-                      title=estimates.get("label", "released estimates"), y_label="released estimate")
-    return chart + (f"<div class='muted'>{html.escape(estimates.get('label', ''))}</div>" if chart else "")
+    label = estimates.get("label", "released estimates")
+    chart = bar_chart(estimates.get("arms", []), estimates.get("values", []), width=width, title=label,
+                      y_label="released estimate")
+    return chart, (estimates.get("label", "") if chart else "")
 
 
-def _row(experiment: dict[str, Any]) -> str:
+def _shown(experiment: dict[str, Any], *, chart_width: int = 360) -> dict[str, Any]:
+    """What a page shows of one experiment (texts; the templates escape them)."""
     text, fraction = _progress(experiment)
-    experiment_id = html.escape(experiment["id"])
-    return (
-        f"<tr id='exp-{experiment_id}'><td><a href='/status/experiments/{experiment_id}'>"
-        f"{html.escape(experiment['name'])}</a><div class='muted'>"
-        f"{html.escape(experiment['kind'])} · {experiment_id}</div></td>"
-        f"<td><span class='bar'><span style='width:{100 * fraction:.1f}%'></span></span> "
-        f"<span class='progress'>{html.escape(text)}</span></td>"
-        f"<td class='state'>{_state(experiment)}</td>"
-        f"<td class='recommendation'>{html.escape(recommendation_text(experiment.get('recommendation')))}</td>"
-        f"<td>{html.escape(_spent_text(experiment))}</td><td>{_estimates_chart(experiment)}</td></tr>"
-    )
-
-
-def _sign_out(csrf: str) -> str:
-    return ("<form method='post' action='/status/logout'>" + _hidden(csrf) +
-            "<button type='submit' id='sign-out'>Sign out</button></form>")
+    chart, chart_label = _estimates(experiment, width=chart_width)
+    return {"id": experiment["id"], "name": experiment["name"], "kind": experiment["kind"], "progress": text,
+            "fraction": fraction, "state": _state(experiment), "spent": _spent_text(experiment),
+            "recommendation": recommendation_text(experiment.get("recommendation")),
+            "chart": chart, "chart_label": chart_label}
 
 
 def render_status(experiments: Sequence[dict[str, Any]], csrf: str) -> str:
     """The page of one key: a table of its experiments (each with ``spent``; see the module docstring)."""
-    rows = "".join(_row(e) for e in experiments)
-    table = ("<table><thead><tr><th>experiment</th><th>progress (steps told)</th><th>state</th>"
-             "<th>recommendation</th><th>privacy spent</th><th>released estimates</th></tr></thead>"
-             f"<tbody>{rows}</tbody></table>") if experiments else "<p>No experiments yet.</p>"
-    return _page("dpbandits serve: status", (
-        "<h1>Your experiments</h1>"
-        f"<p class='muted'>Refreshes every {REFRESH_SECONDS} s. Only values already released by the private "
-        "algorithms are shown.</p>" + table + _sign_out(csrf)
-    ), refresh=True)
+    return _render("status.html", title="dpbandits serve: status", refresh=REFRESH_SECONDS, csrf=csrf,
+                   rows=[_shown(e) for e in experiments])
 
 
 def render_detail(experiment: dict[str, Any], csrf: str) -> str:
     """One experiment: progress, guarantee, the ledger over time (table and chart), released estimates."""
-    text, fraction = _progress(experiment)
     timeline = experiment["timeline"]
     start = experiment["created_at"]
-    chart = step_chart([e["created_at"] - start for e in timeline], [e["epsilon_spent"] for e in timeline],
+    elapsed = [e["created_at"] - start for e in timeline]
+    unit, seconds = time_unit(max(elapsed, default=0.0))
+    chart = step_chart([t / seconds for t in elapsed], [e["epsilon_spent"] for e in timeline],
                        title="privacy budget spent over time", y_label="ε spent",
-                       x_label="seconds since the experiment was created")
-    entries = "".join(
-        f"<tr><td>{e['created_at'] - start:.1f} s</td><td>{html.escape(e['release'])}</td><td>{e['count']}</td>"
-        f"<td>{_number(e['epsilon_spent'])}</td>"
-        f"<td class='muted'>{html.escape(e['note'])}</td></tr>" for e in timeline)
+                       x_label=f"{unit} since the experiment was created")
     guarantee = (experiment.get("guarantee") or {}).get("description") or "per release (see the ledger)"
-    return _page(f"dpbandits serve: {experiment['name']}", (
-        f"<p><a href='/status'>← all experiments</a></p><h1>{html.escape(experiment['name'])}</h1>"
-        f"<p class='muted'>{html.escape(experiment['kind'])} · {html.escape(experiment['id'])}</p>"
-        f"<p>State: <span class='state'>{_state(experiment)}</span> · progress "
-        f"<span class='bar'><span style='width:{100 * fraction:.1f}%'></span></span> "
-        f"<span class='progress'>{html.escape(text)}</span> · recommendation: <span class='recommendation'>"
-        f"{html.escape(recommendation_text(experiment.get('recommendation')))}</span></p>"
-        f"<p>Guarantee: {html.escape(str(guarantee))}<br>Privacy spent: {html.escape(_spent_text(experiment))}</p>"
-        "<h2>Privacy ledger over time</h2>" + chart +
-        "<table id='ledger'><thead><tr><th>time</th><th>release</th><th>count</th><th>ε spent after</th>"
-        f"<th>note</th></tr></thead><tbody>{entries}</tbody></table>"
-        "<h2>Released estimates</h2>" + (_estimates_chart(experiment, width=560) or "<p>None released yet.</p>")
-        + _sign_out(csrf)
-    ), refresh=True)
+    shown = {**_shown(experiment, chart_width=560), "guarantee": str(guarantee), "ledger_chart": chart,
+             "time_unit": unit,
+             "entries": [{"time": f"{t / seconds:.3g}", "release": e["release"], "count": e["count"],
+                          "spent": _number(e["epsilon_spent"]), "note": e["note"]}
+                         for t, e in zip(elapsed, timeline, strict=True)]}
+    return _render("detail.html", title=f"dpbandits serve: {experiment['name']}", refresh=REFRESH_SECONDS,
+                   csrf=csrf, e=shown)

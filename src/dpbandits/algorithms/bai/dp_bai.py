@@ -377,10 +377,7 @@ def _built(cls: type[PhasedAlgorithm], features: FloatArray, *args: Hashable, **
 def _metrics(algorithm: PhasedAlgorithm, env: BanditEnvironment, n_trials: int, rng: RNGLike,
              pull_consistent: bool) -> Mapping[str, np.ndarray]:
     result = algorithm.simulate(env, n_trials, rng, pull_consistent=pull_consistent)
-    return {
-        "success": (result.recommended == env.best_arm).astype(np.float64),
-        "pulls_used": result.pulls_used.astype(np.float64),
-    }
+    return {metric: result[metric] for metric in _METRICS}
 
 
 _METRICS = ("success", "pulls_used")

@@ -47,6 +47,7 @@ from dpbandits._core.rng import RNGLike, spawn_generators, spawned_children
 from dpbandits._core.schema import Array, Generator, Int, ListOf, Maybe, Noise, Spec, StateSchema, fail, rule
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_arm, check_int, check_one_of, check_real
+from dpbandits.algorithms.results import SimulationResult
 from dpbandits.envs.base import BanditEnvironment, segment_sums
 from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Guarantee
@@ -215,9 +216,13 @@ def select_top(estimates: FloatArray, keep: int, tie_keys: FloatArray | None) ->
     return np.sort(order[..., :keep], axis=-1)
 
 
-@dataclass(frozen=True)
-class PhasedResult:
-    """Outcome of a vectorised run.
+class PhasedResult(SimulationResult):
+    """Outcome of a vectorised run: per-trial metrics (a :class:`~dpbandits.algorithms.results.SimulationResult`).
+
+    As a mapping (``result["success"]``, like every algorithm's ``simulate``): ``pulls_used`` and,
+    when the environment is known (:meth:`PhasedAlgorithm.simulate`), ``success`` (the recommended arm
+    is ``env.best_arm``, as the registered simulations count it) and ``simple_regret`` (the best mean
+    less the recommended arm's).
 
     Attributes
     ----------
@@ -233,10 +238,32 @@ class PhasedResult:
     pulls: IntArray
     clipped: BoolArray
 
+    def __init__(self, recommended: IntArray, pulls: IntArray, clipped: BoolArray, *,
+                 env: BanditEnvironment | None = None) -> None:
+        metrics: dict[str, np.ndarray] = {}
+        if env is not None:
+            means = np.asarray(env.means, dtype=np.float64)
+            metrics["success"] = (recommended == env.best_arm).astype(np.float64)
+            metrics["simple_regret"] = means.max() - means[recommended]
+        metrics["pulls_used"] = np.asarray(pulls.sum(axis=1), dtype=np.float64)
+        super().__init__(metrics)
+        # instance attributes, found before the mapping's keys
+        self.__dict__.update(recommended=recommended, pulls=pulls, clipped=clipped)
+
+    def __reduce__(self) -> Any:
+        return _phased_result, (self.recommended, self.pulls, self.clipped, dict(self))
+
     @property
     def pulls_used(self) -> IntArray:
-        """Total pulls per trial."""
+        """Total pulls per trial (int; ``result["pulls_used"]`` holds them as floats, like every metric)."""
         return np.asarray(self.pulls.sum(axis=1), dtype=np.int64)
+
+
+def _phased_result(recommended: IntArray, pulls: IntArray, clipped: BoolArray,
+                   metrics: dict[str, np.ndarray]) -> PhasedResult:
+    result = PhasedResult(recommended, pulls, clipped)
+    result.update(metrics)
+    return result
 
 
 def _group_members(inverse: IntArray, n_groups: int) -> list[IntArray]:
@@ -740,6 +767,8 @@ class PhasedAlgorithm(Persistable, ABC):
         Returns
         -------
         PhasedResult
+            A mapping of per-trial metrics (``success``, ``simple_regret``, ``pulls_used``), as every
+            algorithm's ``simulate`` returns, with the attributes ``recommended``, ``pulls`` and ``clipped``.
         """
         n = check_int(n_trials, "n_trials", minimum=1)
         clip = self._check_environment(env)
@@ -761,8 +790,9 @@ class PhasedAlgorithm(Persistable, ABC):
         noise = NumpyNoise(noise_rng) if self.planner.noise_kind else None
         if getattr(self, "_plan_cache", None) is None:  # plans are pure functions of public state: share them
             self._plan_cache = _PlanCache(self.planner)
-        return run_vectorised(self.planner, n, sampler, noise, algorithm_rng, tie_break=self.tie_break,
-                              plan_cache=self._plan_cache)
+        result = run_vectorised(self.planner, n, sampler, noise, algorithm_rng, tie_break=self.tie_break,
+                                plan_cache=self._plan_cache)
+        return PhasedResult(result.recommended, result.pulls, result.clipped, env=env)
 
     def agent(self, rng: RNGLike = None, *, noise_backend: NoiseBackend | None = None,
               insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> PhasedAgent:
@@ -783,6 +813,8 @@ class PhasedAlgorithm(Persistable, ABC):
         accountant : Accountant, optional
             Records the run's guarantee (:attr:`privacy`) before the agent exists: a run that would
             exceed the accountant's budget raises :class:`~dpbandits._core.errors.PrivacyBudgetExceededError` and draws nothing.
+            A non-private algorithm (OD-LinBAI) has no finite guarantee to record: the accountant
+            refuses it (:class:`~dpbandits._core.errors.InvalidParameterError`).
 
         Notes
         -----
@@ -794,9 +826,11 @@ class PhasedAlgorithm(Persistable, ABC):
         algorithm_seed, noise_seed = spawned_children(rng, 3, (1, 2))
         algorithm_rng = np.random.default_rng(algorithm_seed)
         noise = None
+        # the whole run is one release of the reward table; a non-private one is refused by the accountant
+        # (the guarantee is computed only when there is an accountant to charge: building agents is hot)
+        if accountant is not None:
+            spend(accountant, self.privacy, label=f"{type(self).__name__}.agent")
         if self.planner.noise_kind:
-            if accountant is not None:  # the whole run is one release of the reward table
-                spend(accountant, self.privacy, label=f"{type(self).__name__}.agent")
             noise = privacy_noise(noise_seed if insecure_seeded_noise and noise_backend is None else None,
                                   insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         # allow_out_of_range: accept any finite reward, as simulate() does on such environments

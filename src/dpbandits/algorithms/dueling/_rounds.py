@@ -22,9 +22,10 @@ change while it runs, and the agent saves them with its clock.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -35,17 +36,22 @@ from dpbandits._core.schema import Array, Bool, Int, Maybe, Record, Rule, Spec, 
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int
 from dpbandits.algorithms.dueling._common import (
+    DUELING_ENVIRONMENTS,
     check_dueling_env,
     check_round_horizon,
     check_told,
     non_private,
+    round_horizon_precheck,
 )
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.own_agent import OwnAgent
-from dpbandits.envs.dueling import DuelStreams, UtilityDuelingEnvironment
+from dpbandits.algorithms.registry import register_algorithm
+from dpbandits.algorithms.sizes import check_pairwise_state
+from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
 from dpbandits.privacy.guarantees import NonPrivate
 
-__all__ = ["RoundAgent", "RoundPolicy", "add_per_trial", "simulate_policy", "uniform_distinct_pair", "uniform_pick"]
+__all__ = ["COMPARATOR_METRICS", "RoundAgent", "RoundPolicy", "add_per_trial", "register_comparator", "simulate_comparator",
+           "simulate_policy", "uniform_distinct_pair", "uniform_pick"]
 
 
 def add_per_trial(target: np.ndarray, value: Any, *index: IntArray) -> None:
@@ -208,6 +214,48 @@ def simulate_policy(
     metrics = env.regret_from_pair_counts(pair_counts.reshape(n, k, k))
     identified = (policy.recommendation() == env.best_arm).astype(np.float64)
     return {**metrics, "identified_best": identified}, policy
+
+
+COMPARATOR_METRICS: tuple[str, ...] = (*REGRET_METRICS, "identified_best")
+"""What every round-by-round comparator's simulation returns: the regrets of its duels and whether
+its recommendation is the best arm."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def register_comparator(name: str, *, also: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Register a non-private round-by-round comparator's simulation (RUCB, RMED1, Beat-the-Mean, ...).
+
+    The registry fields every comparator shares, written once: the dueling family, no privacy, the
+    utility-based dueling environments, :data:`COMPARATOR_METRICS` (0/1 ``identified_best``) and a
+    precheck of the horizon a round-by-round simulation can run.
+
+    Parameters
+    ----------
+    name : str
+        The registry name.
+    also : tuple of str
+        More 0/1 metrics it returns (Beat-the-Mean's ``committed``).
+    """
+    return register_algorithm(
+        name, precheck=functools.partial(round_horizon_precheck, algorithm=name), family="dueling",
+        privacy="none (non-private)", metrics=(*COMPARATOR_METRICS, *also),
+        proportion_metrics=("identified_best", *also), environments=DUELING_ENVIRONMENTS,
+    )
+
+
+def simulate_comparator(env: UtilityDuelingEnvironment, n_trials: int, rng: RNGLike, horizon: int,
+                        make_policy: Callable[[np.ndarray], RoundPolicy], *,
+                        algorithm: str) -> tuple[dict[str, FloatArray], RoundPolicy]:
+    """The simulation every comparator runs: its pair state checked to fit, then :func:`simulate_policy`.
+
+    Its arguments are those of every comparator's registered simulation: ``env`` a utility-based
+    dueling environment, ``n_trials`` trials, ``rng`` the seed (trial k uses
+    ``trial_seed_sequences(rng, n_trials)[k]``: environment, then algorithm streams) and ``horizon``
+    T (at most 10⁸, :data:`~dpbandits.algorithms.dueling._common.ROUND_BY_ROUND_MAX_HORIZON`).
+    """
+    check_pairwise_state(algorithm, check_dueling_env(env).n_arms, n_trials)
+    return simulate_policy(env, n_trials, rng, horizon, make_policy, algorithm=algorithm)
 
 
 def _arm(agent: Any) -> int:

@@ -30,7 +30,6 @@ gap to the best arm (Theorem 2).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 
@@ -40,25 +39,21 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array, rule
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
-from dpbandits.algorithms.dueling._common import (
-    DUELING_ENVIRONMENTS,
-    check_dueling_env,
-    round_horizon_precheck,
-)
 from dpbandits.algorithms.dueling._rounds import (
     WINS,
     RoundAgent,
     RoundPolicy,
     add_per_trial,
+    register_comparator,
     round_schema,
-    simulate_policy,
+    simulate_comparator,
     uniform_pick,
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
-from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniform
-from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
+from dpbandits.envs.dueling import UtilityDuelingEnvironment
 
 __all__ = ["BeatTheMean", "BeatTheMeanPolicy", "btm_radius", "simulate_beat_the_mean"]
 
@@ -238,15 +233,7 @@ class BeatTheMean(RoundAgent):
         return [int(a) for a in np.flatnonzero(self._policy.working[0])]  # type: ignore[attr-defined]
 
 
-@register_algorithm(
-    "beat-the-mean",
-    precheck=functools.partial(round_horizon_precheck, algorithm="beat-the-mean"),
-    family="dueling",
-    privacy="none (non-private)",
-    metrics=(*REGRET_METRICS, "identified_best", "committed"),
-    proportion_metrics=("identified_best", "committed"),
-    environments=DUELING_ENVIRONMENTS,
-)
+@register_comparator("beat-the-mean", also=("committed",))
 def simulate_beat_the_mean(
     env: UtilityDuelingEnvironment,
     *,
@@ -259,12 +246,9 @@ def simulate_beat_the_mean(
 
     Parameters
     ----------
-    env : UtilityDuelingEnvironment
-    n_trials : int
-    rng : int, SeedSequence, Generator or None
-        Trial k uses ``trial_seed_sequences(rng, n_trials)[k]`` (environment, algorithm streams).
-    horizon : int
-        T (at most 10⁸); once every trial has one arm left the rest is fast-forwarded.
+    env, n_trials, rng, horizon
+        As for every round-by-round comparator: the environment, the number of trials, the seed (trial
+        k uses ``trial_seed_sequences(rng, n_trials)[k]``) and T (at most 10⁸); once every trial has one arm left the rest is fast-forwarded.
     gamma : float, default 1.0
         γ of relaxed stochastic transitivity.
 
@@ -282,9 +266,8 @@ def simulate_beat_the_mean(
     ----------
     Yue & Joachims (2011), Algorithms 1–2, Theorem 2 (regret O(γ⁷·K·log T/ε*)).
     """
-    check_pairwise_state("beat-the-mean", check_dueling_env(env).n_arms, n_trials)
     horizon, gamma = _check(horizon, gamma)
-    metrics, policy = simulate_policy(
+    metrics, policy = simulate_comparator(
         env, n_trials, rng, horizon, lambda keys: BeatTheMeanPolicy(env.n_arms, keys, horizon, gamma),
         algorithm="beat-the-mean",
     )

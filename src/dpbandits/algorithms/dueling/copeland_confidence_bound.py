@@ -36,7 +36,6 @@ winners (Theorem 3).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -45,26 +44,22 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
-from dpbandits.algorithms.dueling._common import (
-    DUELING_ENVIRONMENTS,
-    check_dueling_env,
-    round_horizon_precheck,
-)
 from dpbandits.algorithms.dueling._rounds import (
     WINS,
     WINS_SUM_IS_TIME,
     RoundAgent,
     RoundPolicy,
     add_per_trial,
+    register_comparator,
     round_schema,
-    simulate_policy,
+    simulate_comparator,
     uniform_pick,
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
-from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniforms
-from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
+from dpbandits.envs.dueling import UtilityDuelingEnvironment
 
 __all__ = ["CCBPolicy", "CopelandConfidenceBound", "simulate_copeland_confidence_bound"]
 
@@ -228,15 +223,7 @@ class CopelandConfidenceBound(RoundAgent):
         super().__init__(CCBPolicy(k, np.array([trial_streams(rng).algorithm_key]), alpha), horizon)
 
 
-@register_algorithm(
-    "copeland-confidence-bound",
-    precheck=functools.partial(round_horizon_precheck, algorithm="copeland-confidence-bound"),
-    family="dueling",
-    privacy="none (non-private)",
-    metrics=(*REGRET_METRICS, "identified_best"),
-    proportion_metrics=("identified_best",),
-    environments=DUELING_ENVIRONMENTS,
-)
+@register_comparator("copeland-confidence-bound")
 def simulate_copeland_confidence_bound(
     env: UtilityDuelingEnvironment,
     *,
@@ -249,12 +236,9 @@ def simulate_copeland_confidence_bound(
 
     Parameters
     ----------
-    env : UtilityDuelingEnvironment
-    n_trials : int
-    rng : int, SeedSequence, Generator or None
-        Trial k uses ``trial_seed_sequences(rng, n_trials)[k]`` (environment, algorithm streams).
-    horizon : int
-        T (at most 10⁸).
+    env, n_trials, rng, horizon
+        As for every round-by-round comparator: the environment, the number of trials, the seed (trial
+        k uses ``trial_seed_sequences(rng, n_trials)[k]``) and T (at most 10⁸).
     alpha : float, default 0.51
 
     Returns
@@ -271,8 +255,7 @@ def simulate_copeland_confidence_bound(
     ----------
     Zoghi et al. (2015), Algorithm 1, Theorem 3 (regret O(K² + (C + L_C)·K·ln T/Δ²)).
     """
-    check_pairwise_state("copeland-confidence-bound", check_dueling_env(env).n_arms, n_trials)
     alpha = check_in_interval(alpha, "alpha", 0.5, np.inf, closed="neither")
-    metrics, _ = simulate_policy(env, n_trials, rng, horizon, lambda keys: CCBPolicy(env.n_arms, keys, alpha),
-                                 algorithm="copeland-confidence-bound")
+    metrics, _ = simulate_comparator(env, n_trials, rng, horizon, lambda keys: CCBPolicy(env.n_arms, keys, alpha),
+                                     algorithm="copeland-confidence-bound")
     return metrics

@@ -28,7 +28,6 @@ bandits (Theorem 2 and Corollary 1).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 
@@ -39,10 +38,8 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
 from dpbandits.algorithms.dueling._common import (
-    DUELING_ENVIRONMENTS,
     check_dueling_env,
     check_round_horizon,
-    round_horizon_precheck,
 )
 from dpbandits.algorithms.dueling._rounds import (
     WINS,
@@ -50,15 +47,16 @@ from dpbandits.algorithms.dueling._rounds import (
     RoundAgent,
     RoundPolicy,
     add_per_trial,
+    register_comparator,
     round_schema,
-    simulate_policy,
+    simulate_comparator,
     uniform_pick,
 )
 from dpbandits.algorithms.dueling._streams import GAMMA_INDEX_LIMIT, counter_beta, round_coins, trial_streams
-from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniform
-from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
+from dpbandits.envs.dueling import UtilityDuelingEnvironment
 
 _READ_AHEAD_LIMIT = 1024  # θ⁽²⁾ variates read ahead with θ⁽¹⁾ (trials with several candidates × K²)
 # an agent's step reads θ⁽²⁾ of every a⁽¹⁾ ∈ C ahead (|C|·K variates, ~0.15 µs each) up to this many,
@@ -304,15 +302,7 @@ class DoubleThompsonSampling(RoundAgent):
         super().__init__(DoubleThompsonPolicy(k, np.array([trial_streams(rng).algorithm_key]), alpha), horizon)
 
 
-@register_algorithm(
-    "double-thompson-sampling",
-    precheck=functools.partial(round_horizon_precheck, algorithm="double-thompson-sampling"),
-    family="dueling",
-    privacy="none (non-private)",
-    metrics=(*REGRET_METRICS, "identified_best"),
-    proportion_metrics=("identified_best",),
-    environments=DUELING_ENVIRONMENTS,
-)
+@register_comparator("double-thompson-sampling")
 def simulate_double_thompson(
     env: UtilityDuelingEnvironment,
     *,
@@ -325,12 +315,9 @@ def simulate_double_thompson(
 
     Parameters
     ----------
-    env : UtilityDuelingEnvironment
-    n_trials : int
-    rng : int, SeedSequence, Generator or None
-        Trial k uses ``trial_seed_sequences(rng, n_trials)[k]`` (environment, algorithm streams).
-    horizon : int
-        T (at most 10⁸).
+    env, n_trials, rng, horizon
+        As for every round-by-round comparator: the environment, the number of trials, the seed (trial
+        k uses ``trial_seed_sequences(rng, n_trials)[k]``) and T (at most 10⁸).
     alpha : float, default 0.51
 
     Returns
@@ -348,10 +335,8 @@ def simulate_double_thompson(
     winner).
     """
     check_dueling_env(env)
-    check_pairwise_state("double-thompson-sampling", env.n_arms, n_trials)
-    horizon = check_round_horizon(horizon, "double-thompson-sampling")
-    horizon, alpha = _check(env.n_arms, horizon, alpha)
-    metrics, _ = simulate_policy(env, n_trials, rng, horizon,
-                                 lambda keys: DoubleThompsonPolicy(env.n_arms, keys, alpha),
-                                 algorithm="double-thompson-sampling")
+    horizon, alpha = _check(env.n_arms, check_round_horizon(horizon, "double-thompson-sampling"), alpha)
+    metrics, _ = simulate_comparator(env, n_trials, rng, horizon,
+                                     lambda keys: DoubleThompsonPolicy(env.n_arms, keys, alpha),
+                                     algorithm="double-thompson-sampling")
     return metrics

@@ -32,7 +32,6 @@ which is the case under strong stochastic transitivity.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -42,11 +41,6 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
-from dpbandits.algorithms.dueling._common import (
-    DUELING_ENVIRONMENTS,
-    check_dueling_env,
-    round_horizon_precheck,
-)
 from dpbandits.algorithms.dueling._rounds import (
     WINS,
     WINS_SUM_AT_MOST_TIME,
@@ -54,13 +48,14 @@ from dpbandits.algorithms.dueling._rounds import (
     RoundPolicy,
     _arm,
     add_per_trial,
+    register_comparator,
     round_schema,
-    simulate_policy,
+    simulate_comparator,
 )
 from dpbandits.algorithms.dueling._streams import trial_streams
-from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
-from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
+from dpbandits.envs.dueling import UtilityDuelingEnvironment
 
 __all__ = ["RMED1", "RMED1Policy", "bernoulli_kl_to_half", "rmed1_asymptotic_constant", "simulate_rmed1"]
 
@@ -209,15 +204,7 @@ class RMED1(RoundAgent):
         super().__init__(RMED1Policy(k, keys, _tolerance(k, tolerance)), horizon)
 
 
-@register_algorithm(
-    "rmed1",
-    precheck=functools.partial(round_horizon_precheck, algorithm="rmed1"),
-    family="dueling",
-    privacy="none (non-private)",
-    metrics=(*REGRET_METRICS, "identified_best"),
-    proportion_metrics=("identified_best",),
-    environments=DUELING_ENVIRONMENTS,
-)
+@register_comparator("rmed1")
 def simulate_rmed1(
     env: UtilityDuelingEnvironment,
     *,
@@ -230,12 +217,9 @@ def simulate_rmed1(
 
     Parameters
     ----------
-    env : UtilityDuelingEnvironment
-    n_trials : int
-    rng : int, SeedSequence, Generator or None
-        Trial k uses ``trial_seed_sequences(rng, n_trials)[k]`` (its environment stream).
-    horizon : int
-        T (at most 10⁸).
+    env, n_trials, rng, horizon
+        As for every round-by-round comparator: the environment, the number of trials, the seed (trial
+        k uses ``trial_seed_sequences(rng, n_trials)[k]``) and T (at most 10⁸).
     tolerance : float, optional
         f(K); default 0.3·K^1.01.
 
@@ -253,8 +237,7 @@ def simulate_rmed1(
     Komiyama et al. (2015), Algorithms 1–2, Theorem 3 (asymptotically optimal regret
     Σ_i Δ_1i/(2·d(μ_i1, ½))·ln T under strong stochastic transitivity).
     """
-    check_pairwise_state("rmed1", check_dueling_env(env).n_arms, n_trials)
-    f = _tolerance(env.n_arms, tolerance)
-    metrics, _ = simulate_policy(env, n_trials, rng, horizon, lambda keys: RMED1Policy(env.n_arms, keys, f),
-                                 algorithm="rmed1")
+    metrics, _ = simulate_comparator(
+        env, n_trials, rng, horizon, lambda keys: RMED1Policy(env.n_arms, keys, _tolerance(env.n_arms, tolerance)),
+        algorithm="rmed1")
     return metrics

@@ -21,7 +21,6 @@ Dueling Bandit Problem", ICML 2014, Algorithm 1 (α > ½; regret O(K² + K·log 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -30,11 +29,6 @@ from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
-from dpbandits.algorithms.dueling._common import (
-    DUELING_ENVIRONMENTS,
-    check_dueling_env,
-    round_horizon_precheck,
-)
 from dpbandits.algorithms.dueling._rounds import (
     WINS,
     WINS_SUM_IS_TIME,
@@ -42,15 +36,16 @@ from dpbandits.algorithms.dueling._rounds import (
     RoundPolicy,
     _arm,
     add_per_trial,
+    register_comparator,
     round_schema,
-    simulate_policy,
+    simulate_comparator,
     uniform_pick,
 )
 from dpbandits.algorithms.dueling._streams import round_coins, trial_streams
-from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
+from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.algorithms.sizes import check_pairwise_state
 from dpbandits.envs.base import counter_uniform
-from dpbandits.envs.dueling import REGRET_METRICS, UtilityDuelingEnvironment
+from dpbandits.envs.dueling import UtilityDuelingEnvironment
 
 __all__ = ["RUCB", "RUCBPolicy", "rucb_step", "rucb_upper", "simulate_rucb"]
 
@@ -202,15 +197,7 @@ class RUCB(RoundAgent):
         super().__init__(RUCBPolicy(k, np.array([trial_streams(rng).algorithm_key]), alpha), horizon)
 
 
-@register_algorithm(
-    "rucb",
-    precheck=functools.partial(round_horizon_precheck, algorithm="rucb"),
-    family="dueling",
-    privacy="none (non-private)",
-    metrics=(*REGRET_METRICS, "identified_best"),
-    proportion_metrics=("identified_best",),
-    environments=DUELING_ENVIRONMENTS,
-)
+@register_comparator("rucb")
 def simulate_rucb(
     env: UtilityDuelingEnvironment,
     *,
@@ -223,12 +210,9 @@ def simulate_rucb(
 
     Parameters
     ----------
-    env : UtilityDuelingEnvironment
-    n_trials : int
-    rng : int, SeedSequence, Generator or None
-        Trial k uses ``trial_seed_sequences(rng, n_trials)[k]`` (environment, algorithm streams).
-    horizon : int
-        T (at most 10⁸: see :data:`~dpbandits.algorithms.dueling._common.ROUND_BY_ROUND_MAX_HORIZON`).
+    env, n_trials, rng, horizon
+        As for every round-by-round comparator: the environment, the number of trials, the seed (trial
+        k uses ``trial_seed_sequences(rng, n_trials)[k]``) and T (at most 10⁸).
     alpha : float, default 0.51
 
     Returns
@@ -244,8 +228,7 @@ def simulate_rucb(
     ----------
     Zoghi et al. (2014), Algorithm 1 (regret O(K² + K·log T)).
     """
-    check_pairwise_state("rucb", check_dueling_env(env).n_arms, n_trials)
     alpha = check_in_interval(alpha, "alpha", 0.5, np.inf, closed="neither")
-    metrics, _ = simulate_policy(env, n_trials, rng, horizon, lambda keys: RUCBPolicy(env.n_arms, keys, alpha),
-                                 algorithm="rucb")
+    metrics, _ = simulate_comparator(env, n_trials, rng, horizon, lambda keys: RUCBPolicy(env.n_arms, keys, alpha),
+                                     algorithm="rucb")
     return metrics

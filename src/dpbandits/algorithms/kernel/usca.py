@@ -524,6 +524,21 @@ class USCA(OwnAgent, Persistable):
     def _mechanism(self, context: FloatArray) -> GridExponentialMechanism:
         return GridExponentialMechanism(self.grid, sensitivity=self.context_sensitivity(context), epsilon=self.epsilon)
 
+    _agent_accountant: Accountant | None = None
+    """The accountant of :meth:`agent`: each recommendation drawn records its release in it (not saved)."""
+
+    def _record_run(self, accountant: Accountant) -> None:
+        """``agent(accountant=...)``: keep the accountant; every draw of :meth:`recommend` records its ε in it.
+
+        The learning rounds release nothing (the released policy is what costs), so nothing is recorded
+        now; the non-private USCA (ε = ∞) has no finite guarantee and the accountant refuses it now.
+        """
+        if not isinstance(accountant, Accountant):
+            raise InvalidParameterError(f"accountant must be an Accountant or None; got {accountant!r:.100}")
+        if not math.isfinite(self.epsilon):
+            spend(accountant, self.privacy, label=f"{type(self).__name__}.agent")
+        self._agent_accountant = accountant
+
     @property
     def recommendation(self) -> Any:
         """The released policy: :meth:`recommend`, a function from a context to an action.
@@ -560,6 +575,7 @@ class USCA(OwnAgent, Persistable):
             Seeded NumPy Gumbel-max instead: reproducible, for simulation only (warns).
         accountant : Accountant, optional
             Records ``size`` (or one) ε-JDP releases before drawing; over budget, nothing is drawn.
+            Default: the accountant given to :meth:`agent`, if any.
 
         Returns
         -------
@@ -570,6 +586,8 @@ class USCA(OwnAgent, Persistable):
         Each draw is ε-joint-DP for one round's context and reward (Lemma 4.2, Theorem 4.1).
         """
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
+        if accountant is None:
+            accountant = self._agent_accountant
         if math.isfinite(self.epsilon):
             spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1),
                   label=f"{type(self).__name__}.sample")

@@ -21,6 +21,7 @@ from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline.accountants import rejection_sampling_guarantee
+from dpbandits.algorithms.offline.deployment import DeployedPolicy
 from dpbandits.algorithms.offline.domain import refuse_outside_domain
 from dpbandits.algorithms.offline.kl_mab import kl_log_policy, log_reference_policy
 from dpbandits.envs.offline import check_feature_norms
@@ -58,7 +59,7 @@ def is_regularised_gram(covariance: FloatArray, ridge: float, n_records: int, no
                 and np.trace(covariance) <= (d * ridge + n_records * norm_bound**2) * (1 + 1e-9))
 
 
-class EllipticalKLPolicy(ABC):
+class EllipticalKLPolicy(DeployedPolicy, ABC):
     """Base of :class:`KLLinearPolicy` and :class:`KLRLHFPolicy` (query methods only).
 
     Subclasses set ``eta``, ``beta0`` and, in ``fit``, ``theta_`` (θ̂), ``cholesky_`` (lower factor
@@ -85,6 +86,10 @@ class EllipticalKLPolicy(ABC):
     def _continuation_charge(self) -> Guarantee:
         """A fork of a loaded policy is charged one sample's data-independent guarantee, never a per-instance ε."""
         return self.sample_guarantee()
+
+    def _check_deployment(self, accountant: Accountant) -> None:
+        """``agent(accountant=...)`` needs the declared domain every sample's record needs."""
+        self.sample_guarantee()
 
     @abstractmethod
     def sample_guarantee(self, action_features: ArrayLike | None = None,
@@ -189,6 +194,7 @@ class EllipticalKLPolicy(ABC):
         """
         if size is not None:
             size = check_int(size, "size", minimum=1)
+        accountant = self._release_accountant(accountant)  # or the one given to agent()
         if accountant is not None:
             self._check_query(action_features)  # a malformed query is refused before anything is spent
             spend(accountant, self.sample_guarantee(action_features, reference), 1 if size is None else size,
@@ -310,6 +316,7 @@ class EllipticalKLPolicy(ABC):
         m = check_int(batch, "batch", minimum=1)
         bound = self._theta_norm_bound(theta_norm_bound)
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
+        accountant = self._release_accountant(accountant)  # or the one given to agent()
         # the sampler's data-independent guarantee at every context, before the data is read or noise drawn
         charge = (None if accountant is None
                   else rejection_sampling_guarantee(self.sample_guarantee(), self.rejection_failure_bound(t, bound)))

@@ -37,6 +37,7 @@ from dpbandits._core.schema import Array, StateSchema
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_epsilon, check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline.accountants import UNIT_MAB, mab_domain_sensitivity
+from dpbandits.algorithms.offline.deployment import DeployedPolicy
 from dpbandits.algorithms.offline.domain import refuse_outside_count_floor
 from dpbandits.algorithms.offline.kl_mab import MAB_COUNTS, MAB_SUMS, MAB_SUMS_WITHIN_COUNTS, mab_utilities
 from dpbandits.algorithms.registry import register_algorithm_class
@@ -67,7 +68,7 @@ def _statistics(data: LoggedBanditData, n_arms: int, reward_bound: float) -> tup
     return data.counts(), data.reward_sums()
 
 
-class _MABBaseline(Persistable):
+class _MABBaseline(DeployedPolicy, Persistable):
     """Shared fitting: statistics, pessimistic utilities, the domain check and the public Δ(m)."""
 
     name = "baseline"
@@ -169,7 +170,7 @@ class ExponentialMechanismMAB(_MABBaseline):
                insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> IntArray:
         """Sample arms; each sample is a separate ε-DP release, recorded in ``accountant`` before any draw."""
         self._check_fitted()
-        spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1))
+        spend(self._release_accountant(accountant), self.privacy, 1 if size is None else check_int(size, "size", minimum=1))
         return self._mechanism().sample(self.utilities_, rng, size, backend, insecure_seeded_noise=insecure_seeded_noise)
 
 
@@ -214,7 +215,7 @@ class ReportNoisyMaxMAB(_MABBaseline):
                insecure_seeded_noise: bool = False, accountant: Accountant | None = None) -> IntArray:
         """Sample arms; each sample is a separate ε-DP release, recorded in ``accountant`` before any draw."""
         self._check_fitted()
-        spend(accountant, self.privacy, 1 if size is None else check_int(size, "size", minimum=1))
+        spend(self._release_accountant(accountant), self.privacy, 1 if size is None else check_int(size, "size", minimum=1))
         u = self.utilities_
         batch = u if size is None else np.broadcast_to(u, (check_int(size, "size", minimum=1), u.size))
         return report_noisy_max(batch, self.sensitivity, self.epsilon, rng, one_utility_changes=True,
@@ -253,9 +254,15 @@ class LaplaceStatisticsGreedyMAB(_MABBaseline):
         """Compute u and release ũ = u + Lap(b)^K, recorded in ``accountant`` before any draw."""
         self._fit_utilities(data)
         noise = privacy_noise(rng, insecure_seeded_noise=insecure_seeded_noise, backend=backend)
-        spend(accountant, self.privacy)
+        spend(self._release_accountant(accountant), self.privacy)  # or the one given to agent()
         self.noisy_utilities_: FloatArray = noise.add_laplace(self.utilities_, self.noise_scale)
         return self
+
+    def _check_deployment(self, accountant: Accountant) -> None:
+        """Its one release is at ``fit``: an accountant given after it would record nothing that happened."""
+        if hasattr(self, "noisy_utilities_"):
+            raise InvalidParameterError("LaplaceStatisticsGreedyMAB releases its statistics at fit, which already "
+                                        "happened: give agent(accountant=...) before fit, or fit(..., accountant=...)")
 
     def sample(self, size: int | None = None) -> IntArray:
         """Greedy arm on ũ (deterministic post-processing of the release)."""
@@ -266,7 +273,7 @@ class LaplaceStatisticsGreedyMAB(_MABBaseline):
 
 
 @register_algorithm_class("greedy-mab")
-class PessimisticGreedyMAB(Persistable):
+class PessimisticGreedyMAB(DeployedPolicy, Persistable):
     """Non-private reference: argmax_a (r̄(a) − β0/√N(a)), ties broken uniformly at random.
 
     Parameters
@@ -294,6 +301,10 @@ class PessimisticGreedyMAB(Persistable):
         self.n_arms = check_int(n_arms, "n_arms", minimum=1)
         self.beta0 = check_in_interval(beta0, "beta0", 0.0, math.inf, closed="left")
         self.reward_bound = check_positive_float(reward_bound, "reward_bound")
+
+    def _check_deployment(self, accountant: Accountant) -> None:
+        """Non-private: no finite guarantee to record, so the accountant refuses it."""
+        spend(accountant, self.privacy, label="PessimisticGreedyMAB.agent")
 
     def fit(self, data: LoggedBanditData) -> PessimisticGreedyMAB:
         """Compute u (arms without data get −∞)."""

@@ -27,6 +27,7 @@ from dpbandits._core.validation import (
     check_probability_vector,
 )
 from dpbandits.algorithms.offline.accountants_mab import account_mab
+from dpbandits.algorithms.offline.deployment import DeployedPolicy
 from dpbandits.algorithms.offline.domain import refuse_outside_count_floor, require_declared_domain
 from dpbandits.algorithms.registry import register_algorithm_class
 from dpbandits.envs.offline import LoggedBanditData
@@ -176,7 +177,7 @@ def _extremes_fit(counts: IntArray, sums: FloatArray, minima: FloatArray, maxima
 
 
 @register_algorithm_class("kl-mab", "kl-mab-repeated")
-class KLMABPolicy(Persistable):
+class KLMABPolicy(DeployedPolicy, Persistable):
     """KL-regularised pessimistic policy for logged multi-armed bandit data (eq. 8).
 
     Parameters
@@ -414,6 +415,7 @@ class KLMABPolicy(Persistable):
         """
         if size is not None:
             size = check_int(size, "size", minimum=1)
+        accountant = self._release_accountant(accountant)  # or the one given to agent()
         if accountant is not None:
             spend(accountant, self.sample_guarantee(), 1 if size is None else size, label="KLMABPolicy.sample")
         self._check_fitted()
@@ -428,6 +430,10 @@ class KLMABPolicy(Persistable):
     def _continuation_charge(self) -> Guarantee:
         """A fork of a loaded policy is charged one sample's data-independent guarantee, never a per-instance ε."""
         return self.sample_guarantee()
+
+    def _check_deployment(self, accountant: Accountant) -> None:
+        """``agent(accountant=...)`` needs the declared domain every sample's record needs."""
+        self.sample_guarantee()
 
     def sample_guarantee(self) -> Guarantee:
         """The guarantee ``sample(accountant=...)`` records per sample: Δ(m)/η over the declared domain.
