@@ -11,10 +11,11 @@ K arms for one entry of the reward table (replace-one), like ``examples/private_
   are left, so the noise is not needed").
 * :class:`RawMeansRecommendation` — correct choices, but the recommendation carries the last phase's
   raw means as a progress report.
-* :class:`LargestRewardScale` — uniform exploration and report-noisy-max whose sensitivity is the largest
-  reward seen so far ("rewards never exceed what we have seen").
+* :class:`LargestRewardScale` — uniform exploration and report-noisy-max (ties broken at random) whose
+  sensitivity is the largest reward seen so far ("rewards never exceed what we have seen"): equal in
+  law to the correct mechanism on every table whose arms tie.
 * :class:`ExactGapStop` — round-robin that stops as soon as the exact gap between the two best
-  empirical means reaches 0.5, then reports the noisy max.
+  empirical means reaches 0.5 (from the third round on), then reports the noisy max.
 * :class:`HalfClaimRelease` — releases arm 0's mean through the library's own ``LaplaceMechanism``,
   correctly noised for 2ε, and claims ε (a factor of two lost in the accounting).
 * :class:`LaplaceMeanRelease` — its correct twin (noise for ε, claims ε): float-safe with the deployed
@@ -38,10 +39,10 @@ def _reward_claim(epsilon):
 class PrivateHalving:
     """Private successive halving over ``n_arms`` arms in ``budget`` pulls (ε-DP for one reward)."""
 
-    def __init__(self, n_arms, budget, epsilon):
+    def __init__(self, n_arms, budget, epsilon, *, rng=None):
         self.n_arms, self.budget, self.epsilon = n_arms, budget, epsilon
         self.privacy = _reward_claim(epsilon)
-        self.noise = np.random.default_rng()
+        self.noise = np.random.default_rng(rng)  # seeded only when a simulation asks (rng=...)
         self.active = list(range(n_arms))
         self.phases = max(1, math.ceil(math.log2(n_arms)))
         self.pulls_total = 0
@@ -129,7 +130,7 @@ class _UniformThenNoisyMax:
     def recommendation(self):
         # report-noisy-max with Laplace(2Δ/ε): ε-DP for one reward
         noisy = self.sums + self.noise.laplace(scale=2.0 * self.sensitivity() / self.epsilon, size=self.n_arms)
-        return int(np.argmax(noisy))
+        return int(self.noise.choice(np.flatnonzero(noisy == noisy.max())))  # ties broken at random
 
 
 class LargestRewardScale(_UniformThenNoisyMax):
@@ -152,7 +153,7 @@ class ExactGapStop(_UniformThenNoisyMax):
 
     def tell(self, arm, reward):
         super().tell(arm, reward)
-        if self.pulls.min() >= 2 and self.pulls.min() == self.pulls.max():
+        if self.pulls.min() >= 3 and self.pulls.min() == self.pulls.max():
             means = np.sort(self.sums / self.pulls)
             self.stopped = bool(means[-1] - means[-2] >= 0.5)  # clearly separated: stop early
 

@@ -14,6 +14,10 @@ that they can then be certified on fresh runs (:func:`certify`):
   released numbers, and their squares) an L2-regularised logistic regression tells the two inputs
   apart, and the event is a threshold on its score, chosen the same way.
 
+Both are fitted on one half of the selection runs (even indices) and their cut is chosen on the
+other half, so that a set of values seen once each (long transcripts) cannot look revealing by
+construction.
+
 :func:`search_score` is the plug-in strength of the best such event, used to rank neighbouring
 pairs while searching for the worst one; it is not a bound. Only :func:`certify`, on runs drawn
 after every choice was made, gives a bound (Clopper–Pearson, valid at its stated confidence).
@@ -130,16 +134,21 @@ def _plugin(k_d: NDArray[np.float64], k_e: NDArray[np.float64], n_d: int, n_e: i
 
 def _set_events(name: str, values_d: Sequence[Hashable], values_e: Sequence[Hashable],
                 delta: float) -> tuple[float, ChosenEvent] | None:
-    """The likelihood-ratio prefix set of one discrete observable with the best plug-in score."""
-    count_d, count_e = Counter(values_d), Counter(values_e)
-    seen = list(count_d.keys() | count_e.keys())
+    """The likelihood-ratio prefix set of one discrete observable, ordered on one half and scored on the other.
+
+    Ordering and scoring on the same runs would overfit: with values seen once each (long
+    transcripts), the set of D's values separates the samples perfectly and means nothing.
+    """
+    fit_d, fit_e = Counter(values_d[0::2]), Counter(values_e[0::2])
+    held_d, held_e = Counter(values_d[1::2]), Counter(values_e[1::2])
+    seen = list(fit_d.keys() | fit_e.keys())
     if len(seen) < 2:
         return None
-    ratio = np.array([(count_d[v] + 0.5) / (count_e[v] + 0.5) for v in seen])
+    ratio = np.array([(fit_d[v] + 0.5) / (fit_e[v] + 0.5) for v in seen])
     order = np.argsort(-ratio, kind="stable")
-    k_d = np.cumsum([count_d[seen[i]] for i in order], dtype=np.float64)[:-1]
-    k_e = np.cumsum([count_e[seen[i]] for i in order], dtype=np.float64)[:-1]
-    scores = _plugin(k_d, k_e, len(values_d), len(values_e), delta)
+    k_d = np.cumsum([held_d[seen[i]] for i in order], dtype=np.float64)[:-1]
+    k_e = np.cumsum([held_e[seen[i]] for i in order], dtype=np.float64)[:-1]
+    scores = _plugin(k_d, k_e, len(values_d[1::2]), len(values_e[1::2]), delta)
     best = int(np.argmax(scores))
     return float(scores[best]), ChosenEvent(name, values=frozenset(seen[int(i)] for i in order[:best + 1]))
 
@@ -177,8 +186,10 @@ def _classifier_event(numeric_d: NDArray[np.float64], numeric_e: NDArray[np.floa
     if not varying.any():
         return None
     scale = np.where(varying, scale, 1.0)
-    labels = np.concatenate([np.ones(numeric_d.shape[0]), np.zeros(numeric_e.shape[0])])
-    weights = _logistic(_features(pooled, centre, scale), labels)
+    fit_d, fit_e = numeric_d[0::2], numeric_e[0::2]  # trained on one half, its threshold chosen on the other
+    labels = np.concatenate([np.ones(fit_d.shape[0]), np.zeros(fit_e.shape[0])])
+    weights = _logistic(_features(np.vstack([fit_d, fit_e]), centre, scale), labels)
+    numeric_d, numeric_e = numeric_d[1::2], numeric_e[1::2]
     scores_d, scores_e = _score(numeric_d, weights, centre, scale), _score(numeric_e, weights, centre, scale)
     thresholds = np.unique(np.quantile(np.concatenate([scores_d, scores_e]),
                                        np.arange(1, _SCORE_THRESHOLDS + 1) / (_SCORE_THRESHOLDS + 1)))

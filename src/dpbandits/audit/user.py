@@ -519,8 +519,7 @@ class _Audit:
         searched = [
             f"{len(bases)} base inputs for one {self.unit}: " + "; ".join(name for name, _ in bases),
             f"{structured} neighbouring pairs changing the {self.unit} at every stage of a run"
-            + (" (the first, middle and last pull of the most and least pulled arms, to the other bound)"
-               if self.unit == "reward" else ""),
+            + (" (the first, middle and last pull of each arm, to the other bound)" if self.unit == "reward" else ""),
             f"{len(scored) - structured} pairs of a hill-climb from the best one",
             self.budget.describe() + f"; {self.done} runs in all",
             "events: likelihood-ratio sets of the discrete observables and a threshold on a classifier's score, "

@@ -1,31 +1,36 @@
-"""Adversarial neighbouring inputs for auditing a user's algorithm, and the runs that feed them to it.
+"""Neighbouring inputs for auditing a user's algorithm, the search space over them, and the runs that feed them.
 
 The audit of a user's algorithm (:mod:`dpbandits.audit.user`) knows the algorithm only through its
-public protocol, so it supplies the *feedback* itself, for the unit the algorithm declares:
+public protocol, so it supplies the *feedback* itself, for the unit the algorithm declares. The
+search (:func:`search_bases`, :func:`search_points`, :func:`mutate`) ranges over a base input and one
+change to it (a :class:`SearchPoint`):
 
 ``"reward"`` — one entry of the reward table (replace-one)
     An ask/tell agent over K arms. A reward table R (K × steps) answers the n-th pull of arm a with
-    R[a, n]. Neighbours differ in one entry, pushed to a bound of the reward range [0, R̄]:
-
-    * every reward 0, and the first reward of arm 0 raised to R̄ (an arm made to look best);
-    * arm 0 always at R̄, others at 0, and arm 0's first reward dropped to 0;
-    * every reward mid-range (R̄/2), and the first reward of the last arm pushed to R̄.
+    R[a, n]. Bases: every reward 0, at the bound, mid-range; one arm at the bound; graded arms; an
+    asymmetric table; one arm at a round level (a gap at a threshold); random tables. Changes: for
+    every arm (K <= 4; else the most, the least pulled and the last arm) its first, middle and last
+    pull — as the runs on the base showed them, and the last pull every run reached — set to the
+    other bound (both bounds from a mid-range value). The hill-climb sets a run of one arm's rewards
+    to a level, or moves the changed position, arm or value.
 
 ``"label"`` — one preference label (label-only)
-    A dueling agent asking pairs (i, j). A response table answers round t's duel; in the base table
-    every user prefers the lower index. Neighbours flip every answer of one user: the first, the
-    middle and the last round's.
+    A dueling agent asking pairs (i, j). A response table answers round t's duel. Bases: every user
+    prefers the lower index, the higher index, random preferences. Changes: every answer of one user
+    flipped — the first, a quarter, the middle, three quarters and the last round's. The hill-climb
+    redraws some users' answers or moves the flipped user.
 
 ``"record"`` — one logged record (add/remove)
     An offline policy with ``fit`` (a :class:`~dpbandits.envs.logged.LoggedBanditData`, or
-    ``actions, rewards``) and ``sample()`` over K arms. The base data sets are adversarial for
-    different defects: one covers the arms unevenly (an arm without records — or at the declared
-    ``min_count`` floor m —, a least-covered arm, rewards at both bounds), the others put sparse arms
-    of rewards 0 beside an arm of 1000 rewards at the bound (noise sized from the data is small
-    there). Their neighbours add a record at either bound to an arm (an unseen arm included) and
-    remove an arm's smallest and largest reward — the extremes of
-    :func:`dpbandits.audit.kl.mab_neighbour_datasets`, inside the declared floor.
+    ``actions, rewards``) and ``sample()`` over K arms. Bases: one covers the arms unevenly (an arm
+    without records — or at the declared ``min_count`` floor m —, a least-covered arm, rewards at
+    both bounds), two put sparse arms of rewards 0 beside an arm of 1000 rewards at the bound (noise
+    sized from the data is small there), two are random. Changes: a record at either bound added to
+    an arm (an unseen arm included), an arm's smallest and largest reward removed — the extremes of
+    :func:`dpbandits.audit.kl.mab_neighbour_datasets`, inside the declared floor. The hill-climb
+    flips a record's reward or adds a record.
 
+:func:`neighbour_inputs` keeps the fixed adversarial pairs of each unit (a short list for direct use).
 Each run builds a fresh object with :class:`UserRunner` and returns its *public record*: what the
 algorithm showed the world (the transcript of asks and the recommendation, or the sampled action).
 """
