@@ -199,8 +199,12 @@ def test_the_timing_channel_is_reported_beside_the_verdict() -> None:
 
 
 def test_an_audit_too_small_to_detect_anything_says_so() -> None:
+    calls: list[tuple[int, int]] = []
     report = audit_algorithm(uc.PrivateUCB, runs=20, seeded_noise=True, rng=5, search_runs=10, climb=0,
-                             certify_pairs=1, n_arms=2, params={"budget": 6}, epsilon=1.0)
+                             certify_pairs=1, n_arms=2, params={"budget": 6}, epsilon=1.0,
+                             progress=lambda done, total: calls.append((done, total)))
+    assert calls and calls[-1][0] == calls[-1][1]  # the progress bar's feed ends full
+    assert all(done <= total for done, total in calls) and [d for d, _ in calls] == sorted(d for d, _ in calls)
     assert report.power == math.inf
     assert "power: none: at 20 runs per input no certified event could show a violation, however large" in str(report)
 

@@ -55,18 +55,36 @@ def test_a_run_budget_that_cannot_finish_is_refused_up_front() -> None:
         audit_algorithm(gallery.PrivateHalving, search_runs=10**9, max_seconds=60, **AGENT)
 
 
+SMALL_AGENT = {"epsilon": 1.0, "n_arms": 2, "params": {"budget": 12}}
 CORRECT = [
     pytest.param(gallery.PrivateHalving, AGENT, id="private successive halving"),
-    pytest.param(gallery.LaplaceMeanRelease, AGENT, id="LaplaceMechanism release (seeded floats)"),
+    pytest.param(gallery.LaplaceMeanRelease, SMALL_AGENT, id="LaplaceMechanism release (seeded floats)"),
 ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("correct", "options"), CORRECT)
 def test_correct_algorithms_are_never_refuted_in_20_repeated_audits(correct: type, options: dict) -> None:
-    small = {"search_runs": 10, "climb": 2, "certify_pairs": 2, "runs": 150}
+    small = {"search_runs": 10, "climb": 2, "certify_pairs": 1, "runs": 150}
     for seed in range(20):
         report = audit_algorithm(correct, seeded_noise=True, rng=seed, **small, **options)
         assert not report.refuted, f"seed {seed}: {report}"
         assert report.float_attacks == ()  # never on the seeded path, where NumPy floats are expected
         assert math.isfinite(report.epsilon_lower_bound)
+
+
+def test_the_command_refuses_an_impossible_run_budget_in_one_line() -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    env.pop("DPBANDITS_DEBUG", None)
+    result = subprocess.run([sys.executable, "-m", "dpbandits", "audit", "user_gallery:PrivateHalving", "--epsilon",
+                             "1", "--param", "budget=24", "--runs", str(10**12)], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: runs = 1000000000000: "), result.stderr

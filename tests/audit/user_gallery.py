@@ -192,3 +192,23 @@ class HalfClaimRelease(LaplaceMeanRelease):
     """Broken: the noise is sized for 2ε (correct for that), but ε is claimed."""
 
     noise_factor = 2.0
+
+
+class HalfClaimUCB:
+    """Broken: the private UCB of the worked example, noised for ε, but claiming ε/2 (its guarantee halved)."""
+
+    def __init__(self, n_arms, budget, epsilon, *, rng=None, insecure_seeded_noise=False):
+        from private_ucb import PrivateUCB
+
+        self.inner = PrivateUCB(n_arms, budget, 2.0 * epsilon, rng=rng,  # noise for 2ε ...
+                                insecure_seeded_noise=insecure_seeded_noise)
+        self.privacy = _reward_claim(epsilon)  # ... and ε claimed
+        self.ask, self.tell = self.inner.ask, self.inner.tell
+
+    @property
+    def done(self):
+        return self.inner.done
+
+    @property
+    def recommendation(self):
+        return self.inner.recommendation

@@ -64,7 +64,7 @@ from dpbandits._core.validation import (
 )
 from dpbandits.algorithms.user_imports import load_user_object
 from dpbandits.audit.exact import ExactAuditReport, audit_exact
-from dpbandits.audit.floating_point import FloatAttackReport, float_attack
+from dpbandits.audit.floating_point import float_attack
 from dpbandits.audit.search import Observations, certify, choose_events, event_power, search_score
 from dpbandits.audit.user_inputs import (
     UNITS,
