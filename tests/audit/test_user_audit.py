@@ -42,14 +42,14 @@ def test_the_worked_example_is_not_refuted_and_states_what_it_searched() -> None
                              **QUICK, **UCB)
     assert not report.refuted, str(report)
     assert report.unit == "reward"  # inferred from the agent's guarantee (replace-one, one reward)
-    assert math.isfinite(report.power) and report.power > report.epsilon
+    assert report.power > report.epsilon  # each certified event's power, at its own probability (inf if too rare)
     text = str(report)
     assert text.startswith("NOT REFUTED") and "PASSED" not in text
     assert "power:" in text and "not tested:" in text and "base inputs for one reward" in text
     assert "noise path: seeded simulation noise" in text
     data = json.loads(json.dumps(report.to_dict()))
     assert data["verdict"] == "NOT REFUTED" and data["refuted"] is False and data["noise_path"] == "seeded"
-    assert any(event["detectable_epsilon"] for item in data["certified"] for event in item["events"])
+    assert all("detectable_epsilon" in event for item in data["certified"] for event in item["events"])
 
 
 @pytest.mark.parametrize("broken", [uc.DataScaledUCB, uc.SeededUCB], ids=["noise-from-data", "seeded-noise"])

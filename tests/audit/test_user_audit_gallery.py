@@ -2,13 +2,12 @@
 
 Each broken algorithm of :mod:`user_gallery` passed the audit before it searched (its pairs changed
 only an arm's first reward, on symmetric tables); each must now be REFUTED, and the correct twins
-never. The suite runs the audits with a smaller search than the default (``BUDGET``) so that it
-stays fast; the default settings (``dpbandits audit`` without options) refute each of them too,
-in a few minutes each on two cores.
+never. The suite runs the audits with a smaller search than the default (``BUDGET``) on the seeded path
+with fixed seeds, so that it stays fast and deterministic; the default settings (``dpbandits audit``
+without options, unseeded) refute each of them too, in a few minutes each on two cores.
 
 False-failure rates: a REFUTED verdict on a correct algorithm has probability at most 1 −
-``confidence`` (0.95 here) per audit; the repeated audits use the seeded path with fixed seeds, so
-they are deterministic.
+``confidence`` (0.95 here) per audit; with fixed seeds every outcome here is deterministic.
 """
 
 from __future__ import annotations
@@ -29,9 +28,10 @@ BUDGET = {"search_runs": 30, "climb": 4, "certify_pairs": 2, "runs": 600}
                                     gallery.LargestRewardScale, gallery.ExactGapStop, gallery.HalfClaimRelease],
                          ids=["final phase on exact sums", "raw means in the recommendation",
                               "largest reward as sensitivity", "exact-gap stop at 0.5", "claims half its epsilon"])
+@pytest.mark.statistical
 @pytest.mark.slow
 def test_every_broken_algorithm_of_the_gallery_is_refuted(broken: type) -> None:
-    report = audit_algorithm(broken, rng=7, **BUDGET, **AGENT)
+    report = audit_algorithm(broken, rng=7, seeded_noise=True, **BUDGET, **AGENT)  # seeded: deterministic
     assert report.refuted and report.epsilon_lower_bound > report.epsilon, str(report)
     assert str(report).startswith("REFUTED") and report.to_dict()["verdict"] == "REFUTED"
 
@@ -40,7 +40,7 @@ def test_every_broken_algorithm_of_the_gallery_is_refuted(broken: type) -> None:
 def test_a_bug_in_the_last_phase_is_found_by_changing_a_late_reward() -> None:
     """Final phase on exact means: only a reward of the last phase shows it (the first pull never does)."""
     report = audit_algorithm(gallery.ExactFinalPhase, epsilon=1.0, n_arms=3, params={"budget": 12}, rng=3,
-                             search_runs=20, climb=0, certify_pairs=1, runs=200)
+                             seeded_noise=True, search_runs=20, climb=0, certify_pairs=1, runs=200)
     assert report.refuted, str(report)
     worst = max(report.certified, key=lambda item: item.epsilon_lower_bound)
     position = int(worst.pair.split("pull ")[1].split(")")[0])
@@ -57,7 +57,7 @@ def test_a_run_budget_that_cannot_finish_is_refused_up_front() -> None:
 
 SMALL_AGENT = {"epsilon": 1.0, "n_arms": 2, "params": {"budget": 12}}
 CORRECT = [
-    pytest.param(gallery.PrivateHalving, AGENT, id="private successive halving"),
+    pytest.param(gallery.PrivateHalving, {**AGENT, "params": {"budget": 12}}, id="private successive halving"),
     pytest.param(gallery.LaplaceMeanRelease, SMALL_AGENT, id="LaplaceMechanism release (seeded floats)"),
 ]
 

@@ -105,10 +105,10 @@ class RawMeansRecommendation(PrivateHalving):
 class _UniformThenNoisyMax:
     """Pull the arms round-robin for ``budget`` pulls, then report the noisy max of the sums."""
 
-    def __init__(self, n_arms, budget, epsilon):
+    def __init__(self, n_arms, budget, epsilon, *, rng=None):
         self.n_arms, self.budget, self.epsilon = n_arms, budget, epsilon
         self.privacy = _reward_claim(epsilon)
-        self.noise = np.random.default_rng()
+        self.noise = np.random.default_rng(rng)  # seeded only when a simulation asks (rng=...)
         self.sums, self.pulls = np.zeros(n_arms), np.zeros(n_arms, dtype=int)
         self.stopped = False
 
@@ -136,8 +136,8 @@ class _UniformThenNoisyMax:
 class LargestRewardScale(_UniformThenNoisyMax):
     """Broken: the sensitivity is the largest reward seen so far, not the bound of the rewards."""
 
-    def __init__(self, n_arms, budget, epsilon):
-        super().__init__(n_arms, budget, epsilon)
+    def __init__(self, n_arms, budget, epsilon, *, rng=None):
+        super().__init__(n_arms, budget, epsilon, rng=rng)
         self.largest = 0.0
 
     def tell(self, arm, reward):
@@ -193,22 +193,3 @@ class HalfClaimRelease(LaplaceMeanRelease):
 
     noise_factor = 2.0
 
-
-class HalfClaimUCB:
-    """Broken: the private UCB of the worked example, noised for ε, but claiming ε/2 (its guarantee halved)."""
-
-    def __init__(self, n_arms, budget, epsilon, *, rng=None, insecure_seeded_noise=False):
-        from private_ucb import PrivateUCB
-
-        self.inner = PrivateUCB(n_arms, budget, 2.0 * epsilon, rng=rng,  # noise for 2ε ...
-                                insecure_seeded_noise=insecure_seeded_noise)
-        self.privacy = _reward_claim(epsilon)  # ... and ε claimed
-        self.ask, self.tell = self.inner.ask, self.inner.tell
-
-    @property
-    def done(self):
-        return self.inner.done
-
-    @property
-    def recommendation(self):
-        return self.inner.recommendation
