@@ -29,10 +29,12 @@ Where they apply, the report adds
   search and the certified ones, when the output distribution is supplied (``distribution=``) or
   the policy states it (``probabilities()`` after ``fit``);
 * the **floating-point attack** (:func:`~dpbandits.audit.floating_point.float_attack`) on released
-  floats, with the deployed noise only: the seeded simulation draws NumPy floats, which are not
-  float-safe by design, so a result there says nothing about the deployed algorithm;
-* a **timing** check: the distinguishing advantage of a threshold on one run's time (reported, not
-  part of the verdict: timing on a shared machine is noisy).
+  floats — the certified pairs' releases, and ``runs`` fresh runs of the ``certify_pairs`` pairs whose
+  released value moved most in the search — with the deployed noise only: the seeded simulation
+  draws NumPy floats, which are not float-safe by design, so a result there says nothing about the
+  deployed algorithm;
+* a **timing** check: the largest distinguishing advantage of a threshold on one run's time over
+  every pair run (reported, not part of the verdict: timing on a shared machine is noisy).
 
 The algorithm runs with its deployment noise (secure, unseeded) unless ``seeded_noise=True`` (faster:
 ``rng`` and ``insecure_seeded_noise=True`` are passed when the constructor takes them; the seeded
@@ -64,7 +66,7 @@ from dpbandits._core.validation import (
 )
 from dpbandits.algorithms.user_imports import load_user_object
 from dpbandits.audit.exact import ExactAuditReport, audit_exact
-from dpbandits.audit.floating_point import float_attack
+from dpbandits.audit.floating_point import FloatAttackReport, float_attack
 from dpbandits.audit.search import Observations, certify, choose_events, event_power, search_score
 from dpbandits.audit.user_inputs import (
     UNITS,
@@ -391,6 +393,8 @@ class _Audit:
         self.reward_bound, self.min_count, self.budget, self.seeded = reward_bound, min_count, budget, seeded
         self.generator, self.progress = generator, progress
         self.done, self.total = 0, 0
+        self.timing: TimingReport | None = None
+        self.shifts: list[tuple[float, SearchPoint]] = []
 
     # ------------------------------------------------------------------------------ the budget
     def check_budget(self, bases: list[tuple[str, Any]], steps: int, max_seconds: float) -> None:
@@ -452,8 +456,10 @@ class _Audit:
                              dtype=np.int64).reshape(n, self.n_arms)
             for point in search_points(self.unit, name, base, pulls, reward_bound=self.reward_bound,
                                        min_count=self.min_count):
-                _, first, second = point.pair()
-                scored.append((self._score(base_records, self._runs(second, n), first.changed_arm), point))
+                label, first, second = point.pair()
+                records_e = self._runs(second, n)
+                scored.append((self._score(base_records, records_e, first.changed_arm), point))
+                self._observe_side_channels(label, point, base_records, records_e)
         structured = len(scored)
         if scored and self.budget.climb:
             best_score, best = max(scored, key=lambda item: item[0])
@@ -463,9 +469,51 @@ class _Audit:
                 records_d, records_e = self._interleaved(first, second, n)
                 score = self._score(records_d, records_e, first.changed_arm)
                 scored.append((score, candidate))
+                self._observe_side_channels(candidate.pair()[0], candidate, records_d, records_e)
                 if score >= best_score:
                     best_score, best = score, candidate
         return scored, structured
+
+    def _observe_side_channels(self, label: str, point: SearchPoint, records_d: list[PublicRecord],
+                               records_e: list[PublicRecord]) -> None:
+        """Keep the pair's timing advantage, and how far a released float moved (for the float attack's pairs)."""
+        candidate = _timing(label, records_d, records_e)
+        if self.timing is None or candidate.advantage > self.timing.advantage:
+            self.timing = candidate
+        values_d = [r.output for r in records_d]
+        values_e = [r.output for r in records_e]
+        if all(isinstance(v, float) and math.isfinite(v) for v in values_d + values_e):
+            spread = float(np.std(values_d + values_e)) or 1.0
+            self.shifts.append((abs(float(np.median(values_d)) - float(np.median(values_e))) / spread, point))
+
+    def _float_attacks(self, certified: list[tuple[str, list[PublicRecord], list[PublicRecord]]],
+                       ) -> list[tuple[str, FloatAttackReport]]:
+        """The float attack on the certified pairs' releases, and on fresh runs of the pairs whose released float moved most.
+
+        A pair whose released value does not move (an arm whose statistic the change leaves equal) has
+        no floating-point signature, however revealing its other outputs; so the attack also takes the
+        ``certify_pairs`` pairs whose median release moved most in the search.
+        """
+        attacks = []
+        done = {label for label, _, _ in certified}
+        for label, records_d, records_e in certified:
+            floats_d = [record.output for record in records_d]
+            if floats_d and all(isinstance(value, float) for value in floats_d):
+                attacks.append((label, float_attack(np.array(floats_d), np.array([r.output for r in records_e]))))
+        if not attacks:
+            return attacks
+        for _, point in sorted(self.shifts, key=lambda item: -item[0]):
+            label, first, second = point.pair()
+            if label in done:
+                continue
+            if len(done) >= 2 * self.budget.certify_pairs:
+                break
+            done.add(label)
+            records_d, records_e = self._interleaved(first, second, self.budget.runs)
+            floats_d, floats_e = [r.output for r in records_d], [r.output for r in records_e]
+            if all(isinstance(v, float) for v in floats_d + floats_e):
+                attacks.append((label, float_attack(np.array(floats_d), np.array(floats_e))))
+        return attacks
 
     # ---------------------------------------------------------------------------- certification
     def certify(self, point: SearchPoint, score: float, confidence_each: float,
@@ -501,17 +549,14 @@ class _Audit:
                 chosen.append((score, point))
         self.total = self.done + len(chosen) * 2 * (self.budget.selection + self.budget.runs)
         each = 1.0 - (1.0 - self.confidence) / max(len(chosen), 1)
-        certified, float_attacks, timing = [], [], None
+        certified, releases = [], []
         for score, point in chosen:
             item, records_d, records_e = self.certify(point, score, each)
             certified.append(item)
-            floats_d = [record.output for record in records_d]
-            if not self.seeded and floats_d and all(isinstance(value, float) for value in floats_d):
-                float_attacks.append((item.pair, float_attack(np.array(floats_d),
-                                                              np.array([r.output for r in records_e]))))
-            candidate = _timing(item.pair, records_d, records_e)
-            if timing is None or candidate.advantage > timing.advantage:
-                timing = candidate
+            releases.append((item.pair, records_d, records_e))
+            self._observe_side_channels(item.pair, point, records_d, records_e)
+        float_attacks = [] if self.seeded else self._float_attacks(releases)
+        timing = self.timing
         if self.progress is not None:
             self.progress(self.done, self.done)
         exact_pairs = [point.pair() for _, point in scored[:structured]] + [point.pair() for _, point in chosen]
