@@ -16,7 +16,7 @@ from dpbandits.audit.user import audit_algorithm
 
 pytestmark = pytest.mark.statistical
 
-SMALL = {"search_runs": 10, "climb": 2, "certify_pairs": 2, "runs": 400}
+SMALL = {"search_runs": 10, "climb": 0, "certify_pairs": 1, "runs": 300}
 
 
 @pytest.mark.slow
