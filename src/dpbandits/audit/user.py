@@ -1,53 +1,61 @@
-"""Audit a user's own private algorithm: adversarial neighbours, many runs, an empirical ε bound.
+"""Audit a user's own private algorithm: search for the violation, then certify it on fresh runs.
 
 :func:`audit_algorithm` runs the privacy contract of the built-ins on an algorithm the library
 knows only through its public protocol — an ask/tell agent (``ask``, ``tell``, ``done``,
-``recommendation``) or an offline policy (``fit``, ``sample``). For the unit it protects (one
-reward, one preference label, one logged record) it builds adversarial neighbouring inputs
-(:mod:`dpbandits.audit.user_inputs`), runs a fresh copy of the algorithm many times on each input of
-each pair, and bounds ε from below on what the runs *released*:
+``recommendation``) or an offline policy (``fit``, ``sample``) — in two stages.
 
-* the **recommendation** (or sampled action): every possible value is an output event, fixed before
-  the runs;
-* the **transcript** of asks: the most frequent transcripts of a separate calibration draw are the
-  events (events chosen on the audited runs would bias the bound upward);
-* for the reward unit, the **number of pulls of the changed arm**: threshold events at quantiles of
-  the calibration draw.
+**Search.** For the unit the algorithm protects (one reward, one preference label, one logged
+record) it runs the algorithm on base inputs of several shapes (:func:`~dpbandits.audit.user_inputs.search_bases`:
+symmetric, asymmetric, graded, gaps at round thresholds, random) and on neighbours that change the
+unit at every stage of a run: for the reward unit the first, middle and last pull of the most and
+the least pulled arm, as the runs on the base showed them (so every phase of a phased algorithm is
+reached); for the label unit the first, a quarter, the middle, three quarters and the last user.
+Each pair is scored by the plug-in strength of its most revealing event
+(:func:`~dpbandits.audit.search.search_score`); a hill-climb then perturbs the best pair (its
+table, the changed position, arm and value) and keeps what scores higher, within ``climb`` steps.
 
-Each (pair, observable) gives a Clopper–Pearson lower bound on ε
-(:func:`~dpbandits.audit.statistical.epsilon_lower_bound`); the confidence is split over all of them
-(Bonferroni), so a claim that holds is refuted with probability at most 1 − ``confidence``. Beside the
-bound the report states the audit's **power**: the smallest ε at which a violation on the observed
-events would be detected with these runs (a claim that is false by less than that passes).
+**Certification.** The ``certify`` best pairs get fresh runs: a selection sample on which output
+events are chosen from what the runs released (likelihood-ratio sets of the recommendation, the
+transcript, its length and the pulls of the changed arm; a threshold on a classifier's score of
+the runs' numeric features), then ``runs`` runs per input on which those events are counted.
+Nothing certified was chosen on the runs that certify it, so each Clopper–Pearson bound
+(:func:`~dpbandits.audit.statistical.epsilon_lower_bound`, Bonferroni over pairs and events) holds
+at ``confidence``. The report states per certified event the smallest true ε these runs would show
+at the event's own probabilities (its power).
 
 Where they apply, the report adds
 
-* the **exact** audit (:func:`~dpbandits.audit.exact.audit_exact`) when the output distribution is
-  supplied (``distribution=``) or the policy states it (``probabilities()`` after ``fit``);
-* the **floating-point attack** (:func:`~dpbandits.audit.floating_point.float_attack`) when the
-  released values are floats;
-* a **timing** check: each run's time on extreme and mid-range inputs, and the distinguishing
-  advantage of a threshold on it (the Kolmogorov–Smirnov distance). Timing on a shared machine is
-  noisy, so it is reported, not part of ``passed``.
+* the **exact** audit (:func:`~dpbandits.audit.exact.audit_exact`) on every structured pair of the
+  search and the certified ones, when the output distribution is supplied (``distribution=``) or
+  the policy states it (``probabilities()`` after ``fit``);
+* the **floating-point attack** (:func:`~dpbandits.audit.floating_point.float_attack`) on released
+  floats — the certified pairs' releases, and ``runs`` fresh runs of the ``certify_pairs`` pairs whose
+  released value moved most in the search — with the deployed noise only: the seeded simulation
+  draws NumPy floats, which are not float-safe by design, so a result there says nothing about the
+  deployed algorithm;
+* a **timing** check: the largest distinguishing advantage of a threshold on one run's time over
+  every pair run (reported, not part of the verdict: timing on a shared machine is noisy).
 
 The algorithm runs with its deployment noise (secure, unseeded) unless ``seeded_noise=True`` (faster:
 ``rng`` and ``insecure_seeded_noise=True`` are passed when the constructor takes them; the seeded
-path is then what is audited). The user's code runs in this process, as any import would.
+path is then what is audited, and the report says so). A run budget that cannot finish within
+``max_seconds`` (timed on a few runs first) or in memory is refused before the audit starts. The
+user's code runs in this process, as any import would.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import time
 import warnings
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from dpbandits._core.errors import InsecureNoiseWarning, InvalidParameterError, UserAlgorithmError
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.validation import (
     check_delta,
@@ -59,156 +67,28 @@ from dpbandits._core.validation import (
 from dpbandits.algorithms.user_imports import load_user_object
 from dpbandits.audit.exact import ExactAuditReport, audit_exact
 from dpbandits.audit.floating_point import FloatAttackReport, float_attack
-from dpbandits.audit.statistical import (
-    OutcomeEvent,
-    StatisticalAuditReport,
-    detectable_violation,
-    epsilon_lower_bound,
-    threshold_events,
-)
+from dpbandits.audit.search import Observations, certify, choose_events, event_power, search_score
 from dpbandits.audit.user_inputs import (
     UNITS,
     Feedback,
     PublicRecord,
+    SearchPoint,
     UserRunner,
     fit_policy,
-    neighbour_inputs,
+    mutate,
+    search_bases,
+    search_points,
 )
+from dpbandits.audit.user_report import CertifiedPair, TimingReport, UserAuditReport
 
-__all__ = ["ObservableAudit", "TimingReport", "UserAuditReport", "audit_algorithm", "detectable_epsilon"]
+__all__ = ["CertifiedPair", "TimingReport", "UserAuditReport", "audit_algorithm"]
 
-_TRANSCRIPT_EVENTS = 8
-_THRESHOLDS = 5
-_CALIBRATION_SHARE = 0.2
+Progress = Callable[[int, int], None]
+"""``progress(runs done, runs planned)``, called as the audit goes."""
 
-
-# ------------------------------------------------------------------------------------------ power
-def detectable_epsilon(claim: float, runs: int, *, confidence: float, n_events: int, delta: float = 0.0) -> float:
-    """The smallest true ε that ``runs`` runs per input could reveal, on the most favourable event.
-
-    :func:`~dpbandits.audit.statistical.detectable_violation` gives, for an output event of
-    probability p, the smallest excess over the claim that the bound of ``n_events`` events at this
-    ``confidence`` detects at the expected counts; the result is the claim plus the least excess over
-    p ∈ [1/runs, 1 − 1/runs]. A violation smaller than this passes unseen whatever the events; a
-    larger one is detected only if the observables contain such an event. ``inf`` if none is.
-    """
-    candidates = np.geomspace(max(1.0 / runs, 2.0 * delta, 1e-12), 1.0 - 1.0 / runs, 40)
-    excess = min(detectable_violation(float(p), runs, epsilon=claim, delta=delta, confidence=confidence,
-                                      n_events=n_events) for p in candidates if p > delta)
-    return claim + excess
-
-
-# ---------------------------------------------------------------------------------------- reports
-@dataclass(frozen=True)
-class ObservableAudit:
-    """The statistical audit of one observable of the runs on one neighbouring pair."""
-
-    pair: str
-    observable: str
-    report: StatisticalAuditReport
-    detectable_epsilon: float
-
-    @property
-    def epsilon_lower_bound(self) -> float:
-        """ε_lb of this observable on this pair."""
-        return self.report.epsilon_lower_bound
-
-
-@dataclass(frozen=True)
-class TimingReport:
-    """Run times on the two inputs of each pair: the largest distinguishing advantage found."""
-
-    advantage: float
-    pair: str
-    mean_seconds: tuple[float, float]
-
-    def __str__(self) -> str:
-        first, second = self.mean_seconds
-        return (f"timing: best threshold on one run's time tells the inputs apart with advantage "
-                f"{self.advantage:.3f} ({self.pair}: mean {first * 1e3:.3g} ms vs {second * 1e3:.3g} ms)")
-
-
-@dataclass(frozen=True)
-class UserAuditReport:
-    """What :func:`audit_algorithm` tested, found, and could not have found."""
-
-    algorithm: str
-    unit: str
-    epsilon: float
-    delta: float
-    runs: int
-    confidence: float
-    statistical: tuple[ObservableAudit, ...]
-    exact: ExactAuditReport | None
-    float_attacks: tuple[tuple[str, FloatAttackReport], ...]
-    timing: TimingReport | None
-    tested: tuple[str, ...]
-    not_tested: tuple[str, ...] = field(default=())
-
-    @property
-    def epsilon_lower_bound(self) -> float:
-        """The largest ε_lb over every pair and observable."""
-        return max((item.epsilon_lower_bound for item in self.statistical), default=0.0)
-
-    @property
-    def power(self) -> float:
-        """The smallest true ε any observable could reveal with these runs (see :func:`detectable_epsilon`)."""
-        return min((item.detectable_epsilon for item in self.statistical), default=math.inf)
-
-    @property
-    def passed(self) -> bool:
-        """No statistical bound above the claim, the exact audit (if any) passed, no float attack succeeded."""
-        return (self.epsilon_lower_bound <= self.epsilon
-                and (self.exact is None or self.exact.passed)
-                and not any(report.distinguished for _, report in self.float_attacks))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as plain data (``dpbandits audit --json``)."""
-        return {
-            "algorithm": self.algorithm, "unit": self.unit, "epsilon": self.epsilon, "delta": self.delta,
-            "runs": self.runs, "confidence": self.confidence, "passed": self.passed,
-            "epsilon_lower_bound": self.epsilon_lower_bound, "power_epsilon": _finite(self.power),
-            "statistical": [
-                {"pair": item.pair, "observable": item.observable, "epsilon_lower_bound": item.epsilon_lower_bound,
-                 "detectable_epsilon": _finite(item.detectable_epsilon), "evidence": str(item.report)}
-                for item in self.statistical
-            ],
-            "exact": None if self.exact is None else {"passed": self.exact.passed,
-                                                      "max_log_ratio": _finite(self.exact.max_log_ratio)},
-            "float_attack": [{"pair": pair, "distinguished": report.distinguished}
-                             for pair, report in self.float_attacks],
-            "timing": None if self.timing is None else {"advantage": self.timing.advantage, "pair": self.timing.pair},
-            "tested": list(self.tested), "not_tested": list(self.not_tested),
-        }
-
-    def __str__(self) -> str:
-        verdict = "PASSED" if self.passed else "REFUTED"
-        lines = [
-            f"{verdict}: {self.algorithm} claims ({self.epsilon:g}, {self.delta:g})-DP for one {self.unit}",
-            f"empirical epsilon >= {self.epsilon_lower_bound:.4g} at confidence {self.confidence:g} "
-            f"({self.runs} runs per input)",
-            f"power: a true epsilon below {self.power:.3g} goes undetected at the expected counts of these runs, "
-            "even on the most favourable output event (add runs for more power); a larger one is detected about "
-            "half the time or more if an observable below shows it" if math.isfinite(self.power) else
-            f"power: none: at the expected counts of {self.runs} runs per input no violation, however large, "
-            "would be detected (add runs)",
-        ]
-        worst = max(self.statistical, key=lambda item: item.epsilon_lower_bound, default=None)
-        if worst is not None:
-            lines.append(f"strongest evidence: {worst.observable} on '{worst.pair}': {worst.report}")
-        if self.exact is not None:
-            lines.append(f"exact: {self.exact}")
-        for pair, report in self.float_attacks:
-            lines.append(f"float attack on '{pair}': {'DISTINGUISHED' if report.distinguished else 'nothing found'}")
-        if self.timing is not None:
-            lines.append(str(self.timing) + " (reported, not part of the verdict)")
-        lines += [f"tested: {item}" for item in self.tested]
-        lines += [f"not tested: {item}" for item in self.not_tested]
-        return "\n".join(lines)
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
+_EVENTS_PER_PAIR = 4
+_POINTS_PER_BASE = 12  # planning figure: the reward unit tries 4 positions × 1-2 values per arm, usually 8-12
+_RECORD_BYTES = 64  # per step of a stored transcript, and per run's other fields (a lower bound)
 
 
 # ------------------------------------------------------------------------------- the subject
@@ -298,32 +178,59 @@ def _steps(params: Mapping[str, Any]) -> int:
 
 
 # --------------------------------------------------------------------------------- observables
-def _observables(records: Sequence[PublicRecord], changed_arm: int | None,
-                 codebook: dict[Any, int]) -> dict[str, np.ndarray]:
-    values: dict[str, np.ndarray] = {}
+def _numbers(output: Any) -> tuple[float, ...] | None:
+    """A released value as numbers (a number, or a tuple of numbers), else None."""
+    if isinstance(output, bool):
+        return (float(output),)
+    if isinstance(output, int | float):
+        return (float(output),)
+    if isinstance(output, tuple) and output and all(isinstance(v, int | float) and not isinstance(v, bool)
+                                                   for v in output):
+        return tuple(float(v) for v in output)
+    return None
+
+
+def _output_width(records: Sequence[PublicRecord]) -> int:
+    """How many numbers the released value has in every run (0 if it is not always the same count of numbers)."""
+    widths = {len(n) if (n := _numbers(record.output)) is not None else -1 for record in records}
+    return widths.pop() if len(widths) == 1 and -1 not in widths else 0
+
+
+def _observe(records: Sequence[PublicRecord], unit: str, n_arms: int, changed_arm: int | None,
+             width: int) -> Observations:
+    """The observables of runs: discrete values for likelihood-ratio sets, numeric features for the classifier."""
     outputs = [record.output for record in records]
-    if outputs and all(isinstance(output, float) for output in outputs):
-        values["released value"] = np.array(outputs, dtype=np.float64)  # thresholds, as for a count
-    elif any(output is not None for output in outputs):
-        values["recommendation" if records[0].transcript else "sampled output"] = _codes(outputs, codebook)
-    if any(record.transcript for record in records):
-        values["transcript"] = _codes([record.transcript for record in records], codebook)
-    if changed_arm is not None:
-        values[f"pulls of arm {changed_arm}"] = np.array(
-            [sum(1 for arm in record.transcript if arm == changed_arm) for record in records], dtype=np.float64)
-    return values
+    discrete: dict[str, list[Any]] = {}
+    floats = width > 0 and any(isinstance(v, float) for o in outputs for v in (_numbers(o) or ()))
+    if not floats and any(output is not None for output in outputs):
+        discrete["sampled output" if unit == "record" else "recommendation"] = outputs
+    rows: list[list[float]] = []
+    if unit != "record":
+        transcripts = [record.transcript for record in records]
+        discrete["transcript"] = transcripts
+        discrete["length of the transcript"] = [len(t) for t in transcripts]
+        pulls = np.array([_pull_counts(t, n_arms, None) for t in transcripts], dtype=np.float64).reshape(-1, n_arms)
+        early = np.array([_pull_counts(t, n_arms, max(1, len(t) // 2)) for t in transcripts],
+                         dtype=np.float64).reshape(-1, n_arms)
+        if changed_arm is not None:
+            discrete[f"pulls of arm {changed_arm}"] = pulls[:, changed_arm].astype(int).tolist()
+        rows = np.hstack([np.array([[len(t)] for t in transcripts], dtype=np.float64).reshape(-1, 1),
+                          pulls, early]).tolist()
+    else:
+        rows = [[] for _ in records]
+    for row, output in zip(rows, outputs, strict=True):
+        numbers = _numbers(output)
+        row.extend(numbers if numbers is not None and len(numbers) == width else [0.0] * width)
+    numeric = np.array(rows, dtype=np.float64).reshape(len(records), -1)
+    return Observations(discrete, numeric)
 
 
-def _codes(values: Sequence[Any], codebook: dict[Any, int]) -> np.ndarray:
-    """Each distinct released value as an integer code (equal values, equal codes, within one audit)."""
-    return np.array([codebook.setdefault(value, len(codebook)) for value in values], dtype=np.int64)
-
-
-def _events(name: str, calibration: np.ndarray) -> list[Any]:
-    if name.startswith("pulls of arm") or name == "released value":
-        return list(threshold_events(calibration, _THRESHOLDS)) or [OutcomeEvent(float(calibration[0]))]
-    frequent = Counter(calibration.tolist()).most_common(_TRANSCRIPT_EVENTS)
-    return [OutcomeEvent(value) for value, _ in frequent]
+def _pull_counts(transcript: Sequence[Any], n_arms: int, prefix: int | None) -> list[int]:
+    counts = [0] * n_arms
+    for asked in transcript[:prefix]:
+        for arm in (asked if isinstance(asked, tuple) else (asked,)):
+            counts[arm] += 1
+    return counts
 
 
 # ------------------------------------------------------------------------------------- the audit
@@ -336,14 +243,18 @@ def audit_algorithm(
     n_arms: int = 3,
     params: Mapping[str, Any] | None = None,
     runs: int = 2000,
+    search_runs: int = 100,
+    climb: int = 16,
+    certify_pairs: int = 3,
     confidence: float = 0.95,
     reward_bound: float = 1.0,
     distribution: Callable[[Any], Any] | None = None,
     seeded_noise: bool = False,
-    pairs: int | None = None,
+    max_seconds: float = 3600.0,
+    progress: Progress | None = None,
     rng: RNGLike = None,
 ) -> UserAuditReport:
-    """Audit the privacy claim of a user's algorithm (see the module docstring).
+    """Audit the privacy claim of a user's algorithm: search, then certify (see the module docstring).
 
     Parameters
     ----------
@@ -364,23 +275,31 @@ def audit_algorithm(
         Further constructor arguments (``budget`` or ``horizon`` for an agent, ``min_count`` for a
         policy's domain guarantee, ...).
     runs : int, default 2000
-        Runs per input of each pair (a fifth more for calibration); more runs, more power.
+        Fresh runs per input of each certified pair (a quarter more choose its events); more runs,
+        more power.
+    search_runs : int, default 100
+        Runs per input of each pair the search scores.
+    climb : int, default 16
+        Steps of the hill-climb after the structured search (0: none).
+    certify_pairs : int, default 3
+        How many of the best pairs found are certified.
     confidence : float, default 0.95
-        Joint confidence of every statistical bound.
+        Joint confidence of every certified bound.
     reward_bound : float, default 1
         R̄: rewards of the inputs lie in [0, R̄].
     distribution : callable, optional
         ``feedback -> probabilities`` over a fixed finite output set, the same for every input, or
-        ``feedback -> {output: probability}`` (the output sets of each pair are then aligned)
-        (``feedback.data`` is the reward table, response table or logged data set of
-        :mod:`dpbandits.audit.user_inputs`): adds the exact audit.
+        ``feedback -> {output: probability}`` (``feedback.data`` is the reward table, response table
+        or logged data set of :mod:`dpbandits.audit.user_inputs`): adds the exact audit.
     seeded_noise : bool, default False
-        Audit the seeded simulation path (faster) instead of the deployment noise.
-    pairs : int, optional
-        Audit only the first ``pairs`` neighbouring pairs (faster, less thorough; the report lists
-        the pairs tested).
+        Audit the seeded simulation path (faster) instead of the deployment noise; the float attack
+        is then not run.
+    max_seconds : float, default 3600
+        Refuse, before starting, a run budget whose estimated time (from a few timed runs) exceeds this.
+    progress : callable, optional
+        ``progress(runs done, runs planned)``.
     rng : int, SeedSequence, Generator or None
-        The audit's own randomness (seeds of the seeded path).
+        The audit's own randomness (random tables, the hill-climb, seeds of the seeded path).
 
     Returns
     -------
@@ -391,29 +310,34 @@ def audit_algorithm(
     UserAlgorithmError
         If the algorithm cannot be loaded or fails (one line naming it and the step).
     InvalidParameterError
-        If a parameter is invalid, or the unit cannot be inferred.
+        If a parameter is invalid, the unit cannot be inferred, or the run budget cannot finish in
+        ``max_seconds`` or fit in memory.
 
     Privacy
     -------
-    Passing is evidence, not proof: only the pairs and observables listed in the report are tested,
-    and only violations above its power are detectable.
+    NOT REFUTED is evidence, not proof: only the pairs searched, the events certified and violations
+    above each event's stated power can show. A REFUTED verdict holds at ``confidence``.
 
     References
     ----------
-    Jagielski, Ullman & Oprea (2020), auditing by Clopper–Pearson bounds on output events; Mironov
-    (2012), the floating-point attack.
+    Jagielski, Ullman & Oprea (2020), auditing by Clopper–Pearson bounds on output events; Bichsel et al.
+    (2021), DP-Sniper; Ding et al. (2018), StatDP; Kong et al. (2024), DP-Auditorium; Mironov (2012),
+    the floating-point attack.
     """
+    started = time.perf_counter()
     name = algorithm if isinstance(algorithm, str) else f"{algorithm.__module__}:{algorithm.__qualname__}"
     cls = load_user_object(algorithm) if isinstance(algorithm, str) else algorithm
     _check_auditable(name, cls)
     given = dict(params or {})
     epsilon = None if epsilon is None else check_epsilon(epsilon)
     _check_params(given, epsilon)
-    runs = check_int(runs, "runs", minimum=20)
+    budget = _Budget(check_int(runs, "runs", minimum=20), check_int(search_runs, "search_runs", minimum=10),
+                     check_int(climb, "climb", minimum=0), check_int(certify_pairs, "certify_pairs", minimum=1))
     confidence = check_in_interval(confidence, "confidence", 0.0, 1.0, closed="neither")
     delta = check_delta(delta)
     n_arms = check_int(n_arms, "n_arms", minimum=2)
     reward_bound = check_positive_float(reward_bound, "reward_bound")
+    max_seconds = check_positive_float(max_seconds, "max_seconds")
     generator = as_generator(rng)
     accepted, any_keyword = _accepts(cls)
     if epsilon is not None and "epsilon" not in given and ("epsilon" in accepted or any_keyword):
@@ -434,68 +358,249 @@ def audit_algorithm(
         _check_protocol(name, probe, unit)
         steps = 1 if unit == "record" else _steps(given)
         min_count = given.get("min_count") if unit == "record" else None
-        inputs = neighbour_inputs(unit, n_arms, steps, reward_bound=reward_bound, min_count=min_count)
-        if pairs is not None:
-            inputs = inputs[:check_int(pairs, "pairs", minimum=1)]
-        return _audit(name, runner, inputs, claimed, delta, unit, runs, confidence, distribution, cls, factory)
+        bases = search_bases(unit, n_arms, steps, reward_bound=reward_bound, min_count=min_count, rng=generator)
+        audit = _Audit(name, runner, unit, n_arms, claimed, delta, confidence, reward_bound, min_count, budget,
+                       seeded_noise, generator, progress)
+        audit.check_budget(bases, steps, max_seconds)
+        return audit.run(bases, cls, factory, distribution, started)
 
 
-def _audit(name: str, runner: UserRunner, pairs: list[tuple[str, Feedback, Feedback]], epsilon: float,
-           delta: float, unit: str, runs: int, confidence: float, distribution: Callable[[Any], Any] | None,
-           cls: Any, factory: Callable[[], Any]) -> UserAuditReport:
-    calibration_runs = max(10, int(_CALIBRATION_SHARE * runs))
-    codebook: dict[Any, int] = {}  # one code per distinct released value, shared by every pair of this audit
-    collected: list[tuple[str, dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray],
-                          list[PublicRecord], list[PublicRecord]]] = []
-    for label, first, second in pairs:
-        calibration_runs_d, calibration_runs_e = _interleaved(runner, first, second, calibration_runs)
-        records_d, records_e = _interleaved(runner, first, second, runs)
-        calibration_d = _observables(calibration_runs_d, first.changed_arm, codebook)
-        calibration_e = _observables(calibration_runs_e, first.changed_arm, codebook)
-        calibration = {key: np.concatenate([calibration_d[key], calibration_e[key]]) for key in calibration_d}
-        collected.append((label, calibration, _observables(records_d, first.changed_arm, codebook),
-                          _observables(records_e, first.changed_arm, codebook), records_d, records_e))
-    n_tests = sum(len(observed_d) for _, _, observed_d, _, _, _ in collected)
-    each = 1.0 - (1.0 - confidence) / max(n_tests, 1)
-    statistical, float_attacks, timing = [], [], None
-    for label, calibration, observed_d, observed_e, records_d, records_e in collected:
-        for key, values_d in observed_d.items():
-            values_e = observed_e[key]
-            events = _events(key, calibration[key])
-            report = epsilon_lower_bound(values_d, values_e, events, delta=delta, confidence=each)
-            power = detectable_epsilon(epsilon, runs, confidence=each, n_events=len(events), delta=delta)
-            statistical.append(ObservableAudit(label, key, report, power))
-        floats_d = [record.output for record in records_d]
-        if floats_d and all(isinstance(value, float) for value in floats_d):
-            float_attacks.append((label, float_attack(np.array(floats_d),
-                                                      np.array([record.output for record in records_e]))))
+class _Budget:
+    """The run budget: certification runs, search runs per input, hill-climb steps, pairs certified."""
+
+    def __init__(self, runs: int, search_runs: int, climb: int, certify_pairs: int) -> None:
+        self.runs, self.search_runs, self.climb, self.certify_pairs = runs, search_runs, climb, certify_pairs
+        self.selection = max(50, runs // 4)
+
+    def planned(self, n_bases: int) -> int:
+        """Runs the audit plans (the search's changes per base estimated)."""
+        search = n_bases * (1 + _POINTS_PER_BASE) * self.search_runs + self.climb * 2 * self.search_runs
+        return search + self.certify_pairs * 2 * (self.selection + self.runs)
+
+    def describe(self) -> str:
+        return (f"{self.search_runs} runs per input of each pair searched; hill-climb of {self.climb} steps; "
+                f"the best {self.certify_pairs} pairs certified")
+
+
+class _Audit:
+    """One audit's state: the runner, the claim, the budget and the progress of its runs."""
+
+    def __init__(self, name: str, runner: UserRunner, unit: str, n_arms: int, epsilon: float, delta: float,
+                 confidence: float, reward_bound: float, min_count: int | None, budget: _Budget, seeded: bool,
+                 generator: np.random.Generator, progress: Progress | None) -> None:
+        self.name, self.runner, self.unit, self.n_arms = name, runner, unit, n_arms
+        self.epsilon, self.delta, self.confidence = epsilon, delta, confidence
+        self.reward_bound, self.min_count, self.budget, self.seeded = reward_bound, min_count, budget, seeded
+        self.generator, self.progress = generator, progress
+        self.done, self.total = 0, 0
+        self.timing: TimingReport | None = None
+        self.shifts: list[tuple[float, SearchPoint]] = []
+
+    # ------------------------------------------------------------------------------ the budget
+    def check_budget(self, bases: list[tuple[str, Any]], steps: int, max_seconds: float) -> None:
+        """Refuse a budget that cannot fit in memory or finish in ``max_seconds`` (timed on a few runs)."""
+        budget = self.budget
+        held = 2 * (budget.runs + budget.selection)  # the records of one certified pair are held at once
+        check_fits("runs", budget.runs, held * _RECORD_BYTES * (steps + 1),
+                   what=f"the records of {held} runs of {steps} steps")
+        self.total = budget.planned(len(bases))
+        probes = 3
+        feedback = self._feedback(bases[0][1])
+        self.runner.run(feedback)  # the first run may import and warm up the algorithm's libraries: not timed
+        started = time.perf_counter()
+        for _ in range(probes):
+            self.runner.run(feedback)
+        each = (time.perf_counter() - started) / probes
+        estimate = each * self.total
+        if estimate > max_seconds:
+            raise InvalidParameterError(
+                f"runs = {budget.runs}, search_runs = {budget.search_runs}: the audit plans about {self.total:.3g} "
+                f"runs of about {each * 1e3:.3g} ms each, about {_duration(estimate)}, more than the limit of "
+                f"{_duration(max_seconds)}; lower runs or search_runs, or raise the limit (--max-minutes)")
+
+    def _feedback(self, base: Any) -> Feedback:
+        return Feedback(self.unit, base)
+
+    def _runs(self, feedback: Feedback, n: int) -> list[PublicRecord]:
+        records = []
+        for _ in range(n):
+            records.append(self.runner.run(feedback))
+            self.done += 1
+            if self.progress is not None and self.done % 25 == 0:
+                self.progress(self.done, max(self.total, self.done))
+        return records
+
+    def _interleaved(self, first: Feedback, second: Feedback, n: int) -> tuple[list[PublicRecord], list[PublicRecord]]:
+        """``n`` runs on each input, alternating, so drifts of the machine affect both alike."""
+        records_d: list[PublicRecord] = []
+        records_e: list[PublicRecord] = []
+        for _ in range(n):
+            records_d += self._runs(first, 1)
+            records_e += self._runs(second, 1)
+        return records_d, records_e
+
+    # ------------------------------------------------------------------------------ the search
+    def _score(self, records_d: list[PublicRecord], records_e: list[PublicRecord], changed_arm: int | None) -> float:
+        width = _output_width(records_d + records_e)
+        observed_d = _observe(records_d, self.unit, self.n_arms, changed_arm, width)
+        observed_e = _observe(records_e, self.unit, self.n_arms, changed_arm, width)
+        return search_score(observed_d, observed_e, delta=self.delta)
+
+    def search(self, bases: list[tuple[str, Any]]) -> tuple[list[tuple[float, SearchPoint]], int]:
+        """Every structured pair scored, then the hill-climb from the best; all scored points, and the structured count."""
+        n = self.budget.search_runs
+        scored: list[tuple[float, SearchPoint]] = []
+        for name, base in bases:
+            base_records = self._runs(self._feedback(base), n)
+            pulls = np.array([_pull_counts(r.transcript, self.n_arms, None) for r in base_records],
+                             dtype=np.int64).reshape(n, self.n_arms)
+            for point in search_points(self.unit, name, base, pulls, reward_bound=self.reward_bound,
+                                       min_count=self.min_count):
+                label, first, second = point.pair()
+                records_e = self._runs(second, n)
+                scored.append((self._score(base_records, records_e, first.changed_arm), point))
+                self._observe_side_channels(label, point, base_records, records_e)
+        structured = len(scored)
+        if scored and self.budget.climb:
+            best_score, best = max(scored, key=lambda item: item[0])
+            for _ in range(self.budget.climb):
+                candidate = mutate(best, self.generator, reward_bound=self.reward_bound)
+                _, first, second = candidate.pair()
+                records_d, records_e = self._interleaved(first, second, n)
+                score = self._score(records_d, records_e, first.changed_arm)
+                scored.append((score, candidate))
+                self._observe_side_channels(candidate.pair()[0], candidate, records_d, records_e)
+                if score >= best_score:
+                    best_score, best = score, candidate
+        return scored, structured
+
+    def _observe_side_channels(self, label: str, point: SearchPoint, records_d: list[PublicRecord],
+                               records_e: list[PublicRecord]) -> None:
+        """Keep the pair's timing advantage, and how far a released float moved (for the float attack's pairs)."""
         candidate = _timing(label, records_d, records_e)
-        if timing is None or candidate.advantage > timing.advantage:
-            timing = candidate
-    exact = _exact(cls, factory, pairs, epsilon, delta, distribution)
-    tested = [f"{len(pairs)} adversarial neighbouring pairs for one {unit}: " + "; ".join(p[0] for p in pairs),
-              "observables: " + ", ".join(sorted({item.observable for item in statistical}))]
-    not_tested = [
-        "other neighbouring inputs, and outputs other than the observables above",
-        "violations smaller than the stated power",
-        "composition across several runs or sessions (one run per input is one release)",
-    ]
-    if not float_attacks:
-        not_tested.append("floating-point attack: the released values are not floats")
-    if exact is None:
-        not_tested.append("exact audit: no output distribution was supplied")
-    return UserAuditReport(name, unit, epsilon, delta, runs, confidence, tuple(statistical), exact,
-                           tuple(float_attacks), timing, tuple(tested), tuple(not_tested))
+        if self.timing is None or candidate.advantage > self.timing.advantage:
+            self.timing = candidate
+        values_d = [r.output for r in records_d]
+        values_e = [r.output for r in records_e]
+        if all(isinstance(v, float) and math.isfinite(v) for v in values_d + values_e):
+            spread = float(np.std(values_d + values_e)) or 1.0
+            self.shifts.append((abs(float(np.median(values_d)) - float(np.median(values_e))) / spread, point))
+
+    def _float_attacks(self, certified: list[tuple[str, list[PublicRecord], list[PublicRecord]]],
+                       ) -> list[tuple[str, FloatAttackReport]]:
+        """The float attack on the certified pairs' releases, and on fresh runs of the pairs whose released float moved most.
+
+        A pair whose released value does not move (an arm whose statistic the change leaves equal) has
+        no floating-point signature, however revealing its other outputs; so the attack also takes the
+        ``certify_pairs`` pairs whose median release moved most in the search.
+        """
+        attacks = []
+        done = {label for label, _, _ in certified}
+        for label, records_d, records_e in certified:
+            floats_d = [record.output for record in records_d]
+            if floats_d and all(isinstance(value, float) for value in floats_d):
+                attacks.append((label, float_attack(np.array(floats_d), np.array([r.output for r in records_e]))))
+        if not attacks:
+            return attacks
+        for _, point in sorted(self.shifts, key=lambda item: -item[0]):
+            label, first, second = point.pair()
+            if label in done:
+                continue
+            if len(done) >= 2 * self.budget.certify_pairs:
+                break
+            done.add(label)
+            records_d, records_e = self._interleaved(first, second, self.budget.runs)
+            floats_d, floats_e = [r.output for r in records_d], [r.output for r in records_e]
+            if all(isinstance(v, float) for v in floats_d + floats_e):
+                attacks.append((label, float_attack(np.array(floats_d), np.array(floats_e))))
+        return attacks
+
+    # ---------------------------------------------------------------------------- certification
+    def certify(self, point: SearchPoint, score: float, confidence_each: float,
+                ) -> tuple[CertifiedPair, list[PublicRecord], list[PublicRecord]]:
+        """Events chosen on a selection sample of the pair, then counted on fresh runs."""
+        label, first, second = point.pair()
+        selection_d, selection_e = self._interleaved(first, second, self.budget.selection)
+        width = _output_width(selection_d + selection_e)
+        chosen = choose_events(_observe(selection_d, self.unit, self.n_arms, first.changed_arm, width),
+                               _observe(selection_e, self.unit, self.n_arms, first.changed_arm, width),
+                               delta=self.delta, keep=_EVENTS_PER_PAIR)
+        events = [event for _, event in chosen]
+        records_d, records_e = self._interleaved(first, second, self.budget.runs)
+        observed_d = _observe(records_d, self.unit, self.n_arms, first.changed_arm, width)
+        observed_e = _observe(records_e, self.unit, self.n_arms, first.changed_arm, width)
+        if not events:  # the selection sample shows no variation at all: every output identical
+            report = certify(observed_d, observed_e, [_Constant()], delta=self.delta, confidence=confidence_each)
+            return CertifiedPair(label, score, ("every run's output (no variation in the selection runs)",),
+                                 report, (math.inf,)), records_d, records_e
+        report = certify(observed_d, observed_e, events, delta=self.delta, confidence=confidence_each)
+        powers = tuple(event_power(event, observed_d, observed_e, epsilon=self.epsilon, delta=self.delta,
+                                   runs=self.budget.runs, confidence=confidence_each, n_events=len(events))
+                       for event in events)
+        return CertifiedPair(label, score, tuple(str(e) for e in events), report, powers), records_d, records_e
+
+    def run(self, bases: list[tuple[str, Any]], cls: Any, factory: Callable[[], Any],
+            distribution: Callable[[Any], Any] | None, started: float) -> UserAuditReport:
+        scored, structured = self.search(bases)
+        ranked = sorted(scored, key=lambda item: -item[0])
+        chosen: list[tuple[float, SearchPoint]] = []
+        for score, point in ranked:
+            if len(chosen) < self.budget.certify_pairs and point.pair()[0] not in {p.pair()[0] for _, p in chosen}:
+                chosen.append((score, point))
+        self.total = self.done + len(chosen) * 2 * (self.budget.selection + self.budget.runs)
+        each = 1.0 - (1.0 - self.confidence) / max(len(chosen), 1)
+        certified, releases = [], []
+        for score, point in chosen:
+            item, records_d, records_e = self.certify(point, score, each)
+            certified.append(item)
+            releases.append((item.pair, records_d, records_e))
+            self._observe_side_channels(item.pair, point, records_d, records_e)
+        float_attacks = [] if self.seeded else self._float_attacks(releases)
+        timing = self.timing
+        if self.progress is not None:
+            self.progress(self.done, self.done)
+        exact_pairs = [point.pair() for _, point in scored[:structured]] + [point.pair() for _, point in chosen]
+        exact = _exact(cls, factory, exact_pairs, self.epsilon, self.delta, distribution)
+        searched = [
+            f"{len(bases)} base inputs for one {self.unit}: " + "; ".join(name for name, _ in bases),
+            f"{structured} neighbouring pairs changing the {self.unit} at every stage of a run"
+            + (" (the first, middle and last pull of each arm, to the other bound)" if self.unit == "reward" else ""),
+            f"{len(scored) - structured} pairs of a hill-climb from the best one",
+            self.budget.describe() + f"; {self.done} runs in all",
+            "events: likelihood-ratio sets of the discrete observables and a threshold on a classifier's score, "
+            f"chosen on {self.budget.selection} other runs per input",
+        ]
+        not_tested = [
+            "other neighbouring inputs, and events other than those certified",
+            "violations smaller than each event's stated power",
+            "composition across several runs or sessions (one run per input is one release)",
+        ]
+        if self.seeded:
+            not_tested.append("the deployed noise, and the floating-point attack: the seeded simulation draws NumPy "
+                              "floats, which are not float-safe by design (audit without --seeded-noise)")
+        elif not float_attacks:
+            not_tested.append("floating-point attack: the released values are not floats")
+        if exact is None:
+            not_tested.append("exact audit: no output distribution was supplied")
+        return UserAuditReport(self.name, self.unit, self.epsilon, self.delta, self.budget.runs, self.confidence,
+                               self.seeded, tuple(certified), exact, tuple(float_attacks), timing, tuple(searched),
+                               tuple(not_tested), time.perf_counter() - started)
 
 
-def _interleaved(runner: UserRunner, first: Feedback, second: Feedback,
-                 runs: int) -> tuple[list[PublicRecord], list[PublicRecord]]:
-    """``runs`` runs on each input, alternating, so drifts of the machine affect both alike."""
-    records_d, records_e = [], []
-    for _ in range(runs):
-        records_d.append(runner.run(first))
-        records_e.append(runner.run(second))
-    return records_d, records_e
+class _Constant:
+    """The event "any output" (certifies nothing: used when the selection runs never varied)."""
+
+    def indicator(self, observed: Observations) -> np.ndarray:
+        return np.ones(observed.size, dtype=np.bool_)
+
+    def __str__(self) -> str:
+        return "any output"
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} hours"
+    return f"{seconds / 60:.3g} minutes" if seconds >= 60 else f"{seconds:.3g} s"
 
 
 def _timing(label: str, records_d: Sequence[PublicRecord], records_e: Sequence[PublicRecord]) -> TimingReport:
@@ -505,7 +610,6 @@ def _timing(label: str, records_d: Sequence[PublicRecord], records_e: Sequence[P
     cdf_d = np.searchsorted(times_d, grid, side="right") / times_d.size
     cdf_e = np.searchsorted(times_e, grid, side="right") / times_e.size
     return TimingReport(float(np.max(np.abs(cdf_d - cdf_e))), label, (float(times_d.mean()), float(times_e.mean())))
-
 
 def _exact(cls: Any, factory: Callable[[], Any], pairs: list[tuple[str, Feedback, Feedback]], epsilon: float,
            delta: float, distribution: Callable[[Any], Any] | None) -> ExactAuditReport | None:
