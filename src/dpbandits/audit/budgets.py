@@ -297,7 +297,7 @@ def _process_worker(algorithm: str, index: int, path: str, ledger_id: str, barri
     case = list(budget_cases(algorithm))[index]
     from dpbandits.privacy.ledger_store import DurableAccountant
 
-    ledger = DurableAccountant(path, ledger_id, epsilon_budget=case.epsilon_budget, delta_budget=case.delta_budget)
+    ledger = DurableAccountant(path, ledger_id)  # created by the parent, with the case's budget
     try:
         barrier.wait()
         return run_releases(case.release, case.pairs[0].data, ledger, case.max_releases).releases
@@ -324,7 +324,7 @@ def processes_never_overspend(algorithm: str, index: int, directory: str | Path,
     expected = _sequential_releases(case, case.pairs[0].data)
     path = str(Path(directory) / "ledger.db")
     ledger_id = f"{algorithm}-{index}"
-    DurableAccountant(path, ledger_id, epsilon_budget=case.epsilon_budget, delta_budget=case.delta_budget).close()
+    DurableAccountant.create(path, ledger_id, epsilon_budget=case.epsilon_budget, delta_budget=case.delta_budget).close()
     # fork where available: the children start with the built case (spawn re-imports and rebuilds it)
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with context.Manager() as manager:
