@@ -545,7 +545,7 @@ class DurableAccountant(Accountant):
 
     def _open(self, asked: dict[str, Any], connection: Connection | None, exist_ok: bool | None) -> dict[str, Any]:
         """Check the ledger's row against ``asked`` (``exist_ok`` not None: create it if missing)."""
-        with self._storage_errors(), self._transaction(connection) as conn:
+        with self._storage_errors(), self._transaction(connection, exist_ok is not None) as conn:
             self._check_schema(conn)
             row = conn.execute(select(ledgers).where(ledgers.c.ledger_id == self.ledger_id)).first()
             if row is not None and exist_ok is False:
@@ -576,34 +576,38 @@ class DurableAccountant(Accountant):
 
     # -- storage hooks -----------------------------------------------------------------------------
 
-    def _begin_immediate(self, conn: Connection) -> None:
-        """On SQLite, take the write lock now if the driver has not begun a transaction (pysqlite is lazy)."""
+    def _begin(self, conn: Connection, write: bool) -> None:
+        """On SQLite, begin now if the driver has not (pysqlite is lazy): a writer takes the write lock."""
         if self._sqlite:
             driver = conn.connection.driver_connection
             if driver is not None and not driver.in_transaction:
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    def _autocommit(self, conn: Connection) -> bool:
+        """Whether PostgreSQL's driver commits every statement (no transaction would hold the row's lock)."""
+        return not self._sqlite and bool(getattr(conn.connection.driver_connection, "autocommit", False))
 
     @contextmanager
-    def _transaction(self, connection: Connection | None) -> Iterator[Connection]:
+    def _transaction(self, connection: Connection | None, write: bool = True) -> Iterator[Connection]:
         """The caller's connection (in its transaction), or a new transaction (committed on success)."""
         if connection is not None:
             if not isinstance(connection, Connection):
                 raise InvalidParameterError(f"connection must be a sqlalchemy Connection; got {connection!r:.80}")
             if connection.engine.dialect.name != self.engine.dialect.name:
                 raise InvalidParameterError("connection must be on the ledger's database")
-            if not connection.in_transaction() or connection.get_isolation_level() == "AUTOCOMMIT":
+            if not connection.in_transaction() or self._autocommit(connection):
                 raise InvalidParameterError("connection= must be inside a transaction of the caller's (not in "
                                             "autocommit mode): the spend commits or rolls back with it")
-            self._begin_immediate(connection)
+            self._begin(connection, write)
             yield connection
             return
-        with self._writer if self._sqlite else nullcontext(), self.engine.connect() as conn:
-            if not self._sqlite and conn.get_isolation_level() == "AUTOCOMMIT":
+        with self._writer if self._sqlite and write else nullcontext(), self.engine.connect() as conn:
+            if self._autocommit(conn):
                 raise InvalidParameterError("the ledger's engine is in autocommit mode: a check-and-record needs a "
                                             "transaction (use an engine without isolation_level='AUTOCOMMIT')")
-            conn = conn.execution_options(sqlite_immediate=True)
+            conn = conn.execution_options(sqlite_immediate=write)
             with conn.begin():
-                self._begin_immediate(conn)
+                self._begin(conn, write)
                 yield conn
 
     def _state(self, conn: Connection, *, write: bool) -> _DurableView:
@@ -647,7 +651,7 @@ class DurableAccountant(Accountant):
 
     def _read(self, connection: Any = None) -> LedgerView:
         def read() -> LedgerView:
-            with self._storage_errors(), self._transaction(connection) as conn:
+            with self._storage_errors(), self._transaction(connection, False) as conn:
                 view = self._state(conn, write=False)
             return LedgerView(view.unit, view.neighbouring, list(view.entries), {})
 
@@ -664,7 +668,7 @@ class DurableAccountant(Accountant):
     def continuations(self, *, connection: Connection | None = None) -> dict[tuple[str, int], int]:
         """How many times each saved (lineage, generation) was continued under this ledger."""
         def read() -> dict[tuple[str, int], int]:
-            with self._storage_errors(), self._transaction(connection) as conn:
+            with self._storage_errors(), self._transaction(connection, False) as conn:
                 self._state(conn, write=False)
                 rows = conn.execute(select(ledger_continuations).where(
                     ledger_continuations.c.ledger_id == self.ledger_id)).all()
@@ -679,7 +683,7 @@ class DurableAccountant(Accountant):
         restored backup, a swapped file): an anchor recorded elsewhere after a spend can.
         """
         def read() -> LedgerAnchor:
-            with self._storage_errors(), self._transaction(connection) as conn:
+            with self._storage_errors(), self._transaction(connection, False) as conn:
                 view = self._state(conn, write=False)
             return LedgerAnchor(view.count, view.head)
 
@@ -698,7 +702,7 @@ class DurableAccountant(Accountant):
         genesis = genesis_link(self.ledger_id, self.epsilon_budget, self.delta_budget, self.method)
 
         def read() -> list[str]:
-            with self._storage_errors(), self._transaction(connection) as conn:
+            with self._storage_errors(), self._transaction(connection, False) as conn:
                 self._state(conn, write=False)  # the chain checked first
                 rows = conn.execute(select(ledger_entries.c.link).where(
                     ledger_entries.c.ledger_id == self.ledger_id).order_by(ledger_entries.c.id)).all()
