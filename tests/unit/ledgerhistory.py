@@ -5,7 +5,8 @@ seeded random amounts on one ledger through a chosen store configuration, kills 
 SIGKILL at seeded random instants, and returns the recorded history: one line per invocation
 (``I label k``) and one per completion (``O`` acknowledged, ``F`` refused by the budget, ``X``
 failed with another dpbandits error). An operation with no completion (its process was killed) is
-*unknown*. ``check_history(...)`` then checks the history against a sequential model of the ledger
+*unknown*. A share of the operations are continuations of a saved generation (``C label g``,
+forks refused). ``check_history(...)`` then checks the history against a sequential model of the ledger
 (an in-memory :class:`~dpbandits.privacy.accounting.Accountant` replaying the recorded entries in
 order):
 
@@ -13,7 +14,9 @@ order):
 * every acknowledged spend is recorded (never lost); recorded ⊆ acknowledged ∪ unknown;
 * the recorded entries replay under the budget in order (so acknowledged + recorded unknown ≤ budget);
 * every budget refusal was justified: the final recorded total plus its amount exceeds the budget;
-* the reopened ledger reads exactly the recorded entries (ε spent is their exact sum).
+* the reopened ledger reads exactly the recorded entries (ε spent is their exact sum);
+* (``check_continuations``) a generation is recorded at most once, an acknowledged continuation
+  always, and a refused fork only after another continuation of its generation was recorded.
 
 Amounts are multiples of 1/64 (exact in binary), so every sum is exact. The same seed gives the
 same scripts and kill instants (the interleaving is the machine's).
@@ -37,6 +40,9 @@ import numpy as np
 
 UNIT = 1.0 / 64
 BUDGET = 0.5  # 32 units
+LINEAGE = "history-lineage"
+GENERATIONS = 3
+CONTINUE_SHARE = 0.2  # of the operations: a continuation of a saved generation (forks are refused)
 HERE = Path(__file__).resolve()
 
 
@@ -68,13 +74,19 @@ def _accountant(config: dict[str, Any]) -> tuple[Any, Any]:
     raise ValueError(f"unknown store {store!r}")
 
 
-def _spend_once(accountant: Any, engine: Any, config: dict[str, Any], k: int, label: str) -> None:
+def _operate(accountant: Any, engine: Any, config: dict[str, Any], kind: str, k: int, label: str) -> None:
+    """One spend of k units (``kind`` "I") or one continuation of generation k of LINEAGE (``kind`` "C")."""
     from sqlalchemy import text
 
     from dpbandits.privacy.accounting import PureEvent
 
-    store = config["store"]
-    if store == "pg-connection" or store == "sqlite-engine-connection":
+    def operate(**connection: Any) -> None:
+        if kind == "C":
+            accountant.record_continuation(LINEAGE, k, **connection)
+        else:
+            accountant.spend(PureEvent(k * UNIT), label=label, **connection)
+
+    if config["store"] in ("pg-connection", "sqlite-engine-connection"):
         # the documented way to spend inside an application's transaction; the application reads
         # first (its snapshot is taken before the ledger is touched: the adversarial order)
         with engine.connect() as connection:
@@ -82,9 +94,9 @@ def _spend_once(accountant: Any, engine: Any, config: dict[str, Any], k: int, la
                 connection = connection.execution_options(isolation_level=config["level"])
             with connection.begin():
                 connection.execute(text("SELECT count(*) FROM dpbandits_ledger_entries")).scalar_one()
-                accountant.spend(PureEvent(k * UNIT), label=label, connection=connection)
+                operate(connection=connection)
         return
-    accountant.spend(PureEvent(k * UNIT), label=label)
+    operate()
 
 
 def worker(config: dict[str, Any]) -> None:
@@ -99,12 +111,15 @@ def worker(config: dict[str, Any]) -> None:
     def run(index: int) -> None:
         rng = np.random.default_rng(seeds[index])
         amounts = rng.integers(1, 5, size=config["ops"])
+        continues = rng.random(config["ops"]) < CONTINUE_SHARE
+        generations = rng.integers(0, GENERATIONS, size=config["ops"])
         start.wait()
-        for op, k in enumerate(amounts):
+        for op, (k, fork, generation) in enumerate(zip(amounts, continues, generations, strict=True)):
             label = f"w{config['worker']}t{index}o{op}"
-            os.write(log, f"I {label} {int(k)}\n".encode())
+            kind, value = ("C", int(generation)) if fork else ("I", int(k))
+            os.write(log, f"{kind} {label} {value}\n".encode())
             try:
-                _spend_once(accountant, engine, config, int(k), label)
+                _operate(accountant, engine, config, kind, value, label)
             except PrivacyBudgetExceededError:
                 os.write(log, f"F {label}\n".encode())
             except DPBanditsError as exc:
@@ -130,13 +145,14 @@ class History:
     """Invocations (label → amount in units) and completions (label → "O" / "F" / "X")."""
 
     invoked: dict[str, int] = field(default_factory=dict)
+    continued: dict[str, int] = field(default_factory=dict)  # label → generation
     completed: dict[str, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     killed: list[int] = field(default_factory=list)
 
     @property
     def unknown(self) -> set[str]:
-        return set(self.invoked) - set(self.completed)
+        return (set(self.invoked) | set(self.continued)) - set(self.completed)
 
 
 def create_ledger(location: Any, ledger_id: str) -> None:
@@ -182,6 +198,8 @@ def run_history(directory: Path, config: dict[str, Any], *, seed: int, workers: 
         kind, label, *rest = line.split(" ", 2)
         if kind == "I":
             history.invoked[label] = int(rest[0])
+        elif kind == "C":
+            history.continued[label] = int(rest[0])
         else:
             history.completed[label] = kind
             if kind == "X":
@@ -192,6 +210,23 @@ def run_history(directory: Path, config: dict[str, Any], *, seed: int, workers: 
 def recorded_entries(accountant: Any) -> list[tuple[str, float]]:
     """(label, ε) of every entry of a reopened ledger, in order."""
     return [(entry.label, entry.event.epsilon) for entry in accountant.entries()]
+
+
+def check_continuations(history: History, recorded: dict[tuple[str, int], int], *, errors_fail: bool) -> None:
+    """Forks are refused: per generation at most one continuation is recorded, and exactly the acknowledged one."""
+    for generation in range(GENERATIONS):
+        labels = {label for label, g in history.continued.items() if g == generation}
+        acknowledged = {label for label in labels if history.completed.get(label) == "O"}
+        refused = {label for label in labels if history.completed.get(label) == "F"}
+        unknown = labels & history.unknown
+        if not errors_fail:
+            unknown |= {label for label in labels if history.completed.get(label) == "X"}
+        count = recorded.get((LINEAGE, generation), 0)
+        assert count <= 1 and len(acknowledged) <= 1, f"generation {generation} continued {count} times " \
+            f"({len(acknowledged)} acknowledged): a fork was accepted"
+        assert count == 1 or not acknowledged, f"an acknowledged continuation of generation {generation} was lost"
+        assert count == 0 or acknowledged or unknown, f"generation {generation} recorded with no continuation"
+        assert count == 1 or not refused, f"a continuation of generation {generation} was refused for nothing"
 
 
 def check_history(history: History, recorded: list[tuple[str, float]], spent: float, *,
@@ -206,11 +241,12 @@ def check_history(history: History, recorded: list[tuple[str, float]], spent: fl
 
     labels = [label for label, _eps in recorded]
     assert len(labels) == len(set(labels)), "an entry was recorded twice"
-    acknowledged = {label for label, kind in history.completed.items() if kind == "O"}
-    refused = {label for label, kind in history.completed.items() if kind == "F"}
-    failed = refused | ({label for label, kind in history.completed.items() if kind == "X"} if errors_fail else set())
-    unknown = history.unknown | ({label for label, kind in history.completed.items() if kind == "X"}
-                                 if not errors_fail else set())
+    spends = {label: kind for label, kind in history.completed.items() if label in history.invoked}
+    acknowledged = {label for label, kind in spends.items() if kind == "O"}
+    refused = {label for label, kind in spends.items() if kind == "F"}
+    errors = {label for label, kind in spends.items() if kind == "X"}
+    failed = refused | (errors if errors_fail else set())
+    unknown = (history.unknown & set(history.invoked)) | (set() if errors_fail else errors)
     for label, epsilon in recorded:
         assert label in history.invoked, f"entry {label} was never invoked"
         assert epsilon == history.invoked[label] * UNIT, f"entry {label} records another amount"
