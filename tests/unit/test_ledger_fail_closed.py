@@ -305,7 +305,8 @@ def test_a_stale_repeatable_read_snapshot_cannot_overspend(postgres_cluster: Any
             assert conn.execute(text("SHOW transaction_isolation")).scalar_one() == "repeatable read"
             # the application reads first: its snapshot is taken here (spent(connection=conn) would hold
             # the ledger's row FOR SHARE, and the spend below would wait for this transaction)
-            assert conn.execute(text("SELECT count(*) FROM dpbandits_ledger_entries")).scalar_one() == 0
+            assert conn.execute(text("SELECT count(*) FROM dpbandits_ledger_entries WHERE ledger_id = 'stale-snapshot'")
+                                ).scalar_one() == 0
             acc.spend(PureEvent(0.75))  # another process commits a spend meanwhile
             with pytest.raises(LedgerStorageError, match="conflicted"):  # before: accepted, 1.25 spent
                 acc.spend(PureEvent(0.5), connection=conn)
