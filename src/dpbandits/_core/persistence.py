@@ -60,6 +60,7 @@ agent continues exactly as the original would.
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import hmac
@@ -332,6 +333,9 @@ class Persistable:
     then it is recorded as the SeedSequence it stands for (never for a privacy-noise seed)."""
     _fitted_schema: ClassVar[bool] = False
     """Whether an empty state (an object not fitted yet) is also valid."""
+    _charges_run: ClassVar[bool] = False
+    """Whether the object's whole run is one release paid when it is built (an agent that spends
+    ``accountant=`` at construction): then loading it under a ledger pays for the rest of its run."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -356,17 +360,19 @@ class Persistable:
                 kind = signature.parameters[name].kind
                 if name == "self" or name in _NOT_SAVED:
                     continue
-                if kind is inspect.Parameter.VAR_KEYWORD:
-                    params.update(value)
+                if kind is inspect.Parameter.VAR_KEYWORD:  # (an accountant forwarded to a base is not saved either)
+                    params.update({k: v for k, v in value.items() if k not in _NOT_SAVED})
                 elif kind is not inspect.Parameter.VAR_POSITIONAL:
                     params[name] = value
             self._recording_params = True
+            # the lineage exists while the constructor runs: an agent that spends its run when built
+            # records it with the spend, so that loading it under the same ledger does not pay again
+            self._lineage, self._generation = uuid.uuid4().hex, 0
             try:
                 init(*bound.args, **bound.kwargs)
             finally:
                 self._recording_params = False
             self._params = params
-            self._lineage, self._generation = uuid.uuid4().hex, 0
 
         cls.__init__ = recording_init  # type: ignore[method-assign]
 
@@ -379,8 +385,51 @@ class Persistable:
 
     @property
     def generation(self) -> int:
-        """How many saves this object's history has: 0 when built, +1 at each save (or :meth:`to_bytes`)."""
+        """The position of this object in its history: 0 when built, +1 at each save (or :meth:`to_bytes`).
+
+        A load under a ledger moves it to the window that ledger issues for the continuation
+        (:meth:`~dpbandits.privacy.accounting.Accountant.record_continuation`), so that only the
+        later saves of this continuation continue it without a fork.
+        """
         return getattr(self, "_generation", 0)
+
+    def _run_finished(self) -> bool:
+        """Whether the run has nothing left to release (a subclass that charges its run overrides it)."""
+        return False
+
+    def _run_charge(self) -> Any:
+        """What the rest of this object's run releases, charged when it is loaded under a ledger.
+
+        The run's guarantee for an object whose run is one release paid when it is built
+        (``_charges_run``) and that still has something to release; None otherwise (a policy pays
+        per sample, a finished agent only post-processes what it released).
+        """
+        if not self._charges_run or self._run_finished():
+            return None
+        return self._continuation_charge()
+
+    def __copy__(self) -> Self:
+        """A copy is a second object: it starts a history of its own (a fresh lineage, generation 0).
+
+        Loaded under a ledger, it is charged as any object built without one (an agent pays the
+        rest of its run); it never continues the original's history, so two copies of one object
+        run on different data are never taken for a fork of each other. Pickling moves an object
+        instead: the unpickled one keeps the lineage and generation, and the ledger lets at most
+        one of the two continue.
+        """
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone._lineage, clone._generation = uuid.uuid4().hex, 0
+        return clone
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        """A deep copy is a second object (see :meth:`__copy__`): a fresh lineage, generation 0."""
+        clone = type(self).__new__(type(self))
+        memo[id(self)] = clone
+        for name, value in self.__dict__.items():
+            clone.__dict__[name] = copy.deepcopy(value, memo)
+        clone._lineage, clone._generation = uuid.uuid4().hex, 0
+        return clone
 
     def get_params(self) -> dict[str, Any]:
         """The constructor arguments of this object (callables marked, the accountant left out).
@@ -563,8 +612,9 @@ class Persistable:
                     f'on_fork="charge": a {stored_cls.__name__} has no privacy guarantee to charge for a fork; '
                     'pass on_fork="refuse"'
                 )
-            accountant.record_continuation(obj.lineage, obj.generation, on_fork=on_fork, charge=charge,
-                                           label=f"{stored_cls.__name__}.load")
+            obj._generation = accountant.record_continuation(
+                obj.lineage, obj.generation, on_fork=on_fork, charge=charge, label=f"{stored_cls.__name__}.load",
+                run_charge=obj._run_charge(), run_label=f"{stored_cls.__name__}.load (the rest of its run)")
         return obj
 
     def _continuation_charge(self) -> Any:

@@ -41,6 +41,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    func,
     insert,
     make_url,
     select,
@@ -272,6 +273,12 @@ class _DurableView(LedgerView):
             ledger_continuations.c.ledger_id == self.ledger_id, ledger_continuations.c.lineage == lineage,
             ledger_continuations.c.generation == generation)).first()
         return 0 if row is None else int(row[0])
+
+    def latest_continuation(self, lineage: str) -> int | None:
+        table = ledger_continuations
+        row = self.connection.execute(select(func.max(table.c.generation)).where(
+            table.c.ledger_id == self.ledger_id, table.c.lineage == lineage)).first()
+        return None if row is None or row[0] is None else int(row[0])
 
     def add_continuation(self, lineage: str, generation: int, before: int) -> None:
         table = ledger_continuations

@@ -19,12 +19,15 @@ releases, how the run stopped, ``spent()`` and the recorded entries must be iden
 
 Forks: each algorithm's saved object (a fitted policy or baseline, an agent a few rounds into its
 run) is loaded twice under one ledger; the second load must be refused, and a charged one must
-cost the same on both inputs.
+cost the same on both inputs. Loads: the saved object, built without a ledger, loaded under one:
+an agent (BAI, dueling) must pay the rest of its run there once (what one run costs), a policy
+nothing (it pays per sample).
 
 Negative controls: the KL MAB policy spending its per-instance Theorem 1 ε as a bare event (the
 defect of issue 23), which the ledger cannot tell from a domain event (the audit must tell the
-issue's neighbours apart: 2 vs 1 releases), and a loader that drops ``accountant=`` (a fork
-continues for free).
+issue's neighbours apart: 2 vs 1 releases), a loader that drops ``accountant=`` (a fork
+continues for free), and a DP-EBS loader that records the continuation but not the run (issue 32:
+an agent built without a ledger runs for free under the one it is loaded under).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import numpy as np
 from dpbandits.algorithms.bai.dp_bai import DPBAI, Baseline, DPBAIGauss
 from dpbandits.algorithms.bai.dp_od import DPOD
 from dpbandits.algorithms.bai.phased import PhasedAlgorithm
+from dpbandits.algorithms.dueling.dp_ebs_elimination import DPEBSElimination
 from dpbandits.algorithms.dueling.ldp_ebs_elimination import LDPEBSElimination
 from dpbandits.algorithms.kernel.baselines import PrivateFeatureRidge
 from dpbandits.algorithms.kernel.features import quadrature_fourier_features
@@ -107,6 +111,24 @@ class _DropsTheAccountant:
     @classmethod
     def from_bytes(cls, data: bytes, *, accountant: Any = None, on_fork: str = "refuse") -> KLMABPolicy:
         return KLMABPolicy.from_bytes(data)
+
+
+class _LoadsWithoutTheRun:
+    """Broken (issue 32, defect 4): a loader that records the continuation but never charges the agent's run."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+
+    def to_bytes(self) -> bytes:
+        return self.agent.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, accountant: Any = None, on_fork: str = "refuse") -> Any:
+        agent = DPEBSElimination.from_bytes(data)  # loaded without the ledger
+        if accountant is not None:
+            agent._generation = accountant.record_continuation(
+                agent.lineage, agent.generation, on_fork=on_fork, charge=agent.privacy if on_fork == "charge" else None)
+        return agent
 
 
 def _linear_data() -> tuple[LoggedContextualData, list[NeighbourPair]]:
@@ -227,7 +249,7 @@ def _bai_release(algorithm: PhasedAlgorithm) -> Release:
 
 def _bai_case(name: str, description: str, algorithm: PhasedAlgorithm, **options: Any) -> BudgetCase:
     return BudgetCase(name, description, _bai_pair(3), _bai_release(algorithm), 2.5,
-                      saved=lambda table: _bai_run(algorithm, table, None, 9), **options)
+                      saved=lambda table: _bai_run(algorithm, table, None, 9), run_charged=True, **options)
 
 
 def _bai_pair(n_arms: int, bound: float = 1.0) -> list[NeighbourPair]:
@@ -280,11 +302,15 @@ def dueling_budget_cases() -> list[BudgetCase]:
         return LDPEBSElimination(3, 32, 1.0, **options)
     return [
         BudgetCase("dp-ebs-elimination", "K = 3, T = 32, eps = 1", pairs, _dueling_release(ebs), 2.5,
-                   saved=_dueling_saved(ebs)),
+                   saved=_dueling_saved(ebs), run_charged=True),
         BudgetCase("goptimal-dpdb", "d = 2, three arms", pairs, _dueling_release(goptimal), 2.5,
-                   saved=_dueling_saved(goptimal)),
+                   saved=_dueling_saved(goptimal), run_charged=True),
         BudgetCase("ldp-ebs-elimination", "K = 3, T = 32, eps = 1", pairs, _dueling_release(ldp), 2.5,
-                   saved=_dueling_saved(ldp)),
+                   saved=_dueling_saved(ldp), run_charged=True),
+        # negative control: issue 32's defect 4 (an agent loaded under a ledger runs without paying)
+        BudgetCase("dp-ebs-elimination", "a loader that never charges the run", pairs, _dueling_release(ebs), 2.5,
+                   saved=lambda table: _LoadsWithoutTheRun(_dueling_saved(ebs)(table)), run_charged=True,
+                   broken=True, notes={"control": "free run"}),
     ]
 
 
