@@ -22,8 +22,8 @@ from dpbandits._core.errors import (
     PrivacyBudgetExceededError,
 )
 from dpbandits.privacy.accounting import (
-    Accountant,
     CONTINUATION_WINDOW,
+    Accountant,
     ApproxEvent,
     ComposedEvent,
     GaussianEvent,

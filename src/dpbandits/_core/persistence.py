@@ -43,9 +43,23 @@ Threat model: a file is input from whoever could write it. ``load``
   sufficient statistics, never read;
 * optionally checks integrity: a file saved with ``key=`` starts with ``SIGNED_MAGIC`` and an
   HMAC-SHA256 tag over the rest of the file; it loads only with the same key, and a key refuses an
-  unsigned file. Without a key a valid file is trusted to be *valid*, not *authentic*;
-* with ``accountant=``, records the continuation of the saved (lineage, generation), so that a
-  saved state continued twice (a fork) is refused or charged again (``on_fork``).
+  unsigned file. Without a key a valid file is trusted to be *valid*, not *authentic*: its state
+  may have been edited (statistics changed, a run rewound), and a run continued from an edited
+  state may release more than its guarantee. A signature is needed for that — for the state's
+  content; the ledger's rules below hold for signed and unsigned files alike;
+* with ``accountant=``, pays what the rest of the object's run releases when its run is one
+  release paid when it is built (an agent), unless that ledger already holds that charge for its
+  lineage, and records the continuation of the saved (lineage, generation): the ledger accepts the
+  first continuation of a lineage, and after it only later saves of the object it continued (whose
+  generation it moved into a window of its own), so that a saved state continued twice (a fork: the
+  same file loaded again, a load without the ledger then saved, an edited generation) is refused or
+  charged again (``on_fork``). An edited lineage, or a file rewritten as format 1, is another history:
+  its run is paid again.
+
+Copies: ``copy.copy`` and ``copy.deepcopy`` make a second object with a history of its own (a fresh
+lineage, generation 0), paid as any object built without a ledger when loaded under one; pickling
+moves an object (the same lineage and generation), and the ledger lets at most one of the two
+continue. A copy kept running in memory is not seen by any ledger: stop an object once saved.
 
 A format-1 file (before lineage) is read through the same checks; its lineage is a digest of its
 content and its generation 0. A file of a newer ``format_version`` is refused with a message saying
@@ -288,7 +302,7 @@ def _check_member_size(container: zipfile.ZipFile, info: zipfile.ZipInfo, name: 
 
 
 _NOT_SAVED = ("accountant",)
-"""Constructor arguments never saved: an accountant belongs to the caller (a loaded agent spends nothing)."""
+"""Constructor arguments never saved: an accountant belongs to the caller (``load(accountant=)`` pays instead)."""
 
 
 def _record_rng(rng: Any) -> Any:
@@ -530,10 +544,13 @@ class Persistable:
         key : bytes, optional
             The key the file was signed with; required for a signed file, refused for an unsigned one.
         accountant : Accountant or DurableAccountant, optional
-            Records this continuation of the saved (lineage, generation) before the object is returned
-            (``accountant.record_continuation``); a second continuation of the same saved state is a
-            fork: refused (``on_fork="refuse"``) or charged this object's privacy guarantee again
-            (``on_fork="charge"``).
+            Before the object is returned: spends what the rest of its run releases, for an agent
+            whose run is one release paid when it is built, unless this ledger already holds that
+            charge for its lineage (it was built, or loaded, under it); and records this continuation
+            of the saved (lineage, generation) (``accountant.record_continuation``), which moves the
+            object's :attr:`generation` into the window the ledger issues. A second continuation of
+            the same saved state is a fork: refused (``on_fork="refuse"``) or charged this object's
+            privacy guarantee again (``on_fork="charge"``).
         on_fork : {"refuse", "charge"}, default "refuse"
         **overrides
             Values of constructor arguments that could not be saved (callables), by name; any other
@@ -546,6 +563,8 @@ class Persistable:
             another class, fails its integrity check, or breaks its class's schema.
         ForkRefusedError
             If ``accountant`` already recorded a continuation of this saved state.
+        PrivacyBudgetExceededError
+            If paying the rest of the run would exceed ``accountant``'s budget (nothing is recorded).
         """
         return cls._from_state(read_state(path, key=key), str(path), overrides, accountant, on_fork)
 

@@ -742,6 +742,8 @@ class PhasedAlgorithm(Persistable, ABC):
         accountant : Accountant, optional
             Records the run's guarantee (:attr:`privacy`) before the agent exists: a run that would
             exceed the accountant's budget raises :class:`~dpbandits._core.errors.PrivacyBudgetExceededError` and draws nothing.
+            The saved agent loaded under another ledger (``load(path, accountant=)``) pays the rest
+            of its run there.
 
         Notes
         -----

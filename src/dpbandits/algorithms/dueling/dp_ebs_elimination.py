@@ -373,7 +373,8 @@ class DPEBSElimination(OwnAgent, Persistable):
         the vectorised simulation exactly). Simulation only: not private in deployment; warns.
     accountant : Accountant, optional
         Records the run's guarantee before any noise is drawn (an over-budget run raises
-        :class:`PrivacyBudgetExceededError` at construction).
+        :class:`PrivacyBudgetExceededError` at construction). A saved agent loaded under another
+        ledger (``load(path, accountant=)``) pays the rest of its run there.
     record_transcript : bool, default False
         Keep, per round, the counters' released values and (for audits only, it is raw data) their
         stream elements.

@@ -446,7 +446,8 @@ class GOptimalDPDB(OwnAgent, Persistable):
         deployment; warns).
     accountant : Accountant, optional
         Records the run's guarantee before any noise is drawn (an over-budget run raises
-        :class:`PrivacyBudgetExceededError` at construction).
+        :class:`PrivacyBudgetExceededError` at construction). A saved agent loaded under another
+        ledger (``load(path, accountant=)``) pays the rest of its run there.
 
     Privacy
     -------
