@@ -109,6 +109,7 @@ from dpbandits._core.errors import DataFormatError, DPBanditsError, InvalidParam
 from dpbandits._core.schema import StateSchema
 
 __all__ = [
+    "CONTINUATION_WINDOW",
     "FORMAT",
     "FORMAT_VERSION",
     "MIN_KEY_BYTES",
@@ -125,6 +126,12 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+CONTINUATION_WINDOW = 1 << 32
+"""How far a continuation accepted by a ledger moves the continuing object's generation
+(:meth:`~dpbandits.privacy.accounting.Accountant.record_continuation`): the later saves of one
+continuation stay in its window (g + W, g + 2W)."""
+MAX_GENERATION = 1 << 62
+"""Generations are below this (what a state file may hold)."""
 FORMAT = "dpbandits-state"
 FORMAT_VERSION = 2
 _META = "__meta__"
@@ -271,7 +278,7 @@ def read_state(path: str | os.PathLike[str] | bytes, *,
     if not (isinstance(meta["lineage"], str) and _LINEAGE.fullmatch(meta["lineage"])):
         raise DataFormatError(f"{name}: lineage must be 32 lowercase hex digits; got {meta['lineage']!r}")
     generation = meta["generation"]
-    if isinstance(generation, bool) or not isinstance(generation, int) or not 0 <= generation < 2**62:
+    if isinstance(generation, bool) or not isinstance(generation, int) or not 0 <= generation < MAX_GENERATION:
         raise DataFormatError(f"{name}: generation must be an integer >= 0; got {generation!r}")
     return persistable_class(meta["class"]), meta, members
 
@@ -631,9 +638,10 @@ class Persistable:
                     f'on_fork="charge": a {stored_cls.__name__} has no privacy guarantee to charge for a fork; '
                     'pass on_fork="refuse"'
                 )
-            obj._generation = accountant.record_continuation(
+            accountant.record_continuation(
                 obj.lineage, obj.generation, on_fork=on_fork, charge=charge, label=f"{stored_cls.__name__}.load",
                 run_charge=obj._run_charge(), run_label=f"{stored_cls.__name__}.load (the rest of its run)")
+            obj._generation += CONTINUATION_WINDOW  # the window the ledger issued for this continuation
         return obj
 
     def _continuation_charge(self) -> Any:

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from dpbandits._core.errors import ForkRefusedError, InvalidParameterError
+from dpbandits._core.persistence import CONTINUATION_WINDOW, MAX_GENERATION
 from dpbandits._core.validation import check_delta, check_epsilon, check_one_of
 from dpbandits.privacy.composition import (
     ACCOUNTING_METHODS,
@@ -87,13 +88,6 @@ __all__ = [
     "spend",
     "to_dp_accounting",
 ]
-
-
-CONTINUATION_WINDOW = 1 << 32
-"""How far a continuation accepted by a ledger moves the continuing object's generation (see
-:meth:`Accountant.record_continuation`): the later saves of one continuation stay in its window."""
-MAX_GENERATION = 1 << 62
-"""Generations are below this (what a state file may hold)."""
 
 
 class LedgerView:

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from dpbandits._core.persistence import CONTINUATION_WINDOW
 from dpbandits.algorithms.bai.dp_bai import DPBAI, Baseline, DPBAIGauss
 from dpbandits.algorithms.bai.dp_od import DPOD
 from dpbandits.algorithms.bai.phased import PhasedAlgorithm
@@ -128,8 +129,9 @@ class _LoadsWithoutTheRun:
     def from_bytes(cls, data: bytes, *, accountant: Any = None, on_fork: str = "refuse") -> Any:
         agent = DPEBSElimination.from_bytes(data)  # loaded without the ledger
         if accountant is not None:
-            agent._generation = accountant.record_continuation(
-                agent.lineage, agent.generation, on_fork=on_fork, charge=agent.privacy if on_fork == "charge" else None)
+            accountant.record_continuation(agent.lineage, agent.generation, on_fork=on_fork,
+                                           charge=agent.privacy if on_fork == "charge" else None)
+            agent._generation += CONTINUATION_WINDOW
         return agent
 
 
