@@ -94,14 +94,14 @@ def test_pure_events_at_delta_zero_and_gaussian_events(tmp_path: Path) -> None:
 def test_forks_are_recorded_per_lineage_and_generation(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     acc = DurableAccountant.create(path, "agents", epsilon_budget=1.0)
-    acc.record_continuation("abc", 1)
-    acc.record_continuation("abc", 2)
+    later = acc.record_continuation("abc", 1) + 1  # a save of the continuing object
+    acc.record_continuation("abc", later)
     with pytest.raises(ForkRefusedError):
         DurableAccountant(path, "agents").record_continuation("abc", 1)  # another handle, same ledger
     acc.record_continuation("abc", 1, on_fork="charge", charge=_guarantee(0.75))
     with pytest.raises(PrivacyBudgetExceededError):
         acc.record_continuation("abc", 1, on_fork="charge", charge=_guarantee(0.75))
-    assert acc.continuations() == {("abc", 1): 2, ("abc", 2): 1}
+    assert acc.continuations() == {("abc", 1): 2, ("abc", later): 1}
     (entry,) = acc.entries()
     assert entry.lineage == "abc" and entry.event == PureEvent(0.75)
     DurableAccountant.create(path, "other", epsilon_budget=None).record_continuation("abc", 1)  # per ledger

@@ -377,6 +377,12 @@ class _DurableView(LedgerView):
             ledger_continuations.c.generation == generation)).first()
         return 0 if row is None else int(row[0])
 
+    def latest_continuation(self, lineage: str) -> int | None:
+        table = ledger_continuations
+        row = self.connection.execute(select(func.max(table.c.generation)).where(
+            table.c.ledger_id == self.ledger_id, table.c.lineage == lineage)).first()
+        return None if row is None or row[0] is None else int(row[0])
+
     def add_continuation(self, lineage: str, generation: int, before: int) -> None:
         table = ledger_continuations
         if before == 0:
@@ -661,9 +667,9 @@ class DurableAccountant(Accountant):
         """As :meth:`Accountant.spend`; the ledger's own transaction is retried after a serialization failure."""
         self._retry(lambda: Accountant.spend(self, *args, **kwargs), kwargs.get("connection"))
 
-    def record_continuation(self, *args: Any, **kwargs: Any) -> None:
-        """As :meth:`Accountant.record_continuation`; retried as :meth:`spend`."""
-        self._retry(lambda: Accountant.record_continuation(self, *args, **kwargs), kwargs.get("connection"))
+    def record_continuation(self, *args: Any, **kwargs: Any) -> int:
+        """As :meth:`Accountant.record_continuation` (returns the issued generation); retried as :meth:`spend`."""
+        return self._retry(lambda: Accountant.record_continuation(self, *args, **kwargs), kwargs.get("connection"))
 
     def continuations(self, *, connection: Connection | None = None) -> dict[tuple[str, int], int]:
         """How many times each saved (lineage, generation) was continued under this ledger."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import sys
+import uuid
 from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Callable, Hashable
@@ -531,6 +532,11 @@ class PhasedAgent(Persistable):
             )
         return min(max(value, low), high)
 
+    _charges_run = True  # the run's guarantee is spent when built, and when loaded under another ledger
+
+    def _run_finished(self) -> bool:
+        return self.done
+
     def get_params(self) -> dict[str, object]:
         """The algorithm the agent runs and how its noise was chosen (for save/load)."""
         if self._algorithm is None:
@@ -736,6 +742,8 @@ class PhasedAlgorithm(Persistable, ABC):
         accountant : Accountant, optional
             Records the run's guarantee (:attr:`privacy`) before the agent exists: a run that would
             exceed the accountant's budget raises :class:`~dpbandits._core.errors.PrivacyBudgetExceededError` and draws nothing.
+            The saved agent loaded under another ledger (``load(path, accountant=)``) pays the rest
+            of its run there.
 
         Notes
         -----
@@ -747,8 +755,10 @@ class PhasedAlgorithm(Persistable, ABC):
         _, algorithm_seed, noise_seed = spawn_seed_sequences(rng, 3)
         algorithm_rng = np.random.default_rng(algorithm_seed)
         noise = None
+        lineage = uuid.uuid4().hex  # the agent's: a load under the same ledger recognises the spend
         if self.planner.noise_kind:
-            spend(accountant, self.privacy, label=f"{type(self).__name__}.agent")  # the whole run is one release of the reward table
+            # the whole run is one release of the reward table
+            spend(accountant, self.privacy, label=f"{type(self).__name__}.agent", lineage=lineage)
             noise = privacy_noise(noise_seed if insecure_seeded_noise and noise_backend is None else None,
                                   insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         # allow_out_of_range: accept any finite reward, as simulate() does on such environments
@@ -758,4 +768,5 @@ class PhasedAlgorithm(Persistable, ABC):
         agent = PhasedAgent(self.planner, noise, algorithm_rng, reward_bounds=bounds,
                             clip_rewards=self.clip_rewards, tie_break=self.tie_break, plan_cache=self._plan_cache)
         agent._algorithm, agent._insecure_seeded_noise = self, insecure_seeded_noise
+        agent._lineage = lineage
         return agent
