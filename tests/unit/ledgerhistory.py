@@ -4,9 +4,15 @@
 seeded random amounts on one ledger through a chosen store configuration, kills some of them with
 SIGKILL at seeded random instants, and returns the recorded history: one line per invocation
 (``I label k``) and one per completion (``O`` acknowledged, ``F`` refused by the budget, ``X``
-failed with another dpbandits error). An operation with no completion (its process was killed) is
-*unknown*. A share of the operations are continuations of a saved generation (``C label g``,
-forks refused). ``check_history(...)`` then checks the history against a sequential model of the ledger
+failed with another dpbandits error, ``R`` refused as a fork). An operation with no completion (its
+process was killed) is *unknown*. A share of the operations are continuations of a saved generation
+of one shared lineage (``C label lineage g 0``, forks refused): a base save (generation 0, 1 or 2), or
+a later save of the continuation the thread holds (the generation the ledger issued, + 1). Another
+share are loads of an agent saved without a ledger (``L label k``: a fresh lineage ``agent-<label>``,
+generation 0, paying its run of k units atomically with the continuation), each followed, when
+acknowledged, by a load of that agent's next save with the same run (``C label lineage g k``: the
+ledger already holds the charge, so it records nothing but the continuation).
+``check_history(...)`` then checks the history against a sequential model of the ledger
 (an in-memory :class:`~dpbandits.privacy.accounting.Accountant` replaying the recorded entries in
 order):
 
@@ -15,8 +21,12 @@ order):
 * the recorded entries replay under the budget in order (so acknowledged + recorded unknown ≤ budget);
 * every budget refusal was justified: the final recorded total plus its amount exceeds the budget;
 * the reopened ledger reads exactly the recorded entries (ε spent is their exact sum);
-* (``check_continuations``) a generation is recorded at most once, an acknowledged continuation
-  always, and a refused fork only after another continuation of its generation was recorded.
+* (``check_continuations``) the window rule: per lineage, the recorded generations form one chain,
+  each continued once, each next one a later save of the previous one's continuation (in
+  (g + W, g + 2W), W = ``CONTINUATION_WINDOW``); an acknowledged continuation is recorded, a recorded
+  one was acknowledged or in flight; a refused fork is justified by the chain (some continuation
+  recorded whose window does not hold it); a load pays its run once (its reload records no entry)
+  and its entry and continuation are recorded together or not at all.
 
 Amounts are multiples of 1/64 (exact in binary), so every sum is exact. The same seed gives the
 same scripts and kill instants (the interleaving is the machine's).
@@ -24,6 +34,7 @@ same scripts and kill instants (the interleaving is the machine's).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -43,6 +54,7 @@ BUDGET = 0.5  # 32 units
 LINEAGE = "history-lineage"
 GENERATIONS = 3
 CONTINUE_SHARE = 0.2  # of the operations: a continuation of a saved generation (forks are refused)
+LOAD_SHARE = 0.15  # of the operations: a load of an agent saved without a ledger (it pays its run)
 HERE = Path(__file__).resolve()
 
 
@@ -74,15 +86,24 @@ def _accountant(config: dict[str, Any]) -> tuple[Any, Any]:
     raise ValueError(f"unknown store {store!r}")
 
 
-def _operate(accountant: Any, engine: Any, config: dict[str, Any], kind: str, k: int, label: str) -> None:
-    """One spend of k units (``kind`` "I") or one continuation of generation k of LINEAGE (``kind`` "C")."""
+def _operate(accountant: Any, engine: Any, config: dict[str, Any], kind: str, k: int, label: str,
+             lineage: str = LINEAGE, run: int = 0) -> int | None:
+    """One spend of k units (``kind`` "I"), one continuation of generation k of ``lineage`` (``kind``
+    "C", paying a run of ``run`` units unless the ledger holds it), or one load of a fresh agent whose
+    run is k units (``kind`` "L"). Returns the generation a continuation issued."""
     from sqlalchemy import text
 
     from dpbandits.privacy.accounting import PureEvent
 
+    issued: list[int] = []
+
     def operate(**connection: Any) -> None:
         if kind == "C":
-            accountant.record_continuation(LINEAGE, k, **connection)
+            issued.append(accountant.record_continuation(
+                lineage, k, run_charge=PureEvent(run * UNIT) if run else None, run_label=label, **connection))
+        elif kind == "L":
+            issued.append(accountant.record_continuation(
+                f"agent-{label}", 0, run_charge=PureEvent(k * UNIT), run_label=label, **connection))
         else:
             accountant.spend(PureEvent(k * UNIT), label=label, **connection)
 
@@ -95,13 +116,14 @@ def _operate(accountant: Any, engine: Any, config: dict[str, Any], kind: str, k:
             with connection.begin():
                 connection.execute(text("SELECT count(*) FROM dpbandits_ledger_entries")).scalar_one()
                 operate(connection=connection)
-        return
-    operate()
+    else:
+        operate()
+    return issued[0] if issued else None
 
 
 def worker(config: dict[str, Any]) -> None:
     """Spend the seeded script of this worker from ``config["threads"]`` threads, logging the history."""
-    from dpbandits._core.errors import DPBanditsError, PrivacyBudgetExceededError
+    from dpbandits._core.errors import DPBanditsError, ForkRefusedError, PrivacyBudgetExceededError
 
     accountant, engine = _accountant(config)
     log = os.open(config["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -111,21 +133,41 @@ def worker(config: dict[str, Any]) -> None:
     def run(index: int) -> None:
         rng = np.random.default_rng(seeds[index])
         amounts = rng.integers(1, 5, size=config["ops"])
-        continues = rng.random(config["ops"]) < CONTINUE_SHARE
+        draws = rng.random(config["ops"])
         generations = rng.integers(0, GENERATIONS, size=config["ops"])
-        start.wait()
-        for op, (k, fork, generation) in enumerate(zip(amounts, continues, generations, strict=True)):
-            label = f"w{config['worker']}t{index}o{op}"
-            kind, value = ("C", int(generation)) if fork else ("I", int(k))
-            os.write(log, f"{kind} {label} {value}\n".encode())
+        own = rng.random(config["ops"]) < 0.7  # continue the thread's own continuation, when it holds one
+        held: int | None = None  # the generation the ledger issued for this thread's latest continuation
+
+        def attempt(kind: str, label: str, value: int, lineage: str = LINEAGE, run: int = 0) -> int | None:
+            if kind == "C":
+                os.write(log, f"C {label} {lineage} {value} {run}\n".encode())
+            else:
+                os.write(log, f"{kind} {label} {value}\n".encode())
             try:
-                _operate(accountant, engine, config, kind, value, label)
+                issued = _operate(accountant, engine, config, kind, value, label, lineage, run)
+            except ForkRefusedError:
+                os.write(log, f"R {label}\n".encode())
             except PrivacyBudgetExceededError:
                 os.write(log, f"F {label}\n".encode())
             except DPBanditsError as exc:
                 os.write(log, f"X {label} {str(exc)[:200]!r}\n".encode())
             else:
                 os.write(log, f"O {label}\n".encode())
+                return issued
+            return None
+
+        start.wait()
+        for op, (k, draw, generation, mine) in enumerate(zip(amounts, draws, generations, own, strict=True)):
+            label = f"w{config['worker']}t{index}o{op}"
+            if draw < CONTINUE_SHARE:
+                value = held + 1 if held is not None and mine else int(generation)
+                held = attempt("C", label, value) or held
+            elif draw < CONTINUE_SHARE + LOAD_SHARE:
+                issued = attempt("L", label, int(k))
+                if issued is not None:  # the loaded agent's next save, loaded under the same ledger
+                    attempt("C", f"{label}r", issued + 1, f"agent-{label}", int(k))
+            else:
+                attempt("I", label, int(k))
 
     print("ready", flush=True)
     sys.stdin.readline()
@@ -145,7 +187,8 @@ class History:
     """Invocations (label → amount in units) and completions (label → "O" / "F" / "X")."""
 
     invoked: dict[str, int] = field(default_factory=dict)
-    continued: dict[str, int] = field(default_factory=dict)  # label → generation
+    continued: dict[str, tuple[str, int]] = field(default_factory=dict)  # label → (lineage, generation)
+    reloads: set[str] = field(default_factory=set)  # continuations that pass a run already paid
     completed: dict[str, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     killed: list[int] = field(default_factory=list)
@@ -198,8 +241,14 @@ def run_history(directory: Path, config: dict[str, Any], *, seed: int, workers: 
         kind, label, *rest = line.split(" ", 2)
         if kind == "I":
             history.invoked[label] = int(rest[0])
+        elif kind == "L":  # a spend of the run and a continuation of generation 0 of a fresh lineage
+            history.invoked[label] = int(rest[0])
+            history.continued[label] = (f"agent-{label}", 0)
         elif kind == "C":
-            history.continued[label] = int(rest[0])
+            lineage, generation, run = rest[0].split(" ")
+            history.continued[label] = (lineage, int(generation))
+            if int(run):
+                history.reloads.add(label)
         else:
             history.completed[label] = kind
             if kind == "X":
@@ -212,21 +261,51 @@ def recorded_entries(accountant: Any) -> list[tuple[str, float]]:
     return [(entry.label, entry.event.epsilon) for entry in accountant.entries()]
 
 
-def check_continuations(history: History, recorded: dict[tuple[str, int], int], *, errors_fail: bool) -> None:
-    """Forks are refused: per generation at most one continuation is recorded, and exactly the acknowledged one."""
-    for generation in range(GENERATIONS):
-        labels = {label for label, g in history.continued.items() if g == generation}
-        acknowledged = {label for label in labels if history.completed.get(label) == "O"}
-        refused = {label for label in labels if history.completed.get(label) == "F"}
-        unknown = labels & history.unknown
-        if not errors_fail:
-            unknown |= {label for label in labels if history.completed.get(label) == "X"}
-        count = recorded.get((LINEAGE, generation), 0)
-        assert count <= 1 and len(acknowledged) <= 1, f"generation {generation} continued {count} times " \
-            f"({len(acknowledged)} acknowledged): a fork was accepted"
-        assert count == 1 or not acknowledged, f"an acknowledged continuation of generation {generation} was lost"
-        assert count == 0 or acknowledged or unknown, f"generation {generation} recorded with no continuation"
-        assert count == 1 or not refused, f"a continuation of generation {generation} was refused for nothing"
+def check_continuations(history: History, recorded: dict[tuple[str, int], int], entries: list[tuple[str, float]], *,
+                        errors_fail: bool) -> None:
+    """The window rule, checked per lineage against the recorded continuations (see the module docstring).
+
+    ``entries``: the recorded entries (label, ε); a load's entry and continuation go together.
+    """
+    from dpbandits._core.persistence import CONTINUATION_WINDOW as W
+
+    def in_flight(label: str) -> bool:
+        return label in history.unknown or (not errors_fail and history.completed.get(label) == "X")
+
+    for (lineage, generation), count in recorded.items():
+        assert count == 1, f"generation {generation} of {lineage} continued {count} times: a fork was accepted"
+        labels = [label for label, key in history.continued.items() if key == (lineage, generation)]
+        assert any(history.completed.get(label) == "O" or in_flight(label) for label in labels), \
+            f"generation {generation} of {lineage} recorded with no continuation"
+    lineages = {lineage for lineage, _g in history.continued.values()} | {lineage for lineage, _g in recorded}
+    for lineage in lineages:
+        chain = sorted(g for (name, g) in recorded if name == lineage)
+        for before, after in itertools.pairwise(chain):
+            assert before + W < after < before + 2 * W, \
+                f"{lineage}: generation {after} was continued after {before} although it is no later save of it (a fork)"
+        for label, (name, generation) in history.continued.items():
+            if name != lineage:
+                continue
+            outcome = history.completed.get(label)
+            if outcome == "O":
+                assert (lineage, generation) in recorded, \
+                    f"an acknowledged continuation of generation {generation} of {lineage} was lost"
+            elif outcome == "R":
+                assert any(not c + W < generation < c + 2 * W for c in chain), \
+                    f"a continuation of generation {generation} of {lineage} was refused for nothing"
+            elif outcome == "F":
+                assert label in history.invoked, \
+                    f"the continuation {label} of {lineage} was refused for budget though its run was paid"
+                assert (lineage, generation) not in recorded, \
+                    f"a load refused for budget recorded its continuation ({label})"
+    labels = {label for label, _eps in entries}
+    for label in history.invoked:
+        if label in history.continued:  # a load: its run's entry and its continuation, both or neither
+            assert (label in labels) == (history.continued[label] in recorded), \
+                f"the load {label} recorded its run's entry without its continuation, or the reverse"
+    for label in history.reloads:  # a reload of a loaded agent passes the run it paid: accepted, never refused
+        assert history.completed.get(label) == "O" or in_flight(label), \
+            f"the reload {label} of an agent whose run was paid was refused ({history.completed.get(label)})"
 
 
 def check_history(history: History, recorded: list[tuple[str, float]], spent: float, *,

@@ -1,6 +1,7 @@
 """The durable ledger's history checker (issue 32): processes spend, some are SIGKILLed, the history is checked.
 
-See :mod:`ledgerhistory` for the model. The default run checks SQLite (a ledger opened by path, and
+See :mod:`ledgerhistory` for the model (spends, continuations under the window rule, loads of an
+agent that pay its run once). The default run checks SQLite (a ledger opened by path, and
 a caller's engine with pysqlite's lazy transactions); ``--run-slow`` adds a spend inside the
 caller's SQLite transaction, SQLite in WAL mode, and PostgreSQL at READ COMMITTED, REPEATABLE READ and
 SERIALIZABLE, set on the database, on the engine and on the caller's own transaction.
@@ -42,7 +43,7 @@ def _check_sqlite(tmp_path: Path, store: str, *, seed: int, workers: int, thread
         reopened = DurableAccountant(engine, ledger_id)
     recorded = recorded_entries(reopened)
     check_history(history, recorded, reopened.spent().epsilon, errors_fail=store.endswith("-connection"))
-    check_continuations(history, reopened.continuations(), errors_fail=store.endswith("-connection"))
+    check_continuations(history, reopened.continuations(), recorded, errors_fail=store.endswith("-connection"))
     if not store.endswith("-connection"):
         assert not history.errors, f"the ledger's own transactions failed: {history.errors[:3]}"
     if store == "sqlite":
@@ -99,8 +100,9 @@ def test_history_on_postgres(tmp_path: Path, postgres_cluster: Any, way: str, le
     history = run_history(tmp_path, {"store": way, "location": url, "ledger": ledger_id, "level": level},
                           seed=len(way) * 7 + len(level), workers=2, threads=2, ops=8, kills=1)
     reopened = DurableAccountant(url, ledger_id)
-    check_history(history, recorded_entries(reopened), reopened.spent().epsilon, errors_fail=way == "pg-connection")
-    check_continuations(history, reopened.continuations(), errors_fail=way == "pg-connection")
+    recorded = recorded_entries(reopened)
+    check_history(history, recorded, reopened.spent().epsilon, errors_fail=way == "pg-connection")
+    check_continuations(history, reopened.continuations(), recorded, errors_fail=way == "pg-connection")
     if way != "pg-connection":  # the ledger's own transactions retry serialization failures
         assert not history.errors, f"the ledger's own transactions failed: {history.errors[:3]}"
     reopened.close()
