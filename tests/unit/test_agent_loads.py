@@ -199,6 +199,25 @@ def test_a_linear_history_of_checkpoints_continues_under_one_ledger(tmp_path: Pa
     ledger.close()
 
 
+def test_a_durable_ledger_refuses_a_fork_of_a_loaded_agent_from_another_handle(tmp_path: Path) -> None:
+    # the durable view reads the latest continuation from its table: without it every load looks like a
+    # lineage's first continuation and each fork below would be accepted for free
+    path = tmp_path / "ledger.db"
+    ledger = DurableAccountant.create(path, "forks", epsilon_budget=10.0)
+    saved = DPEBSElimination(3, 30, 1.0).to_bytes()
+    loaded = DPEBSElimination.from_bytes(saved, accountant=ledger)
+    later = loaded.to_bytes()
+    other = DurableAccountant(path, "forks")  # another process opening the same ledger
+    with pytest.raises(ForkRefusedError):
+        DPEBSElimination.from_bytes(saved, accountant=other)  # the same file again
+    DPEBSElimination.from_bytes(later, accountant=other)  # the continuation's own later save: linear
+    with pytest.raises(ForkRefusedError):
+        DPEBSElimination.from_bytes(later, accountant=ledger)  # ... once
+    assert ledger.spent().epsilon == pytest.approx(1.0) and len(ledger.continuations()) == 2
+    other.close()
+    ledger.close()
+
+
 def test_a_policy_pays_per_sample_not_when_loaded() -> None:
     policy = KLMABPolicy(3, eta=0.5, beta0=0.1, min_count=10).fit([0] * 10 + [1] * 10 + [2] * 10, [1.0] * 30)
     assert policy._run_charge() is None and isinstance(policy, Persistable)
