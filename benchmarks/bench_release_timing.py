@@ -51,6 +51,13 @@ warnings.simplefilter("ignore", PrivacyWarning)
 
 Release = Callable[[], Any]
 
+STATED_ADVANTAGE = 0.7
+"""The timing residual the README's threat model and docs/privacy.md state: one call of a noisy-max
+sampler (``NOISY_MAX``) tells an extreme dataset from a mid-range one with advantage up to about this.
+Measured here 0.25-0.45 (KL MAB) and 0.18-0.34 (exponential mechanism) on a busy 2-core machine
+(load average 2.5 to 19); an independent measurement found up to 0.68. A run above it is reported."""
+NOISY_MAX = ("KLMABPolicy.sample", "ExponentialMechanismMAB.sample")
+
 
 def advantage(a: np.ndarray, b: np.ndarray) -> float:
     """max_t |F_a(t) − F_b(t)|: the advantage of the best threshold test on one call's time."""
@@ -245,8 +252,12 @@ def main() -> None:
             adv, floor = advantage(a, b), advantage(b, c)
             report_ratio(f"{name}: extreme / mid median time", ratio,
                          numerator=f"extreme {np.median(a) * 1e6:.1f} us", denominator=f"mid {np.median(b) * 1e6:.1f} us")
+            stated = ""
+            if name in NOISY_MAX:
+                verdict = "within" if adv <= STATED_ADVANTAGE else "ABOVE it: the docs understate the residual"
+                stated = f"; stated residual <= {STATED_ADVANTAGE}: {verdict}"
             report_value(f"{name}: timing advantage extreme vs mid", adv, "(KS, one call)",
-                         note=f"noise floor mid vs mid {floor:.3f} at n = {n}")
+                         note=f"noise floor mid vs mid {floor:.3f} at n = {n}{stated}; {load_average()}")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ for method in ("basic", "pld", "rdp"):
 # One budget shared by threads (one Accountant) and by processes or hosts (a DurableAccountant:
 # a SQLite file here, or a PostgreSQL URL); a spend is one atomic check-and-record.
 path = os.path.join(tempfile.mkdtemp(), "ledger.db")
-shared = DurableAccountant(path, "example", epsilon_budget=1.0)
+shared = DurableAccountant.create(path, "example", epsilon_budget=1.0)  # opening never creates
 
 
 def release_once(_: int) -> bool:

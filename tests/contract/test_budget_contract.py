@@ -4,7 +4,9 @@ For every registered private algorithm: on adversarial neighbours, the number of
 budget refuses, how the run stops, ``spent()`` and every ledger entry are identical; N threads on
 one ledger, and 2 processes on one durable ledger, never make more releases than one caller alone
 gets under the same budget; a saved generation continued twice under one ledger is refused, or
-charged afresh. The negative control (a per-instance ε spent as a bare event) must be caught.
+charged afresh; a saved agent built without a ledger and loaded under one pays the rest of its run
+there, once (issue 32, defect 4). The negative controls (a per-instance ε spent as a bare event, a
+loader that drops the ledger, a loader that never charges the run) must be caught.
 Every registered mechanism's ``release(accountant=)`` is held to the same rule on far-apart inputs.
 """
 
@@ -52,7 +54,7 @@ def test_budget_case_is_identical_on_neighbours_or_control_is_caught(name: str, 
 def test_the_controls_are_registered() -> None:
     controls = {case.notes.get("control") for name in registered_budget_algorithms() for case in budget_cases(name)
                 if case.broken}
-    assert {"per-instance spend", "free fork"} <= controls
+    assert {"per-instance spend", "free fork", "free run"} <= controls
 
 
 NOT_SAVEABLE = {"private-feature-ridge"}  # a one-shot release: nothing to save and continue
@@ -61,6 +63,15 @@ NOT_SAVEABLE = {"private-feature-ridge"}  # a one-shot release: nothing to save 
 @pytest.mark.parametrize("name", sorted(set(PRIVATE) - NOT_SAVEABLE))
 def test_every_saveable_algorithm_checks_forks(name: str) -> None:
     assert any(case.saved is not None for case in budget_cases(name) if not case.broken), name
+
+
+@pytest.mark.parametrize(("name", "index"), CASES)
+def test_every_case_of_an_agent_that_pays_its_run_when_built_checks_its_loads(name: str, index: int) -> None:
+    """A case's saved object whose run is paid when built must be held to "a load pays the rest of the run, once"."""
+    case = list(budget_cases(name))[index]
+    if case.saved is None or case.broken:  # (the "free run" control wraps its agent)
+        return
+    assert case.run_charged == type(case.saved(case.pairs[0].data))._charges_run, (name, case.description)
 
 
 @pytest.mark.parametrize(("name", "index"), FIRST_CORRECT)

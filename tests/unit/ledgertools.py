@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits.privacy.accounting import Accountant, PureEvent
@@ -28,3 +29,21 @@ def hammer(accountant: Accountant, *, n_threads: int, epsilon: float, attempts: 
     for thread in threads:
         thread.join()
     return sum(counts)
+
+
+def forge_entry(engine: Any, ledger_id: str, **fields: Any) -> None:
+    """Append an entry row *with a consistent hash chain* (the ledger's row updated too): an adversary who
+    writes the database and recomputes the chain, so what is left to catch it is the row's own validation."""
+    from sqlalchemy import select, update
+
+    from dpbandits.privacy.ledger_chain import entry_link
+    from dpbandits.privacy.ledger_store import ledger_entries, ledgers
+
+    values = {"event": '{"type": "PureEvent", "epsilon": 0.1}', "count": 1, "unit": None, "neighbouring": None,
+              "scope": "domain", "label": "", "lineage": None, "conversion": "", **fields}
+    with engine.begin() as conn:
+        row = conn.execute(select(ledgers).where(ledgers.c.ledger_id == ledger_id)).one()
+        link = entry_link(row.head, row.entries + 1, [values[name] for name in (
+            "event", "count", "unit", "neighbouring", "scope", "label", "lineage", "conversion")])
+        conn.execute(ledger_entries.insert().values(ledger_id=ledger_id, created_at=0.0, link=link, **values))
+        conn.execute(update(ledgers).where(ledgers.c.ledger_id == ledger_id).values(entries=row.entries + 1, head=link))

@@ -309,3 +309,24 @@ def test_elliptical_policies_stable_for_extreme_eta(eta: float, rng: np.random.G
         np.testing.assert_allclose(probs, np.full(3, 1 / 3))
     else:
         assert probs.max() == pytest.approx(1.0)
+
+
+def test_the_rlhf_fit_on_the_sphere_never_exceeds_b_so_the_rejection_sampler_serves_both_neighbours() -> None:
+    """Issue 32, defect 6: the rescaling onto ‖θ‖ = B left B + 1 ulp on one label flip and not on its neighbour."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(30, 2))
+    z /= np.maximum(1.0, np.linalg.norm(z, axis=1, keepdims=True))
+    labels = (z @ np.array([2.0, -1.0]) > 0).astype(float)
+    actions = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.6]])
+
+    def propose(generator: np.random.Generator, m: int) -> np.ndarray:
+        return actions[generator.integers(0, 3, size=m)]
+
+    for index in (0, 1, 2, 14, 17):  # 1, 2, 14 and 17 were refused (0.45000000000000007), 0 and the originals served
+        flipped = labels.copy()
+        flipped[index] = 1.0 - flipped[index]
+        for y in (labels, flipped):
+            policy = KLRLHFPolicy(eta=1.0, norm_bound=0.45).fit(PreferenceData(z, y))
+            assert float(np.linalg.norm(policy.theta_)) <= 0.45
+            assert policy.solver_error_ <= policy.solver_tolerance  # the certificate covers the fit returned
+            policy.sample_by_rejection(propose, n_proposals=20)

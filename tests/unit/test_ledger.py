@@ -22,6 +22,7 @@ from dpbandits._core.errors import (
     PrivacyBudgetExceededError,
 )
 from dpbandits.privacy.accounting import (
+    CONTINUATION_WINDOW,
     Accountant,
     ApproxEvent,
     ComposedEvent,
@@ -237,8 +238,9 @@ def test_an_accountant_cannot_be_copied() -> None:
 def test_record_continuation_refuses_or_charges_a_fork() -> None:
     acc = Accountant(epsilon_budget=1.0)
     charge = _pure(0.4)
-    acc.record_continuation("lin", 3)
-    acc.record_continuation("lin", 4)  # another generation: not a fork
+    issued = acc.record_continuation("lin", 3)
+    assert issued == 3 + CONTINUATION_WINDOW  # the continuing object's generation: its saves come next
+    acc.record_continuation("lin", issued + 1)  # a later save of that continuation: not a fork
     assert acc.entries() == ()
     with pytest.raises(ForkRefusedError, match="generation 3 of lineage lin was already continued"):
         acc.record_continuation("lin", 3)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ledgertools import hammer
-from sqlalchemy import func, insert, select, text
+from ledgertools import forge_entry, hammer
+from sqlalchemy import func, select, text
 
 from dpbandits._core.errors import (
     DataFormatError,
@@ -42,7 +42,7 @@ def _guarantee(epsilon: float, unit: str = "one reward", **kw: Any) -> PureDP:
 
 def test_spends_survive_reopening_with_their_types(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
-    acc = DurableAccountant(path, "study", epsilon_budget=1.0, delta_budget=1e-6)
+    acc = DurableAccountant.create(path, "study", epsilon_budget=1.0, delta_budget=1e-6)
     acc.spend(_guarantee(0.25), label="DPBAI.agent")
     acc.spend(LaplaceEvent(scale=4.0), count=2, label="counts")
     acc.spend(_guarantee(0.125, unit="one user"), conversion=GroupPrivacy(2), label="grouped")
@@ -62,7 +62,7 @@ def test_spends_survive_reopening_with_their_types(tmp_path: Path) -> None:
                     {"neighbouring": "add/remove"}):
         with pytest.raises(InvalidParameterError, match="refusing to reopen"):
             DurableAccountant(path, "study", **changed)  # type: ignore[arg-type]
-    other = DurableAccountant(path, "other-study")  # one file, many ledgers
+    other = DurableAccountant.create(path, "other-study", epsilon_budget=None)  # one file, many ledgers
     assert other.entries() == () and other.epsilon_budget is None
 
 
@@ -70,7 +70,7 @@ def test_a_copy_reopens_the_same_ledger(tmp_path: Path) -> None:
     import copy
     import pickle
 
-    acc = DurableAccountant(tmp_path / "ledger.db", "copied", epsilon_budget=1.0)
+    acc = DurableAccountant.create(tmp_path / "ledger.db", "copied", epsilon_budget=1.0)
     twin = pickle.loads(pickle.dumps(acc))
     twin.spend(PureEvent(0.75))
     assert acc.spent().epsilon == 0.75  # one budget, in one database
@@ -83,33 +83,33 @@ def test_a_copy_reopens_the_same_ledger(tmp_path: Path) -> None:
 
 
 def test_pure_events_at_delta_zero_and_gaussian_events(tmp_path: Path) -> None:
-    pld = DurableAccountant(tmp_path / "a.db", "pld", epsilon_budget=1.0, method="pld")
+    pld = DurableAccountant.create(tmp_path / "a.db", "pld", epsilon_budget=1.0, method="pld")
     pld.spend(LaplaceEvent(scale=10.0), count=10)
     assert pld.spent().epsilon == 1.0
-    gauss = DurableAccountant(tmp_path / "a.db", "gauss", delta_budget=1e-5)
+    gauss = DurableAccountant.create(tmp_path / "a.db", "gauss", epsilon_budget=None, delta_budget=1e-5)
     gauss.spend(GaussianEvent(sigma=5.0), count=3)
     assert 0.0 < gauss.spent().epsilon < 3.0
 
 
 def test_forks_are_recorded_per_lineage_and_generation(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
-    acc = DurableAccountant(path, "agents", epsilon_budget=1.0)
-    acc.record_continuation("abc", 1)
-    acc.record_continuation("abc", 2)
+    acc = DurableAccountant.create(path, "agents", epsilon_budget=1.0)
+    later = acc.record_continuation("abc", 1) + 1  # a save of the continuing object
+    acc.record_continuation("abc", later)
     with pytest.raises(ForkRefusedError):
         DurableAccountant(path, "agents").record_continuation("abc", 1)  # another handle, same ledger
     acc.record_continuation("abc", 1, on_fork="charge", charge=_guarantee(0.75))
     with pytest.raises(PrivacyBudgetExceededError):
         acc.record_continuation("abc", 1, on_fork="charge", charge=_guarantee(0.75))
-    assert acc.continuations() == {("abc", 1): 2, ("abc", 2): 1}
+    assert acc.continuations() == {("abc", 1): 2, ("abc", later): 1}
     (entry,) = acc.entries()
     assert entry.lineage == "abc" and entry.event == PureEvent(0.75)
-    DurableAccountant(path, "other").record_continuation("abc", 1)  # per ledger
+    DurableAccountant.create(path, "other", epsilon_budget=None).record_continuation("abc", 1)  # per ledger
 
 
 def test_spend_inside_the_callers_transaction(tmp_path: Path) -> None:
-    engine = ledger_engine(tmp_path / "app.db")
-    acc = DurableAccountant(engine, "service", epsilon_budget=1.0)
+    engine = ledger_engine(tmp_path / "app.db", create=True)
+    acc = DurableAccountant.create(engine, "service", epsilon_budget=1.0)
     with engine.connect() as conn:
         conn = conn.execution_options(sqlite_immediate=True)
         with conn.begin() as transaction:
@@ -144,12 +144,13 @@ def test_spend_inside_the_callers_transaction(tmp_path: Path) -> None:
 
 
 def test_tables_in_the_applications_own_database(tmp_path: Path) -> None:
-    engine = ledger_engine(tmp_path / "app.db")
+    engine = ledger_engine(tmp_path / "app.db", create=True)
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE app_rows (id INTEGER PRIMARY KEY)"))
         create_ledger_tables(conn)
-        acc = DurableAccountant(engine, "experiment-1", epsilon_budget=2.0, connection=conn)
-    assert {t.name for t in LEDGER_METADATA.sorted_tables} <= set(engine.dialect.get_table_names(engine.connect()))
+        acc = DurableAccountant.create(engine, "experiment-1", epsilon_budget=2.0, connection=conn)
+    with engine.connect() as conn:  # closed: in a rollback journal an open reader holds writers back
+        assert {t.name for t in LEDGER_METADATA.sorted_tables} <= set(engine.dialect.get_table_names(conn))
     acc.spend(PureEvent(1.0))
     assert DurableAccountant(engine, "experiment-1").spent().epsilon == 1.0
     engine.dispose()
@@ -157,13 +158,10 @@ def test_tables_in_the_applications_own_database(tmp_path: Path) -> None:
 
 def test_malformed_rows_and_arguments_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
-    acc = DurableAccountant(path, "l")
+    acc = DurableAccountant.create(path, "l", epsilon_budget=None)
     acc.spend(PureEvent(0.5))
     engine = ledger_engine(path)
-    table = LEDGER_METADATA.tables["dpbandits_ledger_entries"]
-    with engine.begin() as conn:
-        conn.execute(insert(table).values(ledger_id="l", event='{"type": "os.system", "cmd": "x"}', count=1,
-                                          scope="domain", label="", conversion="", created_at=0.0))
+    forge_entry(engine, "l", event='{"type": "os.system", "cmd": "x"}')  # a chain recomputed by the forger
     with pytest.raises(DataFormatError, match="ledger entry 2 is malformed"):
         DurableAccountant(path, "l").spent()
     engine.dispose()
@@ -197,7 +195,7 @@ def test_event_codec_round_trip() -> None:
 
 
 def test_threads_sharing_a_durable_ledger_never_overspend(tmp_path: Path) -> None:
-    acc = DurableAccountant(tmp_path / "ledger.db", "threads", epsilon_budget=1.0)
+    acc = DurableAccountant.create(tmp_path / "ledger.db", "threads", epsilon_budget=1.0)
     accepted = hammer(acc, n_threads=8, epsilon=EPSILON, attempts=4)
     assert accepted == 16 == len(acc.entries()) and acc.spent().epsilon == 1.0
 
@@ -209,7 +207,7 @@ import sys, threading
 from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits.privacy.accounting import PureEvent
 from dpbandits.privacy.ledger_store import DurableAccountant
-acc = DurableAccountant(sys.argv[1], "shared", epsilon_budget=1.0)
+acc = DurableAccountant(sys.argv[1], "shared", epsilon_budget=1.0)  # created by the test
 print("ready", flush=True)
 sys.stdin.readline()
 accepted = []
@@ -244,6 +242,7 @@ def _two_processes(location: str) -> int:
 @pytest.mark.slow
 def test_two_processes_on_one_sqlite_ledger_never_overspend(tmp_path: Path) -> None:
     path = str(tmp_path / "shared.db")
+    DurableAccountant.create(path, "shared", epsilon_budget=1.0).close()
     accepted = _two_processes(path)  # 2 processes × 3 threads × 6 attempts = 36 > 16
     acc = DurableAccountant(path, "shared")
     assert accepted == 16 == len(acc.entries()) and acc.spent().epsilon == 1.0
@@ -252,7 +251,7 @@ def test_two_processes_on_one_sqlite_ledger_never_overspend(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_two_processes_on_one_postgres_ledger_never_overspend(postgres_cluster: Any) -> None:
     url = postgres_cluster.url
-    DurableAccountant(url, "warm-up").close()  # tables first: the race under test is the spends'
+    DurableAccountant.create(url, "shared", epsilon_budget=1.0).close()  # the race under test is the spends'
     accepted = _two_processes(url)
     acc = DurableAccountant(url, "shared")
     assert accepted == 16 == len(acc.entries()) and acc.spent().epsilon == 1.0
@@ -270,7 +269,7 @@ _SPENDER = """
 import sys
 from dpbandits.privacy.accounting import PureEvent
 from dpbandits.privacy.ledger_store import DurableAccountant
-acc = DurableAccountant(sys.argv[1], "killed", epsilon_budget=1e9)
+acc = DurableAccountant.create(sys.argv[1], "killed", epsilon_budget=1e9)
 i = 0
 while True:
     acc.spend(PureEvent(0.001), label=f"spend {i}")

@@ -19,6 +19,9 @@ __all__ = [
     "InsecureNoiseWarning",
     "InvalidActionError",
     "InvalidParameterError",
+    "LedgerCorruptError",
+    "LedgerNotFoundError",
+    "LedgerStorageError",
     "LedgerUnitError",
     "NotFittedError",
     "NumericsWarning",
@@ -92,6 +95,18 @@ class PerInstanceSpendError(DPBanditsError, ValueError):
 
     Spend the data-independent guarantee over a declared public domain instead.
     """
+
+
+class LedgerNotFoundError(DPBanditsError, LookupError):
+    """A durable ledger opened by its id does not exist: no file, no ledger tables, or no row for the id."""
+
+
+class LedgerCorruptError(DPBanditsError, ValueError):
+    """A durable ledger's recorded state cannot be read completely or fails its hash chain; it is refused."""
+
+
+class LedgerStorageError(DPBanditsError, OSError):
+    """The database under a durable ledger failed (not a database, full, read-only, locked, a conflict)."""
 
 
 class DependencyNotInstalledError(DPBanditsError, ImportError):

@@ -43,9 +43,23 @@ Threat model: a file is input from whoever could write it. ``load``
   sufficient statistics, never read;
 * optionally checks integrity: a file saved with ``key=`` starts with ``SIGNED_MAGIC`` and an
   HMAC-SHA256 tag over the rest of the file; it loads only with the same key, and a key refuses an
-  unsigned file. Without a key a valid file is trusted to be *valid*, not *authentic*;
-* with ``accountant=``, records the continuation of the saved (lineage, generation), so that a
-  saved state continued twice (a fork) is refused or charged again (``on_fork``).
+  unsigned file. Without a key a valid file is trusted to be *valid*, not *authentic*: its state
+  may have been edited (statistics changed, a run rewound), and a run continued from an edited
+  state may release more than its guarantee. A signature is needed for that — for the state's
+  content; the ledger's rules below hold for signed and unsigned files alike;
+* with ``accountant=``, pays what the rest of the object's run releases when its run is one
+  release paid when it is built (an agent), unless that ledger already holds that charge for its
+  lineage, and records the continuation of the saved (lineage, generation): the ledger accepts the
+  first continuation of a lineage, and after it only later saves of the object it continued (whose
+  generation it moved into a window of its own), so that a saved state continued twice (a fork: the
+  same file loaded again, a load without the ledger then saved, an edited generation) is refused or
+  charged again (``on_fork``). An edited lineage, or a file rewritten as format 1, is another history:
+  its run is paid again.
+
+Copies: ``copy.copy`` and ``copy.deepcopy`` make a second object with a history of its own (a fresh
+lineage, generation 0), paid as any object built without a ledger when loaded under one; pickling
+moves an object (the same lineage and generation), and the ledger lets at most one of the two
+continue. A copy kept running in memory is not seen by any ledger: stop an object once saved.
 
 A format-1 file (before lineage) is read through the same checks; its lineage is a digest of its
 content and its generation 0. A file of a newer ``format_version`` is refused with a message saying
@@ -60,6 +74,7 @@ agent continues exactly as the original would.
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import hmac
@@ -95,6 +110,7 @@ from dpbandits._core.schema import StateSchema
 from dpbandits._core.signatures import bind_arguments
 
 __all__ = [
+    "CONTINUATION_WINDOW",
     "FORMAT",
     "FORMAT_VERSION",
     "MIN_KEY_BYTES",
@@ -111,6 +127,12 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+CONTINUATION_WINDOW = 1 << 32
+"""How far a continuation accepted by a ledger moves the continuing object's generation
+(:meth:`~dpbandits.privacy.accounting.Accountant.record_continuation`): the later saves of one
+continuation stay in its window (g + W, g + 2W)."""
+MAX_GENERATION = 1 << 62
+"""Generations are below this (what a state file may hold)."""
 FORMAT = "dpbandits-state"
 FORMAT_VERSION = 2
 _META = "__meta__"
@@ -257,7 +279,7 @@ def read_state(path: str | os.PathLike[str] | bytes, *,
     if not (isinstance(meta["lineage"], str) and _LINEAGE.fullmatch(meta["lineage"])):
         raise DataFormatError(f"{name}: lineage must be 32 lowercase hex digits; got {meta['lineage']!r}")
     generation = meta["generation"]
-    if isinstance(generation, bool) or not isinstance(generation, int) or not 0 <= generation < 2**62:
+    if isinstance(generation, bool) or not isinstance(generation, int) or not 0 <= generation < MAX_GENERATION:
         raise DataFormatError(f"{name}: generation must be an integer >= 0; got {generation!r}")
     return persistable_class(meta["class"]), meta, members
 
@@ -288,7 +310,7 @@ def _check_member_size(container: zipfile.ZipFile, info: zipfile.ZipInfo, name: 
 
 
 _NOT_SAVED = ("accountant",)
-"""Constructor arguments never saved: an accountant belongs to the caller (a loaded agent spends nothing)."""
+"""Constructor arguments never saved: an accountant belongs to the caller (``load(accountant=)`` pays instead)."""
 
 
 def _record_rng(rng: Any) -> Any:
@@ -333,6 +355,9 @@ class Persistable:
     then it is recorded as the SeedSequence it stands for (never for a privacy-noise seed)."""
     _fitted_schema: ClassVar[bool] = False
     """Whether an empty state (an object not fitted yet) is also valid."""
+    _charges_run: ClassVar[bool] = False
+    """Whether the object's whole run is one release paid when it is built (an agent that spends
+    ``accountant=`` at construction): then loading it under a ledger pays for the rest of its run."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -357,17 +382,19 @@ class Persistable:
                 kind = signature.parameters[name].kind
                 if name == "self" or name in _NOT_SAVED:
                     continue
-                if kind is inspect.Parameter.VAR_KEYWORD:
-                    params.update(value)
+                if kind is inspect.Parameter.VAR_KEYWORD:  # (an accountant forwarded to a base is not saved either)
+                    params.update({k: v for k, v in value.items() if k not in _NOT_SAVED})
                 elif kind is not inspect.Parameter.VAR_POSITIONAL:
                     params[name] = value
             self._recording_params = True
+            # the lineage exists while the constructor runs: an agent that spends its run when built
+            # records it with the spend, so that loading it under the same ledger does not pay again
+            self._lineage, self._generation = uuid.uuid4().hex, 0
             try:
                 init(*bound.args, **bound.kwargs)
             finally:
                 self._recording_params = False
             self._params = params
-            self._lineage, self._generation = uuid.uuid4().hex, 0
 
         cls.__init__ = recording_init  # type: ignore[method-assign]
 
@@ -380,8 +407,51 @@ class Persistable:
 
     @property
     def generation(self) -> int:
-        """How many saves this object's history has: 0 when built, +1 at each save (or :meth:`to_bytes`)."""
+        """The position of this object in its history: 0 when built, +1 at each save (or :meth:`to_bytes`).
+
+        A load under a ledger moves it to the window that ledger issues for the continuation
+        (:meth:`~dpbandits.privacy.accounting.Accountant.record_continuation`), so that only the
+        later saves of this continuation continue it without a fork.
+        """
         return getattr(self, "_generation", 0)
+
+    def _run_finished(self) -> bool:
+        """Whether the run has nothing left to release (a subclass that charges its run overrides it)."""
+        return False
+
+    def _run_charge(self) -> Any:
+        """What the rest of this object's run releases, charged when it is loaded under a ledger.
+
+        The run's guarantee for an object whose run is one release paid when it is built
+        (``_charges_run``) and that still has something to release; None otherwise (a policy pays
+        per sample, a finished agent only post-processes what it released).
+        """
+        if not self._charges_run or self._run_finished():
+            return None
+        return self._continuation_charge()
+
+    def __copy__(self) -> Self:
+        """A copy is a second object: it starts a history of its own (a fresh lineage, generation 0).
+
+        Loaded under a ledger, it is charged as any object built without one (an agent pays the
+        rest of its run); it never continues the original's history, so two copies of one object
+        run on different data are never taken for a fork of each other. Pickling moves an object
+        instead: the unpickled one keeps the lineage and generation, and the ledger lets at most
+        one of the two continue.
+        """
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone._lineage, clone._generation = uuid.uuid4().hex, 0
+        return clone
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        """A deep copy is a second object (see :meth:`__copy__`): a fresh lineage, generation 0."""
+        clone = type(self).__new__(type(self))
+        memo[id(self)] = clone
+        for name, value in self.__dict__.items():
+            clone.__dict__[name] = copy.deepcopy(value, memo)
+        clone._lineage, clone._generation = uuid.uuid4().hex, 0
+        return clone
 
     def get_params(self) -> dict[str, Any]:
         """The constructor arguments of this object (callables marked, the accountant left out).
@@ -490,10 +560,13 @@ class Persistable:
         key : bytes, optional
             The key the file was signed with; required for a signed file, refused for an unsigned one.
         accountant : Accountant or DurableAccountant, optional
-            Records this continuation of the saved (lineage, generation) before the object is returned
-            (``accountant.record_continuation``); a second continuation of the same saved state is a
-            fork: refused (``on_fork="refuse"``) or charged this object's privacy guarantee again
-            (``on_fork="charge"``).
+            Before the object is returned: spends what the rest of its run releases, for an agent
+            whose run is one release paid when it is built, unless this ledger already holds that
+            charge for its lineage (it was built, or loaded, under it); and records this continuation
+            of the saved (lineage, generation) (``accountant.record_continuation``), which moves the
+            object's :attr:`generation` into the window the ledger issues. A second continuation of
+            the same saved state is a fork: refused (``on_fork="refuse"``) or charged this object's
+            privacy guarantee again (``on_fork="charge"``).
         on_fork : {"refuse", "charge"}, default "refuse"
         **overrides
             Values of constructor arguments that could not be saved (callables), by name; any other
@@ -506,6 +579,8 @@ class Persistable:
             another class, fails its integrity check, or breaks its class's schema.
         ForkRefusedError
             If ``accountant`` already recorded a continuation of this saved state.
+        PrivacyBudgetExceededError
+            If paying the rest of the run would exceed ``accountant``'s budget (nothing is recorded).
         """
         return cls._from_state(read_state(path, key=key), str(path), overrides, accountant, on_fork)
 
@@ -572,8 +647,10 @@ class Persistable:
                     f'on_fork="charge": a {stored_cls.__name__} has no privacy guarantee to charge for a fork; '
                     'pass on_fork="refuse"'
                 )
-            accountant.record_continuation(obj.lineage, obj.generation, on_fork=on_fork, charge=charge,
-                                           label=f"{stored_cls.__name__}.load")
+            accountant.record_continuation(
+                obj.lineage, obj.generation, on_fork=on_fork, charge=charge, label=f"{stored_cls.__name__}.load",
+                run_charge=obj._run_charge(), run_label=f"{stored_cls.__name__}.load (the rest of its run)")
+            obj._generation += CONTINUATION_WINDOW  # the window the ledger issued for this continuation
         return obj
 
     def _continuation_charge(self) -> Any:

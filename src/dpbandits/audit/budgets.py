@@ -21,6 +21,11 @@ algorithm that takes ``accountant=``:
   refused, and a charged one must cost the same on both inputs (the charge is the object's
   data-independent guarantee). :func:`fork_is_refused_or_charged` checks the same rule on the ledger
   alone (:meth:`~dpbandits.privacy.accounting.Accountant.record_continuation`).
+* **loads** (:func:`load_outcome`): the saved object, built without a ledger, is loaded under a
+  fresh one, then its next save is loaded under the same ledger. An agent whose run is one release
+  paid when it is built (``BudgetCase.run_charged``) must pay the rest of its run there, once: the
+  first load spends what one release of the case spends on a fresh ledger, the second nothing more.
+  (An object that pays per release, a policy, has nothing to pay when loaded.)
 
 Cases are registered per algorithm name by the modules of :mod:`dpbandits.audit.cases`
 (:func:`register_budget_cases`) and built lazily.
@@ -48,9 +53,11 @@ __all__ = [
     "BudgetPairReport",
     "BudgetReport",
     "ForkOutcome",
+    "LoadOutcome",
     "budget_cases",
     "fork_is_refused_or_charged",
     "fork_outcome",
+    "load_outcome",
     "processes_never_overspend",
     "register_budget_cases",
     "registered_budget_algorithms",
@@ -92,8 +99,11 @@ class BudgetCase:
         load must be refused and a charged third one must cost the same on both inputs.
     load_options : dict
         What ``load`` needs passed again (the unsaved callables, e.g. USCA's ``context_generator``).
+    run_charged : bool, default False
+        The saved object's run is one release paid when it is built (an ask/tell agent): loading it
+        under a ledger must pay what one release of the case pays, once (:func:`load_outcome`).
     broken : bool, default False
-        A negative control: the audit must tell the inputs apart.
+        A negative control: the audit must tell the inputs apart (or a load must be free).
     notes : dict
         ``{"control": ...}`` on negative controls.
     """
@@ -107,6 +117,7 @@ class BudgetCase:
     max_releases: int = 64
     saved: Callable[[Any], Any] | None = None
     load_options: dict[str, Any] = field(default_factory=dict)
+    run_charged: bool = False
     broken: bool = False
     notes: dict[str, Any] = field(default_factory=dict)
 
@@ -189,29 +200,82 @@ def fork_outcome(obj: Any, **load_options: Any) -> ForkOutcome:
 
 
 @dataclass(frozen=True)
+class LoadOutcome:
+    """A saved object (built without a ledger) loaded under a fresh ledger, then its next save under the same one.
+
+    ``first`` and ``again`` are ε spent after the first and after the second load (or the reason
+    the object did not load); ``expected`` is what the first load must spend: one release of the
+    case on a fresh ledger for an agent whose run is paid when built, 0 for an object that pays per
+    release.
+    """
+
+    first: float | str
+    again: float | str
+    expected: float
+
+    @property
+    def free(self) -> bool:
+        """Whether the load paid other than the rest of the run once (less, more, twice, or not loaded)."""
+        if isinstance(self.first, str) or isinstance(self.again, str):
+            return True
+        return not (math.isclose(self.first, self.expected, rel_tol=1e-9, abs_tol=1e-12)
+                    and math.isclose(self.again, self.first, rel_tol=1e-9, abs_tol=1e-12))
+
+    def __str__(self) -> str:
+        return f"load spent {self.first} then {self.again} (expected {self.expected:.12g})"
+
+
+def load_outcome(obj: Any, expected: float, *, delta_budget: float = 0.0, **load_options: Any) -> LoadOutcome:
+    """Load ``obj``'s saved state under a fresh ledger, then the loaded object's next save under the same ledger."""
+    from dpbandits._core.errors import DPBanditsError
+
+    ledger = Accountant(delta_budget=delta_budget)
+    cls = type(obj)
+    try:
+        loaded = cls.from_bytes(obj.to_bytes(), accountant=ledger, **load_options)
+        first = ledger.spent().epsilon
+    except DPBanditsError as error:
+        return LoadOutcome(f"first load failed ({type(error).__name__}: {error})", "not loaded", expected)
+    try:
+        cls.from_bytes(loaded.to_bytes(), accountant=ledger, **load_options)
+        again: float | str = ledger.spent().epsilon
+    except DPBanditsError as error:  # a legitimate next save must load
+        again = f"second load failed ({type(error).__name__}: {error})"
+    return LoadOutcome(first, again, expected)
+
+
+@dataclass(frozen=True)
 class BudgetPairReport:
-    """The outcomes on the two inputs of one pair (and of loading their saved objects twice)."""
+    """The outcomes on the two inputs of one pair (and of loading their saved objects)."""
 
     label: str
     data: BudgetOutcome
     neighbour: BudgetOutcome
     forks: tuple[ForkOutcome, ForkOutcome] | None = None
+    loads: tuple[LoadOutcome, LoadOutcome] | None = None
 
     @property
     def distinguishes(self) -> bool:
         """Whether the budget channel tells the two inputs apart (then with certainty)."""
-        return self.data != self.neighbour or (self.forks is not None and self.forks[0] != self.forks[1])
+        return (self.data != self.neighbour or (self.forks is not None and self.forks[0] != self.forks[1])
+                or (self.loads is not None and self.loads[0] != self.loads[1]))
 
     @property
     def fork_free(self) -> bool:
         """Whether a saved object was continued twice for free."""
         return self.forks is not None and any(fork.free for fork in self.forks)
 
+    @property
+    def load_free(self) -> bool:
+        """Whether loading a saved object did not pay the rest of its run exactly once."""
+        return self.loads is not None and any(load.free for load in self.loads)
+
     def __str__(self) -> str:
         forks = "" if self.forks is None else f"; forks: {self.forks[0]} | {self.forks[1]}"
+        loads = "" if self.loads is None else f"; loads: {self.loads[0]} | {self.loads[1]}"
         if not self.distinguishes:
-            return f"{self.label}: identical ({self.data}{forks})"
-        return f"{self.label}: DISTINGUISHES: {self.data} | neighbour: {self.neighbour}{forks}"
+            return f"{self.label}: identical ({self.data}{forks}{loads})"
+        return f"{self.label}: DISTINGUISHES: {self.data} | neighbour: {self.neighbour}{forks}{loads}"
 
 
 @dataclass(frozen=True)
@@ -223,8 +287,8 @@ class BudgetReport:
 
     @property
     def refuted(self) -> bool:
-        """Whether some pair is told apart by its budget, or a saved object was forked for free."""
-        return any(pair.distinguishes or pair.fork_free for pair in self.pairs)
+        """Whether some pair is told apart by its budget, or a saved object was forked or loaded for free."""
+        return any(pair.distinguishes or pair.fork_free or pair.load_free for pair in self.pairs)
 
     @property
     def as_expected(self) -> bool:
@@ -243,10 +307,23 @@ def run_budget_case(case: BudgetCase) -> BudgetReport:
     for pair in case.pairs:
         outcomes = [run_releases(case.release, data, case.accountant(), case.max_releases)
                     for data in (pair.data, pair.neighbour)]
-        forks = None if case.saved is None else (fork_outcome(case.saved(pair.data), **case.load_options),
-                                                 fork_outcome(case.saved(pair.neighbour), **case.load_options))
-        reports.append(BudgetPairReport(pair.label, outcomes[0], outcomes[1], forks))
+        forks = loads = None
+        if case.saved is not None:
+            forks = (fork_outcome(case.saved(pair.data), **case.load_options),
+                     fork_outcome(case.saved(pair.neighbour), **case.load_options))
+            if case.run_charged:  # (an object that pays per release pays nothing when loaded: nothing to check)
+                loads = (_load_outcome(case, pair.data), _load_outcome(case, pair.neighbour))
+        reports.append(BudgetPairReport(pair.label, outcomes[0], outcomes[1], forks, loads))
     return BudgetReport(case, reports)
+
+
+def _load_outcome(case: BudgetCase, data: Any) -> LoadOutcome:
+    """The case's saved object on ``data`` loaded under a ledger: it must pay what one release of the case pays."""
+    assert case.saved is not None
+    reference = Accountant(delta_budget=case.delta_budget)  # one release on a fresh ledger: the run's price
+    case.release(data, reference)
+    expected = reference.spent().epsilon
+    return load_outcome(case.saved(data), expected, delta_budget=case.delta_budget, **case.load_options)
 
 
 # ------------------------------------------------------------------------------------ concurrency
@@ -297,7 +374,7 @@ def _process_worker(algorithm: str, index: int, path: str, ledger_id: str, barri
     case = list(budget_cases(algorithm))[index]
     from dpbandits.privacy.ledger_store import DurableAccountant
 
-    ledger = DurableAccountant(path, ledger_id, epsilon_budget=case.epsilon_budget, delta_budget=case.delta_budget)
+    ledger = DurableAccountant(path, ledger_id)  # created by the parent, with the case's budget
     try:
         barrier.wait()
         return run_releases(case.release, case.pairs[0].data, ledger, case.max_releases).releases
@@ -324,7 +401,7 @@ def processes_never_overspend(algorithm: str, index: int, directory: str | Path,
     expected = _sequential_releases(case, case.pairs[0].data)
     path = str(Path(directory) / "ledger.db")
     ledger_id = f"{algorithm}-{index}"
-    DurableAccountant(path, ledger_id, epsilon_budget=case.epsilon_budget, delta_budget=case.delta_budget).close()
+    DurableAccountant.create(path, ledger_id, epsilon_budget=case.epsilon_budget, delta_budget=case.delta_budget).close()
     # fork where available: the children start with the built case (spawn re-imports and rebuilds it)
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with context.Manager() as manager:

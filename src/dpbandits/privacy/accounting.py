@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from dpbandits._core.errors import ForkRefusedError, InvalidParameterError
+from dpbandits._core.persistence import CONTINUATION_WINDOW, MAX_GENERATION
 from dpbandits._core.validation import check_delta, check_epsilon, check_one_of
 from dpbandits.privacy.composition import (
     ACCOUNTING_METHODS,
@@ -65,6 +66,7 @@ from dpbandits.privacy.ledger import (
 
 __all__ = [
     "ACCOUNTING_METHODS",
+    "CONTINUATION_WINDOW",
     "Accountant",
     "ApproxEvent",
     "ComposedEvent",
@@ -117,6 +119,10 @@ class LedgerView:
     def add_continuation(self, lineage: str, generation: int, before: int) -> None:
         """Record one more continuation of (lineage, generation), which had ``before``."""
         self.continuations[(lineage, generation)] = before + 1
+
+    def latest_continuation(self, lineage: str) -> int | None:
+        """The highest generation of ``lineage`` continued under this ledger (None if none was)."""
+        return max((g for (name, g) in self.continuations if name == lineage), default=None)
 
 
 class Accountant:
@@ -275,12 +281,20 @@ class Accountant:
 
     def record_continuation(self, lineage: str, generation: int, *, on_fork: str = "refuse",
                             charge: Guarantee | PrivacyEvent | None = None, label: str = "",
-                            connection: Any = None) -> None:
+                            run_charge: Guarantee | PrivacyEvent | None = None, run_label: str = "",
+                            connection: Any = None) -> int:
         """Record that saved generation ``generation`` of ``lineage`` is continued under this ledger.
 
         A saved object continued twice puts the users seen before the save in two continuations.
-        The first continuation of a (lineage, generation) is recorded and costs nothing here (what
-        it releases next is spent as usual); a second one is refused, or charged afresh.
+        Each continuation the ledger accepts is given a fresh *window* of generations: the
+        continuing object carries generation ``generation + CONTINUATION_WINDOW`` (the return
+        value), so its later saves fall in (g + W, g + 2W) for W = ``CONTINUATION_WINDOW``. A
+        continuation is *linear* (accepted) when the ledger has continued nothing of ``lineage``
+        yet, or when ``generation`` lies in the window of the latest continuation; anything else —
+        the same state again, an older one, or a state saved by a copy that did not come through
+        this ledger (a load without it, then ``to_bytes()``) — is a fork: refused, or charged afresh.
+        Every accepted continuation moves the window, so at most one branch of a history continues
+        for free; generation numbers no longer need to be distinct across copies.
 
         Parameters
         ----------
@@ -289,42 +303,68 @@ class Accountant:
         generation : int
             The saved generation (>= 0).
         on_fork : {"refuse", "charge"}, default "refuse"
-            On a second continuation: raise :class:`~dpbandits._core.errors.ForkRefusedError`, or
-            spend ``charge`` (atomically with the record; refused if over budget).
+            On a fork: raise :class:`~dpbandits._core.errors.ForkRefusedError`, or spend ``charge``
+            (atomically with the record; refused if over budget).
         charge : Guarantee or PrivacyEvent, optional
             What a charged fork costs: the saved object's (data-independent) guarantee.
         label : str, optional
             Label of the charged entry (default "continuation of <lineage> generation <g>").
+        run_charge : Guarantee or PrivacyEvent, optional
+            What the rest of the object's run releases when its run is one release paid when it is
+            built (an agent): spent, atomically with the record, unless this ledger already holds
+            an entry of that event for ``lineage`` (the agent was built, or already loaded, under it).
+        run_label : str, optional
+            Label of the run's entry (default "run of <lineage>").
         connection : optional
             Only for :class:`~dpbandits.privacy.ledger_store.DurableAccountant`.
+
+        Returns
+        -------
+        int
+            The generation the continuing object carries (its next save is one more).
 
         Raises
         ------
         ForkRefusedError
-            On a second continuation with ``on_fork="refuse"``.
+            On a fork with ``on_fork="refuse"``.
         PrivacyBudgetExceededError
-            On a charged fork over budget (nothing is recorded).
+            If the run's charge or a charged fork is over budget (nothing is recorded).
         """
         lineage, generation, on_fork = check_continuation(lineage, generation, on_fork)
         if on_fork == "charge" and charge is None:
             raise InvalidParameterError('on_fork="charge" needs charge= (the guarantee a fork costs)')
+        issued = generation + CONTINUATION_WINDOW
+        if issued >= MAX_GENERATION:
+            raise InvalidParameterError(
+                f"generation {generation} of lineage {lineage} is too high to continue (at most "
+                f"{MAX_GENERATION - CONTINUATION_WINDOW - 1})"
+            )
         label = label or f"continuation of {lineage} generation {generation}"
         with self._locked(connection) as view:
-            before = view.prior_continuations(lineage, generation)
-            if before == 0:
-                view.add_continuation(lineage, generation, before)
-                return
-            if on_fork == "refuse":
+            latest = view.latest_continuation(lineage)
+            fork = latest is not None and not latest + CONTINUATION_WINDOW < generation < latest + 2 * CONTINUATION_WINDOW
+            if fork and on_fork == "refuse":
                 raise ForkRefusedError(
-                    f"generation {generation} of lineage {lineage} was already continued under this ledger; "
-                    'a second continuation is a fork (pass on_fork="charge" to pay for it afresh)'
+                    f"generation {generation} of lineage {lineage} was already continued under this ledger, or is "
+                    f"not a later save of its latest continuation (of generation {latest}): a second continuation "
+                    'is a fork (pass on_fork="charge" to pay for it afresh)'
                 )
-            assert charge is not None
-            entry = self._entry(view, charge, 1, _spend_keywords(label=label, lineage=lineage))
-            check_budget(view.entries, entry, method=self.method, epsilon_budget=self.epsilon_budget,
-                         delta_budget=self.delta_budget)
-            view.append(entry)
-            view.add_continuation(lineage, generation, before)
+            new: list[LedgerEntry] = []
+            if run_charge is not None:
+                entry = self._entry(view, run_charge, 1,
+                                    _spend_keywords(label=run_label or f"run of {lineage}", lineage=lineage))
+                if not any(e.lineage == lineage and e.event == entry.event for e in view.entries):
+                    new.append(entry)
+            if fork:
+                assert charge is not None
+                new.append(self._entry(view, charge, 1, _spend_keywords(label=label, lineage=lineage)))
+            for index, entry in enumerate(new):  # every check before the first change
+                check_budget([*view.entries, *new[:index]], entry, method=self.method,
+                             epsilon_budget=self.epsilon_budget, delta_budget=self.delta_budget)
+            for entry in new:
+                view.append(entry)
+            view.add_continuation(lineage, generation, view.prior_continuations(lineage, generation))
+        return issued
 
     def spent(self, delta: float | None = None, *, connection: Any = None) -> EpsilonDelta:
         """(ε, δ) spent so far, at ``delta`` (default ``delta_budget``)."""

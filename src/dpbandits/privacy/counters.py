@@ -62,6 +62,7 @@ from dpbandits._core.validation import (
     check_one_of,
     check_sensitivity,
 )
+from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.guarantees import Neighbouring, PureDP
 from dpbandits.privacy.noise import (
     NoiseAdder,
@@ -544,6 +545,11 @@ class BinaryTreeCounter(Persistable):
         Source of node noise (default: secure OpenDP noise).
     insecure_seeded_noise : bool, default False
         Allow seeded NumPy noise (simulation only; warns).
+    accountant : Accountant, optional
+        Records the counter's guarantee (:attr:`privacy`: its whole release sequence) before the
+        counter exists and before any noise is drawn; a counter that would exceed the budget is
+        refused. Loading a saved counter under a ledger that does not hold this charge for its
+        lineage spends it there (:meth:`~dpbandits._core.persistence.Persistable.load`).
 
     Attributes
     ----------
@@ -571,6 +577,7 @@ class BinaryTreeCounter(Persistable):
     """
 
     _schema = StateSchema(_bank=Nested("_bank"))
+    _charges_run = True  # the release sequence's guarantee is spent when built, and when loaded under another ledger
 
     def __init__(
         self,
@@ -582,6 +589,7 @@ class BinaryTreeCounter(Persistable):
         rng: RNGLike = None,
         backend: NoiseBackend | None = None,
         insecure_seeded_noise: bool = False,
+        accountant: Accountant | None = None,
     ) -> None:
         if backend is not None and not isinstance(backend, NoiseBackend):
             raise InvalidParameterError(f"backend must be a NoiseBackend or None; got {type(backend).__name__}")
@@ -589,6 +597,8 @@ class BinaryTreeCounter(Persistable):
             1, horizon, epsilon, sensitivity, integer=integer, rng=rng, backend=backend,
             insecure_seeded_noise=insecure_seeded_noise,
         )
+        if math.isfinite(self._bank.epsilon):  # the whole release sequence, before any noise is drawn
+            spend(accountant, self._bank.privacy, label="BinaryTreeCounter", lineage=self.lineage)
         self.horizon, self.epsilon, self.sensitivity = self._bank.horizon, self._bank.epsilon, self._bank.sensitivity
         self.levels, self.scale, self.integer = self._bank.levels, self._bank.scale, self._bank.integer
 
@@ -596,6 +606,9 @@ class BinaryTreeCounter(Persistable):
     def time(self) -> int:
         """Number of elements received so far."""
         return self._bank.time
+
+    def _run_finished(self) -> bool:
+        return self._bank.time >= self._bank.horizon
 
     @property
     def privacy(self) -> PureDP:

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, select
 
 from dpbandits.privacy.accounting import Accountant
 from dpbandits.privacy.event_codec import decode_event
-from dpbandits.privacy.ledger_store import ledger_entries
+from dpbandits.privacy.ledger_sql import ledger_entries
 from dpbandits.serve.ledger import entry_note, finite_or_none, recommendation_entry
 from dpbandits.serve.service import ExperimentService
 from dpbandits.serve.storage import experiments

@@ -33,10 +33,14 @@ def _ledger_id(experiment_id: str) -> str:
 
 
 def open_ledger(engine: Engine, experiment_id: str, *, connection: Connection | None = None,
-                epsilon_budget: float | None = None, delta_budget: float | None = None) -> DurableAccountant:
-    """The experiment's durable ledger (created, with its budget, on the first call)."""
-    return DurableAccountant(engine, _ledger_id(experiment_id), epsilon_budget=epsilon_budget,
-                             delta_budget=delta_budget, connection=connection)
+                create: bool = False, epsilon_budget: float | None = None,
+                delta_budget: float | None = None) -> DurableAccountant:
+    """The experiment's durable ledger; ``create``: create it with its budget (when the experiment is created)."""
+    if create:
+        return DurableAccountant.create(engine, _ledger_id(experiment_id), epsilon_budget=epsilon_budget,
+                                        delta_budget=0.0 if delta_budget is None else delta_budget,
+                                        connection=connection)
+    return DurableAccountant(engine, _ledger_id(experiment_id), connection=connection)
 
 
 def spend_or_refuse(accountant: Accountant, guarantee: Guarantee, count: int, *, label: str,

@@ -359,7 +359,7 @@ class ExperimentService:
                 epsilon_budget=epsilon_budget, delta_budget=delta_budget, state=state, applied=0,
                 told=0, version=1, summary=json.dumps(summary),
             ))
-            accountant = open_ledger(self.engine, experiment_id, connection=connection,
+            accountant = open_ledger(self.engine, experiment_id, connection=connection, create=True,
                                      epsilon_budget=epsilon_budget, delta_budget=delta_budget)
             if guarantee is not None:
                 spend_or_refuse(accountant, guarantee, 1, label="run", connection=connection)

@@ -68,7 +68,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError
 
 from dpbandits._core.errors import InvalidParameterError
-from dpbandits.privacy.ledger_store import configure_sqlite, create_ledger_tables
+from dpbandits.privacy.ledger_sql import configure_sqlite, create_ledger_tables
 
 __all__ = [
     "SQLITE_SYNCHRONOUS",

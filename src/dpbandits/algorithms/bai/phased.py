@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import uuid
 from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Callable, Hashable
@@ -601,6 +602,11 @@ class PhasedAgent(Persistable):
             )
         return min(max(value, low), high)
 
+    _charges_run = True  # the run's guarantee is spent when built, and when loaded under another ledger
+
+    def _run_finished(self) -> bool:
+        return self.done
+
     def get_params(self) -> dict[str, object]:
         """The algorithm the agent runs and how its noise was chosen (for save/load)."""
         if self._algorithm is None:
@@ -815,6 +821,8 @@ class PhasedAlgorithm(Persistable, ABC):
             exceed the accountant's budget raises :class:`~dpbandits._core.errors.PrivacyBudgetExceededError` and draws nothing.
             A non-private algorithm (OD-LinBAI) has no finite guarantee to record: the accountant
             refuses it (:class:`~dpbandits._core.errors.InvalidParameterError`).
+            The saved agent loaded under another ledger (``load(path, accountant=)``) pays the rest
+            of its run there.
 
         Notes
         -----
@@ -826,10 +834,11 @@ class PhasedAlgorithm(Persistable, ABC):
         algorithm_seed, noise_seed = spawned_children(rng, 3, (1, 2))
         algorithm_rng = np.random.default_rng(algorithm_seed)
         noise = None
+        lineage = uuid.uuid4().hex  # the agent's: a load under the same ledger recognises the spend
         # the whole run is one release of the reward table; a non-private one is refused by the accountant
         # (the guarantee is computed only when there is an accountant to charge: building agents is hot)
         if accountant is not None:
-            spend(accountant, self.privacy, label=f"{type(self).__name__}.agent")
+            spend(accountant, self.privacy, label=f"{type(self).__name__}.agent", lineage=lineage)
         if self.planner.noise_kind:
             noise = privacy_noise(noise_seed if insecure_seeded_noise and noise_backend is None else None,
                                   insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
@@ -843,4 +852,5 @@ class PhasedAlgorithm(Persistable, ABC):
         agent._setup(self.planner, noise, algorithm_rng, reward_bounds=bounds, clip_rewards=self.clip_rewards,
                      tie_break=self.tie_break, plan_cache=self._plan_cache)
         agent._algorithm, agent._insecure_seeded_noise = self, insecure_seeded_noise
+        agent._lineage = lineage
         return agent

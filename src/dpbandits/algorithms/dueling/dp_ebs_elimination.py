@@ -373,7 +373,8 @@ class DPEBSElimination(OwnAgent, Persistable):
         the vectorised simulation exactly). Simulation only: not private in deployment; warns.
     accountant : Accountant, optional
         Records the run's guarantee before any noise is drawn (an over-budget run raises
-        :class:`PrivacyBudgetExceededError` at construction).
+        :class:`PrivacyBudgetExceededError` at construction). A saved agent loaded under another
+        ledger (``load(path, accountant=)``) pays the rest of its run there.
     record_transcript : bool, default False
         Keep, per round, the counters' released values and (for audits only, it is raw data) their
         stream elements.
@@ -473,7 +474,9 @@ class DPEBSElimination(OwnAgent, Persistable):
         self.counter_epsilon_rule = counter_epsilon
         self.stats_removal = stats_removal
         if math.isfinite(self.privacy.epsilon):
-            spend(accountant, self.privacy, label=type(self).__name__)  # the whole run is one ε-DP release, spent before any noise
+            # the whole run is one ε-DP release, spent before any noise, with the lineage that a load
+            # under the same ledger recognises (it then does not pay again)
+            spend(accountant, self.privacy, label=type(self).__name__, lineage=self.lineage)
         k = self.constants.n_arms
         streams = trial_streams(rng)
         self._key = streams.algorithm_key
@@ -496,6 +499,11 @@ class DPEBSElimination(OwnAgent, Persistable):
         self.record_transcript = bool(record_transcript)
         self.transcript: list[dict[str, Any]] = []
         self._flip_probability = 0.0  # > 0 only in the local-DP baseline (reports are randomised)
+
+    _charges_run = True  # the run's guarantee is spent when built, and when loaded under another ledger
+
+    def _run_finished(self) -> bool:
+        return self.time >= self.constants.horizon
 
     def _derive_step_state(self) -> None:
         """Derive the per-step caches from the saved state.

@@ -446,7 +446,8 @@ class GOptimalDPDB(OwnAgent, Persistable):
         deployment; warns).
     accountant : Accountant, optional
         Records the run's guarantee before any noise is drawn (an over-budget run raises
-        :class:`PrivacyBudgetExceededError` at construction).
+        :class:`PrivacyBudgetExceededError` at construction). A saved agent loaded under another
+        ledger (``load(path, accountant=)``) pays the rest of its run there.
 
     Privacy
     -------
@@ -512,7 +513,8 @@ class GOptimalDPDB(OwnAgent, Persistable):
         self.settings = _settings(self.features.shape[0], horizon, epsilon, failure_probability, kappa,
                                   theta_bound, fw_tol, c_elim, play_count_scale, lambda_min_check)
         if math.isfinite(self.settings.epsilon):
-            spend(accountant, self.privacy, label=type(self).__name__)  # the whole run is one ε-DP release, spent before any noise
+            # the whole run is one ε-DP release, spent before any noise (with the lineage a load recognises)
+            spend(accountant, self.privacy, label=type(self).__name__, lineage=self.lineage)
         noise_seed = trial_streams(rng).noise if insecure_seeded_noise and noise_backend is None else None
         self._noise = privacy_noise(noise_seed, insecure_seeded_noise=insecure_seeded_noise, backend=noise_backend)
         self.active = np.arange(self.settings.n_arms, dtype=np.int64)
@@ -522,6 +524,11 @@ class GOptimalDPDB(OwnAgent, Persistable):
         self._asked: tuple[int, int] | None = None
         self._committed_arm: int | None = None
         self._start_phase(1)
+
+    _charges_run = True  # the run's guarantee is spent when built, and when loaded under another ledger
+
+    def _run_finished(self) -> bool:
+        return self.time >= self.settings.horizon
 
     @property
     def privacy(self) -> PureDP:

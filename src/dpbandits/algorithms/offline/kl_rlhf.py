@@ -124,6 +124,18 @@ class _PenalisedNegativeLogLikelihood:
         return np.asarray(h / self.n + self.nu * np.eye(d), dtype=np.float64)
 
 
+def _within_ball(theta: FloatArray, bound: float) -> FloatArray:
+    """``theta`` shrunk by one rounding at a time until ``np.linalg.norm(theta) <= bound`` holds in floating point.
+
+    The fit's certificate (:meth:`KLRLHFPolicy._solver_error_bound`) is computed on the returned θ̂,
+    so it covers the shrink; every dataset then passes a domain check ‖θ̂‖ <= B alike.
+    """
+    step = 1.0 - np.finfo(np.float64).eps
+    while float(np.linalg.norm(theta)) > bound:
+        theta = theta * step
+    return theta
+
+
 def bradley_terry_mle(
     feature_differences: ArrayLike,
     labels: ArrayLike,
@@ -275,16 +287,18 @@ def bradley_terry_mle(
             break
         nu_high, candidate = candidate, 0.25 * candidate
     else:  # pragma: no cover - the unconstrained optimum is inside the ball up to numerics
-        theta = state["x"]
+        theta = _within_ball(state["x"], bound)
         objective.nu = 0.0
         return BradleyTerryFit(theta, False, 0.0, float(np.linalg.norm(objective.gradient(theta))) * objective.n,
                                iterations)
     nu_star = float(brentq(excess, nu_low, nu_high, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=200))
     excess(nu_star)
     theta = state["x"]
-    # onto the sphere ‖θ‖ = B (up to one rounding): the root-find leaves ‖θ‖ − B ~ its tolerance, which
-    # would enter the solver-error certificate through the slack term n·ν·‖θ‖·(B − ‖θ‖)
-    theta = theta * (bound / float(np.linalg.norm(theta)))
+    # onto the sphere ‖θ‖ = B: the root-find leaves ‖θ‖ − B ~ its tolerance, which would enter the
+    # solver-error certificate through the slack term n·ν·‖θ‖·(B − ‖θ‖); then never above B in floating
+    # point (the rescaling alone may leave B + 1 ulp, which a domain check ‖θ̂‖ <= B would refuse on one
+    # dataset and not on its neighbour)
+    theta = _within_ball(theta * (bound / float(np.linalg.norm(theta))), bound)
     objective.nu = 0.0
     # KKT: ∇ℓ(θ̂) = n·ν·θ̂
     residual = float(np.linalg.norm(-objective.gradient(theta) - nu_star * theta)) * objective.n

@@ -9,7 +9,8 @@ releases, how the run stopped, ``spent()`` and the recorded entries must be iden
   0.1, budget 1.7, per-instance 0.8063 vs 0.8963 per sample), a reward at the bound added at the
   floor, and — with no domain declared — a record of an unseen arm added (both inputs must be
   refused alike, before any statistic is read). Linear: a record removed, an extreme record added.
-  RLHF: the first and the last label flipped. The baselines: the least-covered record removed.
+  RLHF: the first and the last label flipped; for the rejection sampler at its default U = B,
+  label flips whose fit lies on the sphere ‖θ‖ = B. The baselines: the least-covered record removed.
 * BAI: a whole ask/tell run per release (its guarantee is spent when the agent is built), on a
   reward table and its neighbour with one entry moved from the top to the bottom of the range.
 * Dueling: a run of the agent per release on the table where the lower index always wins, and its
@@ -19,12 +20,15 @@ releases, how the run stopped, ``spent()`` and the recorded entries must be iden
 
 Forks: each algorithm's saved object (a fitted policy or baseline, an agent a few rounds into its
 run) is loaded twice under one ledger; the second load must be refused, and a charged one must
-cost the same on both inputs.
+cost the same on both inputs. Loads: the saved object, built without a ledger, loaded under one:
+an agent (BAI, dueling) must pay the rest of its run there once (what one run costs), a policy
+nothing (it pays per sample).
 
 Negative controls: the KL MAB policy spending its per-instance Theorem 1 ε as a bare event (the
 defect of issue 23), which the ledger cannot tell from a domain event (the audit must tell the
-issue's neighbours apart: 2 vs 1 releases), and a loader that drops ``accountant=`` (a fork
-continues for free).
+issue's neighbours apart: 2 vs 1 releases), a loader that drops ``accountant=`` (a fork
+continues for free), and a DP-EBS loader that records the continuation but not the run (issue 32:
+an agent built without a ledger runs for free under the one it is loaded under).
 """
 
 from __future__ import annotations
@@ -35,13 +39,16 @@ from typing import Any
 
 import numpy as np
 
+from dpbandits._core.persistence import CONTINUATION_WINDOW
 from dpbandits.algorithms.bai.dp_bai import DPBAI, Baseline, DPBAIGauss
 from dpbandits.algorithms.bai.dp_od import DPOD
 from dpbandits.algorithms.bai.phased import PhasedAlgorithm
+from dpbandits.algorithms.dueling.dp_ebs_elimination import DPEBSElimination
 from dpbandits.algorithms.dueling.ldp_ebs_elimination import LDPEBSElimination
 from dpbandits.algorithms.kernel.baselines import PrivateFeatureRidge
 from dpbandits.algorithms.kernel.features import quadrature_fourier_features
 from dpbandits.algorithms.offline import KLLinearPolicy, KLMABPolicy, KLRLHFPolicy
+from dpbandits.algorithms.offline.accountants import rejection_sampling_guarantee
 from dpbandits.algorithms.offline.baselines import (
     ExponentialMechanismMAB,
     LaplaceStatisticsGreedyMAB,
@@ -109,6 +116,25 @@ class _DropsTheAccountant:
         return KLMABPolicy.from_bytes(data)
 
 
+class _LoadsWithoutTheRun:
+    """Broken (issue 32, defect 4): a loader that records the continuation but never charges the agent's run."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+
+    def to_bytes(self) -> bytes:
+        return self.agent.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, accountant: Any = None, on_fork: str = "refuse") -> Any:
+        agent = DPEBSElimination.from_bytes(data)  # loaded without the ledger
+        if accountant is not None:
+            accountant.record_continuation(agent.lineage, agent.generation, on_fork=on_fork,
+                                           charge=agent.privacy if on_fork == "charge" else None)
+            agent._generation += CONTINUATION_WINDOW
+        return agent
+
+
 def _linear_data() -> tuple[LoggedContextualData, list[NeighbourPair]]:
     data = simulate_logged_contextual(np.array([0.3, 0.2]), 300, rng=np.random.default_rng(23))
     removed = LoggedContextualData(data.features[1:], data.rewards[1:], data.reward_bound)
@@ -155,6 +181,39 @@ def _rlhf() -> tuple[Release, list[NeighbourPair], float, Callable[[Any], Any]]:
     return release, pairs, epsilon, fit
 
 
+def _rlhf_rejection() -> tuple[Release, list[NeighbourPair], float, float]:
+    """The rejection sampler at its default U = B on label flips that put the fit on the sphere ‖θ‖ = B.
+
+    Issue 32, defect 6: the fit's rescaling onto the sphere left ‖θ̂‖ = B + 1 ulp on one input of
+    these pairs (0.45000000000000007) and B − 1 ulp on the other, and the check ‖θ̂‖ <= U refused one
+    and served the other.
+    """
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(30, 2))
+    z /= np.maximum(1.0, np.linalg.norm(z, axis=1, keepdims=True))
+    labels = (z @ np.array([2.0, -1.0]) > 0).astype(float)
+    pairs = []
+    for index in (1, 2):
+        flipped = labels.copy()
+        flipped[index] = 1.0 - flipped[index]
+        pairs.append(NeighbourPair(f"label {index} flipped (the fit lies on ||theta|| = B = 0.45)",
+                                   PreferenceData(z, labels), PreferenceData(z, flipped)))
+    fit = _memo(lambda data: KLRLHFPolicy(eta=1.0, norm_bound=0.45).fit(data))
+    proposals = 50
+
+    def propose(generator: np.random.Generator, m: int) -> Any:
+        return ACTIONS[generator.integers(0, len(ACTIONS), size=m)]
+
+    def release(data: Any, accountant: Accountant) -> Any:
+        return fit(data).sample_by_rejection(propose, n_proposals=proposals, accountant=accountant)
+
+    policy = fit(pairs[0].data)  # the charge is public: the same on every input
+    charge = rejection_sampling_guarantee(policy.sample_guarantee(), policy.rejection_failure_bound(proposals))
+    probe = Accountant(delta_budget=0.01)
+    probe.spend(charge, 3)
+    return release, pairs, probe.spent().epsilon * (1.0 + 1e-9), 0.01  # three releases fit, a fourth does not
+
+
 def _baseline(cls: type, *, fit_releases: bool = False) -> tuple[Release, Callable[[Any], Any]]:
     fit = _memo(lambda data: cls(3, epsilon=1.0, min_count=10).fit(data))
 
@@ -172,6 +231,7 @@ def offline_budget_cases() -> list[BudgetCase]:
     """Budget cases of the KL policies (domain declared, and not) and the MAB baselines."""
     _, linear_pairs = _linear_data()
     rlhf_release, rlhf_pairs, rlhf_epsilon, rlhf_fit = _rlhf()
+    rejection, rejection_pairs, rejection_budget, rejection_delta = _rlhf_rejection()
     baseline_pairs = [ISSUE_PAIR]
     em, em_fit = _baseline(ExponentialMechanismMAB)
     rnm, rnm_fit = _baseline(ReportNoisyMaxMAB)
@@ -191,6 +251,8 @@ def offline_budget_cases() -> list[BudgetCase]:
                    _linear(rejection=False), 2.5, saved=_LINEAR_FIT),
         BudgetCase("kl-rlhf", "label DP over the public comparisons", rlhf_pairs, rlhf_release, 3.5 * rlhf_epsilon,
                    saved=rlhf_fit),
+        BudgetCase("kl-rlhf", "rejection sampler at U = B, T = 50, the fit on the sphere", rejection_pairs, rejection,
+                   rejection_budget, delta_budget=rejection_delta),
         BudgetCase("em-mab", "min_count = 10, eps = 1", baseline_pairs, em, 2.5, saved=em_fit),
         BudgetCase("rnm-mab", "min_count = 10, eps = 1", baseline_pairs, rnm, 2.5, saved=rnm_fit),
         BudgetCase("laplace-greedy-mab", "min_count = 10, eps = 1 (fit releases)", baseline_pairs, greedy, 2.5,
@@ -227,7 +289,7 @@ def _bai_release(algorithm: PhasedAlgorithm) -> Release:
 
 def _bai_case(name: str, description: str, algorithm: PhasedAlgorithm, **options: Any) -> BudgetCase:
     return BudgetCase(name, description, _bai_pair(3), _bai_release(algorithm), 2.5,
-                      saved=lambda table: _bai_run(algorithm, table, None, 9), **options)
+                      saved=lambda table: _bai_run(algorithm, table, None, 9), run_charged=True, **options)
 
 
 def _bai_pair(n_arms: int, bound: float = 1.0) -> list[NeighbourPair]:
@@ -280,11 +342,15 @@ def dueling_budget_cases() -> list[BudgetCase]:
         return LDPEBSElimination(3, 32, 1.0, **options)
     return [
         BudgetCase("dp-ebs-elimination", "K = 3, T = 32, eps = 1", pairs, _dueling_release(ebs), 2.5,
-                   saved=_dueling_saved(ebs)),
+                   saved=_dueling_saved(ebs), run_charged=True),
         BudgetCase("goptimal-dpdb", "d = 2, three arms", pairs, _dueling_release(goptimal), 2.5,
-                   saved=_dueling_saved(goptimal)),
+                   saved=_dueling_saved(goptimal), run_charged=True),
         BudgetCase("ldp-ebs-elimination", "K = 3, T = 32, eps = 1", pairs, _dueling_release(ldp), 2.5,
-                   saved=_dueling_saved(ldp)),
+                   saved=_dueling_saved(ldp), run_charged=True),
+        # negative control: issue 32's defect 4 (an agent loaded under a ledger runs without paying)
+        BudgetCase("dp-ebs-elimination", "a loader that never charges the run", pairs, _dueling_release(ebs), 2.5,
+                   saved=lambda table: _LoadsWithoutTheRun(_dueling_saved(ebs)(table)), run_charged=True,
+                   broken=True, notes={"control": "free run"}),
     ]
 
 
