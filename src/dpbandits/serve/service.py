@@ -144,6 +144,7 @@ HEAVY_LOAD_FAMILIES = frozenset({"kernel"})
 kernel approximation)."""
 
 # The statements of the frequent requests, built once (SQLAlchemy reuses their compiled form and cache key).
+_SELECT_OWNER = select(experiments.c.owner_id).where(experiments.c.id == bindparam("experiment_id"))
 _SELECT_STATE = select(experiments.c.state).where(experiments.c.id == bindparam("experiment_id"),
                                                   experiments.c.version == bindparam("version"))
 # the rows a stored state does not cover all have step >= its ``applied``: a range of the (experiment, step) index
@@ -223,7 +224,7 @@ class ExperimentService:
         """The experiment's agent in memory, up to date (loaded on a miss); call with the experiment's lock held.
 
         An agent marked stale catches up first (:meth:`_catch_up`). Another key's experiment takes
-        the path of a missing one (the row is read, then refused), so the two answer 404 in the same
+        the path of a missing one (its owner is read, then it is refused), so the two answer 404 in the same
         time. With ``inline`` (the caller is the event loop) a miss, a stale agent, another key's
         experiment, or an agent whose state is not small raises :class:`NeedsThread` instead of
         doing slow work.
@@ -261,9 +262,11 @@ class ExperimentService:
 
     def _stored(self, connection: Connection, owner_id: int, experiment_id: str) -> tuple[Any, bytes]:
         """The experiment's row (without its state) and its state, of one version."""
+        # the owner alone first: another key's experiment is refused after the same work as a missing one
+        # (one statement returning one integer or nothing), whatever the size of its row and state
+        if connection.execute(_SELECT_OWNER, {"experiment_id": experiment_id}).scalar() != owner_id:
+            raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
         for attempt in range(ATTEMPTS):
-            # the row without its state first: another key's experiment is refused after the same
-            # work as a missing one, whatever the size of its state
             row = self._owned_row(connection, owner_id, experiment_id)
             state = connection.execute(_SELECT_STATE, {"experiment_id": experiment_id,
                                                       "version": row["version"]}).scalar()
