@@ -130,3 +130,23 @@ def test_another_keys_experiment_in_memory_is_refused_as_a_missing_one(store: St
         seen[target] = list(statements)
     assert seen[experiment] == seen[missing] and seen[missing]
     assert service._live.get(experiment).owner_id == alice  # alice's agent is still in memory
+
+
+def test_a_stale_agent_catches_up_by_replaying_the_feedback_told_elsewhere(store: Store, monkeypatch: Any) -> None:
+    """Inside a window, a process behind the store replays the rows told since on its (large) agent before
+    a tell, instead of computing the tell on a stale agent, failing its commit and loading the agent
+    again: no state is read or deserialised, the agent in memory stays the same object."""
+    first, alice, _ = service_for(store)
+    second, _, _ = service_for(store)
+    bai = first.create(alice, "dp-bai", {"n_arms": 2, "budget": 400, "epsilon": 1.0}, insecure_seed=9)["id"]
+    handed = [first.ask(alice, bai, lease=10.0) for _ in range(4)]
+    agent = first._live.get(bai)
+    for step in (0, 1, 2):  # told through the other process: first's agent is behind
+        second.tell(alice, bai, handed[step]["ticket"], _told(handed[step]))
+    loads: list[str] = []
+    monkeypatch.setattr(first, "_load", lambda *args: loads.append("load"))  # would fail the tell below
+    monkeypatch.setattr(service_module, "LIGHT_STATE_BYTES", 0)  # a large agent: caught up before a tell
+    ack = first.tell(alice, bai, handed[3]["ticket"], _told(handed[3]))  # in order once caught up
+    assert ack["steps_applied"] == 4 and ack["steps_told"] == 4
+    assert loads == [] and first._live.get(bai) is agent
+    _check_store(first, bai, told=4)

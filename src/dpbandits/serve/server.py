@@ -139,7 +139,7 @@ def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronou
     # uvicorn (>= 0.30) kills a worker that has not answered its supervisor's ping within this many
     # seconds, with the requests it was serving: 5 s by default, which a worker's import or a busy machine
     # can exceed (the ping is answered by a thread, which needs the GIL)
-    patience = ({"timeout_worker_healthcheck": 60}
+    patience: dict[str, Any] = ({"timeout_worker_healthcheck": 60}
                 if "timeout_worker_healthcheck" in inspect.signature(uvicorn.run).parameters else {})
     uvicorn.run("dpbandits.serve.server:app_from_environment", factory=True, workers=workers, host=host,
                 port=port, log_level="warning", access_log=False, **patience)

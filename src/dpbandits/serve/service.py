@@ -49,8 +49,14 @@ action handed out by ``ask`` is also returned only after the commit (a next phas
 the last phase's noisy release, which is in the stored state before any of them leaves). Each
 commit checks the experiment's stored version is the one its computation started from, so several
 server processes on one store keep these guarantees (a request that lost the race is recomputed
-from the stored state). After a crash, or in another process, the agent is the stored state with
-the feedback stored since replayed in step order: nothing acknowledged is lost, nothing is counted
+from the stored state); once a commit computed on an agent fails, every later commit computed on
+it fails too (:mod:`dpbandits.serve.live`: its own next version number may be the one another
+process wrote). A refusal by a process's agent (a ticket of a window it has not reached, a step it
+believes told) is checked against the store first: the agent catches up — the feedback stored since
+its state is replayed when the store holds the same state, else the stored agent is loaded — and
+the ticket is judged again. Stored states over 32 kB are compressed
+(:mod:`dpbandits.serve.packing`). After a crash, or in another process, the agent is the stored
+state with the feedback stored since replayed in step order: nothing acknowledged is lost, nothing is counted
 twice (a step is unique in the feedback table), and noise is never drawn again for a value that
 left the process — the replayed steps lie inside one window, where no value is released, and a
 value drawn by a transaction that did not commit never left it. Releases on demand (samples) spend
@@ -585,6 +591,9 @@ class ExperimentService:
         digest = _feedback_hash(reported)
         with self._locks.hold(experiment_id):
             live = self._agent(owner_id, experiment_id, inline=inline)
+            if live.state_bytes > LIGHT_STATE_BYTES:  # (never inline) catch up before changing the agent: a
+                # tell computed on a stale one fails at its commit, and a large agent costs seconds to load
+                live = self._catch_up(owner_id, live) or live
             for _attempt in range(ATTEMPTS):
                 try:
                     return self._tell_on(live, ticket, digest, reported, inline=inline)
