@@ -51,6 +51,7 @@ class Load:
     def __init__(self) -> None:
         self.latencies: list[float] = []
         self.statuses: Counter[int] = Counter()
+        self.failures: Counter[str] = Counter()
         self.seconds = 0.0
         self.guard = threading.Lock()
 
@@ -71,14 +72,18 @@ def drive(urls: list[str], key: str, experiment: str, n_clients: int, seconds: f
     """``n_clients`` threads doing ask -> tell rounds, each request on a random one of ``urls``."""
     load = load or Load()
     stop = stop or threading.Event()
-    deadline = time.monotonic() + seconds
+    ready = threading.Barrier(n_clients + 1)  # the clock starts once every client is built (seconds, loaded)
+    go = threading.Event()
+    deadline = [0.0]
 
     def client(index: int) -> None:
         rng = np.random.default_rng([seed, index])
         clients = [httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=300)
                    for url in urls]
+        ready.wait()
+        go.wait()
         try:
-            while not stop.is_set() and time.monotonic() < deadline:
+            while not stop.is_set() and time.monotonic() < deadline[0]:
                 started = time.perf_counter()
                 asked = clients[int(rng.integers(len(urls)))].post(f"/v1/experiments/{experiment}/ask")
                 with load.guard:
@@ -94,16 +99,20 @@ def drive(urls: list[str], key: str, experiment: str, n_clients: int, seconds: f
                     load.statuses[told.status_code] += 1
                     if told.status_code == 200:
                         load.latencies.append(time.perf_counter() - started)
-        except httpx.HTTPError:
-            return
+        except httpx.HTTPError as exc:  # counted by class: a server that dropped a request, a timeout
+            with load.guard:
+                load.failures[type(exc).__name__] += 1
         finally:
             for http in clients:
                 http.close()
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(n_clients)]
-    started = time.perf_counter()
     for thread in threads:
         thread.start()
+    ready.wait()
+    deadline[0] = time.monotonic() + seconds
+    started = time.perf_counter()
+    go.set()
     for thread in threads:
         thread.join()
     load.seconds = time.perf_counter() - started
@@ -156,19 +165,21 @@ def bench_neighbour(db: str, label: str, processes: int, seconds: float, log: Pa
 def bench_spread(db: str, seconds: float, log: Path) -> None:
     key = _key(db, "spread")
     with ServerProcess(db, log=log) as first, ServerProcess(db, log=log) as second:
-        light, heavy = _create(first.url, key, 8), _create(first.url, key, 1000)
-        drive([first.url, second.url], key, heavy, 1, 1.0)  # both processes hold the heavy agent
+        light = _create(first.url, key, 8)
         one = drive([first.url], key, light, 16, seconds)
         two = drive([first.url, second.url], key, light, 16, seconds, seed=2)
+        heavy = _create(first.url, key, 1000)
+        drive([first.url, second.url], key, heavy, 1, 1.0)  # both processes hold the heavy agent
         heavy_one = drive([first.url], key, heavy, 4, seconds, seed=3)
         heavy_two = drive([first.url, second.url], key, heavy, 4, seconds, seed=4)
     print(f"PostgreSQL K=8: 1 process {one.rate:.0f} tells/s {dict(one.statuses)}; 2 processes spread per request "
-          f"{two.rate:.0f} tells/s {dict(two.statuses)}")
+          f"{two.rate:.0f} tells/s {dict(two.statuses)}; client failures {dict(one.failures + two.failures)}")
     report_ratio("spread: K=8 tells/s on 2 processes (per request) / on 1 (PostgreSQL)", two.rate / one.rate,
                  numerator=f"{two.rate:.0f} tells/s", denominator=f"{one.rate:.0f} tells/s", target=">= 0.8",
                  met=two.rate >= 0.8 * one.rate, note=f"503 share {100 * two.share_503():.2f} % (target <= 1 %)")
     print(f"PostgreSQL K=1000: 1 process {heavy_one.rate:.1f} tells/s {dict(heavy_one.statuses)}; 2 processes "
-          f"{heavy_two.rate:.1f} tells/s {dict(heavy_two.statuses)}")
+          f"{heavy_two.rate:.1f} tells/s {dict(heavy_two.statuses)}; client failures "
+          f"{dict(heavy_one.failures + heavy_two.failures)}")
     if heavy_one.rate > 0:
         report_ratio("spread: K=1000 tells/s on 2 processes (per request) / on 1 (PostgreSQL)",
                      heavy_two.rate / heavy_one.rate, numerator=f"{heavy_two.rate:.1f} tells/s",
