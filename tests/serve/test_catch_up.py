@@ -77,7 +77,7 @@ SPREAD_EXPERIMENTS = [("dp-ebs-elimination", {"n_arms": 4, "horizon": 400, "epsi
                       ("dp-bai", {"n_arms": 3, "budget": 60, "epsilon": 1.0})]  # short phases
 
 
-STEPS = 30
+STEPS = 20
 
 
 @pytest.mark.parametrize(("kind", "params"), SPREAD_EXPERIMENTS, ids=[kind for kind, _ in SPREAD_EXPERIMENTS])

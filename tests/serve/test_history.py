@@ -231,7 +231,7 @@ def check_history(store: Store, *, seed: int, processes: int, clients: int, rest
 
 
 def test_history_of_one_store_on_three_processes(store: Store) -> None:
-    check_history(store, seed=1, processes=3, clients=4, restarts=2, seconds=10)
+    check_history(store, seed=1, processes=3, clients=4, restarts=2, seconds=5)
 
 
 @pytest.mark.slow
