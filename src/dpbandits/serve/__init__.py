@@ -10,7 +10,8 @@ Modules, one idea each:
 * :mod:`~dpbandits.serve.tickets` — signed tickets linking an ask to its tell;
 * :mod:`~dpbandits.serve.locking` — serialising the writers of one experiment, across processes;
 * :mod:`~dpbandits.serve.leases` — the steps handed out, leased in the store;
-* :mod:`~dpbandits.serve.live` — agents kept in a server process's memory;
+* :mod:`~dpbandits.serve.live` — agents kept in a server process's memory (and how a stale one catches up);
+* :mod:`~dpbandits.serve.packing` — large stored states, compressed;
 * :mod:`~dpbandits.serve.workers` / :mod:`~dpbandits.serve.jobs` — CPU-heavy work in killable child
   processes with a time limit;
 * :mod:`~dpbandits.serve.quotas` — per-key limits; :mod:`~dpbandits.serve.store_errors` — which
@@ -23,8 +24,27 @@ Modules, one idea each:
   its HTML and charts.
 
 Start it with ``dpbandits serve --db experiments.db`` after ``dpbandits api-key create``
-(``--workers N`` for several server processes on one store). Needs the
+(``--workers N`` for several server processes on one store). It logs one line with its address,
+store and worker processes at start, and one per request with ``-v``. Needs the
 ``serve`` extra (``pip install "dpbandits[serve]"``).
+
+Deploying several processes
+---------------------------
+Every process serves every experiment correctly: a request that lands on a process whose agent is
+behind the store (another process told since) catches up — replaying the feedback stored since, or
+loading the stored state when a newer one was written — and a ticket is refused only if the stored
+state refuses it. Correct is not free, though: an experiment whose requests alternate between
+processes makes each process catch up on most requests, and when the other process has stored a
+newer state (at the end of each window, and every 64 steps) the agent is loaded again, which for a
+large agent (DP-BAI with K = 1000 arms: seconds) costs far more than the tell. **Route by experiment**
+when the deployment allows it: a load balancer that hashes the experiment id of the path
+(``/v1/experiments/{id}/...``, the same for its ask and its tell) to a process — nginx: a ``map`` of
+``$uri`` to the id and ``hash $experiment consistent``; HAProxy: ``balance uri depth 3`` — keeps each
+experiment's agent in one process's memory, and the processes share the store for durability and
+failover. With ``--workers N``, which spreads connections
+rather than experiments, keep a client on one connection (HTTP keep-alive) so that its requests stay
+on one process; heavy experiments spread per request over processes run at a fraction of their speed
+on one (``benchmarks/bench_serve_scale.py`` measures it).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 import traceback
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
@@ -105,6 +106,34 @@ class BodyLimit:
 class _TooLarge(Exception):
     def __init__(self, limit: int) -> None:
         self.limit = limit
+
+
+class RequestLog:
+    """Log one line per request at DEBUG (``dpbandits serve -v``): method, path, status and milliseconds.
+
+    Never the query string, a header or the body (they may hold a key or feedback).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started, status = time.perf_counter(), 0
+
+        async def tracked(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        finally:
+            _log.debug("%s %s %d %.1f ms", scope.get("method"), scope.get("path"), status,
+                       1000 * (time.perf_counter() - started))
 
 
 class ErrorBoundary:
@@ -277,7 +306,8 @@ class _StepsFreed:
 
 def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, json_limit: int = MAX_JSON_BYTES,
                upload_limit: int = MAX_UPLOAD_BYTES, lease_seconds: float = LEASE_SECONDS,
-               quotas: Quotas | None = None, time_limit: float = 60.0, behind_tls: bool = False) -> FastAPI:
+               quotas: Quotas | None = None, time_limit: float = 60.0, behind_tls: bool = False,
+               log_requests: bool = False) -> FastAPI:
     """Build the application on a store (see :func:`dpbandits.serve.storage.make_engine`).
 
     Parameters
@@ -296,6 +326,8 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     behind_tls : bool, default False
         The server is reached over TLS (a proxy terminates it): the status page's cookies are
         ``Secure`` whatever the request's scheme (see :mod:`dpbandits.serve.status_routes`).
+    log_requests : bool, default False
+        Log each request at DEBUG (:class:`RequestLog`).
 
     Returns
     -------
@@ -453,6 +485,8 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     add_status_routes(app, engine, keys, behind_tls=behind_tls)
     app.add_middleware(BodyLimit, json_limit=json_limit, upload_limit=upload_limit)
     app.add_middleware(ErrorBoundary)  # inside Starlette's ServerErrorMiddleware: it never re-raises
+    if log_requests:
+        app.add_middleware(RequestLog)  # outermost: it sees the status every other layer answered
     return app
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dpbandits._core.errors import DPBanditsError, NotFittedError, PrivacyBudgetExceededError
 
-__all__ = ["Cancelled", "Conflict", "NotFound", "QuotaExceeded", "Retry", "ServiceError", "TimeLimitExceeded", "TooLarge", "library_error_status"]
+__all__ = ["Cancelled", "Conflict", "InvalidRequest", "NotFound", "QuotaExceeded", "Retry", "ServiceError", "TimeLimitExceeded", "TooLarge", "library_error_status"]
 
 
 class ServiceError(DPBanditsError):
@@ -17,6 +17,16 @@ class ServiceError(DPBanditsError):
         super().__init__(message)
         if code is not None:
             self.code = code
+
+
+class InvalidRequest(ServiceError):
+    """A malformed request body: a value of the wrong JSON type, a missing or unknown field.
+
+    422, as the body models' own validation answers.
+    """
+
+    status = 422
+    code = "invalid_request"
 
 
 class NotFound(ServiceError):

@@ -4,8 +4,14 @@ A request of an experiment finds its agent here (loaded from the store on a miss
 process: see :mod:`dpbandits.serve.workers`), works on it under the experiment's lock, and bumps
 its ``version`` as it computes a write; the write's commit checks that the store still holds the
 version the computation started from. When a commit fails, the agent (which is then ahead of the
-store) is dropped and the next request loads the stored one. A request the service refuses before
-changing the agent (feedback out of range, a wrong ticket) leaves it in place.
+store) is *broken*: it is dropped, the next request loads the stored one, and every commit computed
+on it after the failed one fails too. (A version number alone does not name a stored state: the
+store reaches version ``v + 1`` through another process's write as well, so a commit computed on
+this agent's own uncommitted ``v + 1`` would pass a version check it must fail.) When a check
+finds the store ahead while the agent itself is intact (an ask changes no agent), the agent is
+*stale*: the next request catches it up by replaying the feedback stored since, or reloads it. A
+request the service refuses before changing the agent (feedback out of range, a wrong ticket)
+leaves it in place.
 """
 
 from __future__ import annotations
@@ -43,6 +49,11 @@ class LiveAgent:
     snapshot: int = 0  # steps applied to the stored state (<= applied: later ones are replayed from the log)
     snapshot_committed: bool = True  # False while the write of the state at ``snapshot`` is not committed
     in_flight: dict[str, tuple[str, Future[Any]]] = field(default_factory=dict)  # ticket -> (hash, commit)
+    # a commit computed on this agent failed: the agent is ahead of the store, and so is every later
+    # computation on it (their commits fail too, whatever version number the store holds meanwhile)
+    broken: bool = False
+    # a version check found the store ahead (another process wrote): catch up before the next request
+    stale: bool = False
     _window: tuple[int, list[Action]] = (-1, [])  # (first step, actions) of the cached schedule
 
     def schedule(self) -> list[Action]:
@@ -103,6 +114,9 @@ class LiveAgents:
                 self._agents.pop(experiment_id, None)
 
     def forget_all(self, experiment_ids: set[str]) -> None:
-        """Drop the agents of ``experiment_ids`` (after a failed commit of theirs)."""
-        for experiment_id in experiment_ids:
-            self.forget(experiment_id)
+        """Drop the agents of ``experiment_ids`` (after a failed commit of theirs); they are broken."""
+        with self._guard:
+            for experiment_id in experiment_ids:
+                live = self._agents.pop(experiment_id, None)
+                if live is not None:
+                    live.broken = True

@@ -11,16 +11,53 @@ the database's write lock, so more processes mostly add parallel reads and compu
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import json
+import logging
 import os
+import sys
 from dataclasses import asdict
 from typing import Any
 
 from dpbandits._core.errors import InvalidParameterError
 
-__all__ = ["app_from_environment", "main", "run"]
+__all__ = ["AGENT_MODULES", "app_from_environment", "configure_logging", "main", "run", "store_label", "warm_up"]
 
 _SETTINGS = "DPBANDITS_SERVE_SETTINGS"
+_log = logging.getLogger("dpbandits.serve")
+AGENT_MODULES = ("dpbandits.algorithms.bai", "dpbandits.algorithms.dueling", "dpbandits.algorithms.offline",
+                 "dpbandits.serve.jobs")
+"""Imported by a server process before it listens: the agents it loads itself (small states) are
+built from them, and their first import takes seconds, which the first request would pay."""
+
+
+def store_label(db: str) -> str:
+    """The store ``db`` as a log line shows it: a SQLite file's path, or a URL without its password."""
+    from sqlalchemy.engine import make_url
+
+    from dpbandits.serve.storage import database_url
+
+    url = make_url(database_url(db))
+    if url.get_backend_name() == "sqlite":
+        return f"SQLite {url.database}"
+    return url.render_as_string(hide_password=True)
+
+
+def configure_logging(level: int) -> None:
+    """Log lines of ``dpbandits`` at ``level`` and above on stderr (unless the command line set a handler)."""
+    logger = logging.getLogger("dpbandits")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[dpbandits] %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level)
+
+
+def warm_up() -> None:
+    """Import the agents' modules now (see :data:`AGENT_MODULES`)."""
+    for name in AGENT_MODULES:
+        importlib.import_module(name)
 
 
 def _application(settings: dict[str, Any]) -> Any:
@@ -29,11 +66,15 @@ def _application(settings: dict[str, Any]) -> Any:
     from dpbandits.serve.storage import make_engine
     from dpbandits.serve.workers import start_workers
 
+    if settings.get("log_level") is not None:  # a worker process of --workers N: the parent's level
+        configure_logging(settings["log_level"])
     engine = make_engine(settings["db"], synchronous=settings["sqlite_synchronous"])
     start_workers()  # before listening: the first heavy request does not wait for the library's import
+    warm_up()  # nor the first request that loads a small agent in this process
     return create_app(engine, allow_insecure_seeded_noise=settings["allow_insecure_seeded_noise"],
                       lease_seconds=settings["lease_seconds"], quotas=Quotas(**settings["quotas"]),
-                      time_limit=settings["time_limit"], behind_tls=settings["behind_tls"])
+                      time_limit=settings["time_limit"], behind_tls=settings["behind_tls"],
+                      log_requests=logging.getLogger("dpbandits.serve").isEnabledFor(logging.DEBUG))
 
 
 def app_from_environment() -> Any:
@@ -82,15 +123,26 @@ def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronou
         raise InvalidParameterError(f"workers must be an integer >= 1; got {workers!r}")
     settings = {"db": db, "sqlite_synchronous": sqlite_synchronous, "lease_seconds": lease_seconds,
                 "allow_insecure_seeded_noise": allow_insecure_seeded_noise, "time_limit": time_limit,
-                "behind_tls": behind_tls,
+                "behind_tls": behind_tls, "log_level": logging.getLogger("dpbandits").getEffectiveLevel(),
                 "quotas": asdict(quotas or Quotas())}
     make_engine(db, synchronous=sqlite_synchronous).dispose()  # the schema exists before any worker starts
+    verbose = _log.isEnabledFor(logging.DEBUG)
+    started = (f"dpbandits serve: http://{host}:{port}, store {store_label(db)}, {workers} worker "
+               f"process{'' if workers == 1 else 'es'}" + (" (each request logged)" if verbose else ""))
     if workers == 1:
-        uvicorn.run(_application(settings), host=host, port=port, log_level="warning", access_log=False)
+        application = _application(settings)
+        _log.info("%s", started)
+        uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False)
         return
     os.environ[_SETTINGS] = json.dumps(settings)  # inherited by uvicorn's worker processes
+    _log.info("%s", started)
+    # uvicorn (>= 0.30) kills a worker that has not answered its supervisor's ping within this many
+    # seconds, with the requests it was serving: 5 s by default, which a worker's import or a busy machine
+    # can exceed (the ping is answered by a thread, which needs the GIL)
+    patience: dict[str, Any] = ({"timeout_worker_healthcheck": 60}
+                if "timeout_worker_healthcheck" in inspect.signature(uvicorn.run).parameters else {})
     uvicorn.run("dpbandits.serve.server:app_from_environment", factory=True, workers=workers, host=host,
-                port=port, log_level="warning", access_log=False)
+                port=port, log_level="warning", access_log=False, **patience)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -111,7 +163,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-experiments", type=int, default=defaults.experiments)
     parser.add_argument("--max-concurrent-requests", type=int, default=defaults.concurrent_requests)
     parser.add_argument("--max-state-bytes", type=int, default=defaults.state_bytes)
+    parser.add_argument("-v", "--verbose", action="store_true", help="Log each request.")
+    parser.add_argument("-q", "--quiet", action="store_true", help="Log warnings and errors only.")
     options = parser.parse_args(argv)
+    configure_logging(logging.WARNING if options.quiet else logging.DEBUG if options.verbose else logging.INFO)
     quotas = Quotas(experiments=options.max_experiments, concurrent_requests=options.max_concurrent_requests,
                     state_bytes=options.max_state_bytes)
     run(options.db, host=options.host, port=options.port, sqlite_synchronous=options.sqlite_synchronous,

@@ -49,8 +49,14 @@ action handed out by ``ask`` is also returned only after the commit (a next phas
 the last phase's noisy release, which is in the stored state before any of them leaves). Each
 commit checks the experiment's stored version is the one its computation started from, so several
 server processes on one store keep these guarantees (a request that lost the race is recomputed
-from the stored state). After a crash, or in another process, the agent is the stored state with
-the feedback stored since replayed in step order: nothing acknowledged is lost, nothing is counted
+from the stored state); once a commit computed on an agent fails, every later commit computed on
+it fails too (:mod:`dpbandits.serve.live`: its own next version number may be the one another
+process wrote). A refusal by a process's agent (a ticket of a window it has not reached, a step it
+believes told) is checked against the store first: the agent catches up — the feedback stored since
+its state is replayed when the store holds the same state, else the stored agent is loaded — and
+the ticket is judged again. Stored states over 32 kB are compressed
+(:mod:`dpbandits.serve.packing`). After a crash, or in another process, the agent is the stored
+state with the feedback stored since replayed in step order: nothing acknowledged is lost, nothing is counted
 twice (a step is unique in the feedback table), and noise is never drawn again for a value that
 left the process — the replayed steps lie inside one window, where no value is released, and a
 value drawn by a transaction that did not commit never left it. Releases on demand (samples) spend
@@ -67,6 +73,7 @@ or sufficient statistics. Raw feedback is kept in the store only until a stored 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import pickle
@@ -91,6 +98,7 @@ from dpbandits.privacy.accounting import Accountant
 from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.serve.errors import (
     Conflict,
+    InvalidRequest,
     NotFound,
     QuotaExceeded,
     Retry,
@@ -116,9 +124,10 @@ from dpbandits.serve.locking import (
     retrying,
     then,
 )
+from dpbandits.serve.packing import pack, unpack
 from dpbandits.serve.quotas import Quotas
 from dpbandits.serve.storage import api_keys, experiments, feedback, is_sqlite, ticket_secret
-from dpbandits.serve.tickets import issue_ticket, parse_ticket, ticket_matches
+from dpbandits.serve.tickets import Ticket, issue_ticket, parse_ticket, ticket_matches
 from dpbandits.serve.workers import run_isolated
 
 __all__ = ["ATTEMPTS", "ExperimentService", "NeedsThread", "library_error_status"]
@@ -133,12 +142,17 @@ LIGHT_STATE_BYTES = 32 * 1024
 more than their load); larger ones, and those of :data:`HEAVY_LOAD_FAMILIES`, in a child process."""
 SNAPSHOT_EVERY = 64
 """At most this many applied steps between two stored states of an agent (the feedback a load replays)."""
+UNPACK_LIMIT = 256 * 2**20
+"""Largest state a stored packed state may inflate to, whatever the state quota is now (it may have
+been lowered since the state was written)."""
 HEAVY_LOAD_FAMILIES = frozenset({"kernel"})
 """Families whose agents do seconds of set-up when loaded whatever their size (USCA rebuilds its
 kernel approximation)."""
 
 # The statements of the frequent requests, built once (SQLAlchemy reuses their compiled form and cache key).
-_SELECT_LOADED = select(experiments).where(experiments.c.id == bindparam("experiment_id"))
+_SELECT_OWNER = select(experiments.c.owner_id).where(experiments.c.id == bindparam("experiment_id"))
+_SELECT_STATE = select(experiments.c.state).where(experiments.c.id == bindparam("experiment_id"),
+                                                  experiments.c.version == bindparam("version"))
 # the rows a stored state does not cover all have step >= its ``applied``: a range of the (experiment, step) index
 _SELECT_PENDING = select(feedback.c.step, feedback.c.ticket, feedback.c.payload).where(
     feedback.c.experiment_id == bindparam("experiment_id"), feedback.c.step >= bindparam("since"),
@@ -213,29 +227,32 @@ class ExperimentService:
     # ------------------------------------------------------------------------------ live agents
     def _agent(self, owner_id: int, experiment_id: str, cancel: threading.Event | None = None, *,
                inline: bool = False) -> LiveAgent:
-        """The experiment's agent in memory (loaded on a miss); call with the experiment's lock held.
+        """The experiment's agent in memory, up to date (loaded on a miss); call with the experiment's lock held.
 
-        With ``inline`` (the caller is the event loop) a miss, or an agent whose state is not small,
-        raises :class:`NeedsThread` instead of doing slow work.
+        An agent marked stale catches up first (:meth:`_catch_up`). Another key's experiment takes
+        the path of a missing one (its owner is read, then it is refused), so the two answer 404 in the same
+        time. With ``inline`` (the caller is the event loop) a miss, a stale agent, another key's
+        experiment, or an agent whose state is not small raises :class:`NeedsThread` instead of
+        doing slow work.
         """
         live = self._live.get(experiment_id)
-        if inline and (live is None or live.state_bytes > LIGHT_STATE_BYTES):
+        if live is not None and live.owner_id != owner_id:
+            live = None  # another key's experiment does not exist for this key: read as a missing one
+        if inline and (live is None or live.stale or live.state_bytes > LIGHT_STATE_BYTES):
             raise NeedsThread(experiment_id)
-        live = live or self._load(owner_id, experiment_id, cancel)
-        if live.owner_id != owner_id:  # another key's experiment does not exist for this key
-            raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
+        if live is None:
+            return self._load(owner_id, experiment_id, cancel)
+        if live.stale:
+            return self._catch_up(owner_id, live, cancel) or live
         return live
 
     def _load(self, owner_id: int, experiment_id: str, cancel: threading.Event | None) -> LiveAgent:
         with self.engine.connect() as connection:
-            row = connection.execute(_SELECT_LOADED, {"experiment_id": experiment_id}).mappings().first()
-            if row is None or row["owner_id"] != owner_id:
-                raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
+            row, state = self._stored(connection, owner_id, experiment_id)
             pending = connection.execute(_SELECT_PENDING, {"experiment_id": experiment_id,
                                                            "since": row["applied"]}).all()
         kind = get_kind(row["kind"])
         params = kind.params.model_validate_json(row["params"])
-        state = bytes(row["state"])
         if len(state) <= LIGHT_STATE_BYTES and kind.family.name not in HEAVY_LOAD_FAMILIES:
             agent = kind.load(params, state)  # milliseconds: cheaper than a child process
         else:
@@ -247,6 +264,64 @@ class ExperimentService:
                          json.loads(row["summary"]), snapshot=row["applied"])
         self._replay(live)
         self._live.put(live)
+        return live
+
+    def _stored(self, connection: Connection, owner_id: int, experiment_id: str) -> tuple[Any, bytes]:
+        """The experiment's row (without its state) and its state, of one version."""
+        # the owner alone first: another key's experiment is refused after the same work as a missing one
+        # (one statement returning one integer or nothing), whatever the size of its row and state
+        if connection.execute(_SELECT_OWNER, {"experiment_id": experiment_id}).scalar() != owner_id:
+            raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
+        for attempt in range(ATTEMPTS):
+            row = self._owned_row(connection, owner_id, experiment_id)
+            state = connection.execute(_SELECT_STATE, {"experiment_id": experiment_id,
+                                                      "version": row["version"]}).scalar()
+            if state is not None:
+                return row, unpack(bytes(state), max(self.quotas.state_bytes, UNPACK_LIMIT))
+            time.sleep(backoff(attempt))  # written meanwhile by another process: read again
+        raise Retry("the experiment changed in another server process; retry")
+
+    def _catch_up(self, owner_id: int, live: LiveAgent, cancel: threading.Event | None = None) -> LiveAgent | None:
+        """Bring ``live`` up to the stored state; None if it is up to date already.
+
+        First this process's own commits of the agent in flight settle (one that fails breaks it).
+        A broken or dropped agent is loaded again. If the store holds the same state the agent
+        stands on (the same snapshot step: other processes only told steps inside its window), the
+        feedback stored since is replayed on it — no state is read or deserialised; else (a newer
+        snapshot: a window ended, or its feedback is erased) the stored agent is loaded. The row is
+        read before the feedback, so the version taken is never newer than the feedback replayed
+        (a commit computed on it fails, at worst, and is recomputed).
+        """
+        for _digest, in_flight in list(live.in_flight.values()):
+            with contextlib.suppress(Exception):
+                in_flight.result()
+        if live.broken or self._live.get(live.id) is not live:
+            self._live.forget(live.id, live)
+            return self._load(owner_id, live.id, cancel)
+        with self.engine.connect() as connection:
+            row = self._owned_row(connection, owner_id, live.id)
+            if row["version"] == live.version:
+                live.stale = False
+                return None
+            if row["applied"] != live.snapshot or not live.snapshot_committed or row["applied"] > live.applied:
+                pending = None
+            else:
+                pending = connection.execute(_SELECT_PENDING, {"experiment_id": live.id,
+                                                               "since": live.applied}).all()
+        if pending is None:
+            self._live.forget(live.id, live)
+            return self._load(owner_id, live.id, cancel)
+        for step, ticket_text, payload in pending:
+            if int(step) >= live.applied and int(step) not in live.buffered:
+                live.buffered[int(step)] = (ticket_text, json.loads(payload))
+        try:
+            self._replay(live)
+        except BaseException:
+            self._break(live)
+            raise
+        live.version, live.told, live.closed = row["version"], row["told"], bool(row["closed"])
+        live.summary = json.loads(row["summary"])
+        live.stale = False
         return live
 
     @staticmethod
@@ -267,19 +342,38 @@ class ExperimentService:
         """The agent a child process built or loaded (from the state itself if it could not be pickled)."""
         return pickle.loads(pickled) if pickled is not None else kind.load(params, state)
 
-    def _submit(self, key: str, work: Callable[[Connection], T], live: LiveAgent | None = None) -> Future[T]:
-        """Queue ``work`` on the commit thread; if it fails, ``live`` (ahead of the store) is dropped."""
+    def _submit(self, key: str, work: Callable[[Connection], T], live: LiveAgent | None = None, *,
+                changed: bool = True) -> Future[T]:
+        """Queue ``work``, computed on ``live``, on the commit thread.
+
+        ``work`` fails with :class:`Retry`, writing nothing, if a commit computed on ``live`` before
+        it failed (``live`` is broken: ``work`` may depend on what that commit held). If ``work``
+        itself fails, ``live`` is broken and dropped when the computation ``changed`` it (it is
+        ahead of the store); else (an ask) it is only marked stale when the store was ahead.
+        """
         if live is None:
             return self._writer.submit(key, work)
 
         def job(connection: Connection) -> T:
+            if live.broken:
+                raise Retry("the experiment changed in another server process; retry")
             try:
                 return work(connection)
+            except Retry:
+                if changed:
+                    self._break(live)
+                else:
+                    live.stale = True
+                raise
             except BaseException:
-                self._live.forget(live.id, live)
+                self._break(live)
                 raise
 
         return self._writer.submit(key, job)
+
+    def _break(self, live: LiveAgent) -> None:
+        live.broken = True
+        self._live.forget(live.id, live)
 
     def _owned_row(self, connection: Connection, owner_id: int, experiment_id: str) -> Any:
         row = connection.execute(SELECT_ROW, {"experiment_id": experiment_id}).mappings().first()
@@ -316,7 +410,10 @@ class ExperimentService:
         try:
             model = kind.params.model_validate(params)
         except ValidationError as exc:
-            raise ServiceError(f"invalid parameters for kind {kind_name!r}: {_validation_message(exc)}") from None
+            # a wrong JSON type, a missing or unknown field: malformed (422, as every body's type error); else
+            # a value out of range (400)
+            error = InvalidRequest if any(_is_type_error(e["type"]) for e in exc.errors()) else ServiceError
+            raise error(f"invalid parameters for kind {kind_name!r}: {_validation_message(exc)}") from None
         if insecure_seed is not None and not self.allow_insecure_seeded_noise:
             raise ServiceError("insecure_seed is refused: this server runs secure noise only (start it with "
                                "--allow-insecure-seeded-noise for tests)", code="insecure_refused")
@@ -465,7 +562,8 @@ class ExperimentService:
             action = schedule[step - applied]
             return {"ticket": issue_ticket(self._secret, experiment_id, step, action), "step": step, **action}
 
-        return then(self._submit(experiment_id, lease_a_step, live), handed)
+        # an ask changes no agent: if the store is ahead, the agent is only stale (caught up next time)
+        return then(self._submit(experiment_id, lease_a_step, live, changed=False), handed)
 
     # ------------------------------------------------------------------------------ tell
     def tell(self, owner_id: int, experiment_id: str, ticket_text: str, reported: Feedback) -> dict[str, Any]:
@@ -493,47 +591,69 @@ class ExperimentService:
         digest = _feedback_hash(reported)
         with self._locks.hold(experiment_id):
             live = self._agent(owner_id, experiment_id, inline=inline)
-            in_flight = live.in_flight.get(ticket.text)
-            if in_flight is not None:  # a retry while the first tell is being committed
-                return then(in_flight[1], lambda ack: _retried(ack, in_flight[0], digest))
-            if live.closed:
-                raise Conflict("the experiment is closed", code="closed")
-            if ticket.step < live.applied or ticket.step in live.buffered:
-                return done_future(self._told_before(ticket.text, digest))
-            schedule = live.schedule()
-            index = ticket.step - live.applied
-            if index >= len(schedule) or not ticket_matches(self._secret, ticket, schedule[index]):
-                raise ServiceError("ticket is not valid for this experiment (not issued by this server)",
-                                   code="invalid_ticket")
-            payload = live.kind.family.check_feedback(live.agent, schedule[index], reported)
-            steps = _in_order(live, ticket.text, ticket.step, payload)
-            isolated = bool(steps) and self._heavy_step(live, len(steps), schedule)
-            if isolated and inline:
-                raise NeedsThread(experiment_id)
-            try:  # from here on the agent changes: any failure drops it (the store holds the last commit)
-                work = self._apply(live, ticket.text, ticket.step, payload, digest, schedule, steps, isolated)
-            except BaseException:
-                self._live.forget(experiment_id, live)
-                raise
-            committed = self._submit(experiment_id, work, live)
-            live.in_flight[ticket.text] = (digest, committed)
-            snapshot = live.snapshot
+            if live.state_bytes > LIGHT_STATE_BYTES:  # (never inline) catch up before changing the agent: a
+                # tell computed on a stale one fails at its commit, and a large agent costs seconds to load
+                live = self._catch_up(owner_id, live) or live
+            for _attempt in range(ATTEMPTS):
+                try:
+                    return self._tell_on(live, ticket, digest, reported, inline=inline)
+                except _Refusal as refusal:
+                    # refused by the agent in memory, which may be behind the store (another process told
+                    # since): refused only if the stored state refuses it too
+                    if inline:
+                        raise NeedsThread(experiment_id) from None
+                    caught_up = self._catch_up(owner_id, live)
+                    if caught_up is None:
+                        raise refusal.error from None
+                    live = caught_up
+            raise Retry("the experiment keeps changing in other server processes; retry")
 
-            def settled(future: Future[Any]) -> None:
-                live.in_flight.pop(ticket.text, None)
-                if future.exception() is None and live.snapshot == snapshot:
-                    live.snapshot_committed = True  # (on a failure the agent is dropped)
+    def _tell_on(self, live: LiveAgent, ticket: Ticket, digest: str, reported: Feedback, *,
+                 inline: bool) -> Future[Any]:
+        """:meth:`tell_later` on the agent ``live``; :class:`_Refusal` if this agent refuses the ticket."""
+        experiment_id = live.id
+        in_flight = live.in_flight.get(ticket.text)
+        if in_flight is not None:  # a retry while the first tell is being committed
+            return then(in_flight[1], lambda ack: _retried(ack, in_flight[0], digest))
+        if live.closed:
+            raise Conflict("the experiment is closed", code="closed")
+        if ticket.step < live.applied or ticket.step in live.buffered:
+            earlier = self._told_before(ticket.text)
+            if earlier is None:
+                raise _Refusal(Conflict("this step was already told through another ticket; ask again",
+                                        code="step_already_told"))
+            return done_future(_retried(json.loads(earlier[1]), earlier[0], digest))
+        schedule = live.schedule()
+        index = ticket.step - live.applied
+        if index >= len(schedule) or not ticket_matches(self._secret, ticket, schedule[index]):
+            raise _Refusal(ServiceError("ticket is not valid for this experiment (not issued by this server)",
+                                        code="invalid_ticket"))
+        payload = live.kind.family.check_feedback(live.agent, schedule[index], reported)
+        steps = _in_order(live, ticket.text, ticket.step, payload)
+        isolated = bool(steps) and self._heavy_step(live, len(steps), schedule)
+        if isolated and inline:
+            raise NeedsThread(experiment_id)
+        try:  # from here on the agent changes: any failure drops it (the store holds the last commit)
+            work = self._apply(live, ticket.text, ticket.step, payload, digest, schedule, steps, isolated)
+        except BaseException:
+            self._break(live)
+            raise
+        committed = self._submit(experiment_id, work, live)
+        live.in_flight[ticket.text] = (digest, committed)
+        snapshot = live.snapshot
 
-            committed.add_done_callback(settled)
-            return committed
+        def settled(future: Future[Any]) -> None:
+            live.in_flight.pop(ticket.text, None)
+            if future.exception() is None and live.snapshot == snapshot:
+                live.snapshot_committed = True  # (on a failure the agent is dropped)
 
-    def _told_before(self, ticket_text: str, digest: str) -> dict[str, Any]:
-        """The answer to a tell of a step already told: the original acknowledgement, or a 409."""
+        committed.add_done_callback(settled)
+        return committed
+
+    def _told_before(self, ticket_text: str) -> Any:
+        """The stored (feedback hash, acknowledgement) of a told ticket, or None."""
         with self.engine.connect() as connection:
-            earlier = connection.execute(_SELECT_TOLD_TICKET, {"ticket_text": ticket_text}).first()
-        if earlier is None:
-            raise Conflict("this step was already told through another ticket; ask again", code="step_already_told")
-        return _retried(json.loads(earlier[1]), earlier[0], digest)
+            return connection.execute(_SELECT_TOLD_TICKET, {"ticket_text": ticket_text}).first()
 
     def _heavy_step(self, live: LiveAgent, count: int, schedule: list[Any]) -> bool:
         """Whether applying ``count`` steps runs in a child process (see :meth:`_apply`)."""
@@ -586,7 +706,8 @@ class ExperimentService:
             state = live.agent.to_bytes() if fresh is None else fresh["state"]
             live.state_bytes = len(state)
             self.quotas.check_state(state)
-            values.update(new_state=state, new_applied=live.applied, new_summary=json.dumps(live.summary))
+            # packed: a large state's snapshot holds up less the commit other experiments' tells share
+            values.update(new_state=pack(state), new_applied=live.applied, new_summary=json.dumps(live.summary))
             live.snapshot, live.snapshot_committed = live.applied, False
         covered = snapshot and step < live.applied  # this step's payload is in the state written
         row = {"ticket": ticket_text, "experiment_id": experiment_id, "step": step, "feedback_hash": digest,
@@ -757,6 +878,14 @@ class ExperimentService:
         return {"samples": drawn["samples"], **budget}
 
 
+class _Refusal(Exception):
+    """A tell refused by the agent in memory: ``error`` is the answer if the stored state refuses it too."""
+
+    def __init__(self, error: ServiceError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 def _cover(connection: Connection, experiment_id: str, since: int, covered: int) -> None:
     """A state covering the steps below ``covered`` was written: erase their raw feedback and leases.
 
@@ -784,6 +913,12 @@ def _retried(ack: dict[str, Any], told_hash: str, digest: str) -> dict[str, Any]
     if told_hash != digest:
         raise Conflict("this ticket was already told with other feedback", code="ticket_already_told")
     return {**ack, "duplicate": True}
+
+
+def _is_type_error(error_type: str) -> bool:
+    """Whether a pydantic error type says the request is malformed rather than a value out of range."""
+    return (error_type.endswith(("_type", "_parsing")) or error_type in ("missing", "extra_forbidden")
+            or error_type.startswith("is_instance"))
 
 
 def _validation_message(exc: ValidationError) -> str:
