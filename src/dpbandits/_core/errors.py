@@ -106,7 +106,14 @@ class LedgerCorruptError(DPBanditsError, ValueError):
 
 
 class LedgerStorageError(DPBanditsError, OSError):
-    """The database under a durable ledger failed (not a database, full, read-only, locked, a conflict)."""
+    """The database under a durable ledger failed (not a database, full, read-only, locked, a conflict).
+
+    ``database_error`` is the database driver's exception (SQLAlchemy's) when there was one, so that a
+    caller can tell a failure a retry can fix (a terminated connection, a serialization failure) from
+    one it cannot; the message is one line either way.
+    """
+
+    database_error: BaseException | None = None
 
 
 class DependencyNotInstalledError(DPBanditsError, ImportError):

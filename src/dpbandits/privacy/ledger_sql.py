@@ -114,10 +114,16 @@ def _storage_error(exc: DBAPIError, where: str) -> LedgerStorageError:
     """One line for a database failure (the driver's first line, no SQL, no parameters)."""
     original = exc.orig if exc.orig is not None else exc
     first = (str(original).strip().splitlines() or [type(original).__name__])[0]
+    error: LedgerStorageError
     if getattr(original, "sqlstate", None) in _CONFLICT_STATES:
-        return _Conflict(f"{where}: a concurrent spend on the same ledger conflicted ({first}); nothing was "
-                         "recorded: roll back this transaction and retry it")
-    return LedgerStorageError(f"{where}: the database failed: {first}")
+        error = _Conflict(f"{where}: a concurrent spend on the same ledger conflicted ({first}); nothing was "
+                          "recorded: roll back this transaction and retry it")
+    else:
+        error = LedgerStorageError(f"{where}: the database failed: {first}")
+    # kept for callers that decide whether a retry can help (the service answers 503 for a terminated
+    # connection or a serialization failure); the message itself stays one line
+    error.database_error = exc
+    return error
 
 
 def create_ledger_tables(bind: Engine | Connection) -> None:

@@ -23,6 +23,8 @@ import sqlite3
 
 from sqlalchemy import exc as sa
 
+from dpbandits._core.errors import LedgerStorageError
+
 __all__ = ["is_bad_value", "is_retryable"]
 
 _RETRYABLE_CLASSES = ("08", "40", "53", "57")
@@ -36,6 +38,8 @@ def _sqlstate(error: BaseException | None) -> str | None:
 
 def is_retryable(exc: BaseException) -> bool:
     """Whether ``exc`` is a store failure a retry of the same request can fix (see the module docstring)."""
+    if isinstance(exc, LedgerStorageError):  # the durable ledger's one-line error over a database failure
+        return exc.database_error is not None and is_retryable(exc.database_error)
     if isinstance(exc, sa.PendingRollbackError | sa.DisconnectionError | sa.TimeoutError):
         return True
     if not isinstance(exc, sa.DBAPIError):
