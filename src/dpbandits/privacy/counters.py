@@ -337,7 +337,9 @@ class BinaryTreeCounterBank(Persistable):
                     lambda bank, s: [n[0] for n in s["_nodes"]] == _node_ends(s["time"])
                     and not s["_nodes"][0][1].any() and not s["_nodes"][0][2].any()),
                rule("_cursor <= the read-ahead width <= _READ_AHEAD",
-                    lambda bank, s: s["_cursor"] <= s["_read_ahead"].shape[1] <= _READ_AHEAD)],
+                    lambda bank, s: s["_cursor"] <= s["_read_ahead"].shape[1] <= _READ_AHEAD),
+               rule("_released of a live counter is the noisy prefix of the last node (a retired one keeps its last)",
+                    lambda bank, s: np.array_equal(s["_released"][s["_live"]], s["_nodes"][-1][2][s["_live"]]))],
         derived=("_live_index",),
     )
 

@@ -436,6 +436,8 @@ class DPEBSElimination(OwnAgent, Persistable):
                     lambda a, s: s["_left_counts"].sum() <= s["time"] and s["_counters"].time <= s["time"]
                     and all(v <= s["time"] for v in s["elimination_rounds"].values())),
                rule("_pair_wins <= _pair_counts", lambda a, s: (s["_pair_wins"] <= s["_pair_counts"]).all()),
+               rule("_released equal to the releases of _counters (the values the screen reads are released values)",
+                    lambda a, s: np.array_equal(s["_released"], s["_counters"]._released)),
                rule("a transcript only when record_transcript, at most one entry per round",
                     lambda a, s: (a.record_transcript or not s["transcript"]) and len(s["transcript"]) <= s["time"]),
                rule("_restarts only with stats_removal='restart', at most one per elimination",
