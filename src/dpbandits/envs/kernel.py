@@ -233,6 +233,9 @@ class KernelBanditEnvironment:
 
         check_fits("n_centres", self.n_centres, 8.0 * float(self.n_centres) ** 2,
                    what="the function's n_centres x n_centres kernel Gram")
+        for name in ("action_dim", "context_dim"):
+            check_fits(name, getattr(self, name), 8.0 * float(self.n_centres) * float(self.joint_dim),
+                       what="the function's n_centres centres in the joint space")
         gen = as_generator(self.function_seed)
         self.centres: FloatArray = gen.random((self.n_centres, self.joint_dim))
         coefficients = gen.standard_normal(self.n_centres)

@@ -88,6 +88,7 @@ class _MABBaseline(Persistable):
         self.min_count = check_int(min_count, "min_count", minimum=1)
         # Δ(m), from public quantities only
         self.sensitivity = mab_domain_sensitivity(self.min_count, reward_bound=self.reward_bound, beta0=self.beta0)
+        _check_magnitudes(self.reward_bound, self.sensitivity, self.epsilon)
 
     def _fit_utilities(self, data: LoggedBanditData) -> None:
         counts, sums = _statistics(data, self.n_arms, self.reward_bound)
@@ -119,6 +120,24 @@ class _MABBaseline(Persistable):
             domain=(f"N(a) >= min_count = {self.min_count} for every arm, rewards in [0, {self.reward_bound:g}]; "
                     "every pair of add/remove neighbours in it"),
         )
+
+
+_MAGNITUDES = (1e-300, 1e300)
+"""Where a baseline's arithmetic (utilities over the noise scale, the exponential weights' log-sum-exp, the
+integration range of the exact report-noisy-max distribution) neither overflows nor loses all precision."""
+
+
+def _check_magnitudes(reward_bound: float, sensitivity: float, epsilon: float) -> None:
+    """Refuse reward_bound, Δ(m), the noise scale Δ(m)/ε and utilities over it outside ``_MAGNITUDES``."""
+    low, high = _MAGNITUDES
+    scale = sensitivity / epsilon
+    for what, value in (("reward_bound", reward_bound), ("the sensitivity Δ(m)", sensitivity),
+                        ("the noise scale Δ(m)/epsilon", scale), ("reward_bound/(Δ(m)/epsilon)", reward_bound / scale)):
+        if not low <= value <= high:
+            raise InvalidParameterError(
+                f"{what} = {value:.3g} (from reward_bound, beta0, min_count and epsilon) lies outside "
+                f"[{low:g}, {high:g}], where the mechanism's arithmetic overflows or loses all precision"
+            )
 
 
 @register_algorithm_class("em-mab")
