@@ -38,7 +38,10 @@ FREE: dict[str, str] = {
     r"(^|\.)(_read_ahead|_cursor)$": "seeded node noise read ahead: every value is some seed's noise",
     r"(^|\.)_nodes\.": "a tree's exact p-sums (of a stream of any values) and their noisy prefixes",
     r"(^|\.)_live$": "which counters the caller retired (any set is reachable)",
-    r"^(noisy_utilities_|theta_)$": "released values (noise of another draw)",
+    r"^(noisy_utilities_|theta_|_theta)$": "released values (noise of another draw; GP-uniform's θ is recomputed)",
+    r"(^|\.)_released$": "a retired counter's last release (DP-EBS's equal its counters' by rule)",
+    r"^_reward_vector$": "Φᵀy of other rewards, within its bound",
+    r"^n_releases$": "how many releases the run made (any count is some run's)",
     r"^transcript\.(released|stream_elements)$": "a recorded release or stream element (raw data)",
     r"^(counts_|reward_sums_|reward_minima_|reward_maxima_)$": "an offline data set's statistics, within their rules",
     r"^(_feature_differences|_labels)$": "raw preference data within its bounds",
@@ -113,7 +116,7 @@ def _outcome(name: str, mutation: Mutation) -> str:
     field = _field(mutation)
     if any(re.search(pattern, field) for pattern in FREE):
         return "free"
-    if field in GAPS.get(name, set()) or re.sub(r"\.\d+$", "", field) in GAPS.get(name, set()):
+    if re.sub(r"\.\d+", "", field) in GAPS.get(name, set()):
         return "gap"
     return "unreachable"
 

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError
-from dpbandits._core.resources import check_fits
+from dpbandits._core.resources import check_fits, squared
 from dpbandits._core.rng import RNGLike, as_generator, as_seed_sequence
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_array, check_int, check_one_of, check_positive_float
@@ -80,7 +80,7 @@ REGRET_METRICS: tuple[str, ...] = (
 
 def _check_preference_matrix(n_arms: int) -> None:
     """Refuse K arms whose K×K preference matrix (and the utility differences it is computed from) cannot fit."""
-    check_fits("n_arms", n_arms, 16.0 * float(n_arms) ** 2, what="the K×K preference matrix")
+    check_fits("n_arms", n_arms, 16.0 * squared(n_arms), what="the K×K preference matrix")
 
 
 class UtilityDuelingEnvironment:

@@ -25,7 +25,7 @@ from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike, as_generator, spawn_generators
 from dpbandits._core.schema import Array, Generator, Int, Maybe, StateSchema, rule
 from dpbandits._core.typing import FloatArray, IntArray
-from dpbandits._core.validation import check_arm, check_int, check_real
+from dpbandits._core.validation import MAX_EXACT_COUNT, check_arm, check_int, check_real
 from dpbandits.algorithms.bai.sequential_halving import (
     NON_PRIVATE_BAI,
     bai_metrics,
@@ -49,7 +49,7 @@ def uniform_counts(n_arms: int, budget: int) -> IntArray:
         If ``budget < n_arms`` (some arm would never be pulled), or K arms' counts cannot fit in memory.
     """
     n_arms = check_int(n_arms, "n_arms", minimum=1)
-    budget = check_int(budget, "budget", minimum=1)
+    budget = check_int(budget, "budget", minimum=1, maximum=MAX_EXACT_COUNT)
     if budget < n_arms:
         raise InvalidParameterError(
             f"budget must be >= n_arms = {n_arms} for uniform allocation (one pull per arm); got {budget}"

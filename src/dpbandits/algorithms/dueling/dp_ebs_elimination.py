@@ -54,6 +54,7 @@ from dpbandits._core.schema import (
 )
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
+    MAX_EXACT_COUNT,
     check_epsilon,
     check_in_interval,
     check_int,
@@ -183,7 +184,7 @@ def ebs_constants(
         then changes two elements of its counter: ε_c = ε would give 2ε).
     """
     k = check_int(n_arms, "n_arms", minimum=2)
-    t = check_int(horizon, "horizon", minimum=1)
+    t = check_int(horizon, "horizon", minimum=1, maximum=MAX_EXACT_COUNT)
     eps = check_epsilon(epsilon, allow_inf=True)
     split = _BUDGET_SPLIT[check_one_of(counter_epsilon, "counter_epsilon", tuple(_BUDGET_SPLIT))]
     removal = check_one_of(stats_removal, "stats_removal", STATS_REMOVAL)

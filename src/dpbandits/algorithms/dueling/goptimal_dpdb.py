@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from dpbandits._core.errors import PrivacyBudgetExceededError
+from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable, register_state_dataclass
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array, Instance, Int, ListOf, Maybe, Noise, StateSchema, Tuple, rule
@@ -134,6 +134,11 @@ def _settings(
         rule = check_one_of(kappa, "kappa", ("slope_at_theta", "li_et_al"))
         # κ = σ'(2·S_θ) (default) or σ'(2·(S_θ + 1)) (Li, Lu & Zhou 2017, Assumption 1)
         kappa_value = _sigmoid_slope(2 * s_theta) if rule == "slope_at_theta" else _sigmoid_slope(2 * (s_theta + 1))
+        if not (kappa_value > 0.0 and math.isfinite(1.0 / kappa_value)):
+            raise InvalidParameterError(
+                f"theta_bound = {s_theta:.4g} is too large: κ = σ'(2·theta_bound) is 0 in floating point "
+                "(keep theta_bound below 18)"
+            )
     else:
         kappa_value = check_in_interval(kappa, "kappa", 0.0, 0.25, closed="right")
     if failure_probability is None:

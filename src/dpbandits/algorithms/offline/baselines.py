@@ -87,8 +87,16 @@ class _MABBaseline(Persistable):
         # m: public lower bound on every N(a), fixed before seeing the data
         self.min_count = check_int(min_count, "min_count", minimum=1)
         # Δ(m), from public quantities only
+        _check_magnitudes("reward_bound", self.reward_bound)
         self.sensitivity = mab_domain_sensitivity(self.min_count, reward_bound=self.reward_bound, beta0=self.beta0)
-        _check_magnitudes(self.reward_bound, self.sensitivity, self.epsilon)
+        _check_magnitudes("the sensitivity Δ(m)", self.sensitivity)
+        _check_magnitudes("the noise scale Δ(m)/epsilon", self.sensitivity / self.epsilon)
+        if self.reward_bound * self.epsilon / self.sensitivity > _MAX_RATIO:
+            raise InvalidParameterError(
+                f"epsilon = {self.epsilon:.4g} makes the noise scale Δ(m)/epsilon = {self.sensitivity / self.epsilon:.3g} "
+                f"finer than the float resolution of utilities up to reward_bound = {self.reward_bound:g} "
+                f"(reward_bound/scale above 2^52): the noise would vanish in rounding; lower epsilon"
+            )
 
     def _fit_utilities(self, data: LoggedBanditData) -> None:
         counts, sums = _statistics(data, self.n_arms, self.reward_bound)
@@ -127,17 +135,18 @@ _MAGNITUDES = (1e-300, 1e300)
 integration range of the exact report-noisy-max distribution) neither overflows nor loses all precision."""
 
 
-def _check_magnitudes(reward_bound: float, sensitivity: float, epsilon: float) -> None:
-    """Refuse reward_bound, Δ(m), the noise scale Δ(m)/ε and utilities over it outside ``_MAGNITUDES``."""
+_MAX_RATIO = 2.0**52
+"""The largest reward_bound/noise scale: beyond it the noise is below the float resolution of a utility."""
+
+
+def _check_magnitudes(what: str, value: float) -> None:
+    """Refuse ``value`` (reward_bound, Δ(m), the noise scale Δ(m)/ε) outside ``_MAGNITUDES``."""
     low, high = _MAGNITUDES
-    scale = sensitivity / epsilon
-    for what, value in (("reward_bound", reward_bound), ("the sensitivity Δ(m)", sensitivity),
-                        ("the noise scale Δ(m)/epsilon", scale), ("reward_bound/(Δ(m)/epsilon)", reward_bound / scale)):
-        if not low <= value <= high:
-            raise InvalidParameterError(
-                f"{what} = {value:.3g} (from reward_bound, beta0, min_count and epsilon) lies outside "
-                f"[{low:g}, {high:g}], where the mechanism's arithmetic overflows or loses all precision"
-            )
+    if not low <= value <= high:
+        raise InvalidParameterError(
+            f"{what} = {value:.3g} (from reward_bound, beta0, min_count and epsilon) lies outside "
+            f"[{low:g}, {high:g}], where the mechanism's arithmetic overflows or loses all precision"
+        )
 
 
 @register_algorithm_class("em-mab")
