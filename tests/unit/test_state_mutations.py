@@ -31,7 +31,7 @@ from test_state_files_fuzz import SUBJECTS, _drive, _original, _overrides
 from dpbandits._core.errors import DataFormatError
 from dpbandits._core.persistence import Persistable
 
-STRIDE = 25
+STRIDE = 60
 
 FREE: dict[str, str] = {
     r"(^|\.)(policy\.keys|_key)$": "coins of the run: every value is the key of some seed",

@@ -204,6 +204,7 @@ def test_a_logistic_estimate_that_is_not_the_fit_of_its_counts_is_refused(
     _refused(edit(agent.to_bytes(), _set_array(("policy", "model.theta"), damage)), "rule model.theta")
 
 
+@pytest.mark.slow  # USCA rebuilds its public precomputation at each load
 def test_usca_refuses_a_reward_vector_beyond_its_rewards_with_clip() -> None:
     from test_state_files_fuzz import _contexts, _usca
 
@@ -213,6 +214,7 @@ def test_usca_refuses_a_reward_vector_beyond_its_rewards_with_clip() -> None:
                  "rule the data rows", context_generator=_contexts)
 
 
+@pytest.mark.slow  # USCA rebuilds its public precomputation at each load
 def test_usca_kernel_backend_refuses_data_rows_no_run_reaches() -> None:
     from test_state_files_fuzz import _contexts
 
@@ -248,6 +250,7 @@ def test_every_state_of_interleaved_filter_loads() -> None:
         assert _dueling_step(loaded, t) == _dueling_step(agent, t)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gp-uniform", "feature-ridge", "cgp-ucb"])
 def test_every_state_of_a_kernel_learner_loads_and_continues(name: str) -> None:
     from test_state_files_fuzz import _contexts

@@ -30,7 +30,14 @@ from numpy.typing import ArrayLike
 from dpbandits._core.errors import InvalidParameterError, PrivacyWarning
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
-from dpbandits._core.validation import MAX_EXACT_COUNT, check_array, check_delta, check_epsilon, check_int, check_one_of
+from dpbandits._core.validation import (
+    MAX_EXACT_COUNT,
+    check_array,
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_one_of,
+)
 from dpbandits.algorithms.bai.designs import (
     MAXDET_METHODS,
     extrapolation_coefficients,

@@ -385,8 +385,11 @@ def _sums_within_bounds(agent: PhasedAgent, state: dict[str, Any]) -> bool:
 
 
 def _replays(agent: PhasedAgent, state: dict[str, Any]) -> bool:
-    """Whether the finished phases, replayed from the initial state with phase_log's survivors, end at the
-    saved planner state with the saved pulls (those of the current phase so far included) and recommendation."""
+    """Whether replaying the finished phases gives the saved planner state, pulls and recommendation.
+
+    The phases are replayed from the initial state with phase_log's survivors; the pulls include those
+    of the current phase so far.
+    """
     cache = _PlanCache(agent._planner)
     state_id, pulls = 0, np.zeros(agent._planner.n_arms, dtype=np.int64)
     survivors: tuple[int, ...] = ()

@@ -150,7 +150,7 @@ class RoundPolicy(ABC):
                 setattr(owner, name, state[path])
         self._derive()
 
-    def _derive(self) -> None:
+    def _derive(self) -> None:  # noqa: B027 (a hook: most policies derive nothing)
         """Recompute the values derived from the restored statistics (none by default)."""
 
     def _owner(self, path: str) -> tuple[Any, str]:
@@ -264,9 +264,12 @@ def _gram_matches(model: Any, counts: FloatArray, gram: FloatArray) -> bool:
 
 
 def _theta_reachable(model: Any, counts: FloatArray, wins: FloatArray, theta: FloatArray, fitted: bool) -> bool:
-    """Whether ``theta`` is an estimate the model could hold: within the bound every minimiser obeys
-    (λ/2·‖θ̂‖² <= ℓ(θ̂) <= ℓ(0) = ln2·ΣN_p, so also at fewer counts, for a warm start) and, when it is
-    marked fitted, the minimiser itself (its Newton step below 1e-6·(1 + ‖θ‖))."""
+    """Whether ``theta`` is an estimate the model could hold.
+
+    It is within the bound every minimiser obeys (λ/2·‖θ̂‖² <= ℓ(θ̂) <= ℓ(0) = ln2·ΣN_p, so also at fewer
+    counts, for a warm start) and, when it is marked fitted, the minimiser itself (its Newton step below
+    1e-6·(1 + ‖θ‖)).
+    """
     norm = float(np.linalg.norm(theta))
     if norm > math.sqrt(2.0 * math.log(2.0) * float(counts.sum()) / model.ridge) * (1 + 1e-9) + 1e-12:
         return False

@@ -36,10 +36,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array, rule
 from dpbandits._core.typing import FloatArray, IntArray
-from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.validation import check_int, check_positive_float
 from dpbandits.algorithms.dueling._common import (
     DUELING_ENVIRONMENTS,

@@ -45,9 +45,9 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
-from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.validation import check_array, check_int, check_positive_float
 from dpbandits.algorithms.dueling._common import (
     DUELING_ENVIRONMENTS,

@@ -52,7 +52,6 @@ from dpbandits.algorithms.dueling._rounds import (
     WINS_SUM_AT_MOST_TIME,
     RoundAgent,
     RoundPolicy,
-    _arm,
     add_per_trial,
     round_schema,
     simulate_policy,
