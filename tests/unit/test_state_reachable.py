@@ -270,3 +270,49 @@ def test_every_state_of_a_kernel_learner_loads_and_continues(name: str) -> None:
         agent.tell(context, reward)
     assert np.array_equal(quietly(lambda: Persistable.from_bytes(agent.to_bytes())).recommend([0.3]),
                           agent.recommend([0.3]))
+
+
+# ----------------------------------------------------------------------------- load's first bytes
+def test_load_checks_the_first_bytes_before_reading_a_file(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large file of another kind was read whole (3 GB: 3.2 GB and 9 s) before being refused."""
+    import dpbandits
+    from dpbandits._core import persistence
+
+    path = tmp_path / "big.bin"
+    with open(path, "wb") as handle:
+        handle.truncate(2**30)  # 1 GiB of zeros, sparse on disk
+    reads: list[int] = []
+    opened = persistence.os.fdopen
+
+    class Recording:
+        def __init__(self, handle: Any) -> None:
+            self.handle = handle
+
+        def __enter__(self) -> Recording:
+            self.handle.__enter__()
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            self.handle.__exit__(*exc)
+
+        def fileno(self) -> int:
+            return int(self.handle.fileno())
+
+        def read(self, size: int = -1) -> bytes:
+            reads.append(size)
+            return bytes(self.handle.read(size))
+
+    monkeypatch.setattr(persistence.os, "fdopen", lambda *a, **k: Recording(opened(*a, **k)))
+    with pytest.raises(DataFormatError, match="not a dpbandits state file"):
+        dpbandits.load(path)
+    assert reads and all(0 <= size <= 16 for size in reads), reads
+
+
+def test_loading_a_pickled_numpy_file_does_not_suggest_an_option_load_lacks(tmp_path: Any) -> None:
+    import dpbandits
+
+    path = tmp_path / "objects.npy"
+    np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(DataFormatError, match="not a dpbandits state file") as caught:
+        dpbandits.load(path)
+    assert "allow_pickle" not in str(caught.value)
