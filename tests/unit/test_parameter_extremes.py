@@ -157,6 +157,8 @@ def test_every_constructor_refuses_or_works_with_extreme_parameters(name: str, p
     (lambda c: c["ReportNoisyMaxMAB"][0](3, epsilon=1e308, min_count=20), "noise scale"),
     (lambda c: c["ExponentialMechanismMAB"][0](3, epsilon=1e308, min_count=20), "noise scale"),
     (lambda c: c["ReportNoisyMaxMAB"][0](3, epsilon=1.0, reward_bound=1e308, min_count=20), "reward_bound"),
+    (lambda c: __import__("dpbandits.envs.registry", fromlist=["make_environment"]).make_environment(
+        "kernel-rkhs", action_dim=10**9), "action_dim"),
 ])
 def test_the_extremes_of_issue_35_are_refused_in_one_line(call: Callable[[Any], Any], match: str) -> None:
     with pytest.raises(DPBanditsError, match=match) as caught:
