@@ -53,21 +53,26 @@ FREE: dict[str, str] = {
 }
 """Fields whose accepted changes are states of another run (regex on the field's path: why)."""
 
+FREE_IN: dict[str, dict[str, str]] = {
+    "uniform-allocation": {"_position": "pulls of other rewards (unbounded): an arm not yet pulled has sum 0 by rule"},
+    "sequential-halving": {"_position": "pulls of other rewards (unbounded): an arm not yet asked in the round has "
+                                        "round sum 0 by rule"},
+    "kl-linear": {"n_records_": "more records of features φ = 0 (they add nothing to Σ_D or Φᵀr); fewer break "
+                                "the trace rule"},
+}
+"""Fields of one subject whose accepted changes are states of another run, given its rules (why)."""
+
 GAPS: dict[str, set[str]] = {
     "dp-ebs": {"time", "_left_counts", "_pair_counts", "_pending", "_pointer", "elimination_rounds",
                "transcript.round", "transcript.pair", "_restarts"},
     "ldp-ebs": {"time", "_left_counts", "_pair_counts", "_pair_wins", "_pending", "_pointer", "elimination_rounds"},
     "dp-ebs-restart": {"time", "_left_counts", "_pair_counts", "_pending", "_pointer", "elimination_rounds",
                        "_restarts"},
-    "goptimal-dpdb": {"_played_in_slot", "_slot", "_wins", "time"},
     "interleaved-filter": {"_sweeps", "_wins", "time"},
     "rmed1": {"policy.remaining", "policy.next_loop"},
     "rucb": {"policy.hypothesis"},
     "copeland-confidence-bound": {"policy.beaters", "policy.best_set", "policy.max_losses"},
     "beat-the-mean": {"policy.working"},
-    "sequential-halving": {"_position", "_total_counts"},
-    "uniform-allocation": {"_position"},
-    "kl-linear": {"n_records_"},
     "cgp-ucb": {"_rounds"},
     "feature-ridge": {"_rounds", "_moment"},
     "feature-ridge-released": {"_rounds", "_moment"},
@@ -115,7 +120,7 @@ def _outcome(name: str, mutation: Mutation) -> str:
     assert _canonical(quietly(reloaded.to_bytes)) == _canonical(again), f"{name} {mutation.field} {mutation.kind}"
     quietly(lambda: _drive(loaded))
     field = _field(mutation)
-    if any(re.search(pattern, field) for pattern in FREE):
+    if any(re.search(pattern, field) for pattern in FREE) or field in FREE_IN.get(name, {}):
         return "free"
     if re.sub(r"\.\d+", "", field) in GAPS.get(name, set()):
         return "gap"

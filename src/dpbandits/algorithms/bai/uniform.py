@@ -162,7 +162,9 @@ class UniformAllocation(OwnAgent, Persistable):
         _recommended=Maybe(Int(0, lambda u: u.n_arms - 1)),
         rules=[rule("_pending is the arm of _position; _recommended is set exactly when the budget is spent",
                     lambda u, s: s["_pending"] in (None, s["_position"] % u.n_arms)
-                    and (s["_recommended"] is None) == (s["_position"] < u.budget))],
+                    and (s["_recommended"] is None) == (s["_position"] < u.budget)),
+               rule("_sums of an arm not pulled before _position is 0",
+                    lambda u, s: not np.any(s["_sums"][min(s["_position"], u.n_arms):]))],
     )
 
     def __init__(self, n_arms: int, budget: int, *, rng: RNGLike = None) -> None:

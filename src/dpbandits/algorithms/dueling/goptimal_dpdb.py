@@ -303,6 +303,21 @@ def _well_formed(agent: GOptimalDPDB, phase: _Phase) -> bool:
             isinstance(value, list) and all(_is_number(v) for v in value))) for key, value in diagnostics.items()))
 
 
+def _plays_match_time(agent: GOptimalDPDB, s: dict[str, Any]) -> bool:
+    """Whether a state's time, slot, plays in the slot and wins are those of its phases' schedules."""
+    phases, slot, played, wins = s["phases"], s["_slot"], s["_played_in_slot"], s["_wins"]
+    finished = sum(int(p.counts.sum()) for p in phases[:-1])
+    if s["_committed_arm"] is not None:
+        if not phases:
+            return slot == played == 0 and wins.size == 0
+        last = phases[-1].counts
+        return (slot == last.size and played == 0 and wins.shape == last.shape and bool((wins <= last).all())
+                and s["time"] >= finished + int(last.sum()))
+    counts = phases[-1].counts
+    return (s["time"] == finished + int(counts[:slot].sum()) + played
+            and int(wins[slot]) <= played and not wins[slot + 1:].any())
+
+
 def _last_arm(agent: GOptimalDPDB) -> int:
     return int(agent.features.shape[0]) - 1
 
@@ -492,7 +507,11 @@ class GOptimalDPDB(OwnAgent, Persistable):
                         s["_wins"].shape == s["phases"][-1].counts.shape
                         and s["_slot"] < s["_wins"].size
                         and s["_played_in_slot"] < s["phases"][-1].counts[s["_slot"]]
-                        and (s["_wins"] <= s["phases"][-1].counts).all()))],
+                        and (s["_wins"] <= s["phases"][-1].counts).all())),
+               rule("time = the plays of the finished phases and slots + _played_in_slot, _wins of the current "
+                    "slot <= _played_in_slot and 0 after it (once committed: time >= the plays of every phase, "
+                    "_slot past the last phase's pairs, _played_in_slot 0)",
+                    _plays_match_time)],
     )
 
     def __init__(
