@@ -123,3 +123,102 @@ def test_kl_linear_more_records_than_its_moment_shows_is_a_state_of_zero_feature
     assert loaded.n_records_ == padded.n_records_ == 45
     np.testing.assert_array_equal(loaded.covariance_, padded.covariance_)
     np.testing.assert_array_equal(loaded.theta_, padded.theta_)
+
+
+# ------------------------------------------------------------------ DP-EBS and LDP-EBS: replayed bookkeeping
+EBS = ["dp-ebs", "ldp-ebs", "dp-ebs-restart"]
+
+
+@pytest.mark.parametrize("name", EBS)
+@pytest.mark.parametrize("field,change", [("_pointer", lambda v: (v + 1) % 4), ("_left_counts", lambda v: v + 1),
+                                          ("_pending", lambda v: v + 1), ("_restarts", lambda v: v + 1)])
+def test_dp_ebs_recomputes_its_bookkeeping_whatever_an_older_file_holds(name: str, field: str, change: Any) -> None:
+    """The pointer, left counts, pending subtractions and restarts are recomputed on load, equal to the run's
+    (in every state of a run), and a file of the previous format holding other values of them is read as the
+    run's: the agent then asks what the run asks."""
+    factory, step, _ = AGENTS[name]
+    agent = quietly(factory)
+    for t in range(60):
+        if field == "_pointer":  # once per subject: every state of the run
+            loaded = quietly(lambda: Persistable.from_bytes(agent.to_bytes()))
+            for f in ("_pointer", "_left_counts", "_pending", "_restarts"):
+                assert np.array_equal(getattr(loaded, f), getattr(agent, f)), (t, f)
+        step(agent, t)
+
+    def older(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
+        value = getattr(agent, field)
+        if isinstance(value, np.ndarray):
+            members[f"old{field}"] = change(value.copy())
+            state(meta)[field] = {"__array__": f"old{field}"}
+        else:
+            state(meta)[field] = change(value)
+
+    loaded = quietly(lambda: Persistable.from_bytes(edit(agent.to_bytes(), older)))
+    assert np.array_equal(getattr(loaded, field), getattr(agent, field))
+    assert loaded.ask() == agent.ask()
+
+
+def _ebs_running() -> Any:
+    from dpbandits.algorithms.dueling.dp_ebs_elimination import DPEBSElimination
+
+    agent = quietly(lambda: DPEBSElimination(4, 3000, 50.0, rng=11, insecure_seeded_noise=True, conf_scale=0.3,
+                                             record_transcript=True))
+    for _ in range(40):
+        pair = agent.ask()
+        agent.tell(pair, first_wins=False)  # no wins: any moved duel is caught by the replay, not wins <= counts
+    assert not agent.elimination_rounds and agent.time == 40
+    return agent
+
+
+def _moved(c: np.ndarray) -> np.ndarray:
+    """One duel moved from the most played pair to another (the sum, the time, is kept)."""
+    out = c.copy()
+    i, j = np.unravel_index(int(np.argmax(c)), c.shape)
+    out[i, j] -= 1
+    out[(i + 1) % 4, j] += 1
+    return out
+
+
+@pytest.mark.parametrize("change", [_moved, lambda c: c.T.copy(), lambda c: np.roll(c, 1)])
+def test_dp_ebs_refuses_pair_counts_other_than_the_replay_of_its_coins(change: Any) -> None:
+    data = _ebs_running().to_bytes()
+    _refused(edit(data, _set_array(("_pair_counts",), change)), "rule _pair_counts")
+
+
+@pytest.mark.parametrize("time", [39, 41])
+def test_dp_ebs_refuses_a_time_other_than_its_rounds_before_it_commits(time: int) -> None:
+    data = _ebs_running().to_bytes()
+    _refused(edit(data, lambda meta, _: state(meta).update(time=time)), "rule")
+
+
+def test_dp_ebs_refuses_a_transcript_whose_pairs_are_not_the_replay() -> None:
+    agent = _ebs_running()
+    x, y = agent.transcript[5]["pair"]
+    entry = agent.transcript[5]
+    assert entry["round"] == 6
+
+    def change(meta: dict[str, Any], _: Any) -> None:
+        state(meta)["transcript"][5]["__dict__"]["pair"] = {"__tuple__": [y, x] if x != y else [x, (x + 1) % 4]}
+
+    _refused(edit(agent.to_bytes(), change), "rule _pair_counts")
+
+
+def test_dp_ebs_refuses_wins_its_counters_do_not_hold() -> None:
+    agent = _ebs_running()
+    i, j = np.unravel_index(int(np.argmax(agent._pair_counts)), (4, 4))
+
+    def win(w: np.ndarray) -> np.ndarray:
+        w[i, j] += 1
+        return w
+
+    _refused(edit(agent.to_bytes(), _set_array(("_pair_wins",), win)), "rule the exact sum of each active arm's counter")
+
+
+def test_dp_ebs_refuses_an_elimination_round_other_than_the_replay() -> None:
+    agent = _run("dp-ebs", 75)
+    arm = min(agent.elimination_rounds, key=agent.elimination_rounds.__getitem__)
+    def change(meta: dict[str, Any], _: Any) -> None:
+        items = state(meta)["elimination_rounds"]["__items__"]
+        state(meta)["elimination_rounds"]["__items__"] = [[a, r + (a == arm)] for a, r in items]
+
+    _refused(edit(agent.to_bytes(), change), "rule _pair_counts")

@@ -57,17 +57,17 @@ FREE_IN: dict[str, dict[str, str]] = {
     "uniform-allocation": {"_position": "pulls of other rewards (unbounded): an arm not yet pulled has sum 0 by rule"},
     "sequential-halving": {"_position": "pulls of other rewards (unbounded): an arm not yet asked in the round has "
                                         "round sum 0 by rule"},
+    **{name: {"time": "rounds of the committed self-duel (pinned by the pair counts until one arm is left)"}
+       for name in ("dp-ebs", "dp-ebs-restart")},
+    "ldp-ebs": {"time": "rounds of the committed self-duel (pinned by the pair counts until one arm is left)",
+                "_pair_wins": "randomised responses of other duels: a win against or of an eliminated arm left "
+                              "the active arms' counters (whose sums are checked) with its retirement"},
     "kl-linear": {"n_records_": "more records of features φ = 0 (they add nothing to Σ_D or Φᵀr); fewer break "
                                 "the trace rule"},
 }
 """Fields of one subject whose accepted changes are states of another run, given its rules (why)."""
 
 GAPS: dict[str, set[str]] = {
-    "dp-ebs": {"time", "_left_counts", "_pair_counts", "_pending", "_pointer", "elimination_rounds",
-               "transcript.round", "transcript.pair", "_restarts"},
-    "ldp-ebs": {"time", "_left_counts", "_pair_counts", "_pair_wins", "_pending", "_pointer", "elimination_rounds"},
-    "dp-ebs-restart": {"time", "_left_counts", "_pair_counts", "_pending", "_pointer", "elimination_rounds",
-                       "_restarts"},
     "interleaved-filter": {"_sweeps", "_wins", "time"},
     "rmed1": {"policy.remaining", "policy.next_loop"},
     "rucb": {"policy.hypothesis"},
