@@ -10,7 +10,7 @@ an object that
 * is whole (saves and loads back to itself, runs on with the library's errors only) and changed a
   field whose every value within its schema is a state some run reaches: coins and noise (another
   seed), released values (other noise), and statistics of raw data (another data set) that obey their
-  class's invariants (``FREE``). Any other accepted change fails the test, except the documented
+  class's invariants (``FREE``; ``FREE_IN`` for one subject's fields, reachable given its rules). Any other accepted change fails the test, except the documented
   remaining ``GAPS`` (counts whose consistency with the time is not yet a rule of their schema).
 
 The default run takes every ``STRIDE``-th mutation (a few seconds), ``--run-slow`` every third;
