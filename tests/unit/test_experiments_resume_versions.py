@@ -107,3 +107,25 @@ def test_the_cli_refuses_in_one_line_and_continues_with_the_flag(tmp_path: Path,
     assert "resuming with other versions than the run's last session (numpy 1.0.0 ->" in allowed.stderr
     status = runner.invoke(app, ["status", str(run_dir)])
     assert "session 2:" in status.stdout and "with other versions than session 1: numpy 1.0.0 ->" in status.stdout
+
+
+def test_a_manifest_with_an_empty_sessions_list_is_refused_not_resumed(tmp_path: Path, seed: int) -> None:
+    """An empty ``sessions`` list skipped the version check: old cells were credited to new code (issue 35)."""
+    run_dir = _interrupted_run(tmp_path, seed)
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    manifest["sessions"] = []
+    (run_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(StudyError, match="'sessions' must not be empty") as caught:
+        run_study(Study.from_mapping({**STUDY, "seed": seed}), run_dir, progress="none", resume=True)
+    assert "\n" not in str(caught.value)
+    assert not (run_dir / "cells" / "p0001-a00.npz").exists()
+
+
+def test_init_study_onto_a_symbolic_link_is_one_clear_line(tmp_path: Path) -> None:
+    """It said "cannot write None"."""
+    link = tmp_path / "study.toml"
+    link.symlink_to(tmp_path / "elsewhere.toml")
+    result = CliRunner().invoke(app, ["init-study", "--out", str(link), "--force"])
+    assert result.exit_code != 0
+    assert "None" not in result.output and "symbolic link" in result.output, result.output
+    assert not (tmp_path / "elsewhere.toml").exists()

@@ -206,6 +206,10 @@ def write_state(path: str | os.PathLike[str], obj: Persistable, *, key: bytes | 
     return obj.save(path, key=key)
 
 
+_STATE_STARTS = (SIGNED_MAGIC, b"PK\x03\x04", b"PK\x05\x06")
+"""How a state file starts: signed, or a zip archive (with members, or empty)."""
+
+
 def _read_source(path: str | os.PathLike[str] | bytes, key: bytes | None) -> tuple[str, bytes]:
     if isinstance(path, bytes | bytearray | memoryview):
         return "state bytes", _unwrap(bytes(path), key, "state bytes")
@@ -215,7 +219,11 @@ def _read_source(path: str | os.PathLike[str] | bytes, key: bytes | None) -> tup
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise DataFormatError(f"{name}: not a regular file, so not a state file")
-            data = handle.read()
+            head = handle.read(len(SIGNED_MAGIC))
+            if not head.startswith(_STATE_STARTS):  # checked before the rest is read (a large file of another kind)
+                raise DataFormatError(f"{name}: not a dpbandits state file (it starts with {head[:4]!r}, not as "
+                                      "a zip archive or a signed state file does)")
+            data = head + handle.read()
     except FileNotFoundError:
         raise DataFormatError(f"{name}: no such state file") from None
     except IsADirectoryError:
@@ -246,7 +254,9 @@ def read_state(path: str | os.PathLike[str] | bytes, *,
     try:  # a damaged zip directory can also claim a newer zip version (NotImplementedError)
         archive = np.load(io.BytesIO(data), allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
-        raise DataFormatError(f"{name}: not a dpbandits state file ({exc})") from None
+        # NumPy's message may suggest allow_pickle=, an option load does not have: not quoted then
+        reason = "" if "pickle" in str(exc) else f" ({exc})"
+        raise DataFormatError(f"{name}: not a dpbandits state file{reason}") from None
     if not hasattr(archive, "files") or _META not in archive.files:
         raise DataFormatError(f"{name}: not a dpbandits state file (no {_META} member)")
     try:  # every member read (and CRC-checked) now: a damaged member is a format error here, not later

@@ -19,7 +19,7 @@ from typing import Any
 
 from dpbandits._core.errors import InvalidParameterError
 
-__all__ = ["check_fits", "format_bytes", "memory_limit"]
+__all__ = ["check_fits", "format_bytes", "memory_limit", "squared"]
 
 
 def _cgroup_memory_limit() -> float:
@@ -52,6 +52,15 @@ def format_bytes(value: float) -> str:
         if value >= scale:
             return f"{value / scale:.3g} {unit}"
     return f"{value:.0f} B"
+
+
+def squared(value: Any) -> float:
+    """``float(value)²`` for a size, ``inf`` when it overflows a float (a size check then refuses it)."""
+    try:
+        number = float(value)
+    except OverflowError:
+        return math.inf
+    return number * number
 
 
 def check_fits(parameter: str, value: Any, nbytes: float, *, what: str, limit: float | None = None,

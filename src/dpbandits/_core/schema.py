@@ -249,17 +249,23 @@ class MappingOf(Spec):
 
 @dataclass(frozen=True)
 class Record(Spec):
-    """A dict with exactly the given string keys (a nested group of fields)."""
+    """A dict with exactly the given string keys (a nested group of fields).
+
+    ``derived`` names (values older files hold that are now recomputed) are accepted and dropped.
+    """
 
     fields: Mapping[str, Spec]
+    derived: tuple[str, ...] = ()
 
-    def __init__(self, fields: Mapping[str, Spec] | None = None, /, **kw: Spec) -> None:
+    def __init__(self, fields: Mapping[str, Spec] | None = None, /, *, derived: Sequence[str] = (),
+                 **kw: Spec) -> None:
         object.__setattr__(self, "fields", {**(fields or {}), **kw})
+        object.__setattr__(self, "derived", tuple(derived))
 
     def check(self, value: Any, obj: Any, where: str) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise fail(where, f"a record of fields {sorted(self.fields)}", value)
-        return check_fields(self.fields, value, obj, where)
+        return check_fields(self.fields, value, obj, where, ignored=self.derived)
 
 
 def check_fields(fields: Mapping[str, Spec], values: dict[str, Any], obj: Any, where: str = "",

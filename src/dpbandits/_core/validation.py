@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpbandits._core.errors import InvalidParameterError
 
 __all__ = [
+    "MAX_EXACT_COUNT",
     "check_arm",
     "check_array",
     "check_bounded_array",
@@ -98,6 +99,10 @@ def check_delta(value: Any, name: str = "delta") -> float:
 def check_sensitivity(value: Any, name: str = "sensitivity") -> float:
     """Return a sensitivity: a finite float > 0."""
     return check_positive_float(value, name)
+
+
+MAX_EXACT_COUNT = 2**53
+"""The largest count a budget may be: the algorithms compute with counts as floats, exact up to 2^53."""
 
 
 def check_int(

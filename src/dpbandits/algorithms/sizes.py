@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpbandits._core.resources import check_fits
+from dpbandits._core.resources import check_fits, squared
 from dpbandits._core.validation import check_int
 
 __all__ = ["PAIRWISE_COSTS", "PairwiseCost", "check_pairwise_state"]
@@ -54,7 +54,7 @@ class PairwiseCost:
 
     def trial_bytes(self, n_arms: float) -> float:
         """Bytes one trial holds with K = ``n_arms``."""
-        return self.bytes_per_pair * float(n_arms) ** 2
+        return self.bytes_per_pair * squared(n_arms)
 
     def trial_seconds(self, n_arms: float, horizon: float) -> float:
         """Seconds one trial of ``horizon`` rounds takes with K = ``n_arms``."""

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError
-from dpbandits._core.resources import check_fits
+from dpbandits._core.resources import check_fits, squared
 from dpbandits._core.rng import RNGLike, as_generator, as_seed_sequence
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_array, check_int, check_one_of, check_positive_float
@@ -80,7 +80,7 @@ REGRET_METRICS: tuple[str, ...] = (
 
 def _check_preference_matrix(n_arms: int) -> None:
     """Refuse K arms whose K×K preference matrix (and the utility differences it is computed from) cannot fit."""
-    check_fits("n_arms", n_arms, 16.0 * float(n_arms) ** 2, what="the K×K preference matrix")
+    check_fits("n_arms", n_arms, 16.0 * squared(n_arms), what="the K×K preference matrix")
 
 
 class UtilityDuelingEnvironment:
@@ -482,7 +482,10 @@ _F2_FEATURES = [
 ]
 
 
-def finite_instance(name: str, n_arms: int = 8, link: str = "logistic") -> UtilityDuelingEnvironment:
+_FIXED_SIZES = {"f1": 5, "f2": 10, "f3": 8}
+
+
+def finite_instance(name: str, n_arms: int | None = None, link: str = "logistic") -> UtilityDuelingEnvironment:
     """The finite instances F1–F4 of the bundled dueling studies.
 
     Parameters
@@ -490,8 +493,8 @@ def finite_instance(name: str, n_arms: int = 8, link: str = "logistic") -> Utili
     name : {"f1", "f2", "f3", "f4"}
         F1 "spread" (K = 5), F2 "random sphere" (K = 10, d = 5), F3 "hard circle" (K = 8, d = 2),
         F4 "constant gap" (d = 1, any K >= 2: x_1 = 1, x_i = 0.2).
-    n_arms : int, default 8
-        K for F4 only.
+    n_arms : int, optional
+        K for F4 (default 8). F1–F3 have a fixed K: another value is refused, never ignored.
     link : str, default "logistic"
 
     Examples
@@ -501,6 +504,9 @@ def finite_instance(name: str, n_arms: int = 8, link: str = "logistic") -> Utili
     [0.0, 0.0987, 0.19, 0.2685, 0.332]
     """
     key = check_one_of(name, "name", ("f1", "f2", "f3", "f4"))
+    if key in _FIXED_SIZES and n_arms is not None and check_int(n_arms, "n_arms", minimum=2) != _FIXED_SIZES[key]:
+        raise InvalidParameterError(f"n_arms: instance {key.upper()} has a fixed K = {_FIXED_SIZES[key]} arms "
+                                    f"(only F4 takes n_arms); got {n_arms!r}")
     if key == "f1":
         features = np.array([[1 - 0.4 * i, 0.0, 0.0] for i in range(5)])
         theta = np.array([1.0, 0.0, 0.0])
@@ -512,7 +518,7 @@ def finite_instance(name: str, n_arms: int = 8, link: str = "logistic") -> Utili
         features = np.stack([np.cos(angles), np.sin(angles)], axis=1)
         theta = np.array([1.0, 0.0])
     else:
-        k = check_int(n_arms, "n_arms", minimum=2)
+        k = check_int(8 if n_arms is None else n_arms, "n_arms", minimum=2)
         _check_preference_matrix(k)
         features = np.r_[[1.0], np.full(k - 1, 0.2)][:, None]
         theta = np.array([1.0])
@@ -524,12 +530,17 @@ def _make_utility(features: Any, theta: Any, link: str = "logistic") -> UtilityD
 
 
 def _make_instance(name: str) -> Callable[..., UtilityDuelingEnvironment]:
-    # a partial of a module-level function, not a closure: the runner's process backend pickles it
-    return functools.partial(_instance_factory, name)
+    # a partial of a module-level function, not a closure: the runner's process backend pickles it;
+    # F1–F3 have a fixed size: their factory takes no n_arms (a study's n_arms is then refused, not ignored)
+    return functools.partial(_instance_factory if name == "f4" else _fixed_instance_factory, name)
 
 
 def _instance_factory(name: str, n_arms: int = 8, link: str = "logistic") -> UtilityDuelingEnvironment:
     return finite_instance(name, n_arms=n_arms, link=link)
+
+
+def _fixed_instance_factory(name: str, link: str = "logistic") -> UtilityDuelingEnvironment:
+    return finite_instance(name, link=link)
 
 
 register_environment(

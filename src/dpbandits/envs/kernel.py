@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 from dpbandits._core.codec import register_state_dataclass
 from dpbandits._core.errors import DependencyNotInstalledError, InvalidParameterError
 from dpbandits._core.extras import install_advice
-from dpbandits._core.resources import check_fits
+from dpbandits._core.resources import check_fits, squared
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
@@ -232,8 +232,11 @@ class KernelBanditEnvironment:
         self.context_beta = check_positive_float(context_beta, "context_beta")
         self.function_seed = check_int(function_seed, "function_seed", minimum=0)
 
-        check_fits("n_centres", self.n_centres, 8.0 * float(self.n_centres) ** 2,
+        check_fits("n_centres", self.n_centres, 8.0 * squared(self.n_centres),
                    what="the function's n_centres x n_centres kernel Gram")
+        for name in ("action_dim", "context_dim"):
+            check_fits(name, getattr(self, name), 8.0 * float(self.n_centres) * float(self.joint_dim),
+                       what="the function's n_centres centres in the joint space")
         gen = as_generator(self.function_seed)
         self.centres: FloatArray = gen.random((self.n_centres, self.joint_dim))
         coefficients = gen.standard_normal(self.n_centres)

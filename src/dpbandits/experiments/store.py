@@ -49,7 +49,7 @@ from typing import IO, Any
 import numpy as np
 
 from dpbandits._core.atomic import atomic_write_many as write_atomically
-from dpbandits._core.errors import StudyError
+from dpbandits._core.errors import StudyError, UnsafeTargetError
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.versions import RESULT_PACKAGES, dependency_versions
 from dpbandits.algorithms.registry import is_builtin_algorithm
@@ -111,8 +111,11 @@ def atomic_write_files(files: Sequence[tuple[Path, bytes]]) -> None:
     """
     try:
         write_atomically(files, temporary_prefix=_TMP_MARK)
+    except UnsafeTargetError as exc:  # its message names the path and the reason (a symbolic link...)
+        raise StudyError(str(exc)) from None
     except OSError as exc:
-        raise StudyError(f"cannot write {exc.filename!r}: {describe_os_error(exc)}") from None
+        where = str(exc.filename) if exc.filename is not None else ", ".join(str(p) for p, _ in files)
+        raise StudyError(f"cannot write {where!r}: {describe_os_error(exc)}") from None
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -193,6 +196,8 @@ def _manifest_problem(manifest: Any) -> str | None:
         return "'sessions' must be a list of objects"
     if not all(isinstance(entry, dict) for entry in manifest.get("cells", {}).values()):
         return "'cells' must map cell keys to objects"
+    if manifest.get("cells") and not manifest["sessions"]:
+        return "'sessions' must not be empty: the run has cells, and each was computed by a session"
     return None
 
 
@@ -546,8 +551,11 @@ class RunStore:
 
     def _check_versions(self, versions: Mapping[str, str], allow_change: bool) -> None:
         """Refuse (or, allowed, log) a resume whose finished cells were computed with other versions."""
-        if not self.manifest["sessions"] or not self.finished_cells():
+        if not self.finished_cells():
             return
+        if not self.manifest["sessions"]:  # no session recorded the versions of the finished cells
+            raise StudyError(f"run directory {str(self.run_dir)!r} holds cells but its manifest lists no session "
+                             "(so not the versions that computed them): refused rather than mixed with this one")
         change = version_change(_recorded_versions(self.manifest), versions)
         if change is None:
             return

@@ -51,6 +51,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
+from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike, as_generator
 from dpbandits._core.schema import Array, Int, ListOf, Nested, Noise, StateSchema, Tuple, rule
 from dpbandits._core.validation import (
@@ -338,7 +339,9 @@ class BinaryTreeCounterBank(Persistable):
                     lambda bank, s: [n[0] for n in s["_nodes"]] == _node_ends(s["time"])
                     and not s["_nodes"][0][1].any() and not s["_nodes"][0][2].any()),
                rule("_cursor <= the read-ahead width <= _READ_AHEAD",
-                    lambda bank, s: s["_cursor"] <= s["_read_ahead"].shape[1] <= _READ_AHEAD)],
+                    lambda bank, s: s["_cursor"] <= s["_read_ahead"].shape[1] <= _READ_AHEAD),
+               rule("_released of a live counter is the noisy prefix of the last node (a retired one keeps its last)",
+                    lambda bank, s: np.array_equal(s["_released"][s["_live"]], s["_nodes"][-1][2][s["_live"]]))],
         derived=("_live_index",),
     )
 
@@ -355,6 +358,8 @@ class BinaryTreeCounterBank(Persistable):
         insecure_seeded_noise: bool = False,
     ) -> None:
         self.n_counters = check_int(n_counters, "n_counters", minimum=1)
+        check_fits("n_counters", self.n_counters, 32.0 * min(self.n_counters, 10**30),
+                   what="the counters' releases, live flags and a tree node (int64 or float64 each)")
         self.horizon = check_int(horizon, "horizon", minimum=1)
         self.epsilon = check_epsilon(epsilon, allow_inf=True)
         self.sensitivity = check_sensitivity(sensitivity)

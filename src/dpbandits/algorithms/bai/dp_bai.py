@@ -30,7 +30,14 @@ from numpy.typing import ArrayLike
 from dpbandits._core.errors import InvalidParameterError, PrivacyWarning
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
-from dpbandits._core.validation import check_array, check_delta, check_epsilon, check_int, check_one_of
+from dpbandits._core.validation import (
+    MAX_EXACT_COUNT,
+    check_array,
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_one_of,
+)
 from dpbandits.algorithms.bai.designs import (
     MAXDET_METHODS,
     extrapolation_coefficients,
@@ -157,7 +164,7 @@ class _DPBAIFamily(PhasedAlgorithm):
                use_effective_dimension: bool, noise_kind: str, noise_multiplier: float, tie_break: str,
                clip_rewards: bool, allow_out_of_range: bool) -> None:
         self.features = check_array(features, "features", ndim=2)
-        self.budget = check_int(budget, "budget", minimum=1)
+        self.budget = check_int(budget, "budget", minimum=1, maximum=MAX_EXACT_COUNT)
         check_one_of(budget_mode, "budget_mode", BUDGET_MODES)
         check_one_of(maxdet, "maxdet", MAXDET_METHODS)
         n_arms, dim = self.features.shape

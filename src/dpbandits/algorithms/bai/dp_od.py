@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 
 from dpbandits._core.errors import PaperVariantWarning
 from dpbandits._core.rng import RNGLike
-from dpbandits._core.validation import check_array, check_epsilon, check_int, check_one_of
+from dpbandits._core.validation import MAX_EXACT_COUNT, check_array, check_epsilon, check_int, check_one_of
 from dpbandits.algorithms.bai.dp_bai import REWARD_TABLE_UNIT, environment_features
 from dpbandits.algorithms.bai.od_linbai import L_MODES, OptimalDesignPlanner
 from dpbandits.algorithms.bai.phased import PhasedAlgorithm, check_reward_bounds
@@ -67,7 +67,7 @@ class DPOD(PhasedAlgorithm):
     def __init__(self, features: ArrayLike, budget: int, epsilon: float, *, l_mode: str = "l1",
                  tie_break: str = "random", clip_rewards: bool = False, allow_out_of_range: bool = False) -> None:
         self.features = check_array(features, "features", ndim=2)
-        self.budget = check_int(budget, "budget", minimum=1)
+        self.budget = check_int(budget, "budget", minimum=1, maximum=MAX_EXACT_COUNT)
         self.epsilon = check_epsilon(epsilon, allow_inf=True)
         self.l_mode = check_one_of(l_mode, "l_mode", L_MODES)
         if l_mode == "paper":

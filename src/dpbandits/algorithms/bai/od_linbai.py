@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray
-from dpbandits._core.validation import check_array, check_int
+from dpbandits._core.validation import MAX_EXACT_COUNT, check_array, check_int
 from dpbandits.algorithms.bai.designs import GOptimalDesign, g_optimal_design, reduce_dimension
 from dpbandits.algorithms.bai.dp_bai import environment_features
 from dpbandits.algorithms.bai.phased import PhasedAlgorithm, PhasePlan
@@ -183,7 +183,7 @@ class ODLinBAI(PhasedAlgorithm):
     def __init__(self, features: ArrayLike, budget: int, *, tie_break: str = "random", clip_rewards: bool = False,
                  allow_out_of_range: bool = True) -> None:
         self.features = check_array(features, "features", ndim=2)
-        self.budget = check_int(budget, "budget", minimum=1)
+        self.budget = check_int(budget, "budget", minimum=1, maximum=MAX_EXACT_COUNT)
         self.planner = OptimalDesignPlanner(self.features, self.budget)
         self._set_common(tie_break, clip_rewards, allow_out_of_range)
 

@@ -413,6 +413,54 @@ def _fits_plan(agent: PhasedAgent, state: dict[str, Any]) -> bool:
             and state["position"] < max(int(plan.pulls.sum()), 1))
 
 
+def _pulls_so_far(plan: PhasePlan, position: int) -> IntArray:
+    """n_j: the pulls of each pulled arm of ``plan`` among its first ``position`` (all of one arm in a row)."""
+    starts = np.cumsum(plan.pulls) - plan.pulls
+    return np.asarray(np.clip(position - starts, 0, plan.pulls), dtype=np.int64)
+
+
+def _sums_within_bounds(agent: PhasedAgent, state: dict[str, Any]) -> bool:
+    """Whether each sum of the current phase is a sum of its n_j rewards within the reward bounds."""
+    if state["sums"] is None:
+        return True
+    sums = state["sums"]
+    n = _pulls_so_far(agent._planner.plan(state["phase"], state["planner_state"]), state["position"])
+    low, high = agent._bounds
+    slack = 1e-9 * n * max(abs(low) if math.isfinite(low) else 0.0, abs(high) if math.isfinite(high) else 0.0, 1.0)
+    with np.errstate(invalid="ignore"):  # inf·0 for an arm not pulled yet: that sum must be exactly 0
+        below = np.where(n > 0, n * low - slack, 0.0)
+        above = np.where(n > 0, n * high + slack, 0.0)
+    return bool(np.all((sums >= below) & (sums <= above)))
+
+
+def _replays(agent: PhasedAgent, state: dict[str, Any]) -> bool:
+    """Whether replaying the finished phases gives the saved planner state, pulls and recommendation.
+
+    The phases are replayed from the initial state with phase_log's survivors; the pulls include those
+    of the current phase so far.
+    """
+    cache = _PlanCache(agent._planner)
+    state_id, pulls = 0, np.zeros(agent._planner.n_arms, dtype=np.int64)
+    survivors: tuple[int, ...] = ()
+    for phase, entry in enumerate(state["phase_log"]):
+        plan = cache.plan(phase, state_id)
+        chosen = entry.get("survivors")
+        if not (isinstance(chosen, np.ndarray) and chosen.dtype.kind in "iu" and chosen.shape == (plan.keep,)
+                and bool(np.all(np.diff(chosen) > 0)) and bool(np.isin(chosen, plan.active).all())):
+            return False
+        survivors = tuple(int(a) for a in chosen)
+        pulls[plan.pulled] += plan.pulls
+        state_id = cache.next_id(phase, state_id, survivors)
+    if cache.states[state_id] != state["planner_state"]:
+        return False
+    if state["phase"] < agent._planner.n_phases:
+        plan = cache.plan(state["phase"], state_id)
+        pulls[plan.pulled] += _pulls_so_far(plan, state["position"])
+        return bool(np.array_equal(pulls, state["pulls"]))
+    expected = survivors[0] if survivors else 0  # a single arm: no phase, arm 0
+    return bool(np.array_equal(pulls, state["pulls"])) and state["recommendation"] == expected
+
+
 class PhasedAgent(Persistable):
     """Ask/tell driver of a phased algorithm, for use against real feedback.
 
@@ -459,7 +507,12 @@ class PhasedAgent(Persistable):
                     and (s["recommendation"] is not None) == (s["phase"] == a._planner.n_phases)),
                rule("planner_state has a plan in this phase; position and sums within it",
                     lambda a, s: (s["phase"] == a._planner.n_phases and s["sums"] is None and s["position"] == 0)
-                    or _fits_plan(a, s))],
+                    or _fits_plan(a, s)),
+               rule("each sum S_j within [n_j·low, n_j·high] of reward_bounds, n_j the pulls of its arm so far "
+                    "in this phase (0 for an arm not pulled yet)", _sums_within_bounds),
+               rule("planner_state, pulls and recommendation are those of the finished phases' plans, "
+                    "replayed from phase_log's survivors (a subset of the phase's active arms of its size)",
+                    _replays)],
     )
 
     def __init__(self, planner: Planner, noise: NoiseBackend | None, algorithm_rng: np.random.Generator,

@@ -215,6 +215,26 @@ def simulate_sequential_halving(
     return bai_metrics(env, surviving[:, 0])
 
 
+def _counts_match(sh: SequentialHalving, s: dict[str, Any]) -> bool:
+    """Whether a state's ``_total_counts`` are the ones its schedule, round and survivors imply.
+
+    An arm still in play has the pulls of every round before ``_round``; an arm dropped after round
+    ``j`` has those of rounds ``0..j``, and ``size_j − size_{j+1}`` arms were dropped there.
+    """
+    rounds = s["_round"]
+    sizes = [size for size, _ in sh._schedule] + [1]
+    done = np.cumsum([0] + [pulls for _, pulls in sh._schedule])  # pulls of each arm through round j
+    counts = s["_total_counts"].copy()
+    if sh.reuse_samples and "_counts_added_at_round_end" not in s and rounds < len(sh._schedule):
+        queue = np.tile(s["_surviving"], sh._schedule[rounds][1])[: s["_position"]]
+        np.add.at(counts, queue, -1)  # older files counted the current round's pulls as they were told
+    alive = np.zeros(sh.n_arms, dtype=bool)
+    alive[s["_surviving"]] = True
+    expected = np.repeat(done[1:rounds + 1], [sizes[j] - sizes[j + 1] for j in range(rounds)])
+    return bool(np.all(counts[alive] == done[rounds])
+                and np.array_equal(np.sort(counts[~alive]), expected))
+
+
 @register_algorithm_class("sequential-halving")
 class SequentialHalving(OwnAgent, Persistable):
     """Sequential Halving in ask/tell form, for one trial driven by external rewards.
@@ -272,7 +292,14 @@ class SequentialHalving(OwnAgent, Persistable):
                     lambda sh, s: (s["_round"] == len(sh._schedule) and s["_position"] == 0 and s["_pending"] is None)
                     or (s["_round"] < len(sh._schedule)
                     and s["_position"] < s["_surviving"].size * sh._schedule[s["_round"]][1]
-                    and s["_pending"] in (None, int(s["_surviving"][s["_position"] % s["_surviving"].size]))))],
+                    and s["_pending"] in (None, int(s["_surviving"][s["_position"] % s["_surviving"].size])))),
+               rule("_round_sums is 0 outside the arms asked before _position in _round",
+                    lambda sh, s: not np.any(np.delete(s["_round_sums"],
+                                                       s["_surviving"][: s["_position"]])) if s["_round"] < len(
+                        sh._schedule) else not np.any(s["_round_sums"])),
+               rule("_total_counts: the pulls of the rounds before _round of each arm, by the schedule and "
+                    "_surviving (with the pulls told in _round in files of older versions)",
+                    lambda sh, s: _counts_match(sh, s))],
     )
 
     def __init__(self, n_arms: int, budget: int, *, rng: RNGLike = None, reuse_samples: bool = False) -> None:

@@ -25,7 +25,7 @@ from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike, as_generator, spawn_generators
 from dpbandits._core.schema import Array, Generator, Int, Maybe, StateSchema, rule
 from dpbandits._core.typing import FloatArray, IntArray
-from dpbandits._core.validation import check_arm, check_int, check_real
+from dpbandits._core.validation import MAX_EXACT_COUNT, check_arm, check_int, check_real
 from dpbandits.algorithms.bai.sequential_halving import (
     NON_PRIVATE_BAI,
     bai_metrics,
@@ -49,7 +49,7 @@ def uniform_counts(n_arms: int, budget: int) -> IntArray:
         If ``budget < n_arms`` (some arm would never be pulled), or K arms' counts cannot fit in memory.
     """
     n_arms = check_int(n_arms, "n_arms", minimum=1)
-    budget = check_int(budget, "budget", minimum=1)
+    budget = check_int(budget, "budget", minimum=1, maximum=MAX_EXACT_COUNT)
     if budget < n_arms:
         raise InvalidParameterError(
             f"budget must be >= n_arms = {n_arms} for uniform allocation (one pull per arm); got {budget}"
@@ -162,7 +162,9 @@ class UniformAllocation(OwnAgent, Persistable):
         _recommended=Maybe(Int(0, lambda u: u.n_arms - 1)),
         rules=[rule("_pending is the arm of _position; _recommended is set exactly when the budget is spent",
                     lambda u, s: s["_pending"] in (None, s["_position"] % u.n_arms)
-                    and (s["_recommended"] is None) == (s["_position"] < u.budget))],
+                    and (s["_recommended"] is None) == (s["_position"] < u.budget)),
+               rule("_sums of an arm not pulled before _position is 0",
+                    lambda u, s: not np.any(s["_sums"][min(s["_position"], u.n_arms):]))],
     )
 
     def __init__(self, n_arms: int, budget: int, *, rng: RNGLike = None) -> None:

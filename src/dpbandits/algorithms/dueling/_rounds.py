@@ -23,11 +23,13 @@ change while it runs, and the agent saves them with its clock.
 from __future__ import annotations
 
 import functools
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
+from scipy import special
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
@@ -147,11 +149,15 @@ class RoundPolicy(ABC):
         return state
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore values saved by :meth:`get_state`."""
+        """Restore values saved by :meth:`get_state`, then recompute what is derived from them."""
         for path in self._state_fields:
             if path in state:
                 owner, name = self._owner(path)
                 setattr(owner, name, state[path])
+        self._derive()
+
+    def _derive(self) -> None:  # noqa: B027 (a hook: most policies derive nothing)
+        """Recompute the values derived from the restored statistics (none by default)."""
 
     def _owner(self, path: str) -> tuple[Any, str]:
         *parents, name = path.split(".")
@@ -288,22 +294,54 @@ LOGISTIC_RULES = (
     rule("model.wins <= model.counts and sum(model.counts) <= time",
          lambda a, s: (s["policy"]["model.wins"] <= s["policy"]["model.counts"]).all()
          and s["policy"]["model.counts"].sum() <= s["time"]),
-    rule("model.gram symmetric with eigenvalues >= ridge",
-         lambda a, s: np.array_equal(g := s["policy"]["model.gram"][0], g.T)
-         and np.linalg.eigvalsh(g)[0] >= a._policy.model.ridge * (1 - 1e-9)),
+    rule("model.gram symmetric and equal to ridge·I + Σ_p model.counts_p·z_p z_pᵀ (up to rounding)",
+         lambda a, s: _gram_matches(a._policy.model, s["policy"]["model.counts"][0], s["policy"]["model.gram"][0])),
+    rule("model.theta within the bound of the estimate, sqrt(2·ln2·sum(model.counts)/ridge), "
+         "and the minimiser of the loss when model._fitted",
+         lambda a, s: _theta_reachable(a._policy.model, s["policy"]["model.counts"][0], s["policy"]["model.wins"][0],
+                                       s["policy"]["model.theta"][0], s["policy"]["model._fitted"])),
 )
 
 
-def round_schema(policy: dict[str, Spec], rules: tuple[Rule, ...] = ()) -> StateSchema:
+def _gram_matches(model: Any, counts: FloatArray, gram: FloatArray) -> bool:
+    """Whether ``gram`` is V = λI + Σ_p N_p z_p z_pᵀ of ``counts`` (exactly symmetric, equal up to rounding)."""
+    z = model.differences
+    expected = model.ridge * np.eye(z.shape[1]) + np.einsum("p,pi,pj->ij", counts, z, z)
+    scale = model.ridge + float(counts.sum()) * float(np.max(np.sum(z * z, axis=1), initial=0.0))
+    return bool(np.array_equal(gram, gram.T) and np.all(np.abs(gram - expected) <= 1e-9 * scale))
+
+
+def _theta_reachable(model: Any, counts: FloatArray, wins: FloatArray, theta: FloatArray, fitted: bool) -> bool:
+    """Whether ``theta`` is an estimate the model could hold.
+
+    It is within the bound every minimiser obeys (λ/2·‖θ̂‖² <= ℓ(θ̂) <= ℓ(0) = ln2·ΣN_p, so also at fewer
+    counts, for a warm start) and, when it is marked fitted, the minimiser itself (its Newton step below
+    1e-6·(1 + ‖θ‖)).
+    """
+    norm = float(np.linalg.norm(theta))
+    if norm > math.sqrt(2.0 * math.log(2.0) * float(counts.sum()) / model.ridge) * (1 + 1e-9) + 1e-12:
+        return False
+    if not fitted:
+        return True
+    z = model.differences
+    s = special.expit(z @ theta)
+    gradient = (counts * s - wins) @ z + model.ridge * theta
+    hessian = np.einsum("p,pi,pj->ij", counts * s * (1.0 - s), z, z) + model.ridge * np.eye(z.shape[1])
+    return bool(np.linalg.norm(np.linalg.solve(hessian, gradient)) <= 1e-6 * (1.0 + norm))
+
+
+def round_schema(policy: dict[str, Spec], rules: tuple[Rule, ...] = (), derived: tuple[str, ...] = ()) -> StateSchema:
     """The state of a :class:`RoundAgent`: time, the asked pair, and its policy's fields (``policy``).
 
     Every policy has ``keys`` (its coins) and ``first_counts`` (how often each arm was played
-    first; they sum to the time).
+    first; they sum to the time). ``derived`` names policy fields older files hold that are now
+    recomputed from the others (accepted and ignored).
     """
     return StateSchema(
         time=Int(0, "horizon"),
         _asked=Maybe(Tuple(Int(0, _arm), Int(0, _arm))),
-        policy=Record(keys=Array("uint64", (1,)), first_counts=Array("int64", (1, "n_arms"), low=0), **policy),
+        policy=Record(keys=Array("uint64", (1,)), first_counts=Array("int64", (1, "n_arms"), low=0), derived=derived,
+                      **policy),
         rules=[rule("sum(first_counts) == time", lambda a, s: s["policy"]["first_counts"].sum() == s["time"]),
                *rules],
     )

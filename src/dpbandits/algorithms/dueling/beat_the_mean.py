@@ -35,6 +35,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array, rule
 from dpbandits._core.typing import FloatArray, IntArray
@@ -176,7 +177,13 @@ class BeatTheMeanPolicy(RoundPolicy):
 
 
 def _check(horizon: int, gamma: float) -> tuple[int, float]:
-    return check_int(horizon, "horizon", minimum=1), check_positive_float(gamma, "gamma")
+    gamma = check_positive_float(gamma, "gamma")
+    if gamma > _MAX_GAMMA:  # 3γ² overflows; far earlier the radius is > 1 and nothing is ever eliminated
+        raise InvalidParameterError(f"gamma must be at most {_MAX_GAMMA:g} (3·gamma² must be a finite float); got {gamma!r}")
+    return check_int(horizon, "horizon", minimum=1), gamma
+
+
+_MAX_GAMMA = 1e150
 
 
 @register_algorithm_class("beat-the-mean")

@@ -54,11 +54,13 @@ from dpbandits._core.schema import (
 )
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
+    MAX_EXACT_COUNT,
     check_epsilon,
     check_in_interval,
     check_int,
     check_one_of,
 )
+from dpbandits.algorithms.dueling import _ebs_replay as replay
 from dpbandits.algorithms.dueling._common import (
     UNIT,
     check_dueling_env,
@@ -183,7 +185,7 @@ def ebs_constants(
         then changes two elements of its counter: ε_c = ε would give 2ε).
     """
     k = check_int(n_arms, "n_arms", minimum=2)
-    t = check_int(horizon, "horizon", minimum=1)
+    t = check_int(horizon, "horizon", minimum=1, maximum=MAX_EXACT_COUNT)
     eps = check_epsilon(epsilon, allow_inf=True)
     split = _BUDGET_SPLIT[check_one_of(counter_epsilon, "counter_epsilon", tuple(_BUDGET_SPLIT))]
     removal = check_one_of(stats_removal, "stats_removal", STATS_REMOVAL)
@@ -322,6 +324,43 @@ def _arms(agent: DPEBSElimination) -> int:
     return int(agent.constants.n_arms)
 
 
+def _rounds_counted(agent: DPEBSElimination, s: dict[str, Any]) -> int:
+    """Rounds whose duels the statistics hold: since the last restart, until one arm was left."""
+    rounds = s["elimination_rounds"]
+    last = max(rounds.values(), default=0)
+    end = last if len(rounds) == agent.constants.n_arms - 1 else s["time"]
+    return int(end - (last if agent.stats_removal == "restart" else 0))
+
+
+def _pairs_replayed(agent: DPEBSElimination, s: dict[str, Any]) -> bool:
+    """Whether ``_pair_counts`` and the transcript's rounds and pairs are the replay of the public coins."""
+    rounds = s["elimination_rounds"]
+    k, last = agent.constants.n_arms, max(rounds.values(), default=0)
+    end = last if len(rounds) == k - 1 else s["time"]
+    start = last if agent.stats_removal == "restart" else 0
+    transcript = s["transcript"]
+    if agent.record_transcript and len(transcript) != end:
+        return False
+    counts = np.zeros(k * k, dtype=np.int64)
+    for times, left, right in replay.replayed_pairs(int(s["_key"]), k, rounds, end, agent.opponent, _opponents):
+        kept = times > start
+        counts += np.bincount(left[kept] * k + right[kept], minlength=k * k)
+        for t, x, y in zip(times.tolist(), left.tolist(), right.tolist(), strict=True) if transcript else ():
+            entry = transcript[t - 1]
+            if entry["round"] != t or tuple(entry["pair"]) != (x, y):
+                return False
+    return np.array_equal(counts.reshape(k, k), s["_pair_counts"])
+
+
+def _counters_hold_the_wins(agent: DPEBSElimination, s: dict[str, Any]) -> bool:
+    """Whether each active arm's counter sums its wins as left against the active arms (+ pending)."""
+    rounds, active = s["elimination_rounds"], s["_active"]
+    nodes = s["_counters"]._nodes
+    total = np.sum([node[1] for node in nodes], axis=0)
+    wins = replay.left_counts(s["_pair_wins"], rounds) + replay.pending(s["_pair_wins"], rounds, s["time"])
+    return bool(np.array_equal(total[active], wins[active]))
+
+
 def _last_arm(agent: DPEBSElimination) -> int:
     return int(agent.constants.n_arms) - 1
 
@@ -415,9 +454,6 @@ class DPEBSElimination(OwnAgent, Persistable):
         _key=Int(0, 2**64 - 1),
         _counters=Nested("_counters"),
         _active=Array("int64", (None,), low=0, high=_last_arm),
-        _pointer=Int(-1, _last_arm),
-        _left_counts=Array("int64", (_arms,), low=0, high=_horizon),
-        _pending=Array("int64", (_arms,), low=0, high=_horizon),
         _released=Array("int64", (_arms,)),
         _pair_counts=Array("int64", (_arms, _arms), low=0, high=_horizon),
         _pair_wins=Array("int64", (_arms, _arms), low=0, high=_horizon),
@@ -428,20 +464,29 @@ class DPEBSElimination(OwnAgent, Persistable):
                                  released=MappingOf(Int(0, _last_arm), Int(), max_length=_arms),
                                  stream_elements=MappingOf(Int(0, _last_arm), Int(), max_length=_arms)),
                           max_length=_horizon),
-        _restarts=Int(0, _arms),
         rules=[rule("_active: distinct sorted arms, at least one; eliminated arms are the others",
                     lambda a, s: s["_active"].size >= 1 and (np.diff(s["_active"]) > 0).all()
                     and set(s["elimination_rounds"]).isdisjoint(s["_active"].tolist())
                     and len(s["elimination_rounds"]) + s["_active"].size == a.constants.n_arms),
-               rule("counts within the time: sum(_left_counts) <= time, eliminations and counters at times <= time",
-                    lambda a, s: s["_left_counts"].sum() <= s["time"] and s["_counters"].time <= s["time"]
-                    and all(v <= s["time"] for v in s["elimination_rounds"].values())),
+               rule("eliminations at screened rounds (multiples of check_every) <= time",
+                    lambda a, s: all(1 <= v <= s["time"] and v % a.check_every == 0
+                                     for v in s["elimination_rounds"].values())),
+               rule("sum(_pair_counts) = the rounds fed to _counters = the rounds played since the last restart "
+                    "(stats_removal='restart') until one arm was left",
+                    lambda a, s: int(s["_pair_counts"].sum()) == s["_counters"].time == _rounds_counted(a, s)),
                rule("_pair_wins <= _pair_counts", lambda a, s: (s["_pair_wins"] <= s["_pair_counts"]).all()),
+               rule("_pair_counts (and a transcript's rounds and pairs) the pairs of the rounds since the last "
+                    "restart until one arm was left, replayed from _key, the round robin and elimination_rounds",
+                    _pairs_replayed),
+               rule("the exact sum of each active arm's counter = its wins as left against the arms not "
+                    "eliminated before it, with the subtraction pending", _counters_hold_the_wins),
+               rule("_released equal to the releases of _counters (the values the screen reads are released values)",
+                    lambda a, s: np.array_equal(s["_released"], s["_counters"]._released)),
                rule("a transcript only when record_transcript, at most one entry per round",
                     lambda a, s: (a.record_transcript or not s["transcript"]) and len(s["transcript"]) <= s["time"]),
-               rule("_restarts only with stats_removal='restart', at most one per elimination",
-                    lambda a, s: s["_restarts"] <= (len(s["elimination_rounds"]) if a.stats_removal == "restart"
-                                                    else 0))],
+               ],
+        # recomputed from the pair tables, the elimination rounds and the time (see _ebs_replay)
+        derived=("_pointer", "_left_counts", "_pending", "_restarts"),
     )
 
     def __init__(
@@ -516,6 +561,11 @@ class DPEBSElimination(OwnAgent, Persistable):
 
     def _set_state(self, state: dict[str, Any]) -> None:
         super()._set_state(state)
+        k, rounds = self.constants.n_arms, self.elimination_rounds
+        self._pointer = replay.pointer(k, rounds, self.time)
+        self._left_counts = replay.left_counts(self._pair_counts, rounds)
+        self._pending = replay.pending(self._pair_wins, rounds, self.time)
+        self._restarts = replay.restarts(rounds, self.stats_removal)
         self._derive_step_state()
 
     def _counter_epsilon(self) -> float:

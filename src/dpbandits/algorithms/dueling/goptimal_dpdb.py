@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from dpbandits._core.errors import PrivacyBudgetExceededError
+from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable, register_state_dataclass
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array, Instance, Int, ListOf, Maybe, Noise, StateSchema, Tuple, rule
@@ -134,6 +134,11 @@ def _settings(
         rule = check_one_of(kappa, "kappa", ("slope_at_theta", "li_et_al"))
         # κ = σ'(2·S_θ) (default) or σ'(2·(S_θ + 1)) (Li, Lu & Zhou 2017, Assumption 1)
         kappa_value = _sigmoid_slope(2 * s_theta) if rule == "slope_at_theta" else _sigmoid_slope(2 * (s_theta + 1))
+        if not (kappa_value > 0.0 and math.isfinite(1.0 / kappa_value)):
+            raise InvalidParameterError(
+                f"theta_bound = {s_theta:.4g} is too large: κ = σ'(2·theta_bound) is 0 in floating point "
+                "(keep theta_bound below 18)"
+            )
     else:
         kappa_value = check_in_interval(kappa, "kappa", 0.0, 0.25, closed="right")
     if failure_probability is None:
@@ -296,6 +301,21 @@ def _well_formed(agent: GOptimalDPDB, phase: _Phase) -> bool:
         and _is_number(phase.g_value) and isinstance(diagnostics, dict)
         and all(isinstance(key, str) and (isinstance(value, bool) or _is_number(value) or (
             isinstance(value, list) and all(_is_number(v) for v in value))) for key, value in diagnostics.items()))
+
+
+def _plays_match_time(agent: GOptimalDPDB, s: dict[str, Any]) -> bool:
+    """Whether a state's time, slot, plays in the slot and wins are those of its phases' schedules."""
+    phases, slot, played, wins = s["phases"], s["_slot"], s["_played_in_slot"], s["_wins"]
+    finished = sum(int(p.counts.sum()) for p in phases[:-1])
+    if s["_committed_arm"] is not None:
+        if not phases:
+            return slot == played == 0 and wins.size == 0
+        last = phases[-1].counts
+        return (slot == last.size and played == 0 and wins.shape == last.shape and bool((wins <= last).all())
+                and s["time"] >= finished + int(last.sum()))
+    counts = phases[-1].counts
+    return (s["time"] == finished + int(counts[:slot].sum()) + played
+            and int(wins[slot]) <= played and not wins[slot + 1:].any())
 
 
 def _last_arm(agent: GOptimalDPDB) -> int:
@@ -488,7 +508,11 @@ class GOptimalDPDB(OwnAgent, Persistable):
                         s["_wins"].shape == s["phases"][-1].counts.shape
                         and s["_slot"] < s["_wins"].size
                         and s["_played_in_slot"] < s["phases"][-1].counts[s["_slot"]]
-                        and (s["_wins"] <= s["phases"][-1].counts).all()))],
+                        and (s["_wins"] <= s["phases"][-1].counts).all())),
+               rule("time = the plays of the finished phases and slots + _played_in_slot, _wins of the current "
+                    "slot <= _played_in_slot and 0 after it (once committed: time >= the plays of every phase, "
+                    "_slot past the last phase's pairs, _played_in_slot 0)",
+                    _plays_match_time)],
     )
 
     def __init__(

@@ -132,11 +132,12 @@ class InterleavedFilter(OwnAgent, Persistable):
         time=Int(0, "horizon"),
         _asked=Maybe(Tuple(Int(0, _last_arm), Int(0, _last_arm))),
         rules=[rule("remaining: distinct arms other than candidate, one win count each, _position < their number "
-                    "(or 0), wins <= _sweeps <= time",
+                    "(or 0), _wins <= _sweeps (+1 for the arms already met in the current sweep) and _sweeps <= time",
                     lambda f, s: len(set(s["remaining"].tolist()) | {s["candidate"]}) == s["remaining"].size + 1
                     and s["_wins"].shape == s["remaining"].shape
                     and s["_position"] <= max(s["remaining"].size - 1, 0)
-                    and (s["_wins"] <= s["_sweeps"]).all() and s["_sweeps"] <= s["time"])],
+                    and (s["_wins"] <= s["_sweeps"] + (np.arange(s["_wins"].size) < s["_position"])).all()
+                    and s["_sweeps"] * s["remaining"].size + s["_position"] <= s["time"])],
     )
 
     def __init__(self, n_arms: int, horizon: int, *, rng: RNGLike = None) -> None:

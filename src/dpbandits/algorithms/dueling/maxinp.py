@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_array, check_int, check_positive_float
@@ -126,6 +127,11 @@ def linear_dueling_settings(
     t0 = d * k if exploration_rounds is None else check_int(exploration_rounds, "exploration_rounds", minimum=0)
     scale = 2.0 * check_positive_float(theta_bound, "theta_bound") * float(np.linalg.norm(x, axis=1).max())
     s = float(special.expit(scale))
+    if not (s * (1.0 - s) > 0.0 and math.isfinite(1.0 / (s * (1.0 - s)))):
+        raise InvalidParameterError(
+            f"theta_bound·max‖x‖ = {scale / 2.0:.4g} is too large: κ = σ'(2·theta_bound·max‖x‖) is 0 in floating "
+            "point (keep theta_bound·max‖x‖ below 18, e.g. rescale the features)"
+        )
     return LinearDuelingSettings(x, t, t0, check_positive_float(ridge, "ridge"), s * (1.0 - s),
                                  1.0 / t if t > 1 else 0.5)
 

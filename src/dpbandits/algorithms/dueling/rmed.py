@@ -46,7 +46,6 @@ from dpbandits.algorithms.dueling._rounds import (
     WINS_SUM_AT_MOST_TIME,
     RoundAgent,
     RoundPolicy,
-    _arm,
     add_per_trial,
     register_comparator,
     round_schema,
@@ -90,7 +89,7 @@ class RMED1Policy(RoundPolicy):
         leave L_R as they are drawn, so the next arm of the loop is always the first arm of L_R.
     """
 
-    _state_fields = (*RoundPolicy._state_fields, "wins", "remaining", "next_loop", "_means", "_divergence", "_leader")
+    _state_fields = (*RoundPolicy._state_fields, "wins", "remaining", "next_loop")  # μ̂, I, î* are derived
 
     def __init__(self, n_arms: int, keys: np.ndarray, tolerance: float) -> None:
         super().__init__(n_arms, keys)
@@ -109,6 +108,16 @@ class RMED1Policy(RoundPolicy):
     def _opponents(self, means: FloatArray) -> np.ndarray:
         """Ô_i = {j ≠ i : μ̂_ij <= ½}, shape (n_trials, K, K)."""
         return (means <= 0.5) & self._off_diagonal
+
+    def _derive(self) -> None:
+        """μ̂_ij, I_i and î* from the wins (after each update, and on load: they are never read from a file)."""
+        totals = self.wins + np.swapaxes(self.wins, 1, 2)  # N_ij
+        means = np.where(totals > 0, self.wins / np.maximum(totals, 1), 0.5)  # μ̂_ij (½ while unseen)
+        self._means = means
+        opponents = self._opponents(means)
+        # I_i = Σ_{j ∈ Ô_i} N_ij·d(μ̂_ij, ½)
+        self._divergence = np.sum(np.where(opponents, totals * bernoulli_kl_to_half(means), 0.0), axis=2)
+        self._leader = np.asarray(np.argmin(self._divergence, axis=1), dtype=np.int64)  # î* (lowest on ties)
 
     def choose(self, t: int) -> tuple[IntArray, IntArray]:
         """The pair of round t in every trial (the step in the module docstring)."""
@@ -133,13 +142,7 @@ class RMED1Policy(RoundPolicy):
         won = outcome * real
         add_per_trial(self.wins, won, first, second)
         add_per_trial(self.wins, real - won, second, first)
-        totals = self.wins + np.swapaxes(self.wins, 1, 2)  # N_ij
-        means = np.where(totals > 0, self.wins / np.maximum(totals, 1), 0.5)  # μ̂_ij (½ while unseen)
-        self._means = means
-        opponents = self._opponents(means)
-        # I_i = Σ_{j ∈ Ô_i} N_ij·d(μ̂_ij, ½)
-        self._divergence = np.sum(np.where(opponents, totals * bernoulli_kl_to_half(means), 0.0), axis=2)
-        self._leader = np.asarray(np.argmin(self._divergence, axis=1), dtype=np.int64)  # î* (lowest on ties)
+        self._derive()
         if t <= self._initial[0].size:  # initial phase; then the first loop runs over every arm
             return
         self.remaining[self.rows, first] = False  # l_t leaves L_R; candidates for the next loop join L_N
@@ -192,9 +195,8 @@ class RMED1(RoundAgent):
     """
 
     _schema = round_schema({
-        "wins": WINS, "remaining": Array("bool", (1, "n_arms")), "next_loop": Array("bool", (1, "n_arms")),
-        "_means": Array("float64", (1, "n_arms", "n_arms"), low=0, high=1), "_divergence": Array("float64", (1, "n_arms"), low=0),
-        "_leader": Array("int64", (1,), low=0, high=_arm)}, (WINS_SUM_AT_MOST_TIME,))
+        "wins": WINS, "remaining": Array("bool", (1, "n_arms")), "next_loop": Array("bool", (1, "n_arms"))},
+        (WINS_SUM_AT_MOST_TIME,), derived=("_means", "_divergence", "_leader"))  # recomputed from the wins
 
 
     def __init__(self, n_arms: int, horizon: int, tolerance: float | None = None, *, rng: RNGLike = None) -> None:

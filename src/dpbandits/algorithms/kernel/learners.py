@@ -198,7 +198,13 @@ class UniformFeatureRidge(_FeatureLearner):
         _moment=Array("float64", (lambda a: a.feature_map.dim + 1, lambda a: a.feature_map.dim + 1)),
         _theta=Maybe(Array("float64", (lambda a: a.feature_map.dim,))),
         rules=[rule("θ is released exactly when all rounds are told",
-                    lambda a, s: (s["_theta"] is None) == (s["_rounds"] < a.horizon))],
+                    lambda a, s: (s["_theta"] is None) == (s["_rounds"] < a.horizon)),
+               rule("_moment = Σₜ aₜaₜᵀ of _rounds rounds: symmetric, positive semi-definite, zero before the "
+                    "first round, Σₜ yₜ² <= _rounds·reward_bound² and trace <= _rounds·(max φᵀφ + reward_bound²)",
+                    lambda a, s: _moment_reachable(a, s["_moment"], s["_rounds"])),
+               rule("_moment positive definite enough to fit θ = (ΦᵀΦ + τI)⁻¹Φᵀy at epsilon = inf",
+                    lambda a, s: a._release is not None or s["_theta"] is None
+                    or bool(np.isfinite(a._fit(s["_moment"])).all()))],
     )
 
     def __init__(
@@ -248,13 +254,20 @@ class UniformFeatureRidge(_FeatureLearner):
         if self._rounds == self.horizon:
             self._theta = self._fit()
 
-    def _fit(self) -> FloatArray:
+    def _set_state(self, state: dict[str, Any]) -> None:
+        super()._set_state(state)
+        if self._release is None and self._theta is not None:
+            # at epsilon = inf θ is not a release but a function of the moment: recomputed, never read
+            self._theta = self._fit()
+
+    def _fit(self, moment: FloatArray | None = None) -> FloatArray:
+        moment = self._moment if moment is None else moment
         if self._release is not None:
-            return self._release._release_moment(self._moment, self._noise)
+            return self._release._release_moment(moment, self._noise)
         d = self.feature_map.dim
         # θ = (ΦᵀΦ + τI)⁻¹Φᵀy
-        gram = self._moment[:d, :d] + self.tau * np.eye(d)
-        return np.asarray(linalg.cho_solve(linalg.cho_factor(gram, lower=True), self._moment[:d, d]))
+        gram = moment[:d, :d] + self.tau * np.eye(d)
+        return np.asarray(linalg.cho_solve(linalg.cho_factor(gram, lower=True), moment[:d, d]))
 
     def _coefficients(self) -> FloatArray:
         assert self._theta is not None
@@ -305,7 +318,13 @@ class CGPUCB(_FeatureLearner):
         _pending=Maybe(Array("float64", ("context_dim",), low=0.0, high=1.0)),
         _pending_index=Maybe(Int(0, lambda a: a._ucb_grid.shape[0] - 1)),
         rules=[rule("a pending context has its action's index", lambda a, s:
-                    (s["_pending"] is None) == (s["_pending_index"] is None))],
+                    (s["_pending"] is None) == (s["_pending_index"] is None)),
+               rule("_v_inverse = (ΦᵀΦ + τI)⁻¹ of _rounds rounds: I/τ before the first round, symmetric, "
+                    "eigenvalues within [1/(τ + _rounds·max φᵀφ), 1/τ]",
+                    lambda a, s: _v_inverse_reachable(a, s["_v_inverse"], s["_rounds"])),
+               rule("_b = Φᵀy of _rounds rounds: ‖_b‖ <= _rounds·reward_bound·sqrt(max φᵀφ)",
+                    lambda a, s: float(np.linalg.norm(s["_b"])) <= _slack(
+                        s["_rounds"] * a.reward_bound * math.sqrt(a.feature_map.max_diag)))],
     )
 
     def __init__(
@@ -369,3 +388,32 @@ class CGPUCB(_FeatureLearner):
 
     def _coefficients(self) -> FloatArray:
         return np.asarray(self._v_inverse @ self._b)  # θ = V⁻¹b
+
+
+def _slack(bound: float) -> float:
+    """``bound`` with room for rounding (relative 1e-9 and absolute 1e-12)."""
+    return bound * (1.0 + 1e-9) + 1e-12
+
+
+def _moment_reachable(agent: UniformFeatureRidge, moment: FloatArray, rounds: int) -> bool:
+    """Whether ``moment`` is Σₜ aₜaₜᵀ (aₜ = [φ(wₜ); yₜ]) of ``rounds`` rounds of ``agent``."""
+    if rounds == 0:
+        return not moment.any()
+    if not np.array_equal(moment, moment.T):  # each aₜaₜᵀ is exactly symmetric, and so is their sum
+        return False
+    bound = agent.reward_bound**2
+    trace = float(np.trace(moment))
+    if not (0.0 <= moment[-1, -1] <= _slack(rounds * bound) and trace <= _slack(rounds * (agent.feature_map.max_diag + bound))):
+        return False
+    return bool(np.linalg.eigvalsh(moment)[0] >= -1e-9 * max(trace, 1.0))
+
+
+def _v_inverse_reachable(agent: CGPUCB, v_inverse: FloatArray, rounds: int) -> bool:
+    """Whether ``v_inverse`` is (ΦᵀΦ + τI)⁻¹ of ``rounds`` rows φ with φᵀφ <= max_diag."""
+    if rounds == 0:
+        return bool(np.array_equal(v_inverse, np.eye(v_inverse.shape[0]) / agent.tau))
+    if not np.array_equal(v_inverse, v_inverse.T):  # Sherman–Morrison updates keep it exactly symmetric
+        return False
+    eigenvalues = np.linalg.eigvalsh(v_inverse)
+    low = 1.0 / (agent.tau + rounds * agent.feature_map.max_diag)
+    return bool(eigenvalues[0] >= low * (1.0 - 1e-6) and eigenvalues[-1] <= _slack(1.0 / agent.tau) * (1.0 + 1e-6))

@@ -202,7 +202,10 @@ class USCA(OwnAgent, Persistable):
         n_releases=Int(0, None),
         rules=[rule("the data rows (kernel backend; none with features) add up to _rounds, one reward each",
                     lambda a, s: [p.shape[0] for p in s["_data_points"]] == [r.shape[0] for r in s["_data_rewards"]]
-                    and sum(p.shape[0] for p in s["_data_points"]) == (s["_rounds"] if a.feature_map is None else 0))],
+                    and sum(p.shape[0] for p in s["_data_points"]) == (s["_rounds"] if a.feature_map is None else 0)),
+               rule("the data rows are the learning actions played, in order, with contexts in [0, 1] and rewards "
+                    "within ±reward_bound; _reward_vector = Σₜ φ(wₜ)·yₜ: zero before the first round, "
+                    "‖_reward_vector‖ <= _rounds·reward_bound·sqrt(max φᵀφ)", lambda a, s: _data_reachable(a, s))],
         derived=("learning_actions",),  # public coins: replayed from the recorded rng
     )
     _unsaved_params = ("context_generator",)
@@ -844,3 +847,19 @@ def simulate_usca_trivial(
         precision=precision,
     )
 
+
+def _data_reachable(agent: USCA, state: dict[str, Any]) -> bool:
+    """Whether the saved data and reward vector are those of ``_rounds`` rounds of ``agent`` (see the rule)."""
+    rounds, bound, dx = state["_rounds"], agent.reward_bound, agent.action_dim
+    if state["_data_points"]:
+        points = np.concatenate(state["_data_points"])
+        rewards = np.concatenate(state["_data_rewards"])
+        if not (np.array_equal(points[:, :dx], agent.learning_actions[:points.shape[0]])
+                and bool(np.all((points[:, dx:] >= 0.0) & (points[:, dx:] <= 1.0)))
+                and bool(np.all(np.abs(rewards) <= bound))):
+            return False
+    vector = state["_reward_vector"]
+    if rounds == 0 or agent.feature_map is None:
+        return not vector.any()
+    limit = rounds * bound * math.sqrt(agent.feature_map.max_diag)
+    return float(np.linalg.norm(vector)) <= limit * (1.0 + 1e-6) + 1e-12  # 1e-6: float32 feature products

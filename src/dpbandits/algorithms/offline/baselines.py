@@ -88,7 +88,16 @@ class _MABBaseline(DeployedPolicy, Persistable):
         # m: public lower bound on every N(a), fixed before seeing the data
         self.min_count = check_int(min_count, "min_count", minimum=1)
         # Δ(m), from public quantities only
+        _check_magnitudes("reward_bound", self.reward_bound)
         self.sensitivity = mab_domain_sensitivity(self.min_count, reward_bound=self.reward_bound, beta0=self.beta0)
+        _check_magnitudes("the sensitivity Δ(m)", self.sensitivity)
+        _check_magnitudes("the noise scale Δ(m)/epsilon", self.sensitivity / self.epsilon)
+        if self.reward_bound * self.epsilon / self.sensitivity > _MAX_RATIO:
+            raise InvalidParameterError(
+                f"epsilon = {self.epsilon:.4g} makes the noise scale Δ(m)/epsilon = {self.sensitivity / self.epsilon:.3g} "
+                f"finer than the float resolution of utilities up to reward_bound = {self.reward_bound:g} "
+                f"(reward_bound/scale above 2^52): the noise would vanish in rounding; lower epsilon"
+            )
 
     def _fit_utilities(self, data: LoggedBanditData) -> None:
         counts, sums = _statistics(data, self.n_arms, self.reward_bound)
@@ -119,6 +128,25 @@ class _MABBaseline(DeployedPolicy, Persistable):
                        f"{self.sensitivity:.6g} from min_count m, reward bound R, beta0 and epsilon"),
             domain=(f"N(a) >= min_count = {self.min_count} for every arm, rewards in [0, {self.reward_bound:g}]; "
                     "every pair of add/remove neighbours in it"),
+        )
+
+
+_MAGNITUDES = (1e-300, 1e300)
+"""Where a baseline's arithmetic (utilities over the noise scale, the exponential weights' log-sum-exp, the
+integration range of the exact report-noisy-max distribution) neither overflows nor loses all precision."""
+
+
+_MAX_RATIO = 2.0**52
+"""The largest reward_bound/noise scale: beyond it the noise is below the float resolution of a utility."""
+
+
+def _check_magnitudes(what: str, value: float) -> None:
+    """Refuse ``value`` (reward_bound, Δ(m), the noise scale Δ(m)/ε) outside ``_MAGNITUDES``."""
+    low, high = _MAGNITUDES
+    if not low <= value <= high:
+        raise InvalidParameterError(
+            f"{what} = {value:.3g} (from reward_bound, beta0, min_count and epsilon) lies outside "
+            f"[{low:g}, {high:g}], where the mechanism's arithmetic overflows or loses all precision"
         )
 
 

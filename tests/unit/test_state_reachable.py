@@ -1,0 +1,318 @@
+"""Every loaded state is one a run could have produced (issue 35).
+
+A state file holds sufficient statistics and released values only: what can be recomputed from them
+(RMED1's means, divergences and leader; the GP-uniform learner's θ) is recomputed on load whatever
+the file says, and what cannot be recomputed obeys the invariants its class states next to its
+schema (sums within the reward range of their pulls, moments symmetric positive semi-definite,
+releases equal to their counters' releases...), checked by ``load``, which names the rule broken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from statefiles import edit, quietly, state, unpack
+from test_persistence import AGENTS, FEATURES, _bai_step, _dueling_step
+
+from dpbandits._core.errors import DataFormatError
+from dpbandits._core.persistence import Persistable
+
+Change = Callable[[dict[str, Any], dict[str, np.ndarray]], None]
+
+
+def _run(name: str, steps: int) -> Any:
+    factory, step, _ = AGENTS[name]
+    agent = quietly(factory)
+    for t in range(steps):
+        step(agent, t)
+    return agent
+
+
+def _member(meta: dict[str, Any], *path: str) -> str:
+    value: Any = meta["state"]
+    for key in path:
+        value = value["__dict__"][key] if "__dict__" in value else value[key]
+    return str(value["__array__"])
+
+
+def _set_array(path: tuple[str, ...], change: Callable[[np.ndarray], np.ndarray]) -> Change:
+    def apply(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
+        name = _member(meta, *path)
+        members[name] = change(members[name].copy())
+    return apply
+
+
+def _refused(data: bytes, match: str, **overrides: Any) -> None:
+    with pytest.raises(DataFormatError, match=match) as caught:
+        quietly(lambda: Persistable.from_bytes(data, **overrides))
+    assert "\n" not in str(caught.value)
+
+
+# ----------------------------------------------------------------------------- defect 1: derived values
+def test_rmed1_recomputes_its_means_divergence_and_leader_from_the_wins() -> None:
+    """A file whose wins say arm 0 beat every arm but whose stored leader, means and divergences say arm 3
+    (a file of the previous format held them) recommends arm 0, as the run would."""
+    from dpbandits.algorithms.dueling.rmed import RMED1
+
+    agent = RMED1(4, 100)
+    for _ in range(20):
+        pair = agent.ask()
+        agent.tell(pair, first_wins=pair[0] <= pair[1])  # the lower index always wins: arm 0 is the Condorcet winner
+    assert agent.recommendation == 0
+    data = agent.to_bytes()
+    assert not {"_means", "_divergence", "_leader"} & set(state(unpack(data)[0])["policy"]["__dict__"])
+
+    def plant(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
+        policy = state(meta)["policy"]["__dict__"]
+        means = np.full((1, 4, 4), 0.5)
+        means[0, 3, :] = 1.0
+        divergence = np.array([[9.0, 9.0, 9.0, 0.0]])
+        for key, value in (("_means", means), ("_divergence", divergence), ("_leader", np.array([3]))):
+            members[f"x{key}"] = value
+            policy[key] = {"__array__": f"x{key}"}
+
+    loaded = RMED1.from_bytes(edit(data, plant))
+    assert loaded.recommendation == 0
+    ahead = [(loaded.ask(), agent.ask())]
+    assert ahead[0][0] == ahead[0][1]
+
+
+def _kernel(name: str) -> Any:
+    from test_state_files_fuzz import _kernel_learners
+
+    return quietly(_kernel_learners()[name])
+
+
+def test_gp_uniform_theta_is_recomputed_from_the_moment_not_read() -> None:
+    agent = _kernel("gp-uniform")
+    data = agent.to_bytes()
+    expected = agent.recommend([0.3])
+    loaded = Persistable.from_bytes(edit(data, _set_array(("_theta",), lambda theta: -100.0 * theta + 1.0)))
+    assert np.array_equal(loaded._theta, agent._theta)
+    assert np.array_equal(loaded.recommend([0.3]), expected)
+
+
+@pytest.mark.parametrize(("damage", "rule"), [
+    (lambda v: -v, "_v_inverse"),
+    (lambda v: v + np.triu(np.full(v.shape, 1e-3), 1), "_v_inverse"),
+    (lambda v: 100.0 * v, "_v_inverse"),
+    (lambda v: v - 2.0 * np.linalg.eigvalsh(v)[-1] * np.eye(v.shape[0]), "_v_inverse"),
+])
+def test_cgp_ucb_refuses_an_inverse_design_no_run_reaches(damage: Callable[[np.ndarray], np.ndarray],
+                                                         rule: str) -> None:
+    """Negated, asymmetric, scaled beyond 1/τ or not positive definite: each changed the next action."""
+    data = _kernel("cgp-ucb").to_bytes()
+    _refused(edit(data, _set_array(("_v_inverse",), damage)), f"rule {rule}")
+
+
+def test_cgp_ucb_refuses_a_reward_sum_beyond_its_rounds() -> None:
+    data = _kernel("cgp-ucb").to_bytes()
+    _refused(edit(data, _set_array(("_b",), lambda b: b + 1e6)), "rule _b")
+
+
+# ----------------------------------------------------------------------------- defect 2: invariants
+PHASED = ["dp-bai", "dp-od", "od-linbai", "baseline"]
+
+
+def _phased(name: str) -> Any:
+    if name == "baseline":
+        from dpbandits.algorithms.bai.dp_bai import Baseline
+
+        agent = quietly(lambda: Baseline(FEATURES, 60, 1.0).agent(3, insecure_seeded_noise=True))
+        for t in range(7):
+            _bai_step(agent, t)
+        return agent
+    return _run(name, 7)
+
+
+@pytest.mark.parametrize("name", PHASED)
+@pytest.mark.parametrize("value", [1e300, -5.0, 7.5])
+def test_phase_sums_outside_the_reward_range_of_their_pulls_are_refused(name: str, value: float) -> None:
+    """Sums of a phase's rewards lie within [n_j·0, n_j·1]: 1e300, −5 and 7.5 (after at most 7 pulls) are refused."""
+    agent = _phased(name)
+    assert agent._position > 0
+    data = agent.to_bytes()
+    _refused(edit(data, _set_array(("sums",), lambda s: np.full_like(s, value))), "rule each sum S_j")
+
+
+@pytest.mark.parametrize("name", PHASED)
+@pytest.mark.parametrize("value", [2**40, 1, 0])
+def test_pulls_other_than_the_replayed_plans_are_refused(name: str, value: int) -> None:
+    agent = _phased(name)
+    data = agent.to_bytes()
+    pulls = agent.pulls
+
+    def change(p: np.ndarray) -> np.ndarray:
+        p[int(np.argmax(pulls))] = value
+        return p
+
+    _refused(edit(data, _set_array(("pulls",), change)), "rule planner_state, pulls")
+
+
+@pytest.mark.parametrize("name", PHASED)
+def test_a_finished_phased_agent_with_another_recommendation_is_refused(name: str) -> None:
+    agent = _phased(name)
+    for t in range(200):
+        if agent.done:
+            break
+        _bai_step(agent, t)
+    assert agent.done
+    data = agent.to_bytes()
+    wrong = (agent.recommendation + 1) % FEATURES.shape[0]
+    _refused(edit(data, lambda meta, _: state(meta).update(recommendation=wrong)), "rule planner_state, pulls")
+
+
+@pytest.mark.parametrize("name", ["feature-ridge", "gp-uniform"])
+@pytest.mark.parametrize("damage", [lambda m: -m, lambda m: m + np.triu(np.full(m.shape, 1e-3), 1),
+                                    lambda m: m + np.diag(np.r_[np.zeros(m.shape[0] - 1), 1e300])])
+def test_a_feature_ridge_moment_no_run_reaches_is_refused(name: str, damage: Callable[[np.ndarray], np.ndarray]) -> None:
+    data = _kernel(name).to_bytes()
+    _refused(edit(data, _set_array(("_moment",), damage)), "rule _moment")
+
+
+@pytest.mark.parametrize("name", ["dp-ebs", "dp-ebs-restart"])
+def test_dp_ebs_released_values_other_than_its_counters_releases_are_refused(name: str) -> None:
+    data = _run(name, 40).to_bytes()
+    _refused(edit(data, _set_array(("_released",), lambda r: r + 5)), "rule _released equal")
+
+
+def test_a_counter_bank_release_other_than_its_last_node_is_refused() -> None:
+    from test_state_files_fuzz import _counters
+
+    data = _counters()["tree-counter-bank"]().to_bytes()
+    _refused(edit(data, _set_array(("_released",), lambda r: r + 5)), "rule _released of a live counter")
+
+
+@pytest.mark.parametrize("name", ["maxinp", "colstim"])
+@pytest.mark.parametrize("damage", [lambda g: 100.0 * g, lambda g: -g, lambda g: g + 1.0])
+def test_a_gram_matrix_other_than_that_of_its_counts_is_refused(name: str,
+                                                               damage: Callable[[np.ndarray], np.ndarray]) -> None:
+    data = _run(name, 30).to_bytes()
+    _refused(edit(data, _set_array(("policy", "model.gram"), damage)), "rule model.gram")
+
+
+@pytest.mark.parametrize("name", ["maxinp", "colstim"])
+@pytest.mark.parametrize("damage", [lambda t: t + 1.0, lambda t: -t, lambda t: t * 100.0 + 1e-3])
+def test_a_logistic_estimate_that_is_not_the_fit_of_its_counts_is_refused(
+        name: str, damage: Callable[[np.ndarray], np.ndarray]) -> None:
+    agent = _run(name, 30)
+    agent.recommendation  # noqa: B018 (fits θ̂: the file then says model._fitted)
+    assert agent._policy.model._fitted
+    _refused(edit(agent.to_bytes(), _set_array(("policy", "model.theta"), damage)), "rule model.theta")
+
+
+@pytest.mark.slow  # USCA rebuilds its public precomputation at each load
+def test_usca_refuses_a_reward_vector_beyond_its_rewards_with_clip() -> None:
+    from test_state_files_fuzz import _contexts, _usca
+
+    data = quietly(_usca).to_bytes()
+    for value in (1e300, -1e300, 50.0):
+        _refused(edit(data, _set_array(("_reward_vector",), lambda v, x=value: np.full_like(v, x))),
+                 "rule the data rows", context_generator=_contexts)
+
+
+@pytest.mark.slow  # USCA rebuilds its public precomputation at each load
+def test_usca_kernel_backend_refuses_data_rows_no_run_reaches() -> None:
+    from test_state_files_fuzz import _contexts
+
+    from dpbandits.algorithms.kernel.usca import USCA
+    from dpbandits.envs.kernel import StationaryKernel
+
+    agent = quietly(lambda: USCA(horizon=6, epsilon=1.0, reward_bound=1.5, kernel=StationaryKernel("se", 0.2),
+                                 backend="kernel", context_generator=_contexts, clip=True, rng=2,
+                                 sup_max_evaluations=2000))
+    agent.observe(_contexts(3, 1), [0.1, 0.9, 5.0])
+    data = agent.to_bytes()
+    Persistable.from_bytes(data, context_generator=_contexts)
+
+    def rewards(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
+        name = state(meta)["_data_rewards"][0]["__array__"]
+        members[name] = members[name] * 100.0
+
+    def actions(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
+        name = state(meta)["_data_points"][0]["__array__"]
+        members[name] = members[name][::-1].copy()
+
+    for change in (rewards, actions):
+        _refused(edit(data, change), "rule the data rows", context_generator=_contexts)
+
+
+# ----------------------------------------------------------------------------- reachable states load
+def test_every_state_of_interleaved_filter_loads() -> None:
+    """Mid-sweep, an arm already met has one more win than the finished sweeps: that state was refused."""
+    agent = _run("interleaved-filter", 0)
+    for t in range(40):
+        blob = agent.to_bytes()
+        loaded = Persistable.from_bytes(blob)
+        assert _dueling_step(loaded, t) == _dueling_step(agent, t)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["gp-uniform", "feature-ridge", "cgp-ucb"])
+def test_every_state_of_a_kernel_learner_loads_and_continues(name: str) -> None:
+    from test_state_files_fuzz import _contexts
+
+    from dpbandits.algorithms.kernel.learners import CGPUCB, UniformFeatureRidge
+    from dpbandits.envs.kernel import StationaryKernel
+
+    options: dict[str, Any] = {"horizon": 8, "reward_bound": 1.5, "kernel": StationaryKernel("se", 0.2),
+                               "clip": True, "rng": 2, "n_features": 16, "grid_points_per_dim": 16}
+    agent = quietly(lambda: CGPUCB(ucb_grid_points_per_dim=8, **options) if name == "cgp-ucb" else
+                    UniformFeatureRidge(epsilon=float("inf") if name == "gp-uniform" else 1.0,
+                                        insecure_seeded_noise=name != "gp-uniform", **options))
+    for context, reward in zip(_contexts(8, 1), [0.1, 1.5, -1.5, 9.0, -0.3, 0.0, 0.7, 0.2], strict=True):
+        loaded = quietly(lambda: Persistable.from_bytes(agent.to_bytes()))
+        assert np.array_equal(loaded.ask(context), agent.ask(context))
+        loaded.tell(context, reward)
+        agent.tell(context, reward)
+    assert np.array_equal(quietly(lambda: Persistable.from_bytes(agent.to_bytes())).recommend([0.3]),
+                          agent.recommend([0.3]))
+
+
+# ----------------------------------------------------------------------------- load's first bytes
+def test_load_checks_the_first_bytes_before_reading_a_file(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large file of another kind was read whole (3 GB: 3.2 GB and 9 s) before being refused."""
+    import dpbandits
+    from dpbandits._core import persistence
+
+    path = tmp_path / "big.bin"
+    with open(path, "wb") as handle:
+        handle.truncate(2**30)  # 1 GiB of zeros, sparse on disk
+    reads: list[int] = []
+    opened = persistence.os.fdopen
+
+    class Recording:
+        def __init__(self, handle: Any) -> None:
+            self.handle = handle
+
+        def __enter__(self) -> Recording:
+            self.handle.__enter__()
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            self.handle.__exit__(*exc)
+
+        def fileno(self) -> int:
+            return int(self.handle.fileno())
+
+        def read(self, size: int = -1) -> bytes:
+            reads.append(size)
+            return bytes(self.handle.read(size))
+
+    monkeypatch.setattr(persistence.os, "fdopen", lambda *a, **k: Recording(opened(*a, **k)))
+    with pytest.raises(DataFormatError, match="not a dpbandits state file"):
+        dpbandits.load(path)
+    assert reads and all(0 <= size <= 16 for size in reads), reads
+
+
+def test_loading_a_pickled_numpy_file_does_not_suggest_an_option_load_lacks(tmp_path: Any) -> None:
+    import dpbandits
+
+    path = tmp_path / "objects.npy"
+    np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(DataFormatError, match="not a dpbandits state file") as caught:
+        dpbandits.load(path)
+    assert "allow_pickle" not in str(caught.value)
