@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dpbandits._core.errors import DPBanditsError, NotFittedError, PrivacyBudgetExceededError
 
-__all__ = ["Cancelled", "Conflict", "InvalidRequest", "NotFound", "QuotaExceeded", "Retry", "ServiceError", "TimeLimitExceeded", "TooLarge", "library_error_status"]
+__all__ = ["Cancelled", "Conflict", "InvalidRequest", "NotFound", "QuotaExceeded", "Retry", "ServiceError", "StoreSchemaError",
+           "TimeLimitExceeded", "TooLarge", "library_error_status"]
 
 
 class ServiceError(DPBanditsError):
@@ -17,6 +18,14 @@ class ServiceError(DPBanditsError):
         super().__init__(message)
         if code is not None:
             self.code = code
+
+
+class StoreSchemaError(DPBanditsError):
+    """A store this dpbandits cannot open: of another schema version (or none), or with tables missing.
+
+    Raised when the store is opened (:func:`~dpbandits.serve.storage.make_engine`), before any
+    request is served: a store is migrated or refused, never read with another layout.
+    """
 
 
 class InvalidRequest(ServiceError):

@@ -20,7 +20,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from dpbandits._core.errors import InvalidParameterError
+from dpbandits._core.errors import DPBanditsError, InvalidParameterError
 
 __all__ = ["AGENT_MODULES", "app_from_environment", "configure_logging", "main", "run", "store_label", "warm_up"]
 
@@ -169,6 +169,9 @@ def main(argv: list[str] | None = None) -> None:
     configure_logging(logging.WARNING if options.quiet else logging.DEBUG if options.verbose else logging.INFO)
     quotas = Quotas(experiments=options.max_experiments, concurrent_requests=options.max_concurrent_requests,
                     state_bytes=options.max_state_bytes)
-    run(options.db, host=options.host, port=options.port, sqlite_synchronous=options.sqlite_synchronous,
-        lease_seconds=options.lease_seconds, allow_insecure_seeded_noise=options.allow_insecure_seeded_noise,
-        behind_tls=options.behind_tls, workers=options.workers, time_limit=options.time_limit, quotas=quotas)
+    try:
+        run(options.db, host=options.host, port=options.port, sqlite_synchronous=options.sqlite_synchronous,
+            lease_seconds=options.lease_seconds, allow_insecure_seeded_noise=options.allow_insecure_seeded_noise,
+            behind_tls=options.behind_tls, workers=options.workers, time_limit=options.time_limit, quotas=quotas)
+    except DPBanditsError as exc:  # a refused store or option: one line, as `dpbandits serve` prints it
+        parser.exit(1, f"Error: {exc}\n")

@@ -27,7 +27,20 @@ Tables
     (:mod:`dpbandits.privacy.ledger_store`), created in the same database; see
     :mod:`dpbandits.serve.ledger`.
 ``settings``
-    Server secrets (the key that signs tickets), created with the schema.
+    Server secrets (the key that signs tickets), created with the schema, and the store's
+    **schema version** (``schema_version``).
+
+Schema version
+--------------
+A new store records :data:`SCHEMA_VERSION`, the layout of its tables, in the transaction that
+creates them. Opening a store checks it first: a store of the current version is opened; one of an
+older version is migrated in one transaction when :data:`MIGRATIONS` holds every step from its
+version (none does yet); any other store -- one recording no version (a store of a dpbandits from
+before schema versions, whose ledger tables lack this release's columns), an older version without
+a migration, a newer version, an unreadable version, or a missing table -- is refused in one line
+(:class:`~dpbandits.serve.errors.StoreSchemaError`) before anything in it is read. The version is a
+row, not an Alembic revision: no migration exists yet, and the row costs store creation one insert;
+a future migration can adopt Alembic with this version as its baseline.
 
 Engines
 -------
@@ -43,12 +56,15 @@ with ``SELECT ... FOR UPDATE``. Engines hide bound parameters from every error a
 from __future__ import annotations
 
 import secrets
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
     Boolean,
     Column,
+    Connection,
     Engine,
     Float,
     ForeignKey,
@@ -62,15 +78,20 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     insert,
+    inspect,
     select,
+    update,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 
 from dpbandits._core.errors import InvalidParameterError
-from dpbandits.privacy.ledger_sql import configure_sqlite, create_ledger_tables
+from dpbandits.privacy.ledger_sql import LEDGER_METADATA, configure_sqlite, create_ledger_tables
+from dpbandits.serve.errors import StoreSchemaError
 
 __all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
     "SQLITE_SYNCHRONOUS",
     "api_keys",
     "database_url",
@@ -142,6 +163,17 @@ settings = Table(
     Column("value", LargeBinary, nullable=False),
 )
 
+SCHEMA_VERSION = 1
+"""The layout of the store's tables this dpbandits writes and reads (see the module docstring).
+
+Bumped by every release that changes a table of the store (its own or the ledger's)."""
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+"""Migrations of the store: ``MIGRATIONS[v]`` changes a store of version ``v`` into one of ``v + 1``
+(in the opening transaction). Empty: stores of other versions are refused."""
+
+_VERSION_KEY = "schema_version"
+
 SQLITE_SYNCHRONOUS = ("full", "normal")
 """Accepted values of ``synchronous`` for SQLite (see the module docstring)."""
 
@@ -200,10 +232,75 @@ def make_engine(db: str, *, synchronous: str = "full", pool_size: int = 16) -> E
     engine = create_engine(url, **kwargs)
     if is_sqlite(engine):
         configure_sqlite(engine, synchronous)  # the one SQLite set-up, shared with the durable ledger
-    metadata.create_all(engine)
-    create_ledger_tables(engine)  # the experiments' privacy ledgers (dpbandits.privacy.ledger_store)
+    try:
+        _open_schema(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    create_ledger_tables(engine)  # present now: marks the engine's ledger tables as checked
     ticket_secret(engine)  # created once, with the schema
     return engine
+
+
+def _open_schema(engine: Engine) -> None:
+    """Create the tables of a new store and record its version, or check (and migrate) an existing store's.
+
+    One transaction (SQLite: ``BEGIN IMMEDIATE``), tried again if a concurrent creation conflicted.
+    """
+    for attempt in range(3):
+        try:
+            with engine.connect() as connection:
+                connection = connection.execution_options(sqlite_immediate=True)
+                with connection.begin():
+                    _check_or_create(connection)
+            return
+        except DBAPIError:
+            if attempt == 2:
+                raise
+            time.sleep(0.05 * (attempt + 1))  # another process was creating the store: check again
+
+
+def _check_or_create(connection: Connection) -> None:
+    found = set(inspect(connection).get_table_names())
+    if not found & set(metadata.tables):  # a new store (the database may hold other applications' tables)
+        metadata.create_all(connection)
+        create_ledger_tables(connection)  # the experiments' privacy ledgers (dpbandits.privacy.ledger_store)
+        connection.execute(insert(settings).values(name=_VERSION_KEY, value=str(SCHEMA_VERSION).encode()))
+        return
+    where = f"store {connection.engine.url.render_as_string(hide_password=True)}"
+    raw = None
+    if settings.name in found:
+        raw = connection.execute(select(settings.c.value).where(settings.c.name == _VERSION_KEY)).scalar()
+    if raw is None:
+        raise StoreSchemaError(
+            f"{where} records no schema version: it was created by an earlier dpbandits, whose tables this "
+            f"one (store schema version {SCHEMA_VERSION}) does not read and does not migrate; start a new "
+            "store (another --db), and read the old store's experiments and ledger spends with the dpbandits "
+            "that created it")
+    text = bytes(raw).decode("ascii", errors="replace")
+    if not (text.isascii() and text.isdigit() and len(text) <= 9):
+        raise StoreSchemaError(f"{where} has an unreadable schema version {text[:20]!r} (an edited store); "
+                               f"this dpbandits reads store schema version {SCHEMA_VERSION}")
+    version = int(text)
+    if version > SCHEMA_VERSION:
+        raise StoreSchemaError(
+            f"{where} has schema version {version}, written by a newer dpbandits; this one reads store schema "
+            f"version {SCHEMA_VERSION}: upgrade dpbandits to open it")
+    if version < SCHEMA_VERSION and any(step not in MIGRATIONS for step in range(version, SCHEMA_VERSION)):
+        raise StoreSchemaError(
+            f"{where} has schema version {version}, and this dpbandits (store schema version {SCHEMA_VERSION}) "
+            "has no migration from it; start a new store (another --db), and read the old store's experiments "
+            "and ledger spends with the dpbandits that created it")
+    for step in range(version, SCHEMA_VERSION):
+        MIGRATIONS[step](connection)
+    if version != SCHEMA_VERSION:
+        connection.execute(update(settings).where(settings.c.name == _VERSION_KEY)
+                           .values(value=str(SCHEMA_VERSION).encode()))
+        found = set(inspect(connection).get_table_names())
+    missing = [name for name in [*metadata.tables, *LEDGER_METADATA.tables] if name not in found]
+    if missing:
+        raise StoreSchemaError(f"{where} (schema version {SCHEMA_VERSION}) lacks the table(s) {missing} "
+                               "(an edited store)")
 
 
 def ticket_secret(engine: Engine) -> bytes:
