@@ -39,8 +39,9 @@ version (none does yet); any other store -- one recording no version (a store of
 before schema versions, whose ledger tables lack this release's columns), an older version without
 a migration, a newer version, an unreadable version, or a missing table -- is refused in one line
 (:class:`~dpbandits.serve.errors.StoreSchemaError`) before anything in it is read. The version is a
-row, not an Alembic revision: no migration exists yet, and the row costs store creation one insert;
-a future migration can adopt Alembic with this version as its baseline.
+row, not an Alembic revision: the row costs store creation one insert, while importing Alembic
+would cost every process that opens a store several times a store's creation, with no migration to
+run yet; a release that needs a migration can adopt Alembic with this version as its baseline.
 
 Engines
 -------
