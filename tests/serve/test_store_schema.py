@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servetools import Store
 from sqlalchemy import delete, text, update
 
 from dpbandits.serve import storage
@@ -158,3 +159,13 @@ def test_an_older_version_is_migrated_once_and_stamped(tmp_path: Path, next_vers
     assert connection.execute("SELECT value FROM settings WHERE name = 'schema_version'").fetchone() == (
         str(SCHEMA_VERSION + 1).encode(),)
     connection.close()
+
+
+def test_a_store_without_its_version_is_refused_on_both_backends(store: Store) -> None:
+    engine = make_engine(store.db)
+    with engine.begin() as connection:
+        connection.execute(delete(settings).where(settings.c.name == "schema_version"))
+    engine.dispose()
+    with pytest.raises(StoreSchemaError, match="records no schema version") as refused:
+        make_engine(store.db)
+    assert "\n" not in str(refused.value)
