@@ -69,7 +69,9 @@ CONTROLS = [
     pytest.param(uc.NoiseDroppedLaplace, {"runs": 300, **RELEASE}, id="noise dropped"),
     pytest.param(uc.SensitivityUnderstatedEM, {"runs": 20, **POLICY}, id="sensitivity understated"),
     pytest.param(uc.ThreeDrawsEM, {"runs": 20, **POLICY}, id="composition ignored"),
-    pytest.param(uc.FloatLaplaceRelease, {"runs": 2000, **RELEASE}, id="float addition"),
+    # 6000 draws: at 2000 the float attack missed the leak on about one audit in four (the pairs it
+    # examines are chosen from unseeded runs, so the cells it can compare vary from audit to audit)
+    pytest.param(uc.FloatLaplaceRelease, {"runs": 6000, **RELEASE}, id="float addition"),
     pytest.param(uc.RandomisedResponseVote, {"n_arms": 2, "params": {"horizon": 1, "reports": 2}, "epsilon": 1.0,
                                              "runs": 200, "distribution": uc.vote_law(1.0, 2)},
                  id="double-counted label"),
