@@ -365,8 +365,17 @@ def _usca_case(name: str, description: str, agent: Any) -> BudgetCase:
     def release(data: Any, accountant: Accountant) -> Any:
         return fit(data).recommend(data.next_context, accountant=accountant)
 
-    return BudgetCase(name, description, adversarial_usca_pairs(agent, n_random=0)[:1], release, 2.5, saved=fit,
-                      load_options={"context_generator": ENVIRONMENT.sample_contexts})
+    def observed(data: Any) -> Any:
+        # what the fork checks save: the input's contexts and rewards observed under the agent's OWN
+        # learning actions, a state a run reaches (the releases above condition on the pair's actions,
+        # which the agent's recorded coins do not replay, so a file of that state is rightly refused)
+        fresh = copy.deepcopy(agent)
+        fresh.reset_data()
+        fresh.observe(data.contexts, data.rewards)
+        return fresh
+
+    return BudgetCase(name, description, adversarial_usca_pairs(agent, n_random=0)[:1], release, 2.5,
+                      saved=_memo(observed), load_options={"context_generator": ENVIRONMENT.sample_contexts})
 
 
 def _ridge_release(model: PrivateFeatureRidge) -> Release:
