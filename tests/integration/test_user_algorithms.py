@@ -227,7 +227,7 @@ def test_a_users_failure_is_one_line_naming_the_algorithm_and_step(workdir: Path
     assert command.returncode == 0, command.stderr
     # beside DP-BAI in the printed summary, its privacy line (its own statement, unchecked), plots and DataFrames
     assert ("Private UCB (yours): ε-DP [replace-one] protecting one entry of the reward table (its agents' own "
-            "statement: a study does not check it, dpbandits audit does), at ε = {0.5, 1.0, 2.0}") in command.stdout
+            "statement: a study does not check it, dpbandits audit does), at ε = {0.5, 2.0}") in command.stdout
     assert sorted(path.name for path in (workdir / "runs/x/plots").glob("*.png")) == [
         "simple_regret_vs_budget.png", "simple_regret_vs_epsilon.png", "success_vs_budget.png",
         "success_vs_epsilon.png"]
