@@ -18,9 +18,9 @@ import hmac
 import secrets
 import time
 
-from sqlalchemy import Column, Engine, Float, ForeignKey, Integer, String, Table, delete, insert, select
+from sqlalchemy import Engine, delete, insert, select
 
-from dpbandits.serve.storage import api_keys, metadata
+from dpbandits.serve.storage import api_keys, sessions
 
 __all__ = ["COOKIE", "CSRF_COOKIE", "SESSION_SECONDS", "SessionStore", "csrf_token", "new_csrf_token", "same_token"]
 
@@ -31,13 +31,6 @@ CSRF_COOKIE = "dpbandits_csrf"
 SESSION_SECONDS = 8 * 3600.0
 """A session ends this long after sign-in."""
 
-sessions = Table(
-    "sessions", metadata,
-    Column("id_hash", String(64), primary_key=True),  # SHA-256 of the session id (the id is not stored)
-    Column("owner_id", Integer, ForeignKey("api_keys.id"), nullable=False),
-    Column("created_at", Float, nullable=False),
-    Column("expires_at", Float, nullable=False),
-)
 
 
 def _digest(session_id: str) -> str:

@@ -164,6 +164,14 @@ settings = Table(
     Column("value", LargeBinary, nullable=False),
 )
 
+sessions = Table(  # the status page's sign-in sessions (dpbandits.serve.sessions)
+    "sessions", metadata,
+    Column("id_hash", String(64), primary_key=True),  # SHA-256 of the session id (the id is not stored)
+    Column("owner_id", Integer, ForeignKey("api_keys.id"), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)
+
 SCHEMA_VERSION = 1
 """The layout of the store's tables this dpbandits writes and reads (see the module docstring).
 

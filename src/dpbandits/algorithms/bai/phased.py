@@ -569,9 +569,22 @@ class PhasedAgent(Persistable):
             self._finish_phase()
 
     def _phase_sums(self) -> FloatArray:
-        """S_j of each pulled arm over the pulls told so far in this phase (segment sums, as simulate adds them)."""
-        sums = segment_sums(np.frombuffer(self._rewards, dtype=np.float64), self._plan.pulls)
-        return sums if self._restored_sums is None else sums + self._restored_sums
+        """S_j of each pulled arm over the pulls told so far in this phase.
+
+        Each arm's rewards are added left to right in the order they were told, starting from the sums
+        of a resumed phase (whose earlier pulls are zeros here, and adding 0.0 is exact): a phase saved
+        and resumed at any pull, as the service does between snapshots, adds up to exactly the sums of
+        the uninterrupted phase. (A pairwise or segment sum would differ in the last bit.)
+        """
+        values = np.frombuffer(self._rewards, dtype=np.float64)
+        lengths = self._plan.pulls.reshape(-1)
+        sums = (np.zeros(lengths.shape[0]) if self._restored_sums is None
+                else np.array(self._restored_sums, dtype=np.float64).reshape(-1))
+        ends = np.cumsum(lengths)
+        for arm in np.flatnonzero(lengths):  # one sequential sum (cumsum) per pulled arm, at phase ends and saves
+            segment = values[ends[arm] - lengths[arm]:ends[arm]]
+            sums[arm] = np.cumsum(np.concatenate(([sums[arm]], segment)))[-1]
+        return sums.reshape(self._plan.pulls.shape)
 
     @property
     def pulls(self) -> IntArray:
