@@ -60,8 +60,9 @@ def test_a_server_process_imports_the_agents_before_it_listens(monkeypatch: Any,
     from dpbandits.serve.quotas import Quotas
 
     imported: list[str] = []
-    monkeypatch.setattr(server.importlib, "import_module", imported.append)
+    # start_workers first: monkeypatch resolves a dotted path with importlib.import_module (recent pytest)
     monkeypatch.setattr("dpbandits.serve.workers.start_workers", lambda: None)
+    monkeypatch.setattr(server.importlib, "import_module", imported.append)
     settings = {"db": str(tmp_path / "experiments.db"), "sqlite_synchronous": "full", "lease_seconds": 10.0,
                 "allow_insecure_seeded_noise": False, "time_limit": 60.0, "behind_tls": False, "log_level": None,
                 "quotas": Quotas().__dict__}
