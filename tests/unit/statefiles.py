@@ -52,3 +52,23 @@ def quietly(build: Callable[[], Any]) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return build()
+
+
+def canonical_state(data: bytes, *, by_value: bool = False) -> Any:
+    """Class, parameters and state of a state file, each array as (dtype, shape, contents).
+
+    The contents are the array's bytes, or with ``by_value`` its values (so -0.0 and 0.0 are one value).
+    """
+    meta, members = unpack(data)
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, dict):
+            if set(value) == {"__array__"}:
+                array = members[value["__array__"]]
+                return ("array", str(array.dtype), array.shape, array.tolist() if by_value else array.tobytes())
+            return {k: resolve(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [resolve(v) for v in value]
+        return value
+
+    return meta["class"], resolve(meta["params"]), resolve(meta["state"])

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from statefiles import pack, unpack
+from statefiles import canonical_state, pack, unpack
 from test_persistence import AGENTS, FEATURES, _bai_step, _dueling_step
 
 from dpbandits._core.codec import _PERSISTABLE, PERSISTABLE_MODULES
@@ -152,20 +152,7 @@ def _overrides(name: str) -> dict[str, Any]:
 
 
 def _canonical(data: bytes) -> Any:
-    """Class, parameters and state of a state file, arrays by value (lineage and generation left out)."""
-    meta, members = unpack(data)
-
-    def resolve(value: Any) -> Any:
-        if isinstance(value, dict):
-            if set(value) == {"__array__"}:
-                array = members[value["__array__"]]
-                return ("array", str(array.dtype), array.shape, array.tobytes())
-            return {k: resolve(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [resolve(v) for v in value]
-        return value
-
-    return meta["class"], resolve(meta["params"]), resolve(meta["state"])
+    return canonical_state(data)
 
 
 def _drive(obj: Any) -> None:

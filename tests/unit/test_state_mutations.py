@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from statefiles import quietly, unpack
+from statefiles import canonical_state, quietly, unpack
 from statemutations import Mutation, mutations
 from test_state_files_fuzz import SUBJECTS, _drive, _original, _overrides
 
@@ -84,20 +84,7 @@ acceptance fails."""
 
 
 def _canonical(data: bytes) -> Any:
-    """Class and state of a state file, arrays as (dtype, shape, values): -0.0 and 0.0 are one value."""
-    meta, members = unpack(data)
-
-    def resolve(value: Any) -> Any:
-        if isinstance(value, dict):
-            if set(value) == {"__array__"}:
-                array = members[value["__array__"]]
-                return ("array", str(array.dtype), array.shape, array.tolist())
-            return {k: resolve(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [resolve(v) for v in value]
-        return value
-
-    return meta["class"], resolve(meta["params"]), resolve(meta["state"])
+    return canonical_state(data, by_value=True)
 
 
 def _field(mutation: Mutation) -> str:
