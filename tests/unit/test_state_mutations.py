@@ -11,10 +11,11 @@ an object that
   field whose every value within its schema is a state some run reaches: coins and noise (another
   seed), released values (other noise), and statistics of raw data (another data set) that obey their
   class's invariants (``FREE``; ``FREE_IN`` for one subject's fields, reachable given its rules). Any other accepted change fails the test, except the documented
-  remaining ``GAPS`` (counts whose consistency with the time is not yet a rule of their schema).
+  remaining ``GAPS`` (path-dependent or streamed state whose reachability the file cannot show,
+  each with its reason).
 
-The default run takes every ``STRIDE``-th mutation (a few seconds), ``--run-slow`` every third;
-the whole sweep is ``_sweep(1, NAMES)``.
+The default run takes every ``STRIDE``-th mutation (a few seconds), ``--run-slow`` every second;
+the whole sweep is ``_sweep(1, NAMES)`` (about 50 s on one core: 3,739 mutations of 35 types).
 """
 
 from __future__ import annotations
@@ -64,23 +65,22 @@ FREE_IN: dict[str, dict[str, str]] = {
                               "the active arms' counters (whose sums are checked) with its retirement"},
     "kl-linear": {"n_records_": "more records of features φ = 0 (they add nothing to Σ_D or Φᵀr); fewer break "
                                 "the trace rule"},
+    "interleaved-filter": {"_wins": "other outcomes: every count inside the band n/2 ± √(n·ln(1/δ)) after n sweeps "
+                                    "is reached by a path inside it at every earlier sweep (its rule)"},
+    **{name: {"contexts": "raw data: other contexts in [0, 1]^dc (the statistics are recomputed from the rows)",
+              "rewards": "raw data: other rewards within ±reward_bound (the statistics are recomputed from the rows)"}
+       for name in ("feature-ridge", "feature-ridge-released", "gp-uniform", "cgp-ucb")},
 }
 """Fields of one subject whose accepted changes are states of another run, given its rules (why)."""
 
-GAPS: dict[str, set[str]] = {
-    "interleaved-filter": {"_sweeps", "_wins", "time"},
-    "rmed1": {"policy.remaining", "policy.next_loop"},
-    "rucb": {"policy.hypothesis"},
-    "copeland-confidence-bound": {"policy.beaters", "policy.best_set", "policy.max_losses"},
-    "beat-the-mean": {"policy.working"},
-    "cgp-ucb": {"_rounds"},
-    "feature-ridge": {"_rounds", "_moment"},
-    "feature-ridge-released": {"_rounds", "_moment"},
-    "gp-uniform": {"_rounds", "_moment"},
+GAPS: dict[str, dict[str, str]] = {
+    "rucb": {"policy.hypothesis": "an arm of C (the rule), but whether some earlier round's C was that arm alone "
+                                  "depends on the order of the outcomes, which the agent does not keep"},
+    "usca": {"_rounds": "one round more is one with reward 0 (Φᵀy unchanged); one fewer needs Φᵀy to be a sum of "
+                        "fewer rounds' terms, which the streamed reward vector cannot show"},
 }
-"""Accepted changes not yet proven reachable or refused (counts consistent with the time, entries of a
-moment that keep it symmetric PSD within its bounds): the remaining work, named so that any other
-acceptance fails."""
+"""Accepted changes not proven reachable or refused (path-dependent or streamed state), each with why:
+named so that any other acceptance fails."""
 
 
 def _canonical(data: bytes) -> Any:
@@ -109,7 +109,7 @@ def _outcome(name: str, mutation: Mutation) -> str:
     field = _field(mutation)
     if any(re.search(pattern, field) for pattern in FREE) or field in FREE_IN.get(name, {}):
         return "free"
-    if re.sub(r"\.\d+", "", field) in GAPS.get(name, set()):
+    if re.sub(r"\.\d+", "", field) in GAPS.get(name, {}):
         return "gap"
     return "unreachable"
 
@@ -132,7 +132,7 @@ def _sweep(stride: int, names: list[str]) -> collections.Counter[str]:
     return counts
 
 
-NAMES = sorted(set(SUBJECTS) - {"usca"})
+NAMES = sorted(SUBJECTS)
 
 
 def test_a_sample_of_semantic_mutations_is_refused_or_loads_a_reachable_state() -> None:
@@ -140,20 +140,14 @@ def test_a_sample_of_semantic_mutations_is_refused_or_loads_a_reachable_state() 
     assert counts["refused"] > counts["free"] + counts["gap"]
 
 
-SLOW_STRIDE = 3
-"""Every third mutation under ``--run-slow`` (about a minute; every one, stride 1, took three on CI's
-shared cores): run ``_sweep(1, NAMES)`` for the whole sweep."""
+SLOW_STRIDE = 2
+"""Every second mutation under ``--run-slow`` (about 25 s; the whole sweep, stride 1, about 50 s on
+one core): run ``_sweep(1, NAMES)`` for the whole sweep."""
 
 
 @pytest.mark.slow
-def test_a_third_of_all_semantic_mutations_of_every_type_is_refused_or_loads_a_reachable_state() -> None:
+def test_half_of_all_semantic_mutations_of_every_type_is_refused_or_loads_a_reachable_state() -> None:
     _sweep(SLOW_STRIDE, NAMES)
-
-
-@pytest.mark.slow
-def test_a_sample_of_semantic_mutations_of_usca_is_refused_or_loads_a_reachable_state() -> None:
-    """USCA rebuilds its public precomputation at every load (~0.2 s): a sample of its mutations."""
-    _sweep(14, ["usca"])
 
 
 def test_the_mutations_cover_every_stored_field_of_every_subject() -> None:

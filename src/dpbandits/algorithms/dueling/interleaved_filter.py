@@ -91,6 +91,50 @@ def _after_sweep(
     return new_candidate, pruned, np.zeros(pruned.size), True
 
 
+def _first_possible_event(log_inv_delta: float) -> int:
+    """n₀: the first sweep after which an arm can beat, or be beaten by, the candidate confidently."""
+    n = max(int(4.0 * log_inv_delta) - 2, 1)  # c < ½ needs n > 4·ln(1/δ); the rule's own floats decide
+    while not _rules(np.array([float(n)]), float(n), log_inv_delta)[0][0]:
+        n += 1
+    return n
+
+
+def _no_event_pending(agent: InterleavedFilter, state: dict[str, Any]) -> bool:
+    """Whether no arm of ``remaining`` crossed a rule at the last completed sweep (see the schema)."""
+    wins, sweeps, position = state["_wins"], state["_sweeps"], state["_position"]
+    if sweeps == 0 or wins.size == 0:
+        return True
+    met = np.arange(wins.size) < position  # already duelled in the current sweep: one outcome more
+
+    def quiet(counts: FloatArray) -> BoolArray:
+        beaten, beats, _ = _rules(counts, float(sweeps), agent._log_inv_delta)
+        return np.asarray(~beaten & ~beats & (counts <= sweeps))
+
+    return bool(np.all(quiet(wins) | (met & (wins >= 1) & quiet(wins - 1.0))))
+
+
+def _time_reachable(agent: InterleavedFilter, state: dict[str, Any]) -> bool:
+    """Whether ``time`` is the length of some run to this state (see the schema's rule)."""
+    k, width = agent.n_arms, state["remaining"].size
+    sweeps, position, time = state["_sweeps"], state["_position"], state["time"]
+    current = sweeps * width + position  # the rounds of the current candidate's sweeps with today's arms
+    first = state.get("_first")
+    if first is not None and first != state["candidate"] and first in state["remaining"]:
+        return False  # a former candidate never returns to the remaining arms
+    left = k - 1 - width  # arms that left (eliminated, pruned, or former candidates)
+    if left == 0:  # nothing left: no sweep acted, and this is the first candidate's first phase
+        return time == current
+    n0 = _first_possible_event(agent._log_inv_delta)
+    if first is None:  # an older file: the weakest history (each arm that left took n₀ sweeps at least)
+        return time >= current + left * n0
+    if state["candidate"] != first:  # restarted: the first candidate's n₀ sweeps at least came before
+        return time >= current + n0 * (k - 1)
+    # the only phase: each arm that left took n₀ ... _sweeps sweeps
+    if sweeps < n0:
+        return False
+    return time >= current + left * n0 and (width == 0 or time <= sweeps * (k - 1) + position)
+
+
 def _last_arm(agent: InterleavedFilter) -> int:
     return agent.n_arms - 1
 
@@ -131,14 +175,30 @@ class InterleavedFilter(OwnAgent, Persistable):
         _position=Int(0, "n_arms"),
         time=Int(0, "horizon"),
         _asked=Maybe(Tuple(Int(0, _last_arm), Int(0, _last_arm))),
+        _first=Maybe(Int(0, _last_arm)),
         rules=[rule("remaining: distinct arms other than candidate, one win count each, _position < their number "
                     "(or 0), _wins <= _sweeps (+1 for the arms already met in the current sweep) and _sweeps <= time",
                     lambda f, s: len(set(s["remaining"].tolist()) | {s["candidate"]}) == s["remaining"].size + 1
                     and s["_wins"].shape == s["remaining"].shape
                     and s["_position"] <= max(s["remaining"].size - 1, 0)
                     and (s["_wins"] <= s["_sweeps"] + (np.arange(s["_wins"].size) < s["_position"])).all()
-                    and s["_sweeps"] * s["remaining"].size + s["_position"] <= s["time"])],
+                    and s["_sweeps"] * s["remaining"].size + s["_position"] <= s["time"]),
+               rule("_wins: after _sweeps sweeps no remaining arm beats or is beaten by candidate confidently (the "
+                    "filter would have acted at that sweep)", lambda f, s: _no_event_pending(f, s)),
+               rule("time: the rounds of the sweeps since the first candidate: exactly _sweeps·(n_arms − 1) + "
+                    "_position while no arm has left, at least n₀ sweeps (the first sweep at which the filter can "
+                    "act) of each arm that left (of all n_arms − 1 once the candidate is not _first, the first "
+                    "candidate), and at most _sweeps·(n_arms − 1) + _position while _first is the candidate and "
+                    "arms remain; a former _first is not among the remaining arms", lambda f, s: _time_reachable(f, s))],
+        optional=("_first",),  # files saved before it was stored: the rule assumes the weakest history
     )
+    """Beyond the rules, every state that passes them is reached by some sequence of outcomes: after n
+    sweeps an arm's win count lies in [n/2 − √(n·ln(1/δ)), n/2 + √(n·ln(1/δ))] ∩ [0, n], whose lower
+    end rises by less than one per sweep and whose upper end rises by less than one wherever it is
+    below n, so every count inside it after ``_sweeps`` sweeps is reached by a path that stays
+    inside it at every earlier sweep; ``_first``, the first candidate (drawn from the coins), is any
+    arm for some seed, and a state whose candidate is still ``_first`` has never restarted (a former
+    candidate never returns to ``remaining``)."""
 
     def __init__(self, n_arms: int, horizon: int, *, rng: RNGLike = None) -> None:
         self.n_arms = check_int(n_arms, "n_arms", minimum=2)
@@ -152,10 +212,13 @@ class InterleavedFilter(OwnAgent, Persistable):
         self._position = 0
         self.time = 0
         self._asked: tuple[int, int] | None = None
+        self._first: int | None = self.candidate  # the first candidate: while it is the candidate, the filter never restarted
         self._remaining_list: list[int] = self.remaining.tolist()  # W as Python ints (asked every round)
 
     def _set_state(self, state: dict[str, Any]) -> None:
         super()._set_state(state)
+        if state.get("_first") is None:  # an older file: a candidate with every other arm remaining never restarted
+            self._first = self.candidate if self.remaining.size == self.n_arms - 1 else None
         self._remaining_list = self.remaining.tolist()
 
     @property

@@ -22,11 +22,12 @@ Dueling Bandit Problem", ICML 2014, Algorithm 1 (α > ½; regret O(K² + K·log 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from dpbandits._core.rng import RNGLike
-from dpbandits._core.schema import Array
+from dpbandits._core.schema import Array, rule
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
 from dpbandits.algorithms.dueling._rounds import (
@@ -104,6 +105,37 @@ def rucb_step(
     best[rows, first] &= best.sum(axis=1) == 1  # on ties d ≠ c
     second = uniform_pick(best, coins[:, 2])
     return first, second, hypothesis
+
+
+def _hypothesis_consistent(agent: RUCB, state: dict[str, Any]) -> bool:
+    """Whether the last step could leave ``hypothesis`` (see the schema's rule)."""
+    wins, h, time = state["policy"]["wins"][0], int(state["policy"]["hypothesis"][0]), state["time"]
+    if state["_asked"] is not None:  # the step of round time + 1 read today's wins
+        candidates = (rucb_upper(wins[None], time + 1, agent.alpha)[0] >= 0.5).all(axis=1)
+        return (h == -1 and candidates.sum() != 1) or (h >= 0 and bool(candidates[h]))
+    if time == 0:
+        return h == -1
+    # the step of round `time` read the wins less one outcome: any entry w_ij >= 1 (i = j: a self-duel)
+    upper = rucb_upper(wins[None], time, agent.alpha)[0]
+    ok = upper >= 0.5
+    bad = (~ok).sum(axis=1)  # per arm, the arms it is not optimistic against
+    member = bad == 0  # C today
+    if np.any(np.diagonal(wins) >= 1) and ((h == -1 and member.sum() != 1) or (h >= 0 and member[h])):
+        return True  # the last round was a self-duel: the step read today's wins
+    totals = wins + wins.T - 1.0  # N_ij after removing one outcome of the pair
+    scale = np.sqrt(agent.alpha * np.log(time) / np.maximum(totals, 1.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        upper_ij = np.where(totals > 0, (wins - 1.0) / np.maximum(totals, 1.0) + scale, 2.0)  # U_ij after w_ij − 1
+        upper_ji = np.where(totals > 0, wins.T / np.maximum(totals, 1.0) + scale, 2.0)  # U_ji after w_ij − 1
+    row_i = bad[:, None] - (~ok) + (upper_ij < 0.5) == 0  # i ∈ C after removing a win of i over j
+    row_j = bad[None, :] - (~ok).T + (upper_ji < 0.5) == 0  # j ∈ C after it (indexed [i, j])
+    removable = (wins >= 1) & ~np.eye(wins.shape[0], dtype=bool)
+    count = member.sum() - member[:, None] - member[None, :] + row_i + row_j
+    if h == -1:
+        return bool(np.any(removable & (count != 1)))
+    arms = np.arange(wins.shape[0])
+    in_c = np.where(arms[:, None] == h, row_i, np.where(arms[None, :] == h, row_j, member[h]))
+    return bool(np.any(removable & in_c))
 
 
 class RUCBPolicy(RoundPolicy):
@@ -186,7 +218,11 @@ class RUCB(RoundAgent):
     >>> agent.tell(pair, first_wins=False)
     """
 
-    _schema = round_schema({"wins": WINS, "hypothesis": Array("int64", (1,), low=-1, high=_arm)}, (WINS_SUM_IS_TIME,))
+    _schema = round_schema({"wins": WINS, "hypothesis": Array("int64", (1,), low=-1, high=_arm)}, (
+        WINS_SUM_IS_TIME,
+        rule("hypothesis: as the last step left it: −1 before the first step and while C is not a single arm, the "
+             "arm of C when C is one arm, else an arm of C (C of the wins the step read: today's wins with a pair "
+             "asked, else today's wins less the last round's outcome)", lambda a, s: _hypothesis_consistent(a, s))))
 
 
     def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:

@@ -23,7 +23,7 @@ from scipy import linalg
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
-from dpbandits._core.schema import Array, Int, Maybe, StateSchema, rule
+from dpbandits._core.schema import Array, Maybe, StateSchema, rule
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
     check_bounded_array,
@@ -70,6 +70,9 @@ class _FeatureLearner(OwnAgent, Persistable, ABC):
                                                         n_features, map_seed)
         self.grid = action_grid(self.action_dim, grid_points_per_dim)
         self._rounds = 0
+        # the told contexts and rewards (after clipping): the state saved; every statistic is derived from them
+        self._told_contexts = np.empty((self.horizon, self.context_dim))
+        self._told_rewards = np.empty(self.horizon)
 
     def _progress(self) -> tuple[int, int]:
         """(rounds told, the horizon)."""
@@ -92,6 +95,16 @@ class _FeatureLearner(OwnAgent, Persistable, ABC):
             raise InvalidParameterError(f"reward must lie in [-{self.reward_bound}, {self.reward_bound}] "
                                         f"(reward_bound; or clip=True); got {y}")
         return y
+
+    def _record(self, context: FloatArray, reward: float) -> None:
+        """Keep round ``_rounds``'s context and reward (the saved state) and count the round."""
+        self._told_contexts[self._rounds] = context
+        self._told_rewards[self._rounds] = reward
+        self._rounds += 1
+
+    def _told_state(self) -> dict[str, Any]:
+        return {"contexts": self._told_contexts[: self._rounds].copy(),
+                "rewards": self._told_rewards[: self._rounds].copy()}
 
     def _check_learning(self) -> None:
         if self._rounds >= self.horizon:
@@ -128,6 +141,16 @@ class _FeatureLearner(OwnAgent, Persistable, ABC):
         if self._rounds < self.horizon:
             raise NotFittedError(f"{type(self).__name__} has told {self._rounds} of its {self.horizon} rounds")
         return self.recommend
+
+
+_TOLD = {
+    "contexts": Array("float64", (None, "context_dim"), low=0.0, high=1.0),
+    "rewards": Array("float64", (None,), low=lambda a: -a.reward_bound, high="reward_bound"),
+}
+"""The told rounds: each context in [0, 1]^dc and reward in [−B_y, B_y] (as told, after ``clip``)."""
+_TOLD_ROWS = rule("contexts and rewards: one row per told round, at most horizon",
+                  lambda a, s: s["contexts"].shape[0] == s["rewards"].shape[0] <= a.horizon)
+
 
 
 @register_algorithm_class("private-feature-ridge", non_private="gp-uniform")
@@ -194,18 +217,15 @@ class UniformFeatureRidge(_FeatureLearner):
     """
 
     _schema = StateSchema(
-        _rounds=Int(0, "horizon"),
-        _moment=Array("float64", (lambda a: a.feature_map.dim + 1, lambda a: a.feature_map.dim + 1)),
+        **_TOLD,
         _theta=Maybe(Array("float64", (lambda a: a.feature_map.dim,))),
-        rules=[rule("θ is released exactly when all rounds are told",
-                    lambda a, s: (s["_theta"] is None) == (s["_rounds"] < a.horizon)),
-               rule("_moment = Σₜ aₜaₜᵀ of _rounds rounds: symmetric, positive semi-definite, zero before the "
-                    "first round, Σₜ yₜ² <= _rounds·reward_bound² and trace <= _rounds·(max φᵀφ + reward_bound²)",
-                    lambda a, s: _moment_reachable(a, s["_moment"], s["_rounds"])),
-               rule("_moment positive definite enough to fit θ = (ΦᵀΦ + τI)⁻¹Φᵀy at epsilon = inf",
-                    lambda a, s: a._release is not None or s["_theta"] is None
-                    or bool(np.isfinite(a._fit(s["_moment"])).all()))],
+        rules=[_TOLD_ROWS,
+               rule("θ is released exactly when all rounds are told",
+                    lambda a, s: (s["_theta"] is None) == (s["rewards"].shape[0] < a.horizon))],
     )
+    """The state is the told rounds and the released θ: the second moment M and the round count are
+    recomputed from the rows on load (the same additions as :meth:`tell`), so every state that loads
+    is that of a run told these contexts and rewards; at epsilon = inf θ is recomputed too."""
 
     def __init__(
         self, *, horizon: int, epsilon: float, reward_bound: float, kernel: StationaryKernel, delta: float = 1e-6,
@@ -246,16 +266,25 @@ class UniformFeatureRidge(_FeatureLearner):
     def tell(self, context: ArrayLike, reward: float) -> None:
         """Record the round's context cₜ and reward yₜ (for the action of :meth:`ask`); the last releases θ."""
         self._check_learning()
-        c, y = self._check_context(context), self._check_reward(reward)
-        w = np.concatenate([self.learning_actions[self._rounds], c])[None, :]
-        a = np.append(self.feature_map.transform(w)[0], y)
-        self._moment += np.outer(a, a)  # M += aₜaₜᵀ
-        self._rounds += 1
+        self._accumulate(self._check_context(context), self._check_reward(reward))
         if self._rounds == self.horizon:
             self._theta = self._fit()
 
+    def _accumulate(self, c: FloatArray, y: float) -> None:
+        w = np.concatenate([self.learning_actions[self._rounds], c])[None, :]
+        a = np.append(self.feature_map.transform(w)[0], y)
+        self._moment += np.outer(a, a)  # M += aₜaₜᵀ
+        self._record(c, y)
+
+    def _get_state(self) -> dict[str, Any]:
+        return {**self._told_state(), "_theta": self._theta}
+
     def _set_state(self, state: dict[str, Any]) -> None:
-        super()._set_state(state)
+        self._rounds = 0
+        self._moment = np.zeros_like(self._moment)
+        for c, y in zip(state["contexts"], state["rewards"].tolist(), strict=True):
+            self._accumulate(c, y)  # the moment of the told rounds, added as tell added it
+        self._theta = state["_theta"]
         if self._release is None and self._theta is not None:
             # at epsilon = inf θ is not a release but a function of the moment: recomputed, never read
             self._theta = self._fit()
@@ -312,20 +341,16 @@ class CGPUCB(_FeatureLearner):
     """
 
     _schema = StateSchema(
-        _rounds=Int(0, "horizon"),
-        _v_inverse=Array("float64", (lambda a: a.feature_map.dim, lambda a: a.feature_map.dim)),
-        _b=Array("float64", (lambda a: a.feature_map.dim,)),
+        **_TOLD,
         _pending=Maybe(Array("float64", ("context_dim",), low=0.0, high=1.0)),
-        _pending_index=Maybe(Int(0, lambda a: a._ucb_grid.shape[0] - 1)),
-        rules=[rule("a pending context has its action's index", lambda a, s:
-                    (s["_pending"] is None) == (s["_pending_index"] is None)),
-               rule("_v_inverse = (ΦᵀΦ + τI)⁻¹ of _rounds rounds: I/τ before the first round, symmetric, "
-                    "eigenvalues within [1/(τ + _rounds·max φᵀφ), 1/τ]",
-                    lambda a, s: _v_inverse_reachable(a, s["_v_inverse"], s["_rounds"])),
-               rule("_b = Φᵀy of _rounds rounds: ‖_b‖ <= _rounds·reward_bound·sqrt(max φᵀφ)",
-                    lambda a, s: float(np.linalg.norm(s["_b"])) <= _slack(
-                        s["_rounds"] * a.reward_bound * math.sqrt(a.feature_map.max_diag)))],
+        rules=[_TOLD_ROWS,
+               rule("_pending: no context pending once all rounds are told",
+                    lambda a, s: s["_pending"] is None or s["rewards"].shape[0] < a.horizon)],
     )
+    """The state is the told rounds (and a context asked but not yet told): V⁻¹, b, the actions and
+    the round count are recomputed on load by replaying :meth:`ask` and :meth:`tell` on the told rows
+    (the actions are a function of the rounds before them), so every state that loads is that of a
+    run told these contexts and rewards."""
 
     def __init__(
         self, *, horizon: int, reward_bound: float, kernel: StationaryKernel, action_dim: int = 1,
@@ -383,37 +408,23 @@ class CGPUCB(_FeatureLearner):
         u = self._v_inverse @ phi
         self._v_inverse -= np.outer(u, u) / (1.0 + u @ phi)
         self._b += phi * y
-        self._rounds += 1
+        self._record(self._pending, y)
         self._pending = self._pending_index = None
+
+    def _get_state(self) -> dict[str, Any]:
+        return {**self._told_state(), "_pending": self._pending}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        self._rounds = 0
+        self._v_inverse = np.eye(self.feature_map.dim) / self.tau
+        self._b = np.zeros(self.feature_map.dim)
+        self._pending = self._pending_index = None
+        for c, y in zip(state["contexts"], state["rewards"].tolist(), strict=True):
+            self.ask(c)  # the action the run chose at this round (a function of the rounds before it)
+            self.tell(c, y)
+        if state["_pending"] is not None:
+            self.ask(state["_pending"])
 
     def _coefficients(self) -> FloatArray:
         return np.asarray(self._v_inverse @ self._b)  # θ = V⁻¹b
 
-
-def _slack(bound: float) -> float:
-    """``bound`` with room for rounding (relative 1e-9 and absolute 1e-12)."""
-    return bound * (1.0 + 1e-9) + 1e-12
-
-
-def _moment_reachable(agent: UniformFeatureRidge, moment: FloatArray, rounds: int) -> bool:
-    """Whether ``moment`` is Σₜ aₜaₜᵀ (aₜ = [φ(wₜ); yₜ]) of ``rounds`` rounds of ``agent``."""
-    if rounds == 0:
-        return not moment.any()
-    if not np.array_equal(moment, moment.T):  # each aₜaₜᵀ is exactly symmetric, and so is their sum
-        return False
-    bound = agent.reward_bound**2
-    trace = float(np.trace(moment))
-    if not (0.0 <= moment[-1, -1] <= _slack(rounds * bound) and trace <= _slack(rounds * (agent.feature_map.max_diag + bound))):
-        return False
-    return bool(np.linalg.eigvalsh(moment)[0] >= -1e-9 * max(trace, 1.0))
-
-
-def _v_inverse_reachable(agent: CGPUCB, v_inverse: FloatArray, rounds: int) -> bool:
-    """Whether ``v_inverse`` is (ΦᵀΦ + τI)⁻¹ of ``rounds`` rows φ with φᵀφ <= max_diag."""
-    if rounds == 0:
-        return bool(np.array_equal(v_inverse, np.eye(v_inverse.shape[0]) / agent.tau))
-    if not np.array_equal(v_inverse, v_inverse.T):  # Sherman–Morrison updates keep it exactly symmetric
-        return False
-    eigenvalues = np.linalg.eigvalsh(v_inverse)
-    low = 1.0 / (agent.tau + rounds * agent.feature_map.max_diag)
-    return bool(eigenvalues[0] >= low * (1.0 - 1e-6) and eigenvalues[-1] <= _slack(1.0 / agent.tau) * (1.0 + 1e-6))
