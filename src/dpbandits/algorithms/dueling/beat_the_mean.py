@@ -225,8 +225,14 @@ def _fewest_before_elimination(n_arms: int, horizon: int, gamma: float) -> float
     return float(n) if n <= horizon else math.inf
 
 
+def _gamma(agent: BeatTheMean) -> float:
+    policy = agent._policy
+    assert isinstance(policy, BeatTheMeanPolicy)
+    return policy.gamma
+
+
 def _no_pending(agent: BeatTheMean, state: dict[str, Any]) -> bool:
-    policy = BeatTheMeanPolicy(agent.n_arms, state["policy"]["keys"], agent.horizon, agent._policy.gamma)
+    policy = BeatTheMeanPolicy(agent.n_arms, state["policy"]["keys"], agent.horizon, _gamma(agent))
     policy.working, policy.wins = state["policy"]["working"], state["policy"]["wins"]
     policy.comparisons = state["policy"]["comparisons"]
     policy._derive()
@@ -275,7 +281,7 @@ class BeatTheMean(RoundAgent):
          rule("working: an arm that left played first at least n* times, the least count at which the elimination "
               "rule can hold (2·c(n*) <= 1)", lambda a, s: bool(np.all(
                   s["policy"]["comparisons"][0].sum(axis=1)[~s["policy"]["working"][0]]
-                  >= _fewest_before_elimination(a.n_arms, a.horizon, a._policy.gamma)))),
+                  >= _fewest_before_elimination(a.n_arms, a.horizon, _gamma(a))))),
          rule("working: the elimination rule (min P̂ + c* <= max P̂ − c*) does not hold while more than one arm "
               "works (it would have removed the worst arm at the last round)", lambda a, s: _no_pending(a, s))),
         derived=("win_sums", "comparison_sums"))  # recomputed from the per-pair counts and the working set

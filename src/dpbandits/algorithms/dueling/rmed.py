@@ -176,7 +176,9 @@ def _loop_sets_consistent(agent: RMED1, state: dict[str, Any]) -> bool:
         return bool(remaining.all() and not next_loop.any())
     if not remaining.any() or (remaining & next_loop).any():
         return False
-    probe = RMED1Policy(agent.n_arms, policy["keys"], agent._policy.tolerance)
+    built = agent._policy
+    assert isinstance(built, RMED1Policy)
+    probe = RMED1Policy(agent.n_arms, policy["keys"], built.tolerance)
     probe.wins = policy["wins"]
     probe._derive()
     gap = probe._divergence[0] - probe._divergence[0, probe._leader[0]]  # J_j

@@ -23,7 +23,7 @@ from scipy import linalg
 from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
-from dpbandits._core.schema import Array, Maybe, StateSchema, rule
+from dpbandits._core.schema import Array, Maybe, Spec, StateSchema, rule
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
     check_bounded_array,
@@ -71,8 +71,8 @@ class _FeatureLearner(OwnAgent, Persistable, ABC):
         self.grid = action_grid(self.action_dim, grid_points_per_dim)
         self._rounds = 0
         # the told contexts and rewards (after clipping): the state saved; every statistic is derived from them
-        self._told_contexts = np.empty((self.horizon, self.context_dim))
-        self._told_rewards = np.empty(self.horizon)
+        self._told_contexts: list[FloatArray] = []
+        self._told_rewards: list[float] = []
 
     def _progress(self) -> tuple[int, int]:
         """(rounds told, the horizon)."""
@@ -98,13 +98,13 @@ class _FeatureLearner(OwnAgent, Persistable, ABC):
 
     def _record(self, context: FloatArray, reward: float) -> None:
         """Keep round ``_rounds``'s context and reward (the saved state) and count the round."""
-        self._told_contexts[self._rounds] = context
-        self._told_rewards[self._rounds] = reward
+        self._told_contexts.append(np.array(context, dtype=np.float64))
+        self._told_rewards.append(float(reward))
         self._rounds += 1
 
     def _told_state(self) -> dict[str, Any]:
-        return {"contexts": self._told_contexts[: self._rounds].copy(),
-                "rewards": self._told_rewards[: self._rounds].copy()}
+        return {"contexts": np.array(self._told_contexts, dtype=np.float64).reshape(-1, self.context_dim),
+                "rewards": np.array(self._told_rewards, dtype=np.float64)}
 
     def _check_learning(self) -> None:
         if self._rounds >= self.horizon:
@@ -143,7 +143,7 @@ class _FeatureLearner(OwnAgent, Persistable, ABC):
         return self.recommend
 
 
-_TOLD = {
+_TOLD: dict[str, Spec] = {
     "contexts": Array("float64", (None, "context_dim"), low=0.0, high=1.0),
     "rewards": Array("float64", (None,), low=lambda a: -a.reward_bound, high="reward_bound"),
 }
@@ -217,8 +217,7 @@ class UniformFeatureRidge(_FeatureLearner):
     """
 
     _schema = StateSchema(
-        **_TOLD,
-        _theta=Maybe(Array("float64", (lambda a: a.feature_map.dim,))),
+        {**_TOLD, "_theta": Maybe(Array("float64", (lambda a: a.feature_map.dim,)))},
         rules=[_TOLD_ROWS,
                rule("θ is released exactly when all rounds are told",
                     lambda a, s: (s["_theta"] is None) == (s["rewards"].shape[0] < a.horizon))],
@@ -280,7 +279,7 @@ class UniformFeatureRidge(_FeatureLearner):
         return {**self._told_state(), "_theta": self._theta}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        self._rounds = 0
+        self._rounds, self._told_contexts, self._told_rewards = 0, [], []
         self._moment = np.zeros_like(self._moment)
         for c, y in zip(state["contexts"], state["rewards"].tolist(), strict=True):
             self._accumulate(c, y)  # the moment of the told rounds, added as tell added it
@@ -341,8 +340,7 @@ class CGPUCB(_FeatureLearner):
     """
 
     _schema = StateSchema(
-        **_TOLD,
-        _pending=Maybe(Array("float64", ("context_dim",), low=0.0, high=1.0)),
+        {**_TOLD, "_pending": Maybe(Array("float64", ("context_dim",), low=0.0, high=1.0))},
         rules=[_TOLD_ROWS,
                rule("_pending: no context pending once all rounds are told",
                     lambda a, s: s["_pending"] is None or s["rewards"].shape[0] < a.horizon)],
@@ -415,7 +413,7 @@ class CGPUCB(_FeatureLearner):
         return {**self._told_state(), "_pending": self._pending}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        self._rounds = 0
+        self._rounds, self._told_contexts, self._told_rewards = 0, [], []
         self._v_inverse = np.eye(self.feature_map.dim) / self.tau
         self._b = np.zeros(self.feature_map.dim)
         self._pending = self._pending_index = None
