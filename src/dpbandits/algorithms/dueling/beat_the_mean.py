@@ -283,7 +283,9 @@ class BeatTheMean(RoundAgent):
                   s["policy"]["comparisons"][0].sum(axis=1)[~s["policy"]["working"][0]]
                   >= _fewest_before_elimination(a.n_arms, a.horizon, _gamma(a))))),
          rule("working: the elimination rule (min P̂ + c* <= max P̂ − c*) does not hold while more than one arm "
-              "works (it would have removed the worst arm at the last round)", lambda a, s: _no_pending(a, s))),
+              "works and every arm works (it would have removed the worst arm at the last round; a round removes "
+              "one arm, so after a removal it may hold again)", lambda a, s: not s["policy"]["working"][0].all()
+              or _no_pending(a, s))),
         derived=("win_sums", "comparison_sums"))  # recomputed from the per-pair counts and the working set
 
     def __init__(self, n_arms: int, horizon: int, gamma: float = 1.0, *, rng: RNGLike = None) -> None:
