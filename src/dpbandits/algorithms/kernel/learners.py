@@ -348,7 +348,8 @@ class CGPUCB(_FeatureLearner):
     """The state is the told rounds (and a context asked but not yet told): V⁻¹, b, the actions and
     the round count are recomputed on load by replaying :meth:`ask` and :meth:`tell` on the told rows
     (the actions are a function of the rounds before them), so every state that loads is that of a
-    run told these contexts and rewards."""
+    run told these contexts and rewards. Loading therefore costs what the told rounds cost to run
+    (one UCB evaluation over the UCB grid per round)."""
 
     def __init__(
         self, *, horizon: int, reward_bound: float, kernel: StationaryKernel, action_dim: int = 1,
