@@ -15,7 +15,8 @@ an object that
   each with its reason).
 
 The default run takes every ``STRIDE``-th mutation (a few seconds), ``--run-slow`` every third;
-the whole sweep is ``_sweep(1, NAMES)`` (about 50 s on an idle core: 3,712 mutations of 35 types).
+the whole sweep is ``_sweep(1, NAMES)`` (3,712 mutations of 35 types: about two minutes on two
+shared cores).
 """
 
 from __future__ import annotations
@@ -141,8 +142,8 @@ def test_a_sample_of_semantic_mutations_is_refused_or_loads_a_reachable_state() 
 
 
 SLOW_STRIDE = 3
-"""Every third mutation under ``--run-slow`` (about 16 s on an idle core; the whole sweep, stride 1,
-about 50 s): run ``_sweep(1, NAMES)`` for the whole sweep."""
+"""Every third mutation under ``--run-slow`` (about 30 s on two shared cores, as long as the two slow
+sweeps it replaced): run ``_sweep(1, NAMES)`` for the whole sweep."""
 
 
 @pytest.mark.slow
