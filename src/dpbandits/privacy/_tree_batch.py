@@ -72,7 +72,7 @@ def binary_tree_prefix_sums(
     """All T noisy prefix sums of many independent streams at once (vectorised binary mechanism).
 
     Simulation noise: seeded NumPy draws (not a deployment release; deploy with
-    :class:`BinaryTreeCounter` or :class:`BinaryTreeCounterBank`, secure by default).
+    :class:`~dpbandits.privacy.counters.BinaryTreeCounter` or :class:`~dpbandits.privacy.counters.BinaryTreeCounterBank`, secure by default).
 
     Parameters
     ----------
@@ -84,7 +84,7 @@ def binary_tree_prefix_sums(
         Δ, the most one element changes between neighbouring streams.
     rng : int, SeedSequence, Generator or None
         Seed of the node noise. The node noise is drawn as one array of shape ``values.shape`` in
-        row-major order, so stream k gets the same noise as a :class:`BinaryTreeCounter` that
+        row-major order, so stream k gets the same noise as a :class:`~dpbandits.privacy.counters.BinaryTreeCounter` that
         draws after the counters of streams 0..k−1 from the same Generator.
     horizon : int, optional
         The declared horizon that sets L (default T = ``values.shape[-1]``; must be >= T).
@@ -141,7 +141,7 @@ class TreeNoiseTable:
     """Error sequences e_t of many binary-tree counters, drawn lazily by chunks of time.
 
     Counter k draws its node noise η_1, η_2, … one value per time step from its own Generator, in
-    time order, exactly as a :class:`BinaryTreeCounter` seeded with the same Generator does; so a
+    time order, exactly as a :class:`~dpbandits.privacy.counters.BinaryTreeCounter` seeded with the same Generator does; so a
     release ``exact_prefix_sum + errors(...)`` equals that counter's release (bit for bit for
     integer streams with ``integer=True``). Simulation noise: seeded NumPy draws, not a deployment
     release. Windows of
@@ -166,7 +166,7 @@ class TreeNoiseTable:
 
     Privacy
     -------
-    Same as :class:`BinaryTreeCounter`, per counter.
+    Same as :class:`~dpbandits.privacy.counters.BinaryTreeCounter`, per counter.
 
     References
     ----------
