@@ -4,7 +4,6 @@ Shared by the streaming counters (:mod:`dpbandits.privacy.counters`, which re-ex
 here) and their vectorised forms.
 """
 
-
 from __future__ import annotations
 
 import math

@@ -4,7 +4,6 @@ Both use the node-noise convention of the streaming counters (:mod:`dpbandits.pr
 which re-exports every name here), so the three forms agree exactly given the same node noise.
 """
 
-
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ __all__ = [
     "TreeNoiseTable",
     "binary_tree_prefix_sums",
 ]
+
 
 @lru_cache(maxsize=32)
 def _popcount_groups(n: int) -> tuple[tuple[NDArray[np.int64], NDArray[np.int64]], ...]:

@@ -94,6 +94,7 @@ __all__ = [
 _READ_AHEAD = 256
 """Node-noise values a bank reads ahead from each per-counter seeded stream (one draw per block)."""
 
+
 def _check_integral(values: NDArray[Any], name: str) -> NDArray[np.int64]:
     """Integer stream elements as int64 (an integer counter refuses fractions and non-finite values)."""
     if values.dtype.kind in "iub":

@@ -93,6 +93,7 @@ __all__ = [
     "simulate_ebs_elimination",
 ]
 
+
 def _arms(agent: DPEBSElimination) -> int:
     return int(agent.constants.n_arms)
 

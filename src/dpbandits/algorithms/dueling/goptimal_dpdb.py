@@ -79,6 +79,7 @@ __all__ = [
     "simulate_goptimal_dpdb",
 ]
 
+
 @register_state_dataclass
 @dataclass
 class _Phase:
