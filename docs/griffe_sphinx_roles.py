@@ -67,13 +67,14 @@ def _is_private(path: str) -> bool:
 
 
 def _public_homes(objects: list[griffe.Object]) -> dict[str, str]:
-    """Private-module objects -> the public module's alias that renders them (the first one, by walk order)."""
+    """Private-module objects -> the public module's alias that renders them (listed in its ``__all__``)."""
     homes: dict[str, str] = {}
     for module in objects:
         if not module.is_module or _is_private(module.path):
             continue
-        for member in module.members.values():
-            if not member.is_alias:
+        exports = {str(name) for name in getattr(module, "exports", None) or ()}  # its __all__: what it renders
+        for name, member in module.members.items():
+            if not member.is_alias or name not in exports:
                 continue
             target = member.target_path  # type: ignore[union-attr]
             if _is_private(target) and not target.startswith(module.path + "."):
