@@ -142,6 +142,20 @@ def _signature_of(fn: Callable[..., Any], skip: frozenset[str]) -> _Accepts:
 # --------------------------------------------------------------------------------------------
 
 
+def _fixed_params_problems(where: str, what: str, params: Mapping[str, Any], accepts: _Accepts | None,
+                           swept: Sequence[str]) -> list[str]:
+    """The problems of a table's fixed parameters: each value's rule, swept too, or not a parameter of ``what``."""
+    problems = []
+    for key, value in params.items():
+        path = f"{where}.{key}"
+        problems += _check_value(path, key, value)
+        if key in swept:
+            problems.append(f"{path}: must not be both fixed and swept in [grid], got both")
+        elif accepts is not None and not accepts.accepts(key):
+            problems.append(f"{path}: must be a parameter of {what} ({accepts.describe()}), got {key!r}")
+    return problems
+
+
 def _collect_inline_params(data: Any, reserved: frozenset[str]) -> Any:
     """Move the inline parameters of a table (every non-reserved key) into ``params``."""
     if not isinstance(data, Mapping):

@@ -104,6 +104,7 @@ from dpbandits.experiments._study_params import (
     _Accepts,
     _check_value,
     _describe_error,
+    _fixed_params_problems,
     _signature_of,
     _strip_name,
 )
@@ -377,15 +378,8 @@ class Study(BaseModel):
     def _check_environment_params(self, env_accepts: _Accepts | None) -> list[str]:
         problems = []
         swept = self.grid.keys
-        for key, value in self.environment.params.items():
-            problems += _check_value(f"environment.{key}", key, value)
-            if key in swept:
-                problems.append(f"environment.{key}: must not be both fixed and swept in [grid], got both")
-            elif env_accepts is not None and not env_accepts.accepts(key):
-                problems.append(
-                    f"environment.{key}: must be a parameter of environment {self.environment.name!r} "
-                    f"({env_accepts.describe()}), got {key!r}"
-                )
+        problems += _fixed_params_problems("environment", f"environment {self.environment.name!r}",
+                                           self.environment.params, env_accepts, swept)
         if env_accepts is not None:
             for key in sorted(env_accepts.required - set(self.environment.params) - set(swept)):
                 problems.append(f"environment.{key}: is required by {self.environment.name!r} but missing")
@@ -395,16 +389,8 @@ class Study(BaseModel):
         problems = []
         swept = self.grid.keys
         for index, (algorithm, accepts) in enumerate(zip(self.algorithms, algo_accepts, strict=True)):
-            for key, value in algorithm.params.items():
-                path = f"algorithms[{index}].{key}"
-                problems += _check_value(path, key, value)
-                if key in swept:
-                    problems.append(f"{path}: must not be both fixed and swept in [grid], got both")
-                elif accepts is not None and not accepts.accepts(key):
-                    problems.append(
-                        f"{path}: must be a parameter of algorithm {algorithm.name!r} "
-                        f"({accepts.describe()}), got {key!r}"
-                    )
+            problems += _fixed_params_problems(f"algorithms[{index}]", f"algorithm {algorithm.name!r}",
+                                               algorithm.params, accepts, swept)
             if accepts is not None:
                 given = set(algorithm.params) | {key for key in swept if accepts.accepts(key)}
                 for key in sorted(accepts.required - given):
