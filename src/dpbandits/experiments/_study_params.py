@@ -138,7 +138,7 @@ def _signature_of(fn: Callable[..., Any], skip: frozenset[str]) -> _Accepts:
 
 
 # --------------------------------------------------------------------------------------------
-# The models.
+# A table's parameters: checked against the rules and the signature; inline ones moved into params.
 # --------------------------------------------------------------------------------------------
 
 
@@ -168,6 +168,11 @@ def _collect_inline_params(data: Any, reserved: frozenset[str]) -> Any:
     if isinstance(explicit, Mapping):
         out["params"] = {**explicit, **inline}
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Error messages: one line per problem, naming the key, the constraint and the value.
+# --------------------------------------------------------------------------------------------
 
 
 def _format_location(location: Sequence[int | str]) -> str:
