@@ -91,9 +91,10 @@ def _simulate(
     n_trials = check_int(n_trials, "n_trials", minimum=1)
     n_test = check_int(n_test_contexts, "n_test_contexts", minimum=1)
     out = {name: np.empty(n_trials) for name in USCA_METRICS}
+    usca = _agent_class()
     for i, (env_seed, algo_seed, noise_seed) in enumerate(trial_streams(rng, n_trials)):
         data = draw_trial_data(env, horizon, n_test, env_seed)
-        agent = _agent_class()(
+        agent = usca(
             horizon=horizon, epsilon=epsilon, reward_bound=reward_bound, kernel=env.kernel,
             context_generator=env.sample_contexts, action_dim=env.action_dim, context_dim=env.context_dim,
             clip=True, rng=algo_seed, **options,
