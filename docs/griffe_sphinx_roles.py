@@ -15,7 +15,9 @@ once the whole package is loaded, this rewrites each role:
 
 A leading ``~`` shows the last component only. Packages re-export their submodules' classes
 (``dpbandits.privacy.Accountant``); each object is rendered once, where it is defined, so those
-re-exports are dropped from the rendered tree after the references are resolved.
+re-exports are dropped from the rendered tree after the references are resolved. An object defined in
+a private module (``dpbandits.privacy._exponential``) is rendered where a public module re-exports it
+(``dpbandits.privacy.mechanisms``), and references to it link there.
 """
 
 from __future__ import annotations
@@ -60,6 +62,29 @@ def _module_of(obj: griffe.Object) -> griffe.Object:
     return obj
 
 
+def _is_private(path: str) -> bool:
+    return any(part.startswith("_") and not part.startswith("__") for part in path.split("."))
+
+
+def _public_homes(objects: list[griffe.Object]) -> dict[str, str]:
+    """Private-module objects -> the public module's alias that renders them (listed in its ``__all__``)."""
+    homes: dict[str, str] = {}
+    for module in objects:
+        if not module.is_module or _is_private(module.path):
+            continue
+        exports = {str(name) for name in getattr(module, "exports", None) or ()}  # its __all__: what it renders
+        for name, member in module.members.items():
+            if not member.is_alias or name not in exports:
+                continue
+            target = member.target_path  # type: ignore[union-attr]
+            if _is_private(target) and not target.startswith(module.path + "."):
+                homes.setdefault(target, member.path)
+    return homes
+
+
+_HOMES: dict[str, str] = {}
+
+
 def _resolve(target: str, obj: griffe.Object, root: griffe.Module) -> str:
     """The path where ``target``, as written in ``obj``'s docstring, is rendered (or ``target``)."""
     if target.startswith("."):
@@ -82,7 +107,8 @@ def _resolve(target: str, obj: griffe.Object, root: griffe.Module) -> str:
     for candidate in candidates:
         found = _lookup(root, candidate)
         if found is not None:
-            return _rendered_path(found)
+            rendered = _rendered_path(found)
+            return _HOMES.get(rendered, rendered)
     return target
 
 
@@ -101,8 +127,7 @@ def convert_roles(text: str, obj: griffe.Object, root: griffe.Module) -> str:
         parts = target.split(".")
         builtin = len(parts) == 1 and hasattr(builtins, target)  # KeyboardInterrupt, ValueError, ...
         external = builtin or (len(parts) > 1 and parts[0] != PACKAGE)
-        private = any(part.startswith("_") and not part.startswith("__") for part in parts)
-        if external or private:
+        if external or _is_private(target):
             return f"`{text}`"
         return f"[`{text}`][{target}]"
 
@@ -129,6 +154,8 @@ class SphinxRoles(griffe.Extension):
         if pkg.name != PACKAGE:
             return
         objects = list(_walk(pkg))
+        _HOMES.clear()
+        _HOMES.update(_public_homes(objects))
         for obj in objects:
             if obj.docstring is not None:
                 obj.docstring.value = convert_roles(obj.docstring.value, obj, pkg)

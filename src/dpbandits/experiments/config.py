@@ -81,25 +81,35 @@ The same study built in Python:
 from __future__ import annotations
 
 import hashlib
-import inspect
 import itertools
 import json
-import math
 import stat
 import tomllib
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
-from pydantic_core import ErrorDetails
 
 from dpbandits._core.errors import DPBanditsError, StudyError
 from dpbandits.algorithms.registry import AlgorithmSpec, get_algorithm, is_builtin_algorithm
 from dpbandits.envs.registry import get_environment
+from dpbandits.experiments._study_params import (
+    _ALGORITHM_KEYS,
+    _ENVIRONMENT_KEYS,
+    _GRID_KEYS,
+    _RECORDED_SPECS,
+    _RUNNER_ARGUMENTS,
+    _Accepts,
+    _check_value,
+    _describe_error,
+    _fixed_params_problems,
+    _signature_of,
+    _strip_name,
+)
+from dpbandits.experiments._study_params import PARAMETER_RULES as PARAMETER_RULES
+from dpbandits.experiments._study_tables import AlgorithmConfig, Cell, EnvironmentConfig, GridConfig
 from dpbandits.experiments.analysis_catalog import check_analysis_name
 
 __all__ = [
@@ -124,302 +134,6 @@ MAX_ENVIRONMENTS_CHECKED = 256
 
 PRESENTATION_FIELDS: tuple[str, ...] = ("description", "analyses")
 """Study fields that do not change results: left out of the digest (editing them keeps --resume)."""
-
-# Keys of an [environment] / [[algorithms]] table that are not parameters.
-_ENVIRONMENT_KEYS = frozenset({"name", "params"})
-_ALGORITHM_KEYS = frozenset({"name", "label", "params"})
-_GRID_KEYS = frozenset({"mode", "cases", "parameters"})
-# Arguments of a simulation entry point that the runner supplies itself.
-_RUNNER_ARGUMENTS = frozenset({"env", "n_trials", "rng"})
-
-
-# --------------------------------------------------------------------------------------------
-# Constraints of parameter names that mean the same thing everywhere in dpbandits.
-# Each rule returns None when the value is acceptable, else the constraint in words.
-# --------------------------------------------------------------------------------------------
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _positive(value: Any) -> str | None:
-    # ε = inf is allowed: it means "no privacy" and gives the non-private limit of an algorithm.
-    if not _is_real(value) or math.isnan(value) or value <= 0:
-        return "must be > 0"
-    return None
-
-
-def _delta(value: Any) -> str | None:
-    if not _is_real(value) or not 0 <= value < 1:
-        return "must lie in [0, 1)"
-    return None
-
-
-def _probability_open(value: Any) -> str | None:
-    if not _is_real(value) or not 0 < value < 1:
-        return "must lie in (0, 1)"
-    return None
-
-
-def _positive_int(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        return "must be an int >= 1"
-    return None
-
-
-PARAMETER_RULES: dict[str, Callable[[Any], str | None]] = {
-    "epsilon": _positive,
-    "delta": _delta,
-    "failure_probability": _probability_open,
-    "confidence": _probability_open,
-    "budget": _positive_int,
-    "horizon": _positive_int,
-    "n_rounds": _positive_int,
-    "n_arms": _positive_int,
-    "dim": _positive_int,
-}
-"""Constraints checked at load time for parameters with these names (the algorithm re-validates)."""
-
-
-def _show(value: Any) -> str:
-    """A value as the user wrote it (TOML-like): ``-1``, ``0.5``, ``'abc'``, ``[1, 2]``."""
-    if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return repr(value)
-
-
-def _check_value(path: str, name: str, value: Any) -> list[str]:
-    rule = PARAMETER_RULES.get(name)
-    if rule is None:
-        return []
-    problem = rule(value)
-    return [] if problem is None else [f"{path}: {problem}, got {_show(value)}"]
-
-
-# --------------------------------------------------------------------------------------------
-# Signatures: which parameters a factory / simulation entry point accepts and needs.
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Accepts:
-    names: frozenset[str]
-    required: frozenset[str]
-    any_keyword: bool
-
-    def accepts(self, name: str) -> bool:
-        return self.any_keyword or name in self.names
-
-    def describe(self) -> str:
-        return "any keyword" if self.any_keyword else ", ".join(sorted(self.names)) or "no parameters"
-
-
-_RECORDED_SPECS: ContextVar[dict[str, AlgorithmSpec] | None] = ContextVar("dpbandits_recorded_specs", default=None)
-"""While :meth:`Study.from_mapping` validates a study read from a run: its recorded users' algorithms."""
-
-
-def _signature_of(fn: Callable[..., Any], skip: frozenset[str]) -> _Accepts:
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):  # builtins without a signature: accept anything
-        return _Accepts(frozenset(), frozenset(), True)
-    names: set[str] = set()
-    required: set[str] = set()
-    any_keyword = False
-    for parameter in signature.parameters.values():
-        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-            any_keyword = True
-        elif parameter.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
-            if parameter.name in skip:
-                continue
-            names.add(parameter.name)
-            if parameter.default is inspect.Parameter.empty:
-                required.add(parameter.name)
-    return _Accepts(frozenset(names), frozenset(required), any_keyword)
-
-
-# --------------------------------------------------------------------------------------------
-# The models.
-# --------------------------------------------------------------------------------------------
-
-
-def _collect_inline_params(data: Any, reserved: frozenset[str]) -> Any:
-    """Move the inline parameters of a table (every non-reserved key) into ``params``."""
-    if not isinstance(data, Mapping):
-        return data
-    inline = {key: value for key, value in data.items() if key not in reserved}
-    if not inline:
-        return data
-    out = {key: value for key, value in data.items() if key in reserved}
-    explicit = out.get("params", {})  # anything but a table is left for the model to refuse (never coerced)
-    if isinstance(explicit, Mapping):
-        out["params"] = {**explicit, **inline}
-    return out
-
-
-class EnvironmentConfig(BaseModel):
-    """The environment of a study: a registered name and its fixed parameters.
-
-    Parameters may be given inline (``EnvironmentConfig(name="bernoulli", means=[0.5, 0.4])``) or
-    as ``params={...}``.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    name: str = Field(min_length=1)
-    params: dict[str, Any] = Field(default_factory=dict)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _inline(cls, data: Any) -> Any:
-        return _collect_inline_params(data, _ENVIRONMENT_KEYS)
-
-
-class AlgorithmConfig(BaseModel):
-    """One algorithm entry of a study: a registered name, a unique label and fixed parameters."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    name: str = Field(min_length=1)
-    label: str | None = Field(default=None, min_length=1)
-    params: dict[str, Any] = Field(default_factory=dict)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _inline(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "algorithm" in data and "name" not in data:
-            # `algorithm = "package.module:MyAgent"` reads better for a user's own algorithm
-            data = {"name": data["algorithm"], **{k: v for k, v in data.items() if k != "algorithm"}}
-        return _collect_inline_params(data, _ALGORITHM_KEYS)
-
-    @property
-    def display_name(self) -> str:
-        """The label used in results and plots (the registry name when no label is given)."""
-        return self.label or self.name
-
-
-class GridConfig(BaseModel):
-    """The swept parameters of a study (see the module docstring for the three modes)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    mode: Literal["product", "zip", "cases"] = "product"
-    parameters: dict[str, list[Any]] = Field(default_factory=dict)
-    cases: list[dict[str, Any]] = Field(default_factory=list)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _inline(cls, data: Any) -> Any:
-        if not isinstance(data, Mapping):
-            return data
-        out = {key: value for key, value in data.items() if key in _GRID_KEYS}
-        inline = {key: value for key, value in data.items() if key not in _GRID_KEYS}
-        if inline:
-            explicit = out.get("parameters") or {}
-            if isinstance(explicit, Mapping):
-                out["parameters"] = {**explicit, **inline}
-        if out.get("cases") and "mode" not in out:
-            out["mode"] = "cases"
-        return out
-
-    @model_validator(mode="after")
-    def _shape(self) -> Self:
-        problems: list[str] = []
-        if self.mode == "cases":
-            if self.parameters:
-                problems.append(
-                    f"grid: give either swept lists or [[grid.cases]], not both; got lists for {sorted(self.parameters)}"
-                )
-            if not self.cases:
-                problems.append("grid.cases: must hold at least one case when mode = 'cases', got none")
-            first = set(self.cases[0]) if self.cases else set()
-            for index, case in enumerate(self.cases[1:], start=1):
-                if set(case) != first:
-                    problems.append(
-                        f"grid.cases[{index}]: must have the same keys as grid.cases[0] {sorted(first)}, "
-                        f"got {sorted(case)}"
-                    )
-        else:
-            if self.cases:
-                problems.append(f"grid.mode: must be 'cases' when [[grid.cases]] is given, got {self.mode!r}")
-            for key, values in self.parameters.items():
-                if len(values) == 0:
-                    problems.append(f"grid.{key}: must be a non-empty list, got []")
-            if self.mode == "zip":
-                lengths = {key: len(values) for key, values in self.parameters.items()}
-                if len(set(lengths.values())) > 1:
-                    problems.append(f"grid: mode 'zip' needs lists of equal length, got lengths {lengths}")
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        """The swept parameter names, in file order."""
-        if self.mode == "cases":
-            return tuple(self.cases[0]) if self.cases else ()
-        return tuple(self.parameters)
-
-    def points(self) -> list[dict[str, Any]]:
-        """Every grid point, in the documented fixed order (one empty point if nothing is swept)."""
-        if self.mode == "cases":
-            return [dict(case) for case in self.cases]
-        keys = list(self.parameters)
-        if self.mode == "zip":
-            columns = [self.parameters[key] for key in keys]
-            return [dict(zip(keys, row, strict=True)) for row in zip(*columns, strict=True)] or [{}]
-        return [dict(zip(keys, row, strict=True)) for row in itertools.product(*self.parameters.values())]
-
-    def labelled_values(self) -> Iterator[tuple[str, Any]]:
-        """``(path, value)`` for every swept value, with its path for error messages."""
-        if self.mode == "cases":
-            for index, case in enumerate(self.cases):
-                for key, value in case.items():
-                    yield f"grid.cases[{index}].{key}", value
-        else:
-            for key, values in self.parameters.items():
-                for index, value in enumerate(values):
-                    yield f"grid.{key}[{index}]", value
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One (grid point, algorithm) cell of a study: what a task needs to run trials of it.
-
-    Attributes
-    ----------
-    point_index : int
-        Index of the grid point in :meth:`Study.grid_points` (the seed tree is indexed by it).
-    point : dict
-        The swept values of this grid point.
-    algorithm_index : int
-        Index of the algorithm entry in ``Study.algorithms``.
-    label : str
-        The algorithm's label (unique within the study).
-    algorithm : str
-        The registered algorithm name.
-    environment : str
-        The registered environment name.
-    environment_params, algorithm_params : dict
-        The keyword arguments of the environment factory and of the simulation entry point.
-    """
-
-    point_index: int
-    point: dict[str, Any]
-    algorithm_index: int
-    label: str
-    algorithm: str
-    environment: str
-    environment_params: dict[str, Any]
-    algorithm_params: dict[str, Any]
-
-    @property
-    def key(self) -> str:
-        """A file-name-safe identifier: ``p0003-a01``."""
-        return f"p{self.point_index:04d}-a{self.algorithm_index:02d}"
 
 
 class Study(BaseModel):
@@ -664,15 +378,8 @@ class Study(BaseModel):
     def _check_environment_params(self, env_accepts: _Accepts | None) -> list[str]:
         problems = []
         swept = self.grid.keys
-        for key, value in self.environment.params.items():
-            problems += _check_value(f"environment.{key}", key, value)
-            if key in swept:
-                problems.append(f"environment.{key}: must not be both fixed and swept in [grid], got both")
-            elif env_accepts is not None and not env_accepts.accepts(key):
-                problems.append(
-                    f"environment.{key}: must be a parameter of environment {self.environment.name!r} "
-                    f"({env_accepts.describe()}), got {key!r}"
-                )
+        problems += _fixed_params_problems("environment", f"environment {self.environment.name!r}",
+                                           self.environment.params, env_accepts, swept)
         if env_accepts is not None:
             for key in sorted(env_accepts.required - set(self.environment.params) - set(swept)):
                 problems.append(f"environment.{key}: is required by {self.environment.name!r} but missing")
@@ -682,16 +389,8 @@ class Study(BaseModel):
         problems = []
         swept = self.grid.keys
         for index, (algorithm, accepts) in enumerate(zip(self.algorithms, algo_accepts, strict=True)):
-            for key, value in algorithm.params.items():
-                path = f"algorithms[{index}].{key}"
-                problems += _check_value(path, key, value)
-                if key in swept:
-                    problems.append(f"{path}: must not be both fixed and swept in [grid], got both")
-                elif accepts is not None and not accepts.accepts(key):
-                    problems.append(
-                        f"{path}: must be a parameter of algorithm {algorithm.name!r} "
-                        f"({accepts.describe()}), got {key!r}"
-                    )
+            problems += _fixed_params_problems(f"algorithms[{index}]", f"algorithm {algorithm.name!r}",
+                                               algorithm.params, accepts, swept)
             if accepts is not None:
                 given = set(algorithm.params) | {key for key in swept if accepts.accepts(key)}
                 for key in sorted(accepts.required - given):
@@ -864,7 +563,7 @@ class Study(BaseModel):
 
 
 # --------------------------------------------------------------------------------------------
-# Loading and error messages.
+# Loading.
 # --------------------------------------------------------------------------------------------
 
 
@@ -939,59 +638,3 @@ def read_study_text(path: str | Path) -> str:
     except UnicodeDecodeError as exc:
         raise StudyError(f"study file {str(file)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
                          "save it as UTF-8") from None
-
-
-def _format_location(location: Sequence[int | str]) -> str:
-    out = ""
-    for part in location:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-_CONSTRAINTS = {
-    "greater_than": ("gt", "must be > {}"),
-    "greater_than_equal": ("ge", "must be >= {}"),
-    "less_than": ("lt", "must be < {}"),
-    "less_than_equal": ("le", "must be <= {}"),
-    "too_short": ("min_length", "must have at least {} item(s)"),
-    "string_too_short": ("min_length", "must have at least {} character(s)"),
-    "string_pattern_mismatch": ("pattern", "must match the pattern {}"),
-    "literal_error": ("expected", "must be one of {}"),
-}
-
-
-def _describe_error(error: ErrorDetails) -> str:
-    """One line per pydantic error: ``key: constraint, got value``."""
-    location = [part for part in error["loc"] if part not in ("params", "parameters")]
-    path = _format_location(location)
-    kind = error["type"]
-    context = error.get("ctx") or {}
-    found = error.get("input")
-    if kind == "value_error":
-        # Our own validators write "path: constraint, got value" lines (full paths, or paths
-        # inside the location of the validator's model).
-        lines = str(context.get("error", error["msg"])).splitlines()
-        return "\n".join(line if not path or line.startswith(path) else f"{path}: {line}" for line in lines)
-    if kind == "missing":
-        return f"{path}: is required but missing"
-    if kind == "extra_forbidden":
-        return f"{path}: is not a known key here, got {_show(found)}"
-    if kind in _CONSTRAINTS:
-        key, template = _CONSTRAINTS[kind]
-        constraint = template.format(context.get(key, "?"))
-    else:
-        text = error["msg"]
-        constraint = "must be " + text.removeprefix("Input should be ") if text.startswith("Input") else text
-    return f"{path}: {constraint}, got {_show(found)}"
-
-
-def _strip_name(exc: Exception) -> str:
-    """Turn a registry error ``algorithm must be one of [...]; got 'x'`` into ``must be one of [...], got 'x'``."""
-    text = str(exc)
-    _, _, tail = text.partition(" must ")
-    if not tail:
-        return text
-    return "must " + tail.replace("; got ", ", got ")

@@ -37,24 +37,48 @@ from __future__ import annotations
 import csv
 import io
 import json
-import logging
 import os
 import time
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-from dpbandits._core.atomic import atomic_write_many as write_atomically
-from dpbandits._core.errors import StudyError, UnsafeTargetError
+from dpbandits._core.errors import StudyError
 from dpbandits._core.typing import FloatArray
-from dpbandits._core.versions import RESULT_PACKAGES, dependency_versions
-from dpbandits.algorithms.registry import is_builtin_algorithm
-from dpbandits.algorithms.user_imports import USER_CODE_PREFIX, user_code_version
-from dpbandits.algorithms.user_records import describe_user_algorithm, recorded_algorithm_spec
+from dpbandits._core.versions import dependency_versions
+from dpbandits.algorithms.user_records import recorded_algorithm_spec
+from dpbandits.experiments._run_files import (
+    _IDENTITY_KEY,
+    _LOG,
+    _MANIFEST_INTERVAL_SECONDS,
+    _TMP_MARK,
+    CELLS_DIR,
+    LOCK_NAME,
+    MANIFEST_NAME,
+    RUN_FORMAT,
+    STUDY_COPY_NAME,
+    STUDY_JSON_NAME,
+    SUMMARY_NAME,
+    _acquire_lock,
+    _describe_user_algorithms,
+    _now,
+    _recorded_versions,
+    _release_lock,
+    _user_code_versions,
+    atomic_write_bytes,
+    atomic_write_files,
+    atomic_write_text,
+    describe_os_error,
+    estimate_column,
+    is_in_use,
+    read_manifest,
+    read_summary,
+    version_change,
+)
+from dpbandits.experiments._run_files import summary_metrics as summary_metrics
 from dpbandits.experiments.config import Cell, Study
 from dpbandits.experiments.summary import MetricSummary, summarize_metric
 
@@ -71,235 +95,6 @@ __all__ = [
     "read_manifest",
     "read_summary",
 ]
-
-MANIFEST_NAME = "manifest.json"
-SUMMARY_NAME = "summary.csv"
-LOCK_NAME = ".lock"
-STUDY_COPY_NAME = "study.toml"
-STUDY_JSON_NAME = "study.json"
-CELLS_DIR = "cells"
-RUN_FORMAT = 2
-_IDENTITY_KEY = "__identity__"  # in every cell file: the cell key, study digest and seed
-_TMP_MARK = ".tmp-"
-_MANIFEST_INTERVAL_SECONDS = 1.0
-
-
-# ------------------------------------------------------------------------------ atomic files
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync, rename.
-
-    Raises
-    ------
-    StudyError
-        If the file cannot be written (disk full, read-only file system, no permission...);
-        the temporary file is removed and ``path`` is left as it was.
-    """
-    atomic_write_files([(Path(path), data)])
-
-
-def atomic_write_files(files: Sequence[tuple[Path, bytes]]) -> None:
-    """Write several files atomically, as one group commit (one directory fsync for the group).
-
-    When this returns every file is durable; a crash before leaves each target either as it was
-    or complete (see :func:`dpbandits._core.atomic.atomic_write_many`).
-
-    Raises
-    ------
-    StudyError
-        If a file cannot be written (disk full, read-only file system, no permission...); the
-        temporary files not yet renamed are removed.
-    """
-    try:
-        write_atomically(files, temporary_prefix=_TMP_MARK)
-    except UnsafeTargetError as exc:  # its message names the path and the reason (a symbolic link...)
-        raise StudyError(str(exc)) from None
-    except OSError as exc:
-        where = str(exc.filename) if exc.filename is not None else ", ".join(str(p) for p, _ in files)
-        raise StudyError(f"cannot write {where!r}: {describe_os_error(exc)}") from None
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write_bytes`)."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def describe_os_error(exc: OSError) -> str:
-    """The reason of an OS error in words (``No space left on device``), without the path."""
-    return exc.strerror or str(exc) or type(exc).__name__
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-_LOG = logging.getLogger("dpbandits.run")
-_RESULT_NAMES = frozenset(("python", *RESULT_PACKAGES))
-
-
-def _recorded_versions(manifest: Mapping[str, Any]) -> Any:
-    """The versions of the run's last session (older manifests: the run's ``versions``)."""
-    sessions = [session for session in manifest["sessions"] if "versions" in session]
-    return sessions[-1]["versions"] if sessions else manifest.get("versions")
-
-
-def version_change(recorded: Any, current: Mapping[str, str]) -> str | None:
-    """How ``current`` differs from ``recorded`` in the versions that can change a result, or None.
-
-    Compared: Python, :data:`~dpbandits._core.versions.RESULT_PACKAGES` and the code of users'
-    algorithms (not the platform, nor packages that only draw or print).
-    """
-    if not isinstance(recorded, dict):
-        return "the run records no versions"
-    names = sorted(name for name in {*recorded, *current}
-                   if name in _RESULT_NAMES or str(name).startswith(USER_CODE_PREFIX))
-    changed = [f"{name} {recorded.get(name, 'absent')} -> {current.get(name, 'absent')}"
-               for name in names if recorded.get(name) != current.get(name)]
-    return ", ".join(changed) or None
-
-
-_MANIFEST_FIELDS: dict[str, tuple[type, ...]] = {
-    "format": (int,), "study": (str,), "study_digest": (str,), "seed": (int,), "trials": (int,),
-    "chunk_size": (int,), "sessions": (list,),
-}
-_MANIFEST_OPTIONAL_FIELDS: dict[str, tuple[type, ...]] = {
-    "cells": (dict,), "status": (str,), "versions": (dict,), "created": (str,), "started": (str,),
-    "ended": (str, type(None)), "user_algorithms": (dict,),
-}
-
-
-def _user_code_versions(study: Study) -> dict[str, str]:
-    """The version of each user's algorithm's code (:func:`~dpbandits.algorithms.user_imports.user_code_version`)."""
-    return {USER_CODE_PREFIX + algorithm.name: user_code_version(algorithm.name)
-            for algorithm in study.algorithms if not is_builtin_algorithm(algorithm.name)}
-
-
-def _describe_user_algorithms(study: Study) -> dict[str, Any]:
-    """The record of each user's algorithm of ``study`` (see :mod:`dpbandits.algorithms.user_records`)."""
-    return {algorithm.name: describe_user_algorithm(study.algorithm_spec(index))
-            for index, algorithm in enumerate(study.algorithms) if not is_builtin_algorithm(algorithm.name)}
-
-
-def _manifest_problem(manifest: Any) -> str | None:
-    """What is wrong with the shape of a parsed manifest, or None."""
-    if not isinstance(manifest, dict):
-        return f"must be a JSON object, got {type(manifest).__name__}"
-    for fields, required in ((_MANIFEST_FIELDS, True), (_MANIFEST_OPTIONAL_FIELDS, False)):
-        for key, types in fields.items():
-            if key not in manifest:
-                if required:
-                    return f"must have the key {key!r}"
-                continue
-            value = manifest[key]
-            if isinstance(value, bool) or not isinstance(value, types):
-                return f"{key!r} must be {' or '.join(t.__name__ for t in types)}, got {json.dumps(value)[:40]}"
-    if not all(isinstance(session, dict) for session in manifest["sessions"]):
-        return "'sessions' must be a list of objects"
-    if not all(isinstance(entry, dict) for entry in manifest.get("cells", {}).values()):
-        return "'cells' must map cell keys to objects"
-    if manifest.get("cells") and not manifest["sessions"]:
-        return "'sessions' must not be empty: the run has cells, and each was computed by a session"
-    return None
-
-
-def read_manifest(run_dir: str | Path) -> dict[str, Any]:
-    """Read and check ``manifest.json`` of a run directory.
-
-    Raises
-    ------
-    StudyError
-        If the directory holds no manifest, or one that is unreadable, not JSON or of the wrong shape.
-    """
-    path = Path(run_dir) / MANIFEST_NAME
-    if Path(run_dir).is_file():
-        raise StudyError(f"{str(run_dir)!r} is a file, not a dpbandits run directory")
-    try:
-        manifest = json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        raise StudyError(f"{str(run_dir)!r} is not a dpbandits run directory (no {MANIFEST_NAME})") from None
-    except OSError as exc:
-        raise StudyError(f"{str(path)!r} cannot be read: {describe_os_error(exc)}") from None
-    except ValueError as exc:  # not UTF-8, not JSON
-        raise StudyError(f"{str(path)!r} is not a dpbandits manifest (not UTF-8 JSON: {exc})") from None
-    problem = _manifest_problem(manifest)
-    if problem is not None:
-        raise StudyError(f"{str(path)!r} is not a dpbandits manifest: {problem}")
-    return dict(manifest)
-
-
-def estimate_column(metric: str, proportion: bool) -> str:
-    """The ``summary.csv`` column of a metric's estimate: ``<metric>_rate`` for a 0/1 metric, else ``_mean``.
-
-    Examples
-    --------
-    >>> estimate_column("success", proportion=True), estimate_column("regret", proportion=False)
-    ('success_rate', 'regret_mean')
-    """
-    return f"{metric}_rate" if proportion else f"{metric}_mean"
-
-
-def summary_metrics(header: Sequence[str]) -> dict[str, str]:
-    """Map each metric of a ``summary.csv`` header to the column of its estimate, in header order.
-
-    A metric is recognised by its ``<metric>_stderr`` column; its estimate is ``<metric>_rate`` or
-    ``<metric>_mean``, whichever the header has (see :func:`estimate_column`).
-    """
-    columns = set(header)
-    metrics = {}
-    for name in header:
-        if name.endswith("_stderr"):
-            metric = name.removesuffix("_stderr")
-            rate = estimate_column(metric, proportion=True)
-            metrics[metric] = rate if rate in columns else estimate_column(metric, proportion=False)
-    return metrics
-
-
-def read_summary(run_dir: str | Path) -> list[dict[str, str]]:
-    """Rows of ``summary.csv`` as dicts of strings, checked to be a summary written by dpbandits.
-
-    Raises
-    ------
-    StudyError
-        If the run directory has no summary (the run has not finished a cell yet), or the file is
-        unreadable, not UTF-8 CSV, lacks the ``algorithm`` column, has ragged rows or a statistic
-        column that is not a number.
-    """
-    path = Path(run_dir) / SUMMARY_NAME
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise StudyError(f"{str(run_dir)!r} has no {SUMMARY_NAME}; run the study first") from None
-    except OSError as exc:
-        raise StudyError(f"{str(path)!r} cannot be read: {describe_os_error(exc)}") from None
-    except UnicodeDecodeError as exc:
-        raise StudyError(f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); it was not "
-                         "written by dpbandits: rewrite it with `dpbandits run ... --resume`") from None
-    try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        header = list(reader.fieldnames or [])
-        rows = list(reader)
-    except csv.Error as exc:
-        raise StudyError(f"{str(path)!r} is not a CSV file: {exc}") from None
-    for needed in ("algorithm", "n_trials"):
-        if needed not in header:
-            raise StudyError(f"{str(path)!r} has no {needed!r} column; it was not written by dpbandits")
-    numeric = [name for metric in summary_metrics(header) for name in
-               (summary_metrics(header)[metric], f"{metric}_stderr", f"{metric}_ci_low", f"{metric}_ci_high")
-               if name in header]
-    for line, row in enumerate(rows, start=2):
-        if None in row or any(value is None for value in row.values()):
-            raise StudyError(f"{str(path)!r} line {line}: must have {len(header)} fields like its header")
-        for name in numeric:
-            if row[name] != "" and not _is_number(row[name]):
-                raise StudyError(f"{str(path)!r} line {line}: {name} must be a number, got {row[name]!r}")
-    return rows
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def load_trials(run_dir: str | Path) -> list[tuple[Cell, dict[str, FloatArray]]]:
@@ -339,68 +134,6 @@ def _format_parameter(value: Any) -> str:
     if isinstance(value, int | float | str):
         return str(value)
     return json.dumps(value, separators=(",", ":"))
-
-
-def _acquire_lock(directory: Path) -> IO[str] | None:
-    """Hold an exclusive ``flock`` on ``RUN_DIR/.lock`` (released by the OS if the process dies).
-
-    Returns None where ``fcntl`` does not exist (Windows): the directory is then not guarded.
-
-    Raises
-    ------
-    StudyError
-        If another process holds the lock, or the directory is not writable.
-    """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        return None
-    try:
-        handle = open(directory / LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole run
-    except OSError as exc:
-        raise StudyError(
-            f"run directory {str(directory)!r} is not writable ({describe_os_error(exc)}); a finished run can "
-            "still be read there (status, summary, plot --out DIR), but not run or resumed"
-        ) from None
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
-        raise StudyError(
-            f"run directory {str(directory)!r} is in use by another running dpbandits study; wait for it "
-            "to finish or choose another --out"
-        ) from None
-    return handle
-
-
-def _release_lock(handle: IO[str] | None) -> None:
-    if handle is not None:
-        handle.close()  # closing the file releases the flock
-
-
-def is_in_use(run_dir: str | Path) -> bool | None:
-    """Whether a live process holds the run directory's lock (None where this cannot be known).
-
-    Works on a read-only run directory: the lock file is opened for reading only, and a run
-    directory without one has never been opened for writing by a live process.
-    """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        return None
-    try:
-        handle = open(Path(run_dir) / LOCK_NAME, encoding="utf-8")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return None
-    with handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-        return False
 
 
 # ------------------------------------------------------------------------------ the store

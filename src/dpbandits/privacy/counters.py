@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any, cast
 
 import numpy as np
@@ -52,19 +51,26 @@ from numpy.typing import ArrayLike, NDArray
 from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.resources import check_fits
-from dpbandits._core.rng import RNGLike, as_generator
+from dpbandits._core.rng import RNGLike
 from dpbandits._core.schema import Array, Int, ListOf, Nested, Noise, StateSchema, Tuple, rule
 from dpbandits._core.validation import (
     check_array,
     check_epsilon,
     check_finite_float,
-    check_in_interval,
     check_int,
-    check_one_of,
     check_sensitivity,
 )
+from dpbandits.privacy._tree_arithmetic import REFERENCE as REFERENCE
+from dpbandits.privacy._tree_arithmetic import (
+    binary_tree_error_bound,
+    binary_tree_guarantee,
+    binary_tree_node_scale,
+    decomposition_nodes,
+    tree_levels,
+)
+from dpbandits.privacy._tree_batch import TreeNoiseTable, binary_tree_prefix_sums
 from dpbandits.privacy.accounting import Accountant, spend
-from dpbandits.privacy.guarantees import Neighbouring, PureDP
+from dpbandits.privacy.guarantees import PureDP
 from dpbandits.privacy.noise import (
     NoiseAdder,
     NoiseBackend,
@@ -87,139 +93,6 @@ __all__ = [
 
 _READ_AHEAD = 256
 """Node-noise values a bank reads ahead from each per-counter seeded stream (one draw per block)."""
-
-REFERENCE = "Chan, Shi & Song (2011), Algorithm 2 and Theorem 3.5 (Binary Mechanism)"
-
-
-def tree_levels(horizon: int) -> int:
-    """Number of tree levels L = ⌊log₂T⌋ + 1 for a horizon T >= 1.
-
-    Every t <= T has at most L binary digits, so each stream element lies in at most L nodes.
-
-    Examples
-    --------
-    >>> from dpbandits.privacy.counters import tree_levels
-    >>> tree_levels(1), tree_levels(16), tree_levels(17)
-    (1, 5, 5)
-    """
-    horizon = check_int(horizon, "horizon", minimum=1)
-    return horizon.bit_length()  # ⌊log₂T⌋ + 1
-
-
-def binary_tree_node_scale(horizon: int, epsilon: float, sensitivity: float = 1.0) -> float:
-    """Laplace scale per node b = L·Δ/ε (0 when ε = ∞).
-
-    Parameters
-    ----------
-    horizon : int
-        T >= 1.
-    epsilon : float
-        ε > 0, or ``inf`` for an exact (non-private) counter.
-    sensitivity : float, default 1.0
-        Δ: the most one stream element may change between neighbouring streams.
-    """
-    levels = tree_levels(horizon)
-    eps = check_epsilon(epsilon, allow_inf=True)
-    delta_s = check_sensitivity(sensitivity)
-    if math.isinf(eps):
-        return 0.0
-    return levels * delta_s / eps  # b = L·Δ/ε
-
-
-def decomposition_nodes(t: int) -> list[int]:
-    """End times of the nodes whose p-sums make up the release at time t (largest first).
-
-    The node ending at time s has level = lowest set bit of s and covers (s − 2^level, s]. The list
-    has ``popcount(t)`` entries: t, t & (t − 1), … down to the highest power of two in t.
-
-    Examples
-    --------
-    >>> from dpbandits.privacy.counters import decomposition_nodes
-    >>> decomposition_nodes(11)
-    [11, 10, 8]
-    """
-    t = check_int(t, "t", minimum=1)
-    nodes = []
-    while t:
-        nodes.append(t)
-        t &= t - 1
-    return nodes
-
-
-def binary_tree_guarantee(epsilon: float, sensitivity: float = 1.0) -> PureDP:
-    """The guarantee of a binary-tree counter: ε-DP for a change of one stream element by <= Δ.
-
-    Parameters
-    ----------
-    epsilon : float
-        ε > 0 (``inf`` gives the vacuous guarantee of an exact counter).
-    sensitivity : float, default 1.0
-        Δ, the largest change of one element between neighbouring streams.
-    """
-    eps = check_epsilon(epsilon, allow_inf=True)
-    delta_s = check_sensitivity(sensitivity)
-    unit = f"one stream element (change <= {delta_s:g})"
-    if math.isinf(eps):
-        return PureDP.infinite(
-            unit=unit, neighbouring=Neighbouring.REPLACE_ONE, reference=REFERENCE,
-            reason="epsilon = inf: the counter is exact (non-private)",
-        )
-    return PureDP(epsilon=eps, unit=unit, neighbouring=Neighbouring.REPLACE_ONE, reference=REFERENCE)
-
-
-def binary_tree_error_bound(
-    horizon: int,
-    epsilon: float,
-    beta: float,
-    method: str = "css",
-    sensitivity: float = 1.0,
-) -> float:
-    """High-probability bound B on the error of one release: Pr[|c_t − Σ_{s≤t} v_s| > B] <= β.
-
-    The error at time t is a sum of popcount(t) <= L independent Laplace(b) variables with
-    b = L·Δ/ε. The bound holds for each fixed t (union over t is the caller's job).
-
-    Parameters
-    ----------
-    horizon : int
-        T >= 1.
-    epsilon : float
-        ε > 0 of the counter (``inf`` gives 0).
-    beta : float
-        Failure probability β in (0, 1).
-    method : {"css", "union"}, default "css"
-        ``"css"``: Chan–Shi–Song Corollary 2.9,
-        B = b·max{√L, √ln(2/β)}·√(8·ln(2/β))·(1 + 1e-9) (the factor keeps their strict inequality).
-        ``"union"``: each |Lap(b)| <= b·ln(L/β) with probability 1 − β/L, so B = L·b·ln(L/β).
-    sensitivity : float, default 1.0
-        Δ.
-
-    Returns
-    -------
-    float
-
-    References
-    ----------
-    Chan, Shi & Song (2011), Corollary 2.9.
-
-    Examples
-    --------
-    >>> from dpbandits.privacy.counters import binary_tree_error_bound
-    >>> round(binary_tree_error_bound(1024, 1.0, 0.01, "union"), 3)
-    847.371
-    """
-    levels = tree_levels(horizon)
-    scale = binary_tree_node_scale(horizon, epsilon, sensitivity)
-    beta = check_in_interval(beta, "beta", 0.0, 1.0, closed="neither")
-    method = check_one_of(method, "method", ("css", "union"))
-    if scale == 0.0:
-        return 0.0
-    if method == "union":
-        return levels * scale * math.log(levels / beta)  # B = L·b·ln(L/β)
-    log_term = math.log(2.0 / beta)
-    # ν > max{√(Σ b_i²), b_max·√ln(2/β)} with Σ b_i² <= L·b²;  B = ν·√(8·ln(2/β))
-    nu = scale * max(math.sqrt(levels), math.sqrt(log_term)) * (1.0 + 1e-9)
-    return nu * math.sqrt(8.0 * log_term)
 
 
 def _check_integral(values: NDArray[Any], name: str) -> NDArray[np.int64]:
@@ -637,250 +510,3 @@ class BinaryTreeCounter(Persistable):
             return int(released[0])
         v = check_finite_float(value, "value")
         return float(self._bank.update(np.array([v]))[0])
-
-
-
-@lru_cache(maxsize=32)
-def _popcount_groups(n: int) -> tuple[tuple[NDArray[np.int64], NDArray[np.int64]], ...]:
-    """For t = 1..n grouped by popcount (>= 2): (t − 1, parent(t) − 1) with parent(t) = t & (t − 1).
-
-    Processing the groups in order of increasing popcount evaluates e_t = η_t + e_{parent(t)} with
-    every parent already computed; popcount-1 times (powers of two) have parent 0 and e_t = η_t.
-    """
-    times = np.arange(1, n + 1, dtype=np.int64)
-    parents = times & (times - 1)
-    popcounts = np.zeros(n, dtype=np.int64)
-    tmp = times.copy()
-    while np.any(tmp):
-        popcounts += tmp & 1
-        tmp >>= 1
-    groups = []
-    for p in range(2, int(popcounts.max(initial=1)) + 1):
-        sel = times[popcounts == p]
-        groups.append((sel - 1, parents[sel - 1] - 1))
-    return tuple(groups)
-
-
-def _errors_from_node_noise(node_noise: NDArray[np.float64]) -> NDArray[np.float64]:
-    """e_t = η_t + e_{t & (t−1)} along the last axis (time t = 1..T), with e_0 = 0."""
-    errors = node_noise + 0.0  # popcount-1 times: e_t = η_t + e_0, same association as streaming
-    for idx, parent_idx in _popcount_groups(node_noise.shape[-1]):
-        errors[..., idx] = node_noise[..., idx] + errors[..., parent_idx]
-    return errors
-
-
-def binary_tree_prefix_sums(
-    values: ArrayLike,
-    epsilon: float,
-    sensitivity: float = 1.0,
-    rng: RNGLike = None,
-    *,
-    horizon: int | None = None,
-    node_noise: ArrayLike | None = None,
-    integer: bool = False,
-) -> NDArray[np.float64]:
-    """All T noisy prefix sums of many independent streams at once (vectorised binary mechanism).
-
-    Simulation noise: seeded NumPy draws (not a deployment release; deploy with
-    :class:`BinaryTreeCounter` or :class:`BinaryTreeCounterBank`, secure by default).
-
-    Parameters
-    ----------
-    values : array_like of shape (..., T)
-        Independent streams (batch dimensions first, time last).
-    epsilon : float
-        ε > 0 per stream, or ``inf`` (exact prefix sums).
-    sensitivity : float, default 1.0
-        Δ, the most one element changes between neighbouring streams.
-    rng : int, SeedSequence, Generator or None
-        Seed of the node noise. The node noise is drawn as one array of shape ``values.shape`` in
-        row-major order, so stream k gets the same noise as a :class:`BinaryTreeCounter` that
-        draws after the counters of streams 0..k−1 from the same Generator.
-    horizon : int, optional
-        The declared horizon that sets L (default T = ``values.shape[-1]``; must be >= T).
-    node_noise : array_like of shape (..., T), optional
-        Explicit node noise η (η[..., t−1] belongs to the node ending at t); overrides ``rng``.
-        For audits and equivalence tests.
-    integer : bool, default False
-        Discrete Laplace node noise (integer streams), drawn as
-        :meth:`~dpbandits.privacy.noise.NumpyNoise.discrete_laplace` does.
-
-    Returns
-    -------
-    ndarray of shape (..., T)
-        c_t = Σ_{s≤t} v_s + e_t with e_t = η_t + e_{t & (t−1)}; O(T) work per stream.
-
-    Privacy
-    -------
-    Each stream's releases are ε-DP for a change of one of its elements by at most Δ.
-
-    References
-    ----------
-    Chan, Shi & Song (2011), Algorithm 2.
-
-    Examples
-    --------
-    >>> from dpbandits.privacy.counters import binary_tree_prefix_sums
-    >>> binary_tree_prefix_sums([[1, 2, 3]], float("inf")).tolist()
-    [[1.0, 3.0, 6.0]]
-    """
-    v = check_array(values, "values", ndim=tuple(range(1, 33)))
-    n_steps = v.shape[-1]
-    declared = n_steps if horizon is None else check_int(horizon, "horizon", minimum=1)
-    if declared < n_steps:
-        raise InvalidParameterError(
-            f"horizon must be >= the stream length values.shape[-1]={n_steps}; got {declared}"
-        )
-    scale = binary_tree_node_scale(declared, epsilon, sensitivity)
-    if node_noise is not None:
-        eta = check_array(node_noise, "node_noise")
-        if eta.shape != v.shape:
-            raise InvalidParameterError(
-                f"node_noise must have the shape of values {v.shape}; got node_noise.shape={eta.shape}"
-            )
-    elif scale == 0.0:
-        eta = np.zeros_like(v)
-    elif integer:
-        eta = NumpyNoise(rng).discrete_laplace(scale, size=v.shape).astype(np.float64)
-    else:
-        eta = NumpyNoise(rng).laplace(scale, size=v.shape)
-    return np.cumsum(v, axis=-1) + _errors_from_node_noise(eta)
-
-
-class TreeNoiseTable:
-    """Error sequences e_t of many binary-tree counters, drawn lazily by chunks of time.
-
-    Counter k draws its node noise η_1, η_2, … one value per time step from its own Generator, in
-    time order, exactly as a :class:`BinaryTreeCounter` seeded with the same Generator does; so a
-    release ``exact_prefix_sum + errors(...)`` equals that counter's release (bit for bit for
-    integer streams with ``integer=True``). Simulation noise: seeded NumPy draws, not a deployment
-    release. Windows of
-    times may be requested repeatedly (for example after a vectorised simulation has to restart a
-    block at an elimination round), as long as windows never move backwards past a discarded chunk.
-
-    Parameters
-    ----------
-    horizon : int
-        T >= 1 of every counter.
-    epsilon : float
-        ε per counter (``inf``: all errors are 0 and no noise is drawn).
-    generators : sequence of numpy.random.Generator
-        One node-noise stream per counter.
-    sensitivity : float, default 1.0
-        Δ per counter.
-    chunk : int, default 16384
-        Chunk length (rounded up to a power of two).
-    integer : bool, default False
-        Discrete Laplace node noise (integer streams), two uniforms per node as
-        :meth:`~dpbandits.privacy.noise.NumpyNoise.discrete_laplace` draws them.
-
-    Privacy
-    -------
-    Same as :class:`BinaryTreeCounter`, per counter.
-
-    References
-    ----------
-    Chan, Shi & Song (2011), Algorithm 2.
-    """
-
-    def __init__(
-        self,
-        horizon: int,
-        epsilon: float,
-        generators: Sequence[np.random.Generator],
-        sensitivity: float = 1.0,
-        *,
-        chunk: int = 16384,
-        integer: bool = False,
-    ) -> None:
-        self.horizon = check_int(horizon, "horizon", minimum=1)
-        self.scale = binary_tree_node_scale(self.horizon, epsilon, sensitivity)
-        self.integer = bool(integer)
-        self._generators = [as_generator(g) for g in generators]
-        if not self._generators:
-            raise InvalidParameterError("generators must hold at least one Generator; got 0")
-        size = check_int(chunk, "chunk", minimum=1)
-        self.chunk = 1 << (size - 1).bit_length()
-        self.n_counters = len(self._generators)
-        self._live = np.ones(self.n_counters, dtype=bool)
-        self._chunks: dict[int, NDArray[np.float64]] = {}
-        self._next_chunk = 0
-        self._lowest_kept = 0
-        # e at the times m·chunk (m = 0, 1, …): the only values later chunks refer back to
-        self._at_multiples: list[NDArray[np.float64]] = [np.zeros(self.n_counters)]
-
-    def retire(self, counter: int) -> None:
-        """Stop drawing noise for ``counter`` (its future errors become NaN)."""
-        self._live[check_int(counter, "counter", minimum=0, maximum=self.n_counters - 1)] = False
-
-    def errors(self, start: int, stop: int) -> NDArray[np.float64]:
-        """e_t for times t = start, …, stop − 1 (1-based, half-open) of every counter.
-
-        Returns
-        -------
-        ndarray of shape (n_counters, stop − start)
-            Rows of retired counters hold NaN for times computed after retirement.
-        """
-        start = check_int(start, "start", minimum=1)
-        stop = check_int(stop, "stop", minimum=start, maximum=self.horizon + 1)
-        if stop == start:
-            return np.zeros((self.n_counters, 0))
-        first, last = start // self.chunk, (stop - 1) // self.chunk  # chunk c holds times [cC, (c+1)C)
-        if first < self._lowest_kept:
-            raise InvalidParameterError(
-                f"start must be >= {max(1, self._lowest_kept * self.chunk)} (earlier chunks were "
-                f"discarded); got {start}"
-            )
-        for c in [c for c in self._chunks if c < first]:
-            del self._chunks[c]
-        self._lowest_kept = first
-        while self._next_chunk <= last:
-            self._compute_chunk(self._next_chunk)
-        if first == last:
-            window = self._chunks[first]
-        else:
-            window = np.concatenate([self._chunks[c] for c in range(first, last + 1)], axis=1)
-        offset = first * self.chunk
-        return window[:, start - offset : stop - offset]
-
-    def _compute_chunk(self, c: int) -> None:
-        """Compute e for times c·C … (c+1)·C − 1 (C = chunk; capped at T), drawing η in time order.
-
-        Time c·C (a multiple of C) has its parent at an earlier multiple of C; every other time
-        c·C + r (0 < r < C) decomposes as c·C plus the nodes of r, so, going down the levels j of
-        r from the highest, e ← η_{node of level j} + e on the times whose bit j is set: the same
-        association as the streaming recurrence e_t = η_t + e_{t & (t−1)}.
-        """
-        size = self.chunk
-        first_time = c * size
-        n_draws = min(size, self.horizon + 1 - first_time) - (1 if c == 0 else 0)  # no η_0
-        eta = np.zeros((self.n_counters, size))
-        if self.scale != 0.0:
-            offset = 1 if c == 0 else 0
-            for k in np.flatnonzero(self._live):
-                generator = self._generators[k]
-                eta[k, offset : offset + n_draws] = (
-                    discrete_laplace_from_uniforms(generator.random((n_draws, 2)), self.scale)
-                    if self.integer else generator.laplace(0.0, self.scale, size=n_draws)
-                )
-        if c == 0:
-            base = np.zeros(self.n_counters)  # e_0 = 0
-        else:
-            parent = first_time & (first_time - 1)
-            base = eta[:, 0] + self._at_multiples[parent // size]  # e_{cC} = η_{cC} + e_{parent}
-            self._at_multiples.append(base)
-        ext = np.repeat(base[:, None], size, axis=1)
-        for level in range(size.bit_length() - 2, -1, -1):
-            half = 1 << level
-            if half >= 32:  # long contiguous runs: one broadcast over (counters, blocks, half)
-                view = ext.reshape(self.n_counters, size // (2 * half), 2, half)
-                node = eta.reshape(self.n_counters, size // (2 * half), 2, half)[:, :, 1, :1]
-                view[:, :, 1, :] = node + view[:, :, 1, :]
-            else:  # short runs: one strided slice per offset (avoids tiny inner loops)
-                node = eta[:, half :: 2 * half]
-                for offset in range(half):
-                    run = ext[:, half + offset :: 2 * half]
-                    run[...] = node + run
-        ext[~self._live] = np.nan
-        self._chunks[c] = ext
-        self._next_chunk = c + 1

@@ -28,15 +28,12 @@ with an elimination and the next block starts after it).
 from __future__ import annotations
 
 import bisect
-import functools
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dpbandits._core.errors import InvalidParameterError, PrivacyBudgetExceededError
+from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike
@@ -52,36 +49,37 @@ from dpbandits._core.schema import (
     Tuple,
     rule,
 )
-from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import (
-    MAX_EXACT_COUNT,
-    check_epsilon,
-    check_in_interval,
     check_int,
-    check_one_of,
 )
 from dpbandits.algorithms.dueling import _ebs_replay as replay
 from dpbandits.algorithms.dueling._common import (
-    UNIT,
-    check_dueling_env,
-    check_elimination_horizon,
     check_told,
-    elimination_horizon_precheck,
 )
-from dpbandits.algorithms.dueling._streams import fresh_seed_sequence, trial_seed_sequences, trial_streams
+from dpbandits.algorithms.dueling._ebs_rules import REFERENCE as REFERENCE
+from dpbandits.algorithms.dueling._ebs_rules import STATS_REMOVAL as STATS_REMOVAL
+from dpbandits.algorithms.dueling._ebs_rules import (
+    EBSConstants,
+    _check_options,
+    _opponents,
+    _scalar_width,
+    dp_ebs_guarantee,
+    ebs_confidence_bounds,
+    ebs_constants,
+    ebs_widths,
+)
+from dpbandits.algorithms.dueling._ebs_simulation import SIMULATION_METRICS as SIMULATION_METRICS
+from dpbandits.algorithms.dueling._ebs_simulation import run_trial as run_trial
+from dpbandits.algorithms.dueling._ebs_simulation import simulate_dp_ebs_elimination, simulate_ebs_elimination
+from dpbandits.algorithms.dueling._streams import fresh_seed_sequence, trial_streams
 from dpbandits.algorithms.own_agent import OwnAgent
-from dpbandits.algorithms.registry import register_algorithm, register_algorithm_class
-from dpbandits.envs.base import counter_uniform, counter_uniforms
-from dpbandits.envs.dueling import REGRET_METRICS, DuelStreams, UtilityDuelingEnvironment
+from dpbandits.algorithms.registry import register_algorithm_class
+from dpbandits.envs.base import counter_uniform
 from dpbandits.privacy.accounting import Accountant, spend
 from dpbandits.privacy.counters import (
     BinaryTreeCounterBank,
-    TreeNoiseTable,
-    binary_tree_error_bound,
-    binary_tree_node_scale,
-    tree_levels,
 )
-from dpbandits.privacy.guarantees import Neighbouring, NonPrivate, PureDP
+from dpbandits.privacy.guarantees import PureDP
 from dpbandits.privacy.noise import NoiseBackend, NumpyNoise
 
 __all__ = [
@@ -94,230 +92,6 @@ __all__ = [
     "simulate_dp_ebs_elimination",
     "simulate_ebs_elimination",
 ]
-
-REFERENCE = (
-    "Saha & Asi (2024), DP-Dueling, Lemma 2 and Theorem 1 (DP-EBS-Elimination); "
-    "reconstruction, paper errata DUEL-3/4"
-)
-_BUDGET_SPLIT = {"quarter": 4.0, "half": 2.0, "whole": 1.0}
-STATS_REMOVAL = ("subtract", "restart")
-SIMULATION_METRICS: tuple[str, ...] = (*REGRET_METRICS, "identified_best", "committed", "last_elimination_round")
-
-
-@dataclass(frozen=True)
-class EBSConstants:
-    """The constants of DP-EBS-Elimination.
-
-    Attributes
-    ----------
-    n_arms, horizon : int
-        K and T.
-    epsilon : float
-        ε of the whole algorithm (``inf`` for the non-private twin).
-    counter_epsilon : float
-        ε_c per counter.
-    failure_probability : float
-        δ, the failure probability of the good event (not a DP parameter).
-    levels : int
-        L_T.
-    confidence_log : float
-        λ.
-    beta : float
-        β, the per-release failure probability of the tree bound.
-    tree_bound : float
-        B (0 when ε = ∞).
-    counter_scale : float
-        Laplace scale per tree node, b = L_T/ε_c (0 when ε = ∞).
-    """
-
-    n_arms: int
-    horizon: int
-    epsilon: float
-    counter_epsilon: float
-    failure_probability: float
-    levels: int
-    confidence_log: float
-    beta: float
-    tree_bound: float
-    counter_scale: float
-
-
-def ebs_constants(
-    n_arms: int,
-    horizon: int,
-    epsilon: float,
-    failure_probability: float | None = None,
-    *,
-    counter_epsilon: str = "quarter",
-    tree_bound: str = "css",
-    union_bound: str = "paper",
-    stats_removal: str = "subtract",
-) -> EBSConstants:
-    """Compute the constants of errata DUEL-6 (and of the restart variant).
-
-    Parameters
-    ----------
-    n_arms : int
-        K >= 2.
-    horizon : int
-        T >= 1.
-    epsilon : float
-        ε > 0 or ``inf``.
-    failure_probability : float, optional
-        δ in (0, 1); default 1/T (the paper's choice in the proof of Theorem 1), or ½ when T = 1.
-    counter_epsilon : {"quarter", "half", "whole"}
-        ε_c = ε/4 (the paper's Lemma 2 proof; default) or ε/2 (its main text; valid because a user
-        touches one counter, at most twice, in this bookkeeping), or ε (only with
-        ``stats_removal="restart"``, where a user enters one counter once).
-    tree_bound : {"css", "union"}
-        Which bound B_tree of :func:`dpbandits.privacy.counters.binary_tree_error_bound`.
-    union_bound : {"paper", "rigorous"}
-        λ = ln(4K²T/δ) or ln(4K·2^K·T/δ) (errata DUEL-8).
-    stats_removal : {"subtract", "restart"}
-        How eliminated opponents' statistics leave the survivors' counters: subtracted through the
-        counters' streams (the paper, default) or by restarting every counter at each elimination
-        (ablation: the tree bound then holds per (arm, phase), β = δ/(2K²T)).
-
-    Raises
-    ------
-    InvalidParameterError
-        If an option is unknown, or ``counter_epsilon="whole"`` is asked with subtraction (a label
-        then changes two elements of its counter: ε_c = ε would give 2ε).
-    """
-    k = check_int(n_arms, "n_arms", minimum=2)
-    t = check_int(horizon, "horizon", minimum=1, maximum=MAX_EXACT_COUNT)
-    eps = check_epsilon(epsilon, allow_inf=True)
-    split = _BUDGET_SPLIT[check_one_of(counter_epsilon, "counter_epsilon", tuple(_BUDGET_SPLIT))]
-    removal = check_one_of(stats_removal, "stats_removal", STATS_REMOVAL)
-    if counter_epsilon == "whole" and removal != "restart":
-        raise InvalidParameterError(
-            "counter_epsilon must be 'quarter' or 'half' with stats_removal='subtract' (a label changes two "
-            f"elements of its counter, so ε_c = ε would give 2ε); got {counter_epsilon!r}"
-        )
-    check_one_of(tree_bound, "tree_bound", ("css", "union"))
-    check_one_of(union_bound, "union_bound", ("paper", "rigorous"))
-    if failure_probability is None:
-        delta = 1.0 / t if t > 1 else 0.5
-    else:
-        delta = check_in_interval(failure_probability, "failure_probability", 0.0, 1.0, closed="neither")
-    eps_c = eps / split  # ε_c = ε/4, ε/2 or ε
-    if union_bound == "paper":
-        lam = math.log(4 * k * k * t / delta)  # λ = ln(4K²T/δ)
-    else:
-        lam = math.log(4 * k * t / delta) + k * math.log(2)  # λ = ln(4K·2^K·T/δ)
-    # β = δ/(2KT); with restarts the union also runs over the <= K phases: β = δ/(2K²T)
-    beta = delta / (2 * k * t) if removal == "subtract" else delta / (2 * k * k * t)
-    bound = binary_tree_error_bound(t, eps_c, beta, tree_bound)
-    return EBSConstants(
-        n_arms=k,
-        horizon=t,
-        epsilon=eps,
-        counter_epsilon=eps_c,
-        failure_probability=delta,
-        levels=tree_levels(t),
-        confidence_log=lam,
-        beta=beta,
-        tree_bound=bound,
-        counter_scale=binary_tree_node_scale(t, eps_c),
-    )
-
-
-def ebs_widths(counts: FloatArray | IntArray, constants: EBSConstants, conf_scale: float = 1.0) -> FloatArray:
-    """Confidence widths conf_scale·(√(λ/(2n)) + B/n) elementwise (inf/nan where n = 0)."""
-    n = np.asarray(counts, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # wid(n) = √(λ/(2n)) + B/n
-        return np.asarray(conf_scale * (np.sqrt(constants.confidence_log / (2.0 * n)) + constants.tree_bound / n))
-
-
-def _scalar_width(count: int, constants: EBSConstants, conf_scale: float) -> float:
-    """:func:`ebs_widths` of one count n >= 1, in Python floats (the same correctly rounded operations)."""
-    return conf_scale * (math.sqrt(constants.confidence_log / (2.0 * count)) + constants.tree_bound / count)
-
-
-def ebs_confidence_bounds(
-    released: FloatArray | IntArray,
-    counts: FloatArray | IntArray,
-    constants: EBSConstants,
-    conf_scale: float = 1.0,
-    *,
-    widths: FloatArray | None = None,
-    flip_probability: float = 0.0,
-) -> tuple[FloatArray, FloatArray]:
-    """UCB and LCB of the noisy EBS b̃ = w̃/n: b̃ ± conf_scale·(√(λ/(2n)) + B/n); ±∞ where n = 0.
-
-    Elementwise on arrays of any (equal) shape, so the ask/tell and vectorised forms compute the
-    same floating-point numbers. ``widths`` may pass precomputed :func:`ebs_widths` of ``counts``
-    (for example looked up in a table computed by the same function: the numbers are the same).
-    ``flip_probability`` q > 0 debiases counts of randomised-response reports: b̂ = (w̃/n − q)/(1 − 2q).
-    """
-    n = np.asarray(counts, dtype=np.float64)
-    width = ebs_widths(n, constants, conf_scale) if widths is None else widths
-    with np.errstate(divide="ignore", invalid="ignore"):
-        estimate = released / n  # b̃_i = w̃_i / n_i
-        if flip_probability:
-            estimate = (estimate - flip_probability) / (1.0 - 2.0 * flip_probability)
-        if np.all(n > 0):
-            return estimate + width, estimate - width
-        upper = np.where(n > 0, estimate + width, np.inf)
-        lower = np.where(n > 0, estimate - width, -np.inf)
-    return upper, lower
-
-
-def dp_ebs_guarantee(epsilon: float, counter_epsilon: str = "quarter", stats_removal: str = "subtract") -> PureDP:
-    """The guarantee of DP-EBS-Elimination.
-
-    With subtraction (the paper), each user's label enters one counter (that of its left arm), at
-    most twice (added at its round, subtracted when its opponent is eliminated), each time changing
-    one stream element by <= 1, so that counter's releases are 2ε_c-DP (group privacy); the paper
-    counts two counters, giving 4ε_c. With ε_c = ε/4 the paper's accounting gives ε (our tight
-    accounting ε/2); with ε_c = ε/2 the tight accounting gives ε. With restarts, each label
-    enters one counter of one phase, once: every counter's releases are ε_c-DP and the counters of
-    all arms and phases hold disjoint labels (parallel composition), so ε_c <= ε gives ε. Everything
-    else the algorithm outputs is post-processing of the counter releases and of data-independent coins.
-
-    Privacy
-    -------
-    Returns the pure ε-DP guarantee (central model) for one preference label; ``inf`` gives the
-    vacuous guarantee of the non-private twin.
-
-    References
-    ----------
-    Saha & Asi (2024), Lemma 2 (privacy of Algorithm 1); Chan, Shi & Song (2011), Theorem 3.5
-    (binary mechanism).
-    """
-    eps = check_epsilon(epsilon, allow_inf=True)
-    check_one_of(counter_epsilon, "counter_epsilon", tuple(_BUDGET_SPLIT))
-    removal = check_one_of(stats_removal, "stats_removal", STATS_REMOVAL)
-    if math.isinf(eps):
-        return NonPrivate(
-            unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
-            reason="epsilon = inf: the non-private twin releases exact counts",
-        )
-    if removal == "restart":
-        reason = f"restart: each label enters one counter of one phase once (parallel composition), ε_c = ε/{_BUDGET_SPLIT[counter_epsilon]:g}"
-    elif counter_epsilon == "quarter":
-        reason = "paper accounting: 2 counters × group of 2 × ε/4 (tight accounting: ε/2)"
-    else:
-        reason = "tight accounting: 1 counter × group of 2 × ε/2"
-    return PureDP(epsilon=eps, unit=UNIT, neighbouring=Neighbouring.LABEL_ONLY, reference=REFERENCE,
-                  reason=reason)
-
-
-def _check_options(opponent: str, conf_scale: float, check_every: int = 1) -> tuple[str, float, int]:
-    opp = check_one_of(opponent, "opponent", ("with_self", "without_self"))
-    scale = check_in_interval(conf_scale, "conf_scale", 0.0, math.inf, closed="left")
-    return opp, scale, check_int(check_every, "check_every", minimum=1)
-
-
-def _opponents(uniforms: FloatArray, active: IntArray, left_index: IntArray, opponent: str) -> IntArray:
-    """y_t ~ Unif(A) (with self) or Unif(A without x_t) from the round's uniform coin."""
-    m = active.size
-    if opponent == "with_self":
-        return active[np.minimum((uniforms * m).astype(np.int64), m - 1)]
-    j = np.minimum((uniforms * (m - 1)).astype(np.int64), m - 2)
-    j = j + (j >= left_index)  # skip x_t's position
-    return active[j]
 
 
 def _arms(agent: DPEBSElimination) -> int:
@@ -738,296 +512,3 @@ class DPEBSElimination(OwnAgent, Persistable):
         self._left_counts[survivors] -= self._pair_counts[np.ix_(survivors, eliminated)].sum(axis=1)
         self._widths = ebs_widths(self._left_counts, self.constants, self.conf_scale)
         self._unplayed = bool((self._left_counts[survivors] == 0).any())
-
-
-# ---------------------------------------------------------------------- vectorised simulation
-@dataclass
-class _TrialResult:
-    pair_counts: IntArray
-    elimination_rounds: IntArray  # horizon + 1 for arms never eliminated
-    active: IntArray
-
-
-def run_trial(
-    streams: DuelStreams,
-    trial: int,
-    constants: EBSConstants,
-    algorithm_key: np.uint64,
-    noise: TreeNoiseTable,
-    *,
-    opponent: str = "with_self",
-    conf_scale: float = 1.0,
-    block: int = 16384,
-    first_block: int = 256,
-    flip_key: np.uint64 | None = None,
-    flip_probability: float = 0.0,
-    check_every: int = 1,
-    renew_noise: Callable[[], TreeNoiseTable] | None = None,
-) -> _TrialResult:
-    """Simulate one trial by blocks of rounds; identical to :class:`DPEBSElimination` on the same seeds.
-
-    Parameters
-    ----------
-    streams : DuelStreams
-        Feedback of the environment (``trial`` selects the row).
-    trial : int
-    constants : EBSConstants
-    algorithm_key : numpy.uint64
-        Key of the opponent coins.
-    noise : TreeNoiseTable
-        Node noise of the K counters (one Generator per counter, as the agent's).
-    opponent, conf_scale
-        As in :class:`DPEBSElimination`.
-    block : int, default 16384
-        Largest block of rounds evaluated at once.
-    first_block : int, default 256
-        Block length right after an elimination (doubling up to ``block``), so that frequent early
-        eliminations do not waste long look-aheads.
-    flip_key, flip_probability
-        Local-DP baseline only: user t reports the opposite outcome iff
-        ``counter_uniforms(flip_key, t) < flip_probability``, and the estimates are debiased.
-    check_every : int, default 1
-        Screen only in rounds t ≡ 0 (mod ``check_every``).
-    renew_noise : callable, optional
-        ``stats_removal="restart"``: returns the node noise of the next phase's fresh counters (as
-        the agent's next K noise children); every statistic restarts at each elimination and the
-        counters' times count from the restart. None: the paper's subtraction.
-    """
-    k, horizon = constants.n_arms, constants.horizon
-    active = np.arange(k, dtype=np.int64)
-    left_counts = np.zeros(k, dtype=np.int64)
-    pending = np.zeros(k)
-    exact_sums = np.zeros(k)
-    pair_counts = np.zeros(k * k, dtype=np.int64)  # every round played (the regret)
-    stat_counts = np.zeros(k * k, dtype=np.int64)  # N_ik and W_ik since the last restart (all rounds if none)
-    stat_wins = np.zeros(k * k, dtype=np.int64)
-    elimination_rounds = np.full(k, horizon + 1, dtype=np.int64)
-    pointer, t, length = -1, 0, first_block
-    phase_start = 0  # counters' time 0 (the last restart)
-    block = min(block, max(first_block, (1 << 21) // k))  # bound the (arms × rounds) arrays to ~2M cells
-    while t < horizon:
-        m = active.size
-        if m == 1:
-            pair_counts[active[0] * k + active[0]] += horizon - t  # commit: (a, a) to the end
-            break
-        size = min(length, horizon - t)
-        local = t - phase_start  # counter time of the round before the block
-        chunk_end = (((local + 1) // noise.chunk) + 1) * noise.chunk  # keep a block inside one noise chunk
-        size = min(size, chunk_end - (local + 1))
-        times = np.arange(t + 1, t + size + 1)
-        start = int(np.searchsorted(active, pointer, side="right")) % m
-        left_index = (start + np.arange(size)) % m
-        left = active[left_index]
-        right = _opponents(counter_uniforms(algorithm_key, times), active, left_index, opponent)
-        outcome = streams.peek(left, right, trial)
-        if flip_key is not None and flip_probability:  # randomised response by the users (local model)
-            outcome = outcome ^ (counter_uniforms(flip_key, times) < flip_probability)
-        is_left = left[None, :] == active[:, None]  # (m, size)
-        elements = is_left * outcome.astype(np.float64)
-        elements[:, 0] -= pending[active]
-        sums = exact_sums[active][:, None] + np.cumsum(elements, axis=1)
-        errors = noise.errors(local + 1, local + size + 1)
-        released = sums + (errors if m == k else errors[active])
-        counts = left_counts[active][:, None] + np.cumsum(is_left, axis=1)
-        # widths computed per block (a table of wid(n) for n = 0..T would hold memory linear in T)
-        upper, lower = ebs_confidence_bounds(released, counts, constants, conf_scale,
-                                             flip_probability=flip_probability)
-        eliminate = upper < lower.max(axis=0)[None, :]
-        if check_every > 1:
-            eliminate[:, times % check_every != 0] = False  # screen only every check_every rounds
-        hits = np.flatnonzero(eliminate.any(axis=0))
-        played = int(hits[0]) + 1 if hits.size else size
-        streams.advance(left[:played], right[:played], trial)
-        flat = left[:played] * k + right[:played]
-        pair_counts += np.bincount(flat, minlength=k * k)
-        stat_counts += np.bincount(flat, minlength=k * k)
-        stat_wins += np.bincount(flat, weights=outcome[:played], minlength=k * k).astype(np.int64)
-        left_counts[active] = counts[:, played - 1]
-        exact_sums[active] = sums[:, played - 1]
-        pending[active] = 0.0
-        pointer = int(left[played - 1])
-        t += played
-        if not hits.size:
-            length = min(2 * length, block)
-            continue
-        gone = active[eliminate[:, played - 1]]
-        elimination_rounds[gone] = t
-        active = active[~np.isin(active, gone)]
-        length = first_block
-        if renew_noise is not None:  # restart: fresh counters, every statistic discarded
-            for table in (left_counts, pending, exact_sums, stat_counts, stat_wins):
-                table[...] = 0
-            noise, phase_start = renew_noise(), t
-            for arm in np.setdiff1d(np.arange(k), active):
-                noise.retire(int(arm))
-            continue
-        wins = stat_wins.reshape(k, k)
-        plays = stat_counts.reshape(k, k)
-        pending[active] += wins[np.ix_(active, gone)].sum(axis=1)
-        left_counts[active] -= plays[np.ix_(active, gone)].sum(axis=1)
-        for arm in gone:
-            noise.retire(int(arm))
-    return _TrialResult(pair_counts.reshape(k, k), elimination_rounds, active)
-
-
-def _simulate(
-    env: UtilityDuelingEnvironment,
-    n_trials: int,
-    rng: RNGLike,
-    horizon: int,
-    epsilon: float,
-    failure_probability: float | None,
-    opponent: str,
-    counter_epsilon: str,
-    tree_bound: str,
-    union_bound: str,
-    conf_scale: float,
-    block: int,
-    stats_removal: str = "subtract",
-    check_every: int = 1,
-) -> dict[str, FloatArray]:
-    check_dueling_env(env)
-    eps = check_epsilon(epsilon, allow_inf=True)
-    check_elimination_horizon(horizon, env.n_arms, "ebs-elimination" if math.isinf(eps) else "dp-ebs-elimination")
-    n = check_int(n_trials, "n_trials", minimum=1)
-    constants = ebs_constants(
-        env.n_arms, horizon, epsilon, failure_probability, counter_epsilon=counter_epsilon,
-        tree_bound=tree_bound, union_bound=union_bound, stats_removal=stats_removal,
-    )
-    opponent, conf_scale, check_every = _check_options(opponent, conf_scale, check_every)
-    size = check_int(block, "block", minimum=1)
-    pair_counts = np.zeros((n, env.n_arms, env.n_arms))
-    identified = np.zeros(n)
-    committed = np.zeros(n)
-    last_elimination = np.zeros(n)
-    for trial, seq in enumerate(trial_seed_sequences(rng, n)):
-        parts = trial_streams(seq)
-        feedback = env.streams(parts.environment, 1)
-        def next_table(noise_seed: np.random.SeedSequence = parts.noise) -> TreeNoiseTable:
-            generators = [np.random.default_rng(s) for s in noise_seed.spawn(env.n_arms)]  # as the agent's
-            return TreeNoiseTable(constants.horizon, constants.counter_epsilon, generators, chunk=size, integer=True)
-
-        result = run_trial(feedback, 0, constants, parts.algorithm_key, next_table(), opponent=opponent,
-                           conf_scale=conf_scale, block=size, first_block=min(256, size), check_every=check_every,
-                           renew_noise=next_table if stats_removal == "restart" else None)
-        pair_counts[trial] = result.pair_counts
-        committed[trial] = float(result.active.size == 1)
-        identified[trial] = float(result.active.size == 1 and result.active[0] == env.best_arm)
-        gone = result.elimination_rounds[result.elimination_rounds <= constants.horizon]
-        last_elimination[trial] = float(gone.max()) if gone.size else 0.0
-    metrics = env.regret_from_pair_counts(pair_counts)
-    return {
-        **metrics,
-        "identified_best": identified,
-        "committed": committed,
-        "last_elimination_round": last_elimination,
-    }
-
-
-_DUELING_ENVS = ("dueling-f1", "dueling-f2", "dueling-f3", "dueling-f4", "dueling-utility", "dueling-unit-ball")
-
-
-@register_algorithm(
-    "dp-ebs-elimination",
-    precheck=functools.partial(elimination_horizon_precheck, algorithm="dp-ebs-elimination"),
-    family="dueling",
-    privacy="ε-DP for one preference label",
-    metrics=SIMULATION_METRICS,
-    proportion_metrics=("identified_best", "committed"),
-    environments=_DUELING_ENVS,
-)
-def simulate_dp_ebs_elimination(
-    env: UtilityDuelingEnvironment,
-    *,
-    n_trials: int,
-    rng: RNGLike,
-    horizon: int,
-    epsilon: float,
-    failure_probability: float | None = None,
-    opponent: str = "with_self",
-    counter_epsilon: str = "quarter",
-    tree_bound: str = "css",
-    union_bound: str = "paper",
-    conf_scale: float = 1.0,
-    stats_removal: str = "subtract",
-    check_every: int = 1,
-    block: int = 16384,
-) -> Mapping[str, FloatArray]:
-    """DP-EBS-Elimination (Saha & Asi 2024, Algorithm 1), simulated for many trials.
-
-    Parameters
-    ----------
-    env : UtilityDuelingEnvironment
-    n_trials : int
-    rng : int, SeedSequence, Generator or None
-        Trial k uses ``trial_seed_sequences(rng, n_trials)[k]``, split into (environment,
-        algorithm, privacy noise); see :mod:`dpbandits.algorithms.dueling._streams`.
-    horizon : int
-        T.
-    epsilon : float
-        ε > 0 (``inf`` is the non-private twin).
-    failure_probability, opponent, counter_epsilon, tree_bound, union_bound, conf_scale
-        As in :class:`DPEBSElimination`.
-    stats_removal, check_every
-        Ablations (restart the counters at each elimination; screen every k rounds), as
-        in :class:`DPEBSElimination`; the defaults are the paper's algorithm.
-    block : int, default 16384
-        Largest block of rounds evaluated at once (and noise chunk length).
-
-    Returns
-    -------
-    dict of str to ndarray of shape (n_trials,)
-        The regret metrics of :data:`dpbandits.envs.dueling.REGRET_METRICS`, ``identified_best``
-        (committed to the best arm), ``committed`` and ``last_elimination_round`` (0 if none).
-
-    Privacy
-    -------
-    ε-DP for one preference label per trial (see :class:`DPEBSElimination` and
-    :func:`dp_ebs_guarantee`, which covers both ways of removing statistics).
-
-    References
-    ----------
-    Saha & Asi (2024), Algorithm 1, Lemma 2, Theorem 1.
-    """
-    return _simulate(env, n_trials, rng, horizon, epsilon, failure_probability, opponent,
-                     counter_epsilon, tree_bound, union_bound, conf_scale, block, stats_removal, check_every)
-
-
-@register_algorithm(
-    "ebs-elimination",
-    precheck=functools.partial(elimination_horizon_precheck, algorithm="ebs-elimination"),
-    family="dueling",
-    privacy="none (non-private)",
-    metrics=SIMULATION_METRICS,
-    proportion_metrics=("identified_best", "committed"),
-    environments=_DUELING_ENVS,
-)
-def simulate_ebs_elimination(
-    env: UtilityDuelingEnvironment,
-    *,
-    n_trials: int,
-    rng: RNGLike,
-    horizon: int,
-    failure_probability: float | None = None,
-    opponent: str = "with_self",
-    union_bound: str = "paper",
-    conf_scale: float = 1.0,
-    stats_removal: str = "subtract",
-    check_every: int = 1,
-    block: int = 16384,
-) -> Mapping[str, FloatArray]:
-    """Non-private EBS-Elimination: the ε = ∞ twin of DP-EBS-Elimination (exact counts, B = 0).
-
-    Same code path and the same seeds as :func:`simulate_dp_ebs_elimination` with
-    ``epsilon=inf``; see that function for the parameters and metrics.
-
-    Privacy
-    -------
-    None: the counters are exact (ε = ∞). A reference point for the private algorithm.
-
-    References
-    ----------
-    Saha & Asi (2024), Algorithm 1 with ε = ∞ (regret O(Σ_i log(KT)/Δ_i), Theorem 1).
-    """
-    return _simulate(env, n_trials, rng, horizon, math.inf, failure_probability, opponent,
-                     "quarter", "css", union_bound, conf_scale, block, stats_removal, check_every)

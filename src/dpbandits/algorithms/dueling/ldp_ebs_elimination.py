@@ -26,11 +26,11 @@ from dpbandits.algorithms.dueling._common import (
     check_elimination_horizon,
     elimination_horizon_precheck,
 )
+from dpbandits.algorithms.dueling._ebs_rules import _check_options
 from dpbandits.algorithms.dueling._streams import trial_seed_sequences, trial_streams
 from dpbandits.algorithms.dueling.dp_ebs_elimination import (
     SIMULATION_METRICS,
     DPEBSElimination,
-    _check_options,
     ebs_constants,
     run_trial,
 )

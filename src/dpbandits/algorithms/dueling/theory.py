@@ -38,8 +38,8 @@ from dpbandits._core.validation import (
     check_int,
     check_positive_float,
 )
+from dpbandits.algorithms.dueling._goptimal_design import _settings, phase_play_count
 from dpbandits.algorithms.dueling.dp_ebs_elimination import ebs_constants
-from dpbandits.algorithms.dueling.goptimal_dpdb import _settings, phase_play_count
 from dpbandits.algorithms.registry import register_algorithm
 from dpbandits.envs.dueling import UtilityDuelingEnvironment
 
