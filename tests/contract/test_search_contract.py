@@ -4,7 +4,8 @@ Every subject of :data:`dpbandits.audit.cases.search.SEARCH_SUBJECTS` is audited
 :func:`dpbandits.audit.user.audit_algorithm` — the search over neighbouring inputs and events, then
 certification on fresh runs — on the seeded simulation path with a small search. Correct built-ins
 must not be refuted (false-failure rate <= 1 − 0.95 per subject; the seeds are fixed, so the outcome
-is deterministic), the negative control must be.
+is deterministic — except for em-mab, rnm-mab and laplace-greedy-mab, which take no ``rng`` and
+always draw their secure noise), the negative control must be.
 
 Coverage is read from the registry: every registered private algorithm is a subject or is listed in
 :data:`~dpbandits.audit.cases.search.NOT_SEARCHED` with the reason, so a newly registered private
@@ -13,6 +14,8 @@ by name until it is one or the other.
 """
 
 from __future__ import annotations
+
+import math
 
 import pytest
 
@@ -32,9 +35,18 @@ def _private_registered() -> set[str]:
             if spec.is_algorithm and not spec.privacy.lower().startswith(("none", "n/a"))}
 
 
+# NOT REFUTED with no power is no check: each audit must have an event that could show a violation at
+# its runs, or the exact audit. These two do not at this budget (their certified events are too rare
+# at 200 runs: every run released nearly the same output); the privacy contract audits them on pairs
+# written for them, exactly (goptimal-dpdb: transcript loss) or by the Laplace release's closed form.
+WITHOUT_POWER = {"goptimal-dpdb", "laplace-greedy-mab"}
+
+
 def _audit(subject: SearchSubject) -> None:
     report = audit_algorithm(subject.cls, seeded_noise=True, rng=11, **{**SMALL, **subject.options})
     assert report.refuted == subject.broken, str(report)
+    if subject.name not in WITHOUT_POWER:
+        assert math.isfinite(report.power) or report.exact is not None, str(report)
 
 
 @pytest.mark.parametrize("subject", [s for s in SEARCH_SUBJECTS if s.name in CHEAP], ids=lambda s: s.name)
@@ -58,6 +70,7 @@ def test_every_registered_private_algorithm_is_searched_or_excluded_with_a_reaso
     stale = sorted((searched | set(NOT_SEARCHED)) - private)
     assert not stale, f"not registered private algorithms: {stale}"
     assert all(len(reason) > 40 for reason in NOT_SEARCHED.values())
+    assert searched >= WITHOUT_POWER
     assert any(subject.broken for subject in SEARCH_SUBJECTS)
     assert {subject.options.get("unit", "reward") for subject in SEARCH_SUBJECTS} >= {"reward", "label"}
     assert any(hasattr(subject.cls, "fit") for subject in SEARCH_SUBJECTS)  # the logged-record unit

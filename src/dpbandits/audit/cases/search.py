@@ -327,7 +327,7 @@ SEARCH_SUBJECTS: tuple[SearchSubject, ...] = (
     SearchSubject("dp-bai-gauss", DPBAIGaussAgent, {**_AGENT, "epsilon": 0.5, "delta": 1e-3}),
     SearchSubject("dp-od", DPODAgent, _SHORT),
     SearchSubject("dp-ebs-elimination", DPEBSElimination, _DUEL),
-    SearchSubject("ldp-ebs-elimination", LDPEBSAgent, _DUEL),
+    SearchSubject("ldp-ebs-elimination", LDPEBSAgent, {**_DUEL, "runs": 500}),  # at 200 runs: no power
     SearchSubject("goptimal-dpdb", GOptimalAgent, {**_DUEL, "params": {"horizon": 120}}),
     SearchSubject("usca", USCAAgent, {"epsilon": 1.0, "n_arms": 2, "unit": "reward", "params": {"budget": 8}}),
     SearchSubject("em-mab", ExponentialMechanismMAB, _POLICY),
