@@ -169,7 +169,7 @@ def test_a_claim_or_protocol_the_runs_cannot_use_is_the_users_one_line_error() -
     # each was an "internal error" (RuntimeError / AttributeError escaping the audit) before
     with pytest.raises(UserAlgorithmError, match=r"_ClaimRaises' \(audit run, step 0\): privacy raised RuntimeError"):
         audit_algorithm(_ClaimRaises, runs=20, **UCB)
-    with pytest.raises(UserAlgorithmError, match=r"_NoAsk' has no ask, tell: audited as an ask/tell agent"):
+    with pytest.raises(UserAlgorithmError, match=r"_NoAsk' has no ask, tell, recommendation: audited as an ask/tell agent"):
         audit_algorithm(_NoAsk, runs=20, **UCB)
     with pytest.raises(UserAlgorithmError, match=r"has no fit, sample: audited as a policy"):
         audit_algorithm(_NoAsk, runs=20, unit="record", **UCB)

@@ -24,16 +24,72 @@ AGENT = {"epsilon": 1.0, "n_arms": 3, "params": {"budget": 24}}
 BUDGET = {"search_runs": 20, "climb": 2, "certify_pairs": 2, "runs": 400}
 
 
-@pytest.mark.parametrize("broken", [gallery.ExactFinalPhase, gallery.RawMeansRecommendation,
-                                    gallery.LargestRewardScale, gallery.ExactGapStop, gallery.HalfClaimRelease],
-                         ids=["final phase on exact sums", "raw means in the recommendation",
-                              "largest reward as sensitivity", "exact-gap stop at 0.5", "claims half its epsilon"])
+DUELING = {"epsilon": 1.0, "n_arms": 3, "params": {"horizon": 24}}
+POLICY = {"epsilon": 1.0, "n_arms": 3, "params": {"min_count": 2}}
+SIX_ARMS = {"epsilon": 1.0, "n_arms": 6, "params": {"budget": 12}}
+
+
+@pytest.mark.parametrize(("broken", "options"), [
+    pytest.param(gallery.ExactFinalPhase, AGENT, id="final phase on exact sums"),
+    pytest.param(gallery.RawMeansRecommendation, AGENT, id="raw means in the recommendation"),
+    pytest.param(gallery.LargestRewardScale, AGENT, id="largest reward as sensitivity"),
+    pytest.param(gallery.ExactGapStop, AGENT, id="exact-gap stop at 0.5"),
+    pytest.param(gallery.HalfClaimRelease, AGENT, id="claims half its epsilon"),
+    pytest.param(gallery.TreatmentArmReport, SIX_ARMS, id="raw mean of arm 5 of 6 reported"),
+    pytest.param(gallery.RawFinalDueling, DUELING, id="dueling final on raw wins (label unit)"),
+    pytest.param(gallery.PopularArmPolicy, POLICY, id="argmax of raw counts (record unit)"),
+])
 @pytest.mark.statistical
 @pytest.mark.slow
-def test_every_broken_algorithm_of_the_gallery_is_refuted(broken: type) -> None:
-    report = audit_algorithm(broken, rng=7, seeded_noise=True, **BUDGET, **AGENT)  # seeded: deterministic
+def test_every_broken_algorithm_of_the_gallery_is_refuted(broken: type, options: dict) -> None:
+    report = audit_algorithm(broken, rng=7, seeded_noise=True, **BUDGET, **options)  # seeded: deterministic
     assert report.refuted and report.epsilon_lower_bound > report.epsilon, str(report)
     assert str(report).startswith("REFUTED") and report.to_dict()["verdict"] == "REFUTED"
+
+
+ONE_PAIR = {"seeded_noise": True, "search_runs": 20, "climb": 0, "certify_pairs": 1, "runs": 100}
+
+
+def _worst(report):
+    return max(report.certified, key=lambda item: item.epsilon_lower_bound).pair
+
+
+@pytest.mark.statistical
+def test_a_bug_hidden_on_arm_5_of_6_is_found_by_the_structured_search() -> None:
+    """With K = 6 the bases change every arm between them (no hill-climb here): arm 4's raw mean is caught."""
+    report = audit_algorithm(gallery.TreatmentArmReport, rng=5, **ONE_PAIR, **SIX_ARMS)
+    assert report.refuted, str(report)
+    assert "R[4, " in _worst(report), _worst(report)
+
+
+@pytest.mark.parametrize("n_arms", [5, 6, 7, 13, 40, 200])
+def test_the_reward_search_changes_every_arm_across_its_bases(n_arms: int) -> None:
+    import numpy as np
+
+    from dpbandits.audit.user_inputs import search_bases, search_points
+
+    bases = search_bases("reward", n_arms, 4, rng=np.random.default_rng(0))
+    pulls = np.zeros((10, n_arms), dtype=np.int64) + 1
+    changed = {point.change[0] for index, (name, base) in enumerate(bases)
+               for point in search_points("reward", name, base, pulls, slot=(index, len(bases)))}
+    assert changed == set(range(n_arms))
+
+
+@pytest.mark.statistical
+@pytest.mark.slow
+def test_a_dueling_bug_in_the_second_half_is_found_by_flipping_a_late_label() -> None:
+    """The final on raw wins: only a user of the second half (round > 12 of 24) shows it."""
+    report = audit_algorithm(gallery.RawFinalDueling, rng=3, **ONE_PAIR, **DUELING)
+    assert report.refuted, str(report)
+    round_flipped = int(_worst(report).split("round ")[1].split(" ")[0])
+    assert round_flipped > 12, _worst(report)
+
+
+@pytest.mark.statistical
+@pytest.mark.slow
+def test_a_rule_on_raw_record_counts_is_found() -> None:
+    report = audit_algorithm(gallery.PopularArmPolicy, rng=3, **ONE_PAIR, **POLICY)
+    assert report.refuted, str(report)
 
 
 @pytest.mark.slow
@@ -59,6 +115,9 @@ SMALL_AGENT = {"epsilon": 1.0, "n_arms": 2, "params": {"budget": 12}}
 CORRECT = [
     pytest.param(gallery.PrivateHalving, {**AGENT, "params": {"budget": 12}}, id="private successive halving"),
     pytest.param(gallery.LaplaceMeanRelease, SMALL_AGENT, id="LaplaceMechanism release (seeded floats)"),
+    pytest.param(gallery.PrivateDuelingFinal, {**DUELING, "params": {"horizon": 12}},
+                 id="private dueling tournament (label unit)"),
+    pytest.param(gallery.NoisyMeanPolicy, POLICY, id="noisy-mean policy (record unit)"),
 ]
 
 

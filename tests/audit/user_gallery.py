@@ -20,6 +20,25 @@ K arms for one entry of the reward table (replace-one), like ``examples/private_
   correctly noised for 2ε, and claims ε (a factor of two lost in the accounting).
 * :class:`LaplaceMeanRelease` — its correct twin (noise for ε, claims ε): float-safe with the deployed
   noise; seeded when the audit asks.
+* :class:`TreatmentArmReport` — round-robin over K arms and report-noisy-max, but the recommendation
+  also reports the raw mean of the "treatment" arm K − 2 (with K = 6: arm 5 of 6); only a pair that
+  changes a reward of that arm shows it.
+
+One preference label (label-only), dueling agents that ask pairs ``(i, j)``:
+
+* :class:`PrivateDuelingFinal` — a round-robin tournament on the first half of the users, the two
+  arms of most Laplace-noised wins go to a final on the second half, decided on noised wins too
+  (a user's label enters one arm pair's counts once: ε-DP by parallel composition).
+* :class:`RawFinalDueling` — the same, but the final is decided on raw wins and the margin is
+  reported ("two arms, half the users: the noise is not needed"); only a label of the second half
+  shows it.
+
+One logged record (add/remove), offline policies with ``fit(actions, rewards)`` and ``sample()``:
+
+* :class:`NoisyMeanPolicy` — Laplace-noised mean reward per arm (sensitivity R/m over the declared
+  floor m of records per arm), its argmax sampled.
+* :class:`PopularArmPolicy` — the arm the log played most (argmax of raw counts: "the counts are
+  not the private part"), noisy means only breaking ties.
 """
 
 from __future__ import annotations
@@ -193,3 +212,113 @@ class HalfClaimRelease(LaplaceMeanRelease):
 
     noise_factor = 2.0
 
+
+
+class TreatmentArmReport(_UniformThenNoisyMax):
+    """Broken: the recommendation reports the treatment arm's (arm K − 2's) raw mean beside the noisy max."""
+
+    @property
+    def recommendation(self):
+        treatment = self.n_arms - 2
+        mean = self.sums[treatment] / max(int(self.pulls[treatment]), 1)
+        return {"best": super().recommendation, "treatment mean": round(float(mean), 6)}
+
+
+def _label_claim(epsilon):
+    return PureDP(epsilon=epsilon, unit="one preference label", neighbouring="label-only")
+
+
+class PrivateDuelingFinal:
+    """A private dueling tournament over ``n_arms`` arms and ``horizon`` users (ε-DP for one label).
+
+    Users 1..T/2 duel every pair in turn; the two arms of most noisy wins (Laplace(2/ε): one label
+    moves two arms' wins by one) meet in a final played by the other users, whose winner is the arm
+    of most noisy wins of the final. Disjoint users feed the two releases: ε-DP by parallel composition.
+    """
+
+    def __init__(self, n_arms, horizon, epsilon, *, rng=None):
+        self.n_arms, self.horizon, self.epsilon = n_arms, horizon, epsilon
+        self.privacy = _label_claim(epsilon)
+        self.noise = np.random.default_rng(rng)  # seeded only when a simulation asks (rng=...)
+        self.pairs = [(i, j) for i in range(n_arms) for j in range(i + 1, n_arms)]
+        self.wins = np.zeros(n_arms)
+        self.final_wins = {}
+        self.round = 0
+        self.final = None
+
+    @property
+    def done(self):
+        return self.round >= self.horizon
+
+    def ask(self):
+        if self.final is not None:
+            return self.final
+        return self.pairs[self.round % len(self.pairs)]
+
+    def tell(self, pair, winner=None, *, first_wins=None):
+        winner = pair[0] if first_wins else winner if winner is not None else pair[1]
+        if self.final is None:
+            self.wins[winner] += 1
+        else:
+            self.final_wins[winner] += 1
+        self.round += 1
+        if self.round == self.horizon // 2:
+            noisy = self.wins + self.noise.laplace(scale=2.0 / self.epsilon, size=self.n_arms)
+            top = np.argsort(-noisy, kind="stable")[:2]
+            self.final = (int(min(top)), int(max(top)))
+            self.final_wins = dict.fromkeys(self.final, 0)
+
+    def decide_final(self):
+        noisy = {arm: wins + self.noise.laplace(scale=2.0 / self.epsilon) for arm, wins in self.final_wins.items()}
+        return max(noisy, key=noisy.get)
+
+    @property
+    def recommendation(self):
+        return self.decide_final()
+
+
+class RawFinalDueling(PrivateDuelingFinal):
+    """Broken: the final is decided on raw wins, and its margin reported."""
+
+    @property
+    def recommendation(self):
+        (a, wins_a), (b, wins_b) = self.final_wins.items()  # two arms, half the users: no noise needed
+        return (a if wins_a >= wins_b else b, abs(wins_a - wins_b))
+
+
+def _record_claim(epsilon):
+    return PureDP(epsilon=epsilon, unit="one logged record", neighbouring="add/remove")
+
+
+class NoisyMeanPolicy:
+    """Offline policy: argmax of Laplace-noised mean rewards, every arm at least ``min_count`` records.
+
+    Adding or removing one record moves one arm's mean by at most R/m (m = ``min_count``), so
+    Laplace(R/(m·ε)) on each mean makes the noisy means, and their argmax, ε-DP.
+    """
+
+    def __init__(self, n_arms, epsilon, min_count, reward_bound=1.0, *, rng=None):
+        self.n_arms, self.epsilon, self.min_count, self.reward_bound = n_arms, epsilon, min_count, reward_bound
+        self.privacy = _record_claim(epsilon)
+        self.noise = np.random.default_rng(rng)  # seeded only when a simulation asks (rng=...)
+
+    def fit(self, actions, rewards):
+        actions, rewards = np.asarray(actions), np.asarray(rewards, dtype=float)
+        self.counts = np.bincount(actions, minlength=self.n_arms)
+        if self.counts.min() < self.min_count:
+            raise ValueError(f"every arm needs at least {self.min_count} records")
+        means = np.bincount(actions, weights=rewards, minlength=self.n_arms) / self.counts
+        scale = self.reward_bound / (self.min_count * self.epsilon)
+        self.noisy_means = means + self.noise.laplace(scale=scale, size=self.n_arms)
+        return self
+
+    def sample(self):
+        return int(np.argmax(self.noisy_means))
+
+
+class PopularArmPolicy(NoisyMeanPolicy):
+    """Broken: the arm logged most often (raw counts), the noisy means only breaking ties."""
+
+    def sample(self):
+        most = np.flatnonzero(self.counts == self.counts.max())  # the counts are not the private part
+        return int(most[np.argmax(self.noisy_means[most])])

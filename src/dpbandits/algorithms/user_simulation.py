@@ -64,6 +64,7 @@ __all__ = [
     "class_privacy_statement",
     "environment_kind",
     "guarantee_statement",
+    "has_member",
 ]
 
 AGENT_METRICS: dict[str, tuple[str, ...]] = {
@@ -166,8 +167,13 @@ def class_privacy_statement(cls: type) -> str | None:
     return None
 
 
-def _has_member(agent: Any, name: str) -> bool:
-    """Whether ``agent`` has ``name`` (on its class or set on the instance), without evaluating a property."""
+def has_member(agent: Any, name: str) -> bool:
+    """Whether ``agent`` has ``name`` (on its class or set on the instance), without evaluating a property.
+
+    The one test of an agent's or policy's members, for the study runner and the audit alike: a
+    method, a property (not evaluated: it may need a run first) or an attribute set in ``__init__``;
+    an object with ``__getattr__`` is asked when driven.
+    """
     try:
         inspect.getattr_static(agent, name)
     except AttributeError:
@@ -248,7 +254,7 @@ class AgentSimulation:
                 if "insecure_seeded_noise" in accepted:
                     seeded["insecure_seeded_noise"] = True
                 agent = caller.call(caller.at(trial, 0), "the constructor", cls, **given, **params, **seeded)
-                missing = [name for name in ("done", "recommendation") if not _has_member(agent, name)]
+                missing = [name for name in ("done", "recommendation") if not has_member(agent, name)]
                 if missing:
                     raise caller.fail(caller.at(trial, 0), f"the agent has no {' and no '.join(missing)}: an agent "
                                       "needs ask(), tell(...), done and recommendation (methods, properties or "
@@ -263,7 +269,7 @@ class AgentSimulation:
         has a ``privacy`` property) states its guarantee on an instance only.
         """
         (agent,) = self.build_agents(env, params, [np.random.SeedSequence(0)])
-        if not _has_member(agent, "privacy"):
+        if not has_member(agent, "privacy"):
             return None
         privacy = UserCalls(self.target).call("reading its privacy", "privacy", getattr, agent, "privacy")
         return guarantee_statement(privacy) if privacy is not None else None

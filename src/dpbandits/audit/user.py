@@ -7,9 +7,12 @@ knows only through its public protocol — an ask/tell agent (``ask``, ``tell``,
 **Search.** For the unit the algorithm protects (one reward, one preference label, one logged
 record) it runs the algorithm on base inputs of several shapes (:func:`~dpbandits.audit.user_inputs.search_bases`:
 symmetric, asymmetric, graded, gaps at round thresholds, random) and on neighbours that change the
-unit at every stage of a run: for the reward unit the first, middle and last pull of the most and
-the least pulled arm, as the runs on the base showed them (so every phase of a phased algorithm is
-reached); for the label unit the first, a quarter, the middle, three quarters and the last user.
+unit at every stage of a run: for the reward unit the first, middle and last pull of every arm
+(with more than four arms, on each base the most and the least pulled arm and a block of arms that
+moves from base to base, so that every arm is changed on some base), as the runs on the base showed
+them (so every phase of a phased algorithm is reached); for the label unit the first, a quarter, the middle, three
+quarters and the last user; for the record unit a record at either bound added to each arm, and
+each arm's extreme records removed.
 Each pair is scored by the plug-in strength of its most revealing event
 (:func:`~dpbandits.audit.search.search_score`); a hill-climb then perturbs the best pair (its
 table, the changed position, arm and value) and keeps what scores higher, within ``climb`` steps.
@@ -65,6 +68,7 @@ from dpbandits._core.validation import (
     check_positive_float,
 )
 from dpbandits.algorithms.user_imports import load_user_object
+from dpbandits.algorithms.user_simulation import has_member
 from dpbandits.audit.exact import ExactAuditReport, audit_exact
 from dpbandits.audit.floating_point import FloatAttackReport, float_attack
 from dpbandits.audit.search import Observations, certify, choose_events, event_power, search_score
@@ -146,18 +150,22 @@ def _check_params(params: Mapping[str, Any], epsilon: float | None) -> None:
 
 
 def _check_protocol(name: str, subject: Any, unit: str) -> None:
-    """The members the runs call: ``ask``, ``tell``, ``done`` of an agent; ``fit``, ``sample`` of a policy."""
-    members = ("fit", "sample") if unit == "record" else ("ask", "tell", "done")
-    missing = [member for member in members if not hasattr(subject, member)]
+    """The members the runs call, checked on the built object as a study checks them.
+
+    ``ask``, ``tell``, ``done``, ``recommendation`` of an agent; ``fit``, ``sample`` of a policy:
+    methods, properties (not evaluated) or attributes set in ``__init__``.
+    """
+    members = ("fit", "sample") if unit == "record" else ("ask", "tell", "done", "recommendation")
+    missing = [member for member in members if not has_member(subject, member)]
     if missing:
         kind = "a policy (unit 'record')" if unit == "record" else f"an ask/tell agent (unit {unit!r})"
         raise UserAlgorithmError(f"algorithm {name!r} has no {', '.join(missing)}: audited as {kind}, it needs "
                                  f"{', '.join(members)} (see the guide 'Your own algorithm')")
 
 
-def _infer_unit(cls: Any, claim: Any) -> str:
-    """The unit from the class's shape and its stated guarantee's unit and relation."""
-    if hasattr(cls, "fit") and hasattr(cls, "sample"):
+def _infer_unit(subject: Any, claim: Any) -> str:
+    """The unit from the built object's shape (not its class's: members may be set in ``__init__``) and its guarantee."""
+    if has_member(subject, "fit") and has_member(subject, "sample"):
         return "record"
     text = f"{getattr(claim, 'unit', '')} {getattr(claim, 'neighbouring', '')}".lower()
     if "label" in text or "preference" in text:
@@ -352,7 +360,7 @@ def audit_algorithm(
         if claimed is None:
             raise InvalidParameterError(f"{name} states no privacy.epsilon: pass the claimed epsilon (--epsilon)")
         claimed = check_epsilon(claimed)
-        unit = _infer_unit(cls, claim) if unit is None else unit
+        unit = _infer_unit(probe, claim) if unit is None else unit
         if unit not in UNITS:
             raise InvalidParameterError(f"unit must be one of {list(UNITS)}; got {unit!r}")
         _check_protocol(name, probe, unit)
@@ -362,7 +370,7 @@ def audit_algorithm(
         audit = _Audit(name, runner, unit, n_arms, claimed, delta, confidence, reward_bound, min_count, budget,
                        seeded_noise, generator, progress)
         audit.check_budget(bases, steps, max_seconds)
-        return audit.run(bases, cls, factory, distribution, started)
+        return audit.run(bases, probe, factory, distribution, started)
 
 
 class _Budget:
@@ -450,12 +458,12 @@ class _Audit:
         """Every structured pair scored, then the hill-climb from the best; all scored points, and the structured count."""
         n = self.budget.search_runs
         scored: list[tuple[float, SearchPoint]] = []
-        for name, base in bases:
+        for index, (name, base) in enumerate(bases):
             base_records = self._runs(self._feedback(base), n)
             pulls = np.array([_pull_counts(r.transcript, self.n_arms, None) for r in base_records],
                              dtype=np.int64).reshape(n, self.n_arms)
             for point in search_points(self.unit, name, base, pulls, reward_bound=self.reward_bound,
-                                       min_count=self.min_count):
+                                       min_count=self.min_count, slot=(index, len(bases))):
                 label, first, second = point.pair()
                 records_e = self._runs(second, n)
                 scored.append((self._score(base_records, records_e, first.changed_arm), point))
@@ -539,7 +547,7 @@ class _Audit:
                        for event in events)
         return CertifiedPair(label, score, tuple(str(e) for e in events), report, powers), records_d, records_e
 
-    def run(self, bases: list[tuple[str, Any]], cls: Any, factory: Callable[[], Any],
+    def run(self, bases: list[tuple[str, Any]], probe: Any, factory: Callable[[], Any],
             distribution: Callable[[Any], Any] | None, started: float) -> UserAuditReport:
         scored, structured = self.search(bases)
         ranked = sorted(scored, key=lambda item: -item[0])
@@ -560,11 +568,14 @@ class _Audit:
         if self.progress is not None:
             self.progress(self.done, self.done)
         exact_pairs = [point.pair() for _, point in scored[:structured]] + [point.pair() for _, point in chosen]
-        exact = _exact(cls, factory, exact_pairs, self.epsilon, self.delta, distribution)
+        exact = _exact(probe, factory, exact_pairs, self.epsilon, self.delta, distribution)
         searched = [
             f"{len(bases)} base inputs for one {self.unit}: " + "; ".join(name for name, _ in bases),
             f"{structured} neighbouring pairs changing the {self.unit} at every stage of a run"
-            + (" (the first, middle and last pull of each arm, to the other bound)" if self.unit == "reward" else ""),
+            + ((" (the first, middle and last pull of each arm, to the other bound)" if self.n_arms <= 4 else
+                " (the first, middle and last pull of the most and least pulled arms and of a block of arms that "
+                "moves from base to base, so every arm on some base; to the other bound)")
+               if self.unit == "reward" else ""),
             f"{len(scored) - structured} pairs of a hill-climb from the best one",
             self.budget.describe() + f"; {self.done} runs in all",
             "events: likelihood-ratio sets of the discrete observables and a threshold on a classifier's score, "
@@ -611,10 +622,10 @@ def _timing(label: str, records_d: Sequence[PublicRecord], records_e: Sequence[P
     cdf_e = np.searchsorted(times_e, grid, side="right") / times_e.size
     return TimingReport(float(np.max(np.abs(cdf_d - cdf_e))), label, (float(times_d.mean()), float(times_e.mean())))
 
-def _exact(cls: Any, factory: Callable[[], Any], pairs: list[tuple[str, Feedback, Feedback]], epsilon: float,
+def _exact(probe: Any, factory: Callable[[], Any], pairs: list[tuple[str, Feedback, Feedback]], epsilon: float,
            delta: float, distribution: Callable[[Any], Any] | None) -> ExactAuditReport | None:
     law = distribution
-    if law is None and hasattr(cls, "fit") and hasattr(cls, "probabilities"):
+    if law is None and has_member(probe, "fit") and has_member(probe, "probabilities"):
         def law(feedback: Feedback) -> Any:
             return fit_policy(factory(), feedback.data).probabilities()
     if law is None:

@@ -9,7 +9,8 @@ change to it (a :class:`SearchPoint`):
     An ask/tell agent over K arms. A reward table R (K × steps) answers the n-th pull of arm a with
     R[a, n]. Bases: every reward 0, at the bound, mid-range; one arm at the bound; graded arms; an
     asymmetric table; one arm at a round level (a gap at a threshold); random tables. Changes: for
-    every arm (K <= 4; else the most, the least pulled and the last arm) its first, middle and last
+    every arm (K <= 4; else on each base the most and the least pulled arm and a block of arms that
+    moves from base to base, so that every arm is changed on some base) its first, middle and last
     pull — as the runs on the base showed them, and the last pull every run reached — set to the
     other bound (both bounds from a mid-range value). The hill-climb sets a run of one arm's rewards
     to a level, or moves the changed position, arm or value.
@@ -25,7 +26,8 @@ change to it (a :class:`SearchPoint`):
     ``actions, rewards``) and ``sample()`` over K arms. Bases: one covers the arms unevenly (an arm
     without records — or at the declared ``min_count`` floor m —, a least-covered arm, rewards at
     both bounds), two put sparse arms of rewards 0 beside an arm of 1000 rewards at the bound (noise
-    sized from the data is small there), two are random. Changes: a record at either bound added to
+    sized from the data is small there), one ties two arms for the most records (a rule on raw counts
+    flips there), two are random. Changes: a record at either bound added to
     an arm (an unseen arm included), an arm's smallest and largest reward removed — the extremes of
     :func:`dpbandits.audit.kl.mab_neighbour_datasets`, inside the declared floor. The hill-climb
     flips a record's reward or adds a record.
@@ -140,14 +142,28 @@ def _reward_bases(n_arms: int, steps: int, bound: float,
     return bases
 
 
-def _reward_changes(table: NDArray[np.float64], pulls: NDArray[np.int64], bound: float) -> list[Any]:
-    """Every arm (K <= 4; else the most, the least pulled and the last): its first, middle and last pull, to the other bound(s)."""
+def _changed_arms(n_arms: int, medians: NDArray[np.float64], slot: tuple[int, int]) -> list[int]:
+    """The arms whose rewards one base's pairs change: all of them (K <= 4), else a sample covering every arm.
+
+    For K > 4 base b of B changes the most and the least pulled arm and the block of s = max(2, ⌈K/B⌉)
+    arms b·s, ..., b·s + s − 1 (mod K): the B blocks cover B·s >= K consecutive arms, so across the
+    search every arm has its first, middle and last pull changed on some base.
+    """
+    if n_arms <= _ALL_ARMS:
+        return list(range(n_arms))
+    index, count = slot
+    size = max(2, -(-n_arms // max(count, 1)))
+    block = [(index * size + j) % n_arms for j in range(size)]
+    return list(dict.fromkeys([int(np.argmax(medians)), int(np.argmin(medians)), *block]))
+
+
+def _reward_changes(table: NDArray[np.float64], pulls: NDArray[np.int64], bound: float,
+                    slot: tuple[int, int]) -> list[Any]:
+    """The changed arms' (:func:`_changed_arms`) first, middle and last pulls, to the other bound(s)."""
     n_arms = table.shape[0]
     medians = np.median(pulls, axis=0) if pulls.size else np.full(n_arms, table.shape[1])
-    arms = (list(range(n_arms)) if n_arms <= _ALL_ARMS
-            else list(dict.fromkeys([int(np.argmax(medians)), int(np.argmin(medians)), n_arms - 1])))
     changes = []
-    for arm in arms:
+    for arm in _changed_arms(n_arms, medians, slot):
         count = max(1, min(int(medians[arm]), table.shape[1]))
         last_always = max(0, min(int(pulls[:, arm].min()) if pulls.size else count, table.shape[1]) - 1)
         for position in sorted({0, (count - 1) // 2, count - 1, last_always}):
@@ -183,8 +199,17 @@ def _record_bases(n_arms: int, bound: float, min_count: int | None,
     bases = [("uneven coverage", _uneven_data(n_arms, bound, floor))]
     for sparse in sorted({max(floor + 1, 3), max(floor + 1, 6)}):
         bases.append((f"{sparse}-record arms beside a 1000-record arm", _dominated_data(n_arms, bound, sparse)))
+    bases.append(("two arms tied for the most records", _tied_data(n_arms, bound, floor)))
     bases += [(f"random data set {index + 1}", _random_data(n_arms, bound, floor, rng)) for index in range(2)]
     return bases
+
+
+def _tied_data(n_arms: int, bound: float, floor: int) -> LoggedBanditData:
+    """Arms 0 and 1 tied for the most records (a record added or removed breaks the tie), the others at the floor."""
+    counts = [floor + 4, floor + 4, *([floor + 1] * (n_arms - 2))]
+    actions = np.repeat(np.arange(n_arms), counts)
+    rewards = np.resize(np.array([bound, 0.0]), actions.size)
+    return LoggedBanditData(actions, rewards, n_arms, bound)
 
 
 def search_bases(unit: str, n_arms: int, steps: int, *, reward_bound: float = 1.0, min_count: int | None = None,
@@ -198,10 +223,14 @@ def search_bases(unit: str, n_arms: int, steps: int, *, reward_bound: float = 1.
 
 
 def search_points(unit: str, name: str, base: Any, pulls: NDArray[np.int64], *, reward_bound: float = 1.0,
-                  min_count: int | None = None) -> list[SearchPoint]:
-    """The changes tried on one base: positions read off the runs on it (``pulls``: runs × arms)."""
+                  min_count: int | None = None, slot: tuple[int, int] = (0, 1)) -> list[SearchPoint]:
+    """The changes tried on one base: positions read off the runs on it (``pulls``: runs × arms).
+
+    ``slot`` is ``(b, B)``, the base's index among the B bases of the search: with more than four arms
+    it chooses which arms this base's pairs change, so that the bases together change every arm.
+    """
     if unit == "reward":
-        return [SearchPoint(unit, name, base, change) for change in _reward_changes(base, pulls, reward_bound)]
+        return [SearchPoint(unit, name, base, change) for change in _reward_changes(base, pulls, reward_bound, slot)]
     if unit == "label":
         return [SearchPoint(unit, name, base, user) for user in _label_changes(base.shape[0])]
     count = sum(1 for _ in mab_neighbour_datasets(base, min_count=min_count))
