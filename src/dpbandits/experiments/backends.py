@@ -430,8 +430,8 @@ class DaskBackend:
 
             # dask sets MALLOC_TRIM_THRESHOLD_ in its workers, so that a long-lived worker gives memory
             # back; it also fixes glibc's mmap threshold, so that every array over 128 KiB is mapped
-            # and unmapped anew: the simulations' temporaries then cost about 1.7x the CPU they
-            # cost elsewhere. A local cluster lives for one run: its workers keep glibc's default.
+            # and unmapped anew (on Figure 1: 2.2 s of system time instead of 0.5 s, and about a
+            # quarter more CPU in all). A local cluster lives for one run: its workers keep glibc's default.
             with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
                 self._cluster = LocalCluster(
                     n_workers=self.workers,
