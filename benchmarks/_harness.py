@@ -12,14 +12,17 @@ Reporting: :func:`report_ratio` prints one human line (with the word "ratio") an
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import resource
 import statistics
+import subprocess
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["interleaved", "load_average", "report_ratio", "report_value"]
+__all__ = ["interleaved", "load_average", "report_ratio", "report_value", "tree_cpu"]
 
 
 def load_average() -> str:
@@ -97,3 +100,33 @@ def report_value(name: str, value: float, unit: str, *, note: str = "") -> None:
     """Print a measured value (not a ratio) for people and for run.py's table."""
     print(f"{name}: {value:.4g} {unit}{' — ' + note if note else ''}", flush=True)
     print("#value " + json.dumps({"name": name, "value": value, "unit": unit, "note": note}), flush=True)
+
+
+_SUBREAPER = False
+
+
+def tree_cpu(command: list[str]) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one run of ``command`` and of every process it started.
+
+    CPU is user + system time of the whole process tree: this process becomes a child subreaper
+    (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``), so that processes the command leaves behind (a fork
+    server, dask's workers) are re-parented here and waited for, and their time is counted. Wall time
+    is until the command itself exits. Linux only.
+    """
+    global _SUBREAPER
+    if not _SUBREAPER:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+        _SUBREAPER = True
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - start
+    while True:  # wait for what the command left running (re-parented here)
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall

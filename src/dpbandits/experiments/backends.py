@@ -18,7 +18,9 @@ completion order.
   here; and small tasks travel to the workers in batches of about ``batch_seconds`` each (one round
   trip per batch, not per task).
 * ``dask`` — a ``dask.distributed`` cluster: connect to ``scheduler`` (``tcp://host:8786``), or start
-  a local cluster when none is given. Needs the ``dask`` extra (``pip install "dpbandits[dask]"``).
+  a local cluster when none is given. Tasks travel in batches, about four per worker thread, since
+  each dask task costs milliseconds of CPU across the client, the scheduler and a worker. Needs the
+  ``dask`` extra (``pip install "dpbandits[dask]"``).
 """
 
 from __future__ import annotations
@@ -173,6 +175,18 @@ def _start_method() -> str:
 
 def _ready() -> None:
     """A task that does nothing: submitted once per worker to have the pool start them all."""
+
+
+DASK_BATCHES_PER_THREAD = 4
+"""Batches per worker thread the dask backend cuts a run's tasks into: each dask task has a fixed cost
+(scheduling, a round trip, bookkeeping on the scheduler and the worker) of a few milliseconds of CPU
+in several processes, so tasks travel in batches; four per thread still balances the load when
+tasks differ in length (a thread idles at most about a quarter of its share at the end)."""
+
+
+def _batch_size(n_tasks: int, threads: int) -> int:
+    """Tasks per batch so that ``n_tasks`` make about ``DASK_BATCHES_PER_THREAD`` batches per thread."""
+    return max(1, -(-n_tasks // (DASK_BATCHES_PER_THREAD * max(1, threads))))
 
 
 def _run_batch(fn: Callable[[Any], Any], tasks: Sequence[Any]) -> tuple[list[Any], float]:
@@ -364,6 +378,12 @@ class DaskBackend:
     processes : bool, default True
         Local cluster with worker processes (True) or threads in this process (False, quick to start).
 
+    Notes
+    -----
+    The runner enters the backend for each study; to run several studies on one cluster, enter it
+    yourself around them (``with backend: run_study(a, ..., backend=backend)``): a nested ``with``
+    reuses the outer connection (and the outer block closes it).
+
     Raises
     ------
     DependencyNotInstalledError
@@ -378,8 +398,20 @@ class DaskBackend:
         self.processes = bool(processes)
         self._client: Any = None
         self._cluster: Any = None
+        self._depth = 0
 
     def __enter__(self) -> Self:
+        """Connect (or start the local cluster); a nested ``with`` reuses the outer connection."""
+        self._depth += 1
+        if self._client is not None:
+            return self
+        try:
+            return self._connect()
+        except BaseException:
+            self._depth -= 1
+            raise
+
+    def _connect(self) -> Self:
         try:
             from distributed import Client, LocalCluster
         except ImportError as exc:
@@ -394,19 +426,29 @@ class DaskBackend:
                     f"scheduler must be the address of a running dask scheduler; got {self.scheduler!r} ({exc})"
                 ) from None
         else:
-            self._cluster = LocalCluster(
-                n_workers=self.workers,
-                threads_per_worker=1,
-                processes=self.processes,
-                dashboard_address=None,
-                silence_logs=logging.CRITICAL,  # a killed worker is reported in one line, not dask's tracebacks
-            )
+            import dask
+
+            # dask sets MALLOC_TRIM_THRESHOLD_ in its workers, so that a long-lived worker gives memory
+            # back; it also fixes glibc's mmap threshold, so that every array over 128 KiB is mapped
+            # and unmapped anew (on Figure 1: 2.2 s of system time instead of 0.5 s, and about a
+            # quarter more CPU in all). A local cluster lives for one run: its workers keep glibc's default.
+            with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+                self._cluster = LocalCluster(
+                    n_workers=self.workers,
+                    threads_per_worker=1,
+                    processes=self.processes,
+                    dashboard_address=None,
+                    silence_logs=logging.CRITICAL,  # a killed worker is reported in one line, not dask's tracebacks
+                )
             self._client = Client(self._cluster)
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._depth -= 1
+        if self._depth > 0:  # an inner block: the outer one closes
+            return
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -416,27 +458,46 @@ class DaskBackend:
 
     def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any],
                       notify: Callable[[str], None] | None = None) -> Iterator[tuple[int, Any]]:
-        """Submit every task and yield ``(index, result)`` as futures complete."""
+        """Submit the tasks in batches and yield ``(index, result)`` as the batches complete.
+
+        The tasks are cut into about ``DASK_BATCHES_PER_THREAD`` batches per worker thread (the
+        threads of the cluster when the run starts), each one dask task; ``notify`` receives a line
+        giving the batch size when batches hold more than one task.
+        """
         from distributed import as_completed
         from distributed.comm.core import CommClosedError
         from distributed.scheduler import KilledWorker
 
         if self._client is None:
             raise InvalidParameterError("DaskBackend must be used inside a `with` block")
-        futures = self._client.map(fn, list(tasks), pure=False)
-        index_of = {future.key: index for index, future in enumerate(futures)}
+        size = _batch_size(len(tasks), self._threads())
+        if notify is not None and size > 1:
+            notify(f"dask backend: {len(tasks)} tasks in batches of {size}")
+        futures = [self._client.submit(_run_batch, fn, list(tasks[first:first + size]), pure=False)
+                   for first in range(0, len(tasks), size)]
+        first_of = {future.key: number * size for number, future in enumerate(futures)}
         try:
             for future in as_completed(futures):
                 try:
-                    result = future.result()
+                    results, _ = future.result()
                 except KilledWorker:
                     raise WorkerLostError("a dask worker died (killed, or out of memory?) running a task "
                                           "of this run") from None
                 except CommClosedError:
                     raise WorkerLostError("the connection to the dask scheduler was lost") from None
-                yield index_of[future.key], result
+                for offset, result in enumerate(results):
+                    yield first_of[future.key] + offset, result
         finally:
             self._client.cancel(futures)
+
+    def _threads(self) -> int:
+        """Threads of the cluster's workers now (a local cluster's are known; a remote one is asked)."""
+        if self._cluster is not None:
+            return self.workers
+        try:
+            return max(1, sum(int(n) for n in self._client.nthreads().values()))
+        except Exception:  # an unusual scheduler: assume one thread (batches of one task, as before)
+            return 1
 
     def describe(self) -> dict[str, Any]:
         """Backend name, scheduler address (or local cluster) and workers."""

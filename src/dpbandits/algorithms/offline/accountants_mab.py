@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import logsumexp
 
 from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.typing import FloatArray
@@ -129,6 +128,31 @@ def corollary1_paper(
     return eps, _cap_log_delta(log_delta)
 
 
+def _logsumexp(values: FloatArray) -> float:
+    """Log Σ exp(values) of a 1-D float64 array, stable: the largest terms are taken out of the sum.
+
+    With a = max(values), m the number of entries equal to a and s = Σ_{v < a} e^{v − a},
+    log Σ e^v = log1p(s/m) + log m + a, computed in that order (SciPy's ``logsumexp`` since 1.15
+    does exactly these operations, so this returns the same float to the bit, without importing
+    ``scipy.special``, whose import costs more than this whole command). A result that is not finite
+    (an infinite or NaN input) is the direct log Σ e^v; an empty array gives ``-inf``.
+    """
+    a = np.asarray(values, dtype=np.float64).reshape(-1)
+    if a.size == 0:
+        return -math.inf
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a_max = np.max(a, keepdims=True)
+        top = a == a_max
+        m = np.sum(top, keepdims=True, dtype=np.float64)
+        rest = np.exp(np.where(top, -np.inf, a) - a_max)
+        s = np.sum(rest, keepdims=True, dtype=np.float64)
+        s = np.where(s == 0, s, s / m)
+        out = np.log1p(s) + np.log(m) + a_max
+        if not np.isfinite(out[0]):
+            out = np.log(np.sum(np.exp(a), keepdims=True))
+    return float(out[0])
+
+
 def theorem1_corrected_delta(
     counts: ArrayLike,
     reward_sums: ArrayLike,
@@ -188,8 +212,8 @@ def theorem1_corrected_delta(
         # lower bound of r̄ on I (N >= 2): remove an R reward, or add a 0 reward
         r_lb = np.maximum(0.0, np.minimum((n * mean - r) / np.maximum(n - 1.0, 1.0), n * mean / (n + 1.0)))
         u_lb = r_lb - beta0 / np.sqrt(np.maximum(n - 1.0, 1.0))
-    log_x = float(logsumexp(log_pi0[low] + u_ub[low] / eta))
-    log_y = float(logsumexp(log_pi0[high] + u_lb[high] / eta))
+    log_x = _logsumexp(log_pi0[low] + u_ub[low] / eta)
+    log_y = _logsumexp(log_pi0[high] + u_lb[high] / eta)
     # log δ0 = log X − log(X + Y)
     log_delta0 = log_x - float(np.logaddexp(log_x, log_y))
     return eps, _cap_log_delta(eps + log_delta0)
