@@ -197,7 +197,6 @@ def test_reading_tables_starts_no_native_thread_pool(tmp_path):
     import sys
     import textwrap
 
-
     pq.write_table(pa.table({"a": np.arange(300) % 3, "r": np.linspace(0, 1, 300)}), tmp_path / "t.parquet")
     (tmp_path / "t.csv").write_text("a,r\n" + "".join(f"{i % 3},{i / 300}\n" for i in range(300)))
     (tmp_path / "bad.csv").write_text("a,r\n0,0.5\n1,x\n")
