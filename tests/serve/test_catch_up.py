@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from servetools import Store, service_for
 
+from dpbandits.serve import catchup
 from dpbandits.serve import service as service_module
 from dpbandits.serve.errors import Retry
 from dpbandits.serve.kinds import Feedback
@@ -109,7 +110,7 @@ def test_another_keys_experiment_in_memory_is_refused_as_a_missing_one(store: St
     from sqlalchemy import event
 
     from dpbandits.serve.errors import NotFound
-    from dpbandits.serve.service import NeedsThread
+    from dpbandits.serve.catchup import NeedsThread
 
     service, alice, bob = service_for(store)
     experiment = service.create(alice, "dp-bai", {"n_arms": 3, "budget": 60, "epsilon": 1.0})["id"]
@@ -144,9 +145,55 @@ def test_a_stale_agent_catches_up_by_replaying_the_feedback_told_elsewhere(store
     for step in (0, 1, 2):  # told through the other process: first's agent is behind
         second.tell(alice, bai, handed[step]["ticket"], _told(handed[step]))
     loads: list[str] = []
-    monkeypatch.setattr(first, "_load", lambda *args: loads.append("load"))  # would fail the tell below
-    monkeypatch.setattr(service_module, "LIGHT_STATE_BYTES", 0)  # a large agent: caught up before a tell
+    monkeypatch.setattr(first._agents, "load", lambda *args, **kwargs: loads.append("load"))  # fails the tell below
+    monkeypatch.setattr(catchup, "LIGHT_STATE_BYTES", 0)  # a large agent: caught up before a tell
     ack = first.tell(alice, bai, handed[3]["ticket"], _told(handed[3]))  # in order once caught up
     assert ack["steps_applied"] == 4 and ack["steps_told"] == 4
     assert loads == [] and first._live.get(bai) is agent
     _check_store(first, bai, told=4)
+
+
+def test_a_contended_light_agent_catches_up_before_a_tell_instead_of_reloading(store: Store, monkeypatch: Any) -> None:
+    """Defect 3 (per-request spread): once a process found that another one writes an experiment, its
+    tells catch up first (replaying the rows told elsewhere on the agent in memory) instead of being
+    computed on a stale agent, failing their commit, and loading the agent again."""
+    first, alice, _ = service_for(store)
+    second, _, _ = service_for(store)
+    bai = first.create(alice, "dp-bai", {"n_arms": 2, "budget": 400, "epsilon": 1.0}, insecure_seed=3)["id"]
+    handed = [first.ask(alice, bai, lease=10.0) for _ in range(6)]
+    second.tell(alice, bai, handed[0]["ticket"], _told(handed[0]))
+    first.tell(alice, bai, handed[1]["ticket"], _told(handed[1]))  # its commit fails once: first learns of second
+    assert first._agents.contended(bai)
+    agent = first._live.get(bai)
+    loads: list[str] = []
+    original = first._agents.load
+    monkeypatch.setattr(first._agents, "load", lambda *a, **k: loads.append("load") or original(*a, **k))
+    for step in (2, 4):
+        second.tell(alice, bai, handed[step]["ticket"], _told(handed[step]))
+        ack = first.tell(alice, bai, handed[step + 1]["ticket"], _told(handed[step + 1]))
+        assert ack["steps_applied"] == step + 2
+    assert loads == [] and first._live.get(bai) is agent  # caught up by replay, never reloaded
+    _check_store(first, bai, told=6)
+
+
+def test_a_warm_large_agent_reloads_in_the_server_process(store: Store, monkeypatch: Any) -> None:
+    """Defect 3 (heavy experiments): a DP-BAI agent whose process held it reloads in the server process
+    (its plans are kept per process, keyed by public parameters) when another process stored a newer
+    state, instead of a child process re-planning from scratch (seconds for K = 1000). A process that
+    never held it loads a large state in a child process, as before; the loaded agent is the stored one."""
+    monkeypatch.setattr(catchup, "LIGHT_STATE_BYTES", 0)  # every state counts as large
+    monkeypatch.setattr(service_module, "SNAPSHOT_EVERY", 2)
+    children: list[str] = []
+    isolated = catchup.run_isolated
+    monkeypatch.setattr(catchup, "run_isolated", lambda *a, **k: children.append(a[0].__name__) or isolated(*a, **k))
+    first, alice, _ = service_for(store)
+    second, _, _ = service_for(store)
+    bai = first.create(alice, "dp-bai", {"n_arms": 3, "budget": 600, "epsilon": 1.0}, insecure_seed=4)["id"]
+    handed = [first.ask(alice, bai, lease=10.0) for _ in range(5)]
+    for step in range(4):  # second loads it cold (a child process), then stores states at steps 2 and 4
+        second.tell(alice, bai, handed[step]["ticket"], _told(handed[step]))
+    assert children == ["load_job"]
+    ack = first.tell(alice, bai, handed[4]["ticket"], _told(handed[4]))  # first reloads: warm, in process
+    assert ack["steps_applied"] == 5 and children == ["load_job"]
+    assert first._live.get(bai).agent.to_bytes() is not None
+    _check_store(first, bai, told=5)

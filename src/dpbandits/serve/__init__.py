@@ -10,7 +10,8 @@ Modules, one idea each:
 * :mod:`~dpbandits.serve.tickets` — signed tickets linking an ask to its tell;
 * :mod:`~dpbandits.serve.locking` — serialising the writers of one experiment, across processes;
 * :mod:`~dpbandits.serve.leases` — the steps handed out, leased in the store;
-* :mod:`~dpbandits.serve.live` — agents kept in a server process's memory (and how a stale one catches up);
+* :mod:`~dpbandits.serve.live` — agents kept in a server process's memory, each valid for one stored version;
+* :mod:`~dpbandits.serve.catchup` — loading them, and how a stale one catches up with the store;
 * :mod:`~dpbandits.serve.packing` — large stored states, compressed;
 * :mod:`~dpbandits.serve.workers` / :mod:`~dpbandits.serve.jobs` — CPU-heavy work in killable child
   processes with a time limit;
