@@ -109,8 +109,8 @@ def test_another_keys_experiment_in_memory_is_refused_as_a_missing_one(store: St
     half the time and told the two apart. (Timed over HTTP by benchmarks/bench_serve_scale.py.)"""
     from sqlalchemy import event
 
-    from dpbandits.serve.errors import NotFound
     from dpbandits.serve.catchup import NeedsThread
+    from dpbandits.serve.errors import NotFound
 
     service, alice, bob = service_for(store)
     experiment = service.create(alice, "dp-bai", {"n_arms": 3, "budget": 60, "epsilon": 1.0})["id"]

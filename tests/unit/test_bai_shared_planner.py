@@ -71,3 +71,15 @@ def test_a_tampered_state_is_refused_with_the_planner_cached(field: str) -> None
 
     with pytest.raises(DataFormatError):
         quietly(lambda: Persistable.from_bytes(edit(saved, tamper)))
+
+
+def test_an_unpickled_agents_planner_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server receives agents pickled from child processes: their planner becomes the process's own."""
+    import pickle
+
+    features = np.random.default_rng(3).normal(size=(9, 3))
+    agent, _ = _agent(features, pulls=5)
+    shipped = pickle.dumps(agent)
+    monkeypatch.setattr(dp_bai_module, "_PLANNERS", type(dp_bai_module._PLANNERS)())  # a fresh process's cache
+    received = pickle.loads(shipped)
+    assert DPBAI(features, 4000, 1.0).planner is received._planner

@@ -109,6 +109,7 @@ class Agents:
         self.time_limit = time_limit
         self.live = LiveAgents(MAX_LIVE)
         self._contended: OrderedDict[str, int] = OrderedDict()  # experiment id -> catch-ups in a row that found nothing
+        self._held: OrderedDict[str, None] = OrderedDict()  # experiments whose agent this process held lately
         self._guard = threading.Lock()
 
     # ------------------------------------------------------------------------------ contention
@@ -132,6 +133,15 @@ class Agents:
                     del self._contended[experiment_id]
 
     # ------------------------------------------------------------------------------ agents
+    def keep(self, live: LiveAgent) -> None:
+        """Keep ``live`` in memory (its experiment is then *held*: a later load of it is warm)."""
+        with self._guard:
+            self._held[live.id] = None
+            self._held.move_to_end(live.id)
+            while len(self._held) > 4 * MAX_LIVE:
+                self._held.popitem(last=False)
+        self.live.put(live)
+
     def get(self, owner_id: int, experiment_id: str, cancel: threading.Event | None = None, *,
             inline: bool = False) -> LiveAgent:
         """The experiment's agent in memory, up to date (loaded on a miss); call with the experiment's lock held.
@@ -148,7 +158,7 @@ class Agents:
         if inline and (live is None or live.stale or live.state_bytes > LIGHT_STATE_BYTES):
             raise NeedsThread(experiment_id)
         if live is None:
-            return self.load(owner_id, experiment_id, cancel)
+            return self.load(owner_id, experiment_id, cancel, warm=experiment_id in self._held)
         if live.stale:
             return self.catch_up(owner_id, live, cancel) or live
         return live
@@ -157,8 +167,8 @@ class Agents:
              warm: bool = False) -> LiveAgent:
         """Load the stored agent and replay the feedback stored since its state; keep it in memory.
 
-        ``warm``: the process held this experiment's agent (its kind's plans, if it keeps them, are
-        in memory): a kind with :attr:`~dpbandits.serve.kinds.ExperimentKind.warm_loads` loads in
+        ``warm``: the process held this experiment's agent lately (its kind's plans, if it keeps them,
+        are in memory, unless dropped since for others'): a kind with :attr:`~dpbandits.serve.kinds.ExperimentKind.warm_loads` loads in
         the server process whatever its state's size.
         """
         with self.engine.connect() as connection:
@@ -178,7 +188,7 @@ class Agents:
                          {int(step): (ticket, json.loads(payload)) for step, ticket, payload in pending},
                          json.loads(row["summary"]), snapshot=row["applied"])
         self.replay(live)
-        self.live.put(live)
+        self.keep(live)
         return live
 
     def stored(self, connection: Connection, owner_id: int, experiment_id: str) -> tuple[Any, bytes]:
@@ -213,7 +223,7 @@ class Agents:
                 in_flight.result()
         if live.broken or self.live.get(live.id) is not live:
             self.live.forget(live.id, live)
-            return self.load(owner_id, live.id, cancel, warm=True)
+            return self.load(owner_id, live.id, cancel, warm=live.id in self._held)
         with self.engine.connect() as connection:
             row = self.owned_row(connection, owner_id, live.id)
             if row["version"] == live.version:
@@ -228,7 +238,7 @@ class Agents:
         self.mark_contended(live.id)
         if pending is None:
             self.live.forget(live.id, live)
-            return self.load(owner_id, live.id, cancel, warm=True)
+            return self.load(owner_id, live.id, cancel, warm=live.id in self._held)
         for step, ticket_text, payload in pending:
             if int(step) >= live.applied and int(step) not in live.buffered:
                 live.buffered[int(step)] = (ticket_text, json.loads(payload))

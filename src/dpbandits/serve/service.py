@@ -319,7 +319,7 @@ class ExperimentService:
 
         self._writer.submit(f"!{owner_id:012d}", insert_experiment).result()  # "!": key rows lock first
         if built["agent"] is not None:  # kept: the first ask needs no load
-            self._live.put(LiveAgent(experiment_id, owner_id, kind, model, pickle.loads(built["agent"]), len(state),
+            self._agents.keep(LiveAgent(experiment_id, owner_id, kind, model, pickle.loads(built["agent"]), len(state),
                                      1, 0, 0, False, insecure_seed, {}, summary))
         return self.status(owner_id, experiment_id)
 

@@ -108,8 +108,20 @@ class DPBAIPlanner:
         self.n_phases = schedule.n_phases
         self._designs: dict[tuple[int, ...], tuple[int, FloatArray, IntArray, str]] = {}
         self._plans: OrderedDict[tuple[int, Hashable], PhasePlan] = OrderedDict()
+        self._key: tuple[object, ...] | None = None  # set by shared_planner: the public parameters it is kept under
         nu = schedule.max_pulled_dp_bai() if use_max_det else np.asarray(schedule.sizes[:-1])
         self.effective_budget = schedule.effective_budget(budget, budget_mode=budget_mode, max_pulled=nu)
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Unpickle; the planner becomes the process's shared one of its parameters if there is none yet.
+
+        The server receives agents built or loaded by its child processes pickled: the next agent of
+        those parameters in the server process then plans nothing.
+        """
+        self.__dict__.update(state)
+        key = getattr(self, "_key", None)
+        if key is not None:
+            _keep_planner(key, self)
 
     def _design(self, active_tuple: tuple[int, ...]) -> tuple[int, FloatArray, IntArray, str]:
         """(d_p, α, pulled arms, branch) of an active set, cached by the active set."""
@@ -212,6 +224,12 @@ def shared_planner(features: FloatArray, budget: int, schedule: PhaseSchedule, *
     kept.setflags(write=False)
     planner = DPBAIPlanner(kept, budget, schedule, budget_mode=budget_mode, noise_kind=noise_kind,
                            noise_multiplier=noise_multiplier, use_max_det=use_max_det, maxdet=maxdet)
+    planner._key = key
+    return _keep_planner(key, planner)
+
+
+def _keep_planner(key: tuple[object, ...], planner: DPBAIPlanner) -> DPBAIPlanner:
+    """The process's planner under ``key``: ``planner`` unless one is kept already."""
     with _GUARD:
         planner = _PLANNERS.setdefault(key, planner)
         _PLANNERS.move_to_end(key)
