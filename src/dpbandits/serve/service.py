@@ -52,9 +52,10 @@ server processes on one store keep these guarantees (a request that lost the rac
 from the stored state); once a commit computed on an agent fails, every later commit computed on
 it fails too (:mod:`dpbandits.serve.live`: its own next version number may be the one another
 process wrote). A refusal by a process's agent (a ticket of a window it has not reached, a step it
-believes told) is checked against the store first: the agent catches up — the feedback stored since
-its state is replayed when the store holds the same state, else the stored agent is loaded — and
-the ticket is judged again. Stored states over 32 kB are compressed
+believes told) is checked against the store first: the agent catches up
+(:mod:`dpbandits.serve.catchup`: the feedback stored since its own step is replayed when the store
+holds the same state, else the stored agent is loaded) and the ticket is judged again; a tell of an
+experiment another process writes, or of a large agent, catches up before it is computed. Stored states over 32 kB are compressed
 (:mod:`dpbandits.serve.packing`). After a crash, or in another process, the agent is the stored
 state with the feedback stored since replayed in step order: nothing acknowledged is lost, nothing is counted
 twice (a step is unique in the feedback table), and noise is never drawn again for a value that
@@ -123,6 +124,7 @@ from dpbandits.serve.locking import (
     lock_version,
     retrying,
     then,
+    write_transaction,
 )
 from dpbandits.serve.packing import pack
 from dpbandits.serve.quotas import Quotas
@@ -208,8 +210,8 @@ class ExperimentService:
 
     # ------------------------------------------------------------------------------ live agents
     def _submit(self, key: str, work: Callable[[Connection], T], live: LiveAgent | None = None, *,
-                changed: bool = True) -> Future[T]:
-        """Queue ``work``, computed on ``live``, on the commit thread.
+                changed: bool = True, connection: Connection | None = None) -> Future[T]:
+        """Queue ``work``, computed on ``live``, on the commit thread (or run it now on ``connection``).
 
         ``work`` fails with :class:`Retry`, writing nothing, if a commit computed on ``live`` before
         it failed (``live`` is broken: ``work`` may depend on what that commit held). If ``work``
@@ -235,6 +237,13 @@ class ExperimentService:
                 self._agents.discard(live)
                 raise
 
+        if connection is not None:  # in the caller's transaction, which commits it
+            ran: Future[T] = Future()
+            try:
+                ran.set_result(job(connection))
+            except Exception as exc:
+                ran.set_exception(exc)
+            return ran
         return self._writer.submit(key, job)
 
     def _locked_row(self, connection: Connection, owner_id: int, experiment_id: str) -> Any:
@@ -452,7 +461,9 @@ class ExperimentService:
                 # computed on a stale agent fails at its commit, and the agent is then loaded again
                 if inline:
                     raise NeedsThread(experiment_id)
-                live = self._agents.catch_up(owner_id, live) or live
+                live = self._agents.catch_up(owner_id, live) or live  # (settles this agent's commits in flight)
+            if self._agents.contended(experiment_id) and not is_sqlite(self.engine):
+                return self._tell_locked(owner_id, live, ticket, digest, reported)
             for _attempt in range(ATTEMPTS):
                 try:
                     return self._tell_on(live, ticket, digest, reported, inline=inline)
@@ -467,8 +478,47 @@ class ExperimentService:
                     live = caught_up
             raise Retry("the experiment keeps changing in other server processes; retry")
 
+    def _tell_locked(self, owner_id: int, live: LiveAgent, ticket: Ticket, digest: str,
+                     reported: Feedback) -> Future[Any]:
+        """:meth:`tell_later` of an experiment another process writes, on PostgreSQL: under its row lock.
+
+        The experiment's row is locked (``SELECT ... FOR UPDATE``) in a transaction of this tell's
+        own; the agent catches up with the store, which no other process can change meanwhile, the
+        tell is computed and written in that transaction, and committed. Processes sharing an
+        experiment thus take turns on it instead of computing tells on stale agents whose commits
+        fail (each failure dropping an agent that is then loaded again). The commits of this
+        agent's earlier tells have settled (the caller caught up), so nothing here waits for this
+        process's commit thread, which may itself wait for the lock. Not on SQLite, where a write
+        transaction locks the whole store.
+        """
+        computed = False
+        try:
+            with write_transaction(self.engine) as connection:
+                lock_experiment_row(connection, live.id)
+                live = self._agents.catch_up(owner_id, live) or live
+                for _attempt in range(ATTEMPTS):
+                    try:
+                        committed = self._tell_on(live, ticket, digest, reported, inline=False, connection=connection)
+                        computed = True
+                        break
+                    except _Refusal as refusal:
+                        caught_up = self._agents.catch_up(owner_id, live)
+                        if caught_up is None:
+                            raise refusal.error from None
+                        live = caught_up
+                else:
+                    raise Retry("the experiment keeps changing in other server processes; retry")
+                failure = committed.exception()
+                if failure is not None:
+                    raise failure  # (the job dropped the agent) the transaction rolls back
+        except BaseException:
+            if computed:
+                self._agents.discard(live)  # computed on, and not committed: ahead of the store
+            raise
+        return committed
+
     def _tell_on(self, live: LiveAgent, ticket: Ticket, digest: str, reported: Feedback, *,
-                 inline: bool) -> Future[Any]:
+                 inline: bool, connection: Connection | None = None) -> Future[Any]:
         """:meth:`tell_later` on the agent ``live``; :class:`_Refusal` if this agent refuses the ticket."""
         experiment_id = live.id
         in_flight = live.in_flight.get(ticket.text)
@@ -497,7 +547,7 @@ class ExperimentService:
         except BaseException:
             self._agents.discard(live)
             raise
-        committed = self._submit(experiment_id, work, live)
+        committed = self._submit(experiment_id, work, live, connection=connection)
         live.in_flight[ticket.text] = (digest, committed)
         snapshot = live.snapshot
 
