@@ -197,3 +197,38 @@ def test_a_warm_large_agent_reloads_in_the_server_process(store: Store, monkeypa
     assert ack["steps_applied"] == 5 and children == ["load_job"]
     assert first._live.get(bai).agent.to_bytes() is not None
     _check_store(first, bai, told=5)
+
+
+def test_processes_sharing_an_experiment_take_turns_on_postgresql(store: Store) -> None:
+    """Defect 3 (per-request spread): on PostgreSQL, tells of an experiment two processes write are
+    computed under its row lock once it is contended, so none is computed on a stale agent: no agent
+    is dropped for a lost race (each drop costs a load), and every tell counts once."""
+    import numpy as np
+
+    from dpbandits.serve.storage import is_sqlite
+
+    services = [service_for(store)[0] for _ in range(2)]
+    if is_sqlite(services[0].engine):
+        pytest.skip("SQLite: a write transaction locks the whole store; tells stay optimistic there")
+    alice = service_for(store)[1]
+    bai = services[0].create(alice, "dp-bai", {"n_arms": 4, "budget": 4000, "epsilon": 1.0}, insecure_seed=8)["id"]
+    for service in services:
+        service._agents.mark_contended(bai)  # as after a first lost race
+    handed = [services[0].ask(alice, bai, lease=30.0) for _ in range(96)]
+    drops: list[str] = []
+    for service in services:
+        discard = service._agents.discard
+        service._agents.discard = lambda live, _d=discard: drops.append(live.id) or _d(live)  # type: ignore[method-assign]
+
+    def client(index: int) -> None:
+        rng = np.random.default_rng(index)
+        for handout in handed[index::8]:
+            services[int(rng.integers(2))].tell(alice, bai, handout["ticket"], _told(handout))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert drops == []
+    _check_store(services[0], bai, told=96)
