@@ -74,6 +74,7 @@ or sufficient statistics. Raw feedback is kept in the store only until a stored 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import pickle
@@ -461,9 +462,9 @@ class ExperimentService:
                 # computed on a stale agent fails at its commit, and the agent is then loaded again
                 if inline:
                     raise NeedsThread(experiment_id)
-                live = self._agents.catch_up(owner_id, live) or live  # (settles this agent's commits in flight)
-            if self._agents.contended(experiment_id) and not is_sqlite(self.engine):
-                return self._tell_locked(owner_id, live, ticket, digest, reported)
+                if self._agents.contended(experiment_id) and not is_sqlite(self.engine):
+                    return self._tell_locked(owner_id, live, ticket, digest, reported)
+                live = self._agents.catch_up(owner_id, live) or live
             for _attempt in range(ATTEMPTS):
                 try:
                     return self._tell_on(live, ticket, digest, reported, inline=inline)
@@ -487,10 +488,13 @@ class ExperimentService:
         tell is computed and written in that transaction, and committed. Processes sharing an
         experiment thus take turns on it instead of computing tells on stale agents whose commits
         fail (each failure dropping an agent that is then loaded again). The commits of this
-        agent's earlier tells have settled (the caller caught up), so nothing here waits for this
+        agent's earlier tells settle first, so nothing here waits for this
         process's commit thread, which may itself wait for the lock. Not on SQLite, where a write
         transaction locks the whole store.
         """
+        for _digest, in_flight in list(live.in_flight.values()):  # this agent's commits settle first
+            with contextlib.suppress(Exception):
+                in_flight.result()
         computed = False
         try:
             with write_transaction(self.engine) as connection:
