@@ -319,7 +319,7 @@ class ExperimentService:
             connection.execute(insert(experiments).values(
                 id=experiment_id, owner_id=owner_id, name=name or kind_name, kind=kind_name,
                 params=params_json, created_at=now, closed=False, insecure_seed=insecure_seed,
-                epsilon_budget=epsilon_budget, delta_budget=delta_budget, state=state, applied=0,
+                epsilon_budget=epsilon_budget, delta_budget=delta_budget, state=pack(state), applied=0,
                 told=0, version=1, summary=json.dumps(summary),
             ))
             accountant = open_ledger(self.engine, experiment_id, connection=connection, create=True,
@@ -716,7 +716,7 @@ class ExperimentService:
                                     previous=live.summary)
             expected = live.version
             self._submit(experiment_id, lambda connection: compare_and_set(
-                connection, experiment_id, expected, state=fitted["state"], summary=json.dumps(summary)),
+                connection, experiment_id, expected, state=pack(fitted["state"]), summary=json.dumps(summary)),
                 live).result()
             live.agent = self._agents.adopt(live.kind, live.params, fitted["state"], fitted["agent"])
             live.version, live.summary = expected + 1, summary
@@ -779,7 +779,7 @@ class ExperimentService:
 
             def release(connection: Connection) -> dict[str, Any]:
                 # the state drawn from covers every applied step: it is a snapshot (see _apply)
-                compare_and_set(connection, experiment_id, expected, state=drawn["state"], applied=applied)
+                compare_and_set(connection, experiment_id, expected, state=pack(drawn["state"]), applied=applied)
                 _cover(connection, experiment_id, since, applied)
                 accountant = open_ledger(self.engine, experiment_id, connection=connection)
                 spend_or_refuse(accountant, guarantee, size, label="sample", connection=connection)  # authoritative
