@@ -462,9 +462,11 @@ class ExperimentService:
                 # computed on a stale agent fails at its commit, and the agent is then loaded again
                 if inline:
                     raise NeedsThread(experiment_id)
+                if live.state_bytes > catchup.LIGHT_STATE_BYTES or is_sqlite(self.engine):
+                    # (a large agent reloads, if it must, before the row lock: not while others wait for it)
+                    live = self._agents.catch_up(owner_id, live) or live
                 if self._agents.contended(experiment_id) and not is_sqlite(self.engine):
                     return self._tell_locked(owner_id, live, ticket, digest, reported)
-                live = self._agents.catch_up(owner_id, live) or live
             for _attempt in range(ATTEMPTS):
                 try:
                     return self._tell_on(live, ticket, digest, reported, inline=inline)
