@@ -465,7 +465,8 @@ class ExperimentService:
                 if live.state_bytes > catchup.LIGHT_STATE_BYTES or is_sqlite(self.engine):
                     # (a large agent reloads, if it must, before the row lock: not while others wait for it)
                     live = self._agents.catch_up(owner_id, live) or live
-                if self._agents.contended(experiment_id) and not is_sqlite(self.engine):
+                if (self._agents.contended(experiment_id) and not is_sqlite(self.engine)
+                        and not self._may_end_heavy_window(live, ticket)):
                     return self._tell_locked(owner_id, live, ticket, digest, reported)
             for _attempt in range(ATTEMPTS):
                 try:
@@ -480,6 +481,17 @@ class ExperimentService:
                         raise refusal.error from None
                     live = caught_up
             raise Retry("the experiment keeps changing in other server processes; retry")
+
+    @staticmethod
+    def _may_end_heavy_window(live: LiveAgent, ticket: Ticket) -> bool:
+        """Whether the tell of ``ticket`` may end a window of a heavy agent (seconds in a child process).
+
+        Such a tell is not computed under the experiment's row lock (everyone else's requests of the
+        experiment, and the commits queued behind them, would wait for it): it stays optimistic.
+        Conservative: the buffered steps may fill the window with it.
+        """
+        heavy = live.state_bytes > catchup.LIGHT_STATE_BYTES or live.kind.family.name in catchup.HEAVY_LOAD_FAMILIES
+        return heavy and ticket.step + 1 + len(live.buffered) >= live.applied + len(live.schedule())
 
     def _tell_locked(self, owner_id: int, live: LiveAgent, ticket: Ticket, digest: str,
                      reported: Feedback) -> Future[Any]:
