@@ -15,9 +15,8 @@ A stale agent catches up from the version it holds, not from scratch:
   ``applied`` on) and replayed on it: no state is read or deserialised;
 * else (another process stored a newer state: a window ended, or :data:`SNAPSHOT_EVERY
   <dpbandits.serve.service.SNAPSHOT_EVERY>` steps passed, and the raw feedback the agent lacks is
-  erased) the stored state is loaded. A kind whose plans the process keeps
-  (:attr:`~dpbandits.serve.kinds.ExperimentKind.warm_loads`: DP-BAI's, keyed by public parameters
-  only) reloads in the server process in a fraction of a second, whatever its state's size, once
+  erased) the stored state is loaded. A kind whose plans the process keeps (``warm_loads`` of its
+  :class:`~dpbandits.serve.kinds.ExperimentKind`: DP-BAI's, keyed by public parameters only) reloads in the server process in a fraction of a second, whatever its state's size, once
   the process has held an agent of those parameters; other large states are loaded in a child
   process (:mod:`dpbandits.serve.workers`). A stored state is untrusted input: every load validates
   it in full (the kept plans only spare recomputing what public parameters determine).
@@ -168,8 +167,10 @@ class Agents:
         """Load the stored agent and replay the feedback stored since its state; keep it in memory.
 
         ``warm``: the process held this experiment's agent lately (its kind's plans, if it keeps them,
-        are in memory, unless dropped since for others'): a kind with :attr:`~dpbandits.serve.kinds.ExperimentKind.warm_loads` loads in
-        the server process whatever its state's size.
+        are in memory, unless dropped since for others'): a kind whose
+        :class:`~dpbandits.serve.kinds.ExperimentKind` has ``warm_loads`` loads in the server
+        process whatever its state's size (no time limit: a fraction of a second with its plans kept,
+        the kind's plan computation if they were dropped).
         """
         with self.engine.connect() as connection:
             row, state = self.stored(connection, owner_id, experiment_id)
