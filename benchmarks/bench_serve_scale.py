@@ -144,7 +144,8 @@ def bench_neighbour(db: str, label: str, processes: int, seconds: float, log: Pa
     try:
         urls = [server.url for server in servers]
         small, large = _create(urls[0], key_b, 8), _create(urls[0], key_a, 1000)
-        drive(urls[:1], key_a, large, 1, 1.0)  # the heavy agent in memory (and loaded on the others)
+        for url in urls:  # the heavy agent in every process's memory (a first load on the others: seconds)
+            drive([url], key_a, large, 1, 1.0)
         alone = drive(urls, key_b, small, 8, seconds)
         stop, heavy = threading.Event(), Load()
         driver = threading.Thread(target=drive, args=(urls, key_a, large, 4, 10 * seconds + 600),
