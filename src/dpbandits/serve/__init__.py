@@ -46,11 +46,11 @@ memory and commits many in one transaction; processes sharing an experiment cann
 what the other wrote before computing the next tell, and on PostgreSQL each tell holds the row lock
 through its own commit. Sharing one experiment between processes therefore serialises it on the
 store's round trips and loses the group commit, whatever the catch-up costs: measured with
-``benchmarks/bench_serve_scale.py --only spread`` (PostgreSQL, 16 clients, a 2-core machine under a
-load average of 7 to 10), a K = 8 DP-BAI experiment made about 0.3× one process's tells per second
-with requests spread per request over 2 processes and about 0.4× with each client on one of them
-(0 % 503); a K = 1000 one 0.6–0.85× (it was under 0.01× before agents caught up incrementally and
-reloaded warm). **Route by experiment**
+``benchmarks/bench_serve_scale.py --only spread`` (PostgreSQL, 16 clients, four runs on a shared
+2-core machine), a K = 8 DP-BAI experiment made 0.32–0.46× (median 0.36×) one process's tells per
+second with requests spread per request over 2 processes and 0.37–0.48× with each client on one of
+them, with no 503; a K = 1000 one (4 clients) 0.35–0.85× (median 0.68×; under 0.01× before agents
+caught up incrementally and reloaded warm). **Route by experiment**
 when the deployment allows it: a load balancer that hashes the experiment id of the path
 (``/v1/experiments/{id}/...``, the same for its ask and its tell) to a process — nginx: a ``map`` of
 ``$uri`` to the id and ``hash $experiment consistent``; HAProxy: ``balance uri depth 3`` — keeps each
