@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from servetools import Store, service_for
 
+from dpbandits.serve import catchup
 from dpbandits.serve import service as service_module
 from dpbandits.serve.errors import Retry
 from dpbandits.serve.kinds import Feedback
@@ -108,8 +109,8 @@ def test_another_keys_experiment_in_memory_is_refused_as_a_missing_one(store: St
     half the time and told the two apart. (Timed over HTTP by benchmarks/bench_serve_scale.py.)"""
     from sqlalchemy import event
 
+    from dpbandits.serve.catchup import NeedsThread
     from dpbandits.serve.errors import NotFound
-    from dpbandits.serve.service import NeedsThread
 
     service, alice, bob = service_for(store)
     experiment = service.create(alice, "dp-bai", {"n_arms": 3, "budget": 60, "epsilon": 1.0})["id"]
@@ -144,9 +145,90 @@ def test_a_stale_agent_catches_up_by_replaying_the_feedback_told_elsewhere(store
     for step in (0, 1, 2):  # told through the other process: first's agent is behind
         second.tell(alice, bai, handed[step]["ticket"], _told(handed[step]))
     loads: list[str] = []
-    monkeypatch.setattr(first, "_load", lambda *args: loads.append("load"))  # would fail the tell below
-    monkeypatch.setattr(service_module, "LIGHT_STATE_BYTES", 0)  # a large agent: caught up before a tell
+    monkeypatch.setattr(first._agents, "load", lambda *args, **kwargs: loads.append("load"))  # fails the tell below
+    monkeypatch.setattr(catchup, "LIGHT_STATE_BYTES", 0)  # a large agent: caught up before a tell
     ack = first.tell(alice, bai, handed[3]["ticket"], _told(handed[3]))  # in order once caught up
     assert ack["steps_applied"] == 4 and ack["steps_told"] == 4
     assert loads == [] and first._live.get(bai) is agent
     _check_store(first, bai, told=4)
+
+
+def test_a_contended_light_agent_catches_up_before_a_tell_instead_of_reloading(store: Store, monkeypatch: Any) -> None:
+    """Defect 3 (per-request spread): once a process found that another one writes an experiment, its
+    tells catch up first (replaying the rows told elsewhere on the agent in memory) instead of being
+    computed on a stale agent, failing their commit, and loading the agent again."""
+    first, alice, _ = service_for(store)
+    second, _, _ = service_for(store)
+    bai = first.create(alice, "dp-bai", {"n_arms": 2, "budget": 400, "epsilon": 1.0}, insecure_seed=3)["id"]
+    handed = [first.ask(alice, bai, lease=10.0) for _ in range(6)]
+    second.tell(alice, bai, handed[0]["ticket"], _told(handed[0]))
+    first.tell(alice, bai, handed[1]["ticket"], _told(handed[1]))  # its commit fails once: first learns of second
+    assert first._agents.contended(bai)
+    agent = first._live.get(bai)
+    loads: list[str] = []
+    original = first._agents.load
+    monkeypatch.setattr(first._agents, "load", lambda *a, **k: loads.append("load") or original(*a, **k))
+    for step in (2, 4):
+        second.tell(alice, bai, handed[step]["ticket"], _told(handed[step]))
+        ack = first.tell(alice, bai, handed[step + 1]["ticket"], _told(handed[step + 1]))
+        assert ack["steps_applied"] == step + 2
+    assert loads == [] and first._live.get(bai) is agent  # caught up by replay, never reloaded
+    _check_store(first, bai, told=6)
+
+
+def test_a_warm_large_agent_reloads_in_the_server_process(store: Store, monkeypatch: Any) -> None:
+    """Defect 3 (heavy experiments): a DP-BAI agent whose process held it reloads in the server process
+    (its plans are kept per process, keyed by public parameters) when another process stored a newer
+    state, instead of a child process re-planning from scratch (seconds for K = 1000). A process that
+    never held it loads a large state in a child process, as before; the loaded agent is the stored one."""
+    monkeypatch.setattr(catchup, "LIGHT_STATE_BYTES", 0)  # every state counts as large
+    monkeypatch.setattr(service_module, "SNAPSHOT_EVERY", 2)
+    children: list[str] = []
+    isolated = catchup.run_isolated
+    monkeypatch.setattr(catchup, "run_isolated", lambda *a, **k: children.append(a[0].__name__) or isolated(*a, **k))
+    first, alice, _ = service_for(store)
+    second, _, _ = service_for(store)
+    bai = first.create(alice, "dp-bai", {"n_arms": 3, "budget": 600, "epsilon": 1.0}, insecure_seed=4)["id"]
+    handed = [first.ask(alice, bai, lease=10.0) for _ in range(5)]
+    for step in range(4):  # second loads it cold (a child process), then stores states at steps 2 and 4
+        second.tell(alice, bai, handed[step]["ticket"], _told(handed[step]))
+    assert children == ["load_job"]
+    ack = first.tell(alice, bai, handed[4]["ticket"], _told(handed[4]))  # first reloads: warm, in process
+    assert ack["steps_applied"] == 5 and children == ["load_job"]
+    assert first._live.get(bai).agent.to_bytes() is not None
+    _check_store(first, bai, told=5)
+
+
+def test_processes_sharing_an_experiment_take_turns_on_postgresql(store: Store) -> None:
+    """Defect 3 (per-request spread): on PostgreSQL, tells of an experiment two processes write are
+    computed under its row lock once it is contended, so none is computed on a stale agent: no agent
+    is dropped for a lost race (each drop costs a load), and every tell counts once."""
+    import numpy as np
+
+    from dpbandits.serve.storage import is_sqlite
+
+    services = [service_for(store)[0] for _ in range(2)]
+    if is_sqlite(services[0].engine):
+        pytest.skip("SQLite: a write transaction locks the whole store; tells stay optimistic there")
+    alice = service_for(store)[1]
+    bai = services[0].create(alice, "dp-bai", {"n_arms": 4, "budget": 4000, "epsilon": 1.0}, insecure_seed=8)["id"]
+    for service in services:
+        service._agents.mark_contended(bai)  # as after a first lost race
+    handed = [services[0].ask(alice, bai, lease=30.0) for _ in range(96)]
+    drops: list[str] = []
+    for service in services:
+        discard = service._agents.discard
+        service._agents.discard = lambda live, _d=discard: drops.append(live.id) or _d(live)  # type: ignore[method-assign]
+
+    def client(index: int) -> None:
+        rng = np.random.default_rng(index)
+        for handout in handed[index::8]:
+            services[int(rng.integers(2))].tell(alice, bai, handout["ticket"], _told(handout))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert drops == []
+    _check_store(services[0], bai, told=96)

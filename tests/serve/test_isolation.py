@@ -89,9 +89,9 @@ def test_a_tell_ending_a_heavy_agents_phase_runs_under_the_time_limit(store: Sto
     """The step that ends a window of a heavy agent (a phase's release and the next phase's set-up) is
     applied in a child process under the time limit: past it the tell is refused (400), nothing is
     counted or changed, and the same ticket succeeds under a larger limit."""
-    from dpbandits.serve import service as service_module
+    from dpbandits.serve import catchup
 
-    monkeypatch.setattr(service_module, "HEAVY_LOAD_FAMILIES", frozenset({"bai"}))  # a small agent, treated as heavy
+    monkeypatch.setattr(catchup, "HEAVY_LOAD_FAMILIES", frozenset({"bai"}))  # a small agent, treated as heavy
     service, alice, _ = service_for(store)
     experiment = service.create(alice, "dp-bai", BAI, insecure_seed=2)["id"]
     service.time_limit = 1e-6  # no child process can answer in time

@@ -10,7 +10,8 @@ Modules, one idea each:
 * :mod:`~dpbandits.serve.tickets` — signed tickets linking an ask to its tell;
 * :mod:`~dpbandits.serve.locking` — serialising the writers of one experiment, across processes;
 * :mod:`~dpbandits.serve.leases` — the steps handed out, leased in the store;
-* :mod:`~dpbandits.serve.live` — agents kept in a server process's memory (and how a stale one catches up);
+* :mod:`~dpbandits.serve.live` — agents kept in a server process's memory, each valid for one stored version;
+* :mod:`~dpbandits.serve.catchup` — loading them, and how a stale one catches up with the store;
 * :mod:`~dpbandits.serve.packing` — large stored states, compressed;
 * :mod:`~dpbandits.serve.workers` / :mod:`~dpbandits.serve.jobs` — CPU-heavy work in killable child
   processes with a time limit;
@@ -31,20 +32,34 @@ store and worker processes at start, and one per request with ``-v``. Needs the
 Deploying several processes
 ---------------------------
 Every process serves every experiment correctly: a request that lands on a process whose agent is
-behind the store (another process told since) catches up — replaying the feedback stored since, or
-loading the stored state when a newer one was written — and a ticket is refused only if the stored
-state refuses it. Correct is not free, though: an experiment whose requests alternate between
-processes makes each process catch up on most requests, and when the other process has stored a
-newer state (at the end of each window, and every 64 steps) the agent is loaded again, which for a
-large agent (DP-BAI with K = 1000 arms: seconds) costs far more than the tell. **Route by experiment**
+behind the store (another process told since) catches up from the step it holds — replaying the
+feedback stored since, or loading the stored state when a newer one was written
+(:mod:`~dpbandits.serve.catchup`) — and a ticket is refused only if the stored state refuses it.
+An experiment a process finds written by another is *contended* there: its tells catch up before
+they are computed and, on PostgreSQL, are computed and written under the experiment's row lock, so
+the processes take turns on it instead of computing tells on stale agents whose commits fail. A
+DP-BAI agent reloads in a fraction of a second in a process that held it (its plans are kept per
+process, keyed by public parameters; a K = 1000 load re-planned for about 7 s before).
+
+Correct is not free, though. One process computes an experiment's tells one after the other in
+memory and commits many in one transaction; processes sharing an experiment cannot: each must read
+what the other wrote before computing the next tell, and on PostgreSQL each tell holds the row lock
+through its own commit. Sharing one experiment between processes therefore serialises it on the
+store's round trips and loses the group commit, whatever the catch-up costs: measured with
+``benchmarks/bench_serve_scale.py --only spread`` (PostgreSQL, 16 clients, four runs on a shared
+2-core machine), a K = 8 DP-BAI experiment made 0.32–0.46× (median 0.36×) one process's tells per
+second with requests spread per request over 2 processes and 0.37–0.48× with each client on one of
+them, with no 503; a K = 1000 one (4 clients) 0.35–0.85× (median 0.68×; under 0.01× before agents
+caught up incrementally and reloaded warm). **Route by experiment**
 when the deployment allows it: a load balancer that hashes the experiment id of the path
 (``/v1/experiments/{id}/...``, the same for its ask and its tell) to a process — nginx: a ``map`` of
 ``$uri`` to the id and ``hash $experiment consistent``; HAProxy: ``balance uri depth 3`` — keeps each
 experiment's agent in one process's memory, and the processes share the store for durability and
 failover. With ``--workers N``, which spreads connections
 rather than experiments, keep a client on one connection (HTTP keep-alive) so that its requests stay
-on one process; heavy experiments spread per request over processes run at a fraction of their speed
-on one (``benchmarks/bench_serve_scale.py`` measures it).
+on one process, and expect an experiment whose clients land on several processes to run at a
+fraction of its speed on one. On SQLite, whose write transaction locks the whole store, tells of a
+contended experiment stay optimistic (recomputed when another process wrote first).
 """
 
 from __future__ import annotations

@@ -352,7 +352,7 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         """Compute under the experiment's gate, then await the commit; recompute on Retry.
 
         ``request(inline)`` runs on the event loop when the agent is in memory and small, else (it
-        raised :class:`~dpbandits.serve.service.NeedsThread`) in the thread pool.
+        raised :class:`~dpbandits.serve.catchup.NeedsThread`) in the thread pool.
         """
         for attempt in range(ATTEMPTS):
             async with gates.hold(experiment_id):

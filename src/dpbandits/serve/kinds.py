@@ -442,6 +442,10 @@ class ExperimentKind:
     load_overrides : callable, optional
         ``load_overrides(params) -> dict``: constructor arguments the state format cannot hold
         (callables), passed again to ``from_bytes``.
+    warm_loads : bool, default False
+        Whether a process that built or loaded an agent of some parameters loads another agent of
+        the same parameters in a fraction of a second, whatever its state's size (its algorithm's
+        plans are kept per process, keyed by public parameters: DP-BAI's planners).
     """
 
     name: str
@@ -450,6 +454,7 @@ class ExperimentKind:
     build: Callable[[Any, int | None], Persistable]
     description: str
     load_overrides: Callable[[Any], dict[str, Any]] | None = None
+    warm_loads: bool = False
 
     def load(self, params: BaseModel, state: bytes) -> Persistable:
         """Rebuild an agent of this kind from its stored bytes."""
@@ -570,11 +575,12 @@ def _build_kl_mab(p: KLMABParams, seed: int | None) -> Persistable:
 
 for _kind in (
     ExperimentKind("dp-bai", BAI, BAIParams, _build_dp_bai,
-                   "DP-BAI (Chen et al. 2024, Alg. 1): ε-DP fixed-budget best arm, one reward protected"),
+                   "DP-BAI (Chen et al. 2024, Alg. 1): ε-DP fixed-budget best arm, one reward protected",
+                   warm_loads=True),
     ExperimentKind("dp-bai-gauss", BAI, GaussBAIParams, _build_dp_bai_gauss,
-                   "DP-BAI-Gauss (Alg. 2): (ε, δ)-DP with Gaussian noise"),
+                   "DP-BAI-Gauss (Alg. 2): (ε, δ)-DP with Gaussian noise", warm_loads=True),
     ExperimentKind("baseline-bai", BAI, BAIParams, _build_baseline,
-                   "Baseline of Chen et al. (2024): every active arm pulled, Laplace noise"),
+                   "Baseline of Chen et al. (2024): every active arm pulled, Laplace noise", warm_loads=True),
     ExperimentKind("dp-od", BAI, DesignBAIParams, _build_dp_od,
                    "DP-OD: ε-DP optimal-design linear best-arm identification"),
     ExperimentKind("dp-ebs-elimination", DUELING, DuelingParams, _build_dp_ebs,

@@ -30,7 +30,7 @@ processes with a time limit, killed when the client goes away (:mod:`dpbandits.s
 only the rows computed go through the shared commit. What an ask or tell still computes in the
 server process, under no timer, is: a step inside a window (no release), at most
 :data:`~dpbandits.serve.kinds.SCHEDULE_LIMIT` actions of a schedule, loading or serialising a state
-of at most :data:`LIGHT_STATE_BYTES` (larger states are serialised there at most every
+of at most :data:`~dpbandits.serve.catchup.LIGHT_STATE_BYTES` (larger states are serialised there at most every
 :data:`SNAPSHOT_EVERY` steps, within the state-size quota), and the phase end of an agent with such
 a small state — bounded by the limits checked at creation (:mod:`dpbandits.serve.limits`), not by
 ``time_limit``. Quotas per key: :mod:`dpbandits.serve.quotas`.
@@ -52,9 +52,10 @@ server processes on one store keep these guarantees (a request that lost the rac
 from the stored state); once a commit computed on an agent fails, every later commit computed on
 it fails too (:mod:`dpbandits.serve.live`: its own next version number may be the one another
 process wrote). A refusal by a process's agent (a ticket of a window it has not reached, a step it
-believes told) is checked against the store first: the agent catches up — the feedback stored since
-its state is replayed when the store holds the same state, else the stored agent is loaded — and
-the ticket is judged again. Stored states over 32 kB are compressed
+believes told) is checked against the store first: the agent catches up
+(:mod:`dpbandits.serve.catchup`: the feedback stored since its own step is replayed when the store
+holds the same state, else the stored agent is loaded) and the ticket is judged again; a tell of an
+experiment another process writes, or of a large agent, catches up before it is computed. Stored states over 32 kB are compressed
 (:mod:`dpbandits.serve.packing`). After a crash, or in another process, the agent is the stored
 state with the feedback stored since replayed in step order: nothing acknowledged is lost, nothing is counted
 twice (a step is unique in the feedback table), and noise is never drawn again for a value that
@@ -87,7 +88,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 
 from dpbandits._core.errors import (
@@ -96,6 +97,8 @@ from dpbandits._core.errors import (
 )
 from dpbandits.privacy.accounting import Accountant
 from dpbandits.privacy.guarantees import Guarantee
+from dpbandits.serve import catchup
+from dpbandits.serve.catchup import Agents, NeedsThread
 from dpbandits.serve.errors import (
     Conflict,
     InvalidRequest,
@@ -105,15 +108,14 @@ from dpbandits.serve.errors import (
     ServiceError,
     library_error_status,
 )
-from dpbandits.serve.jobs import apply_job, build_job, load_job, portable, sample_job, upload_job
-from dpbandits.serve.kinds import ExperimentKind, Feedback, get_kind
+from dpbandits.serve.jobs import apply_job, build_job, portable, sample_job, upload_job
+from dpbandits.serve.kinds import Feedback, get_kind
 from dpbandits.serve.leases import forget_applied, pick_step
 from dpbandits.serve.ledger import budget_json, finite_or_none, ledger_report, open_ledger, spend_or_refuse
 from dpbandits.serve.limits import check_release_affordable
-from dpbandits.serve.live import LiveAgent, LiveAgents
+from dpbandits.serve.live import LiveAgent
 from dpbandits.serve.locking import (
     ATTEMPTS,
-    SELECT_ROW,
     ExperimentLocks,
     GroupCommitter,
     backoff,
@@ -123,8 +125,9 @@ from dpbandits.serve.locking import (
     lock_version,
     retrying,
     then,
+    write_transaction,
 )
-from dpbandits.serve.packing import pack, unpack
+from dpbandits.serve.packing import pack
 from dpbandits.serve.quotas import Quotas
 from dpbandits.serve.storage import api_keys, experiments, feedback, is_sqlite, ticket_secret
 from dpbandits.serve.tickets import Ticket, issue_ticket, parse_ticket, ticket_matches
@@ -135,28 +138,10 @@ __all__ = ["ATTEMPTS", "ExperimentService", "NeedsThread", "library_error_status
 T = TypeVar("T")
 U = TypeVar("U")
 
-MAX_LIVE = 256
-"""Agents kept in memory (least recently used ones are dropped and reloaded from the store)."""
-LIGHT_STATE_BYTES = 32 * 1024
-"""Agents stored in at most this many bytes are loaded in the server process (a child process costs
-more than their load); larger ones, and those of :data:`HEAVY_LOAD_FAMILIES`, in a child process."""
 SNAPSHOT_EVERY = 64
 """At most this many applied steps between two stored states of an agent (the feedback a load replays)."""
-UNPACK_LIMIT = 256 * 2**20
-"""Largest state a stored packed state may inflate to, whatever the state quota is now (it may have
-been lowered since the state was written)."""
-HEAVY_LOAD_FAMILIES = frozenset({"kernel"})
-"""Families whose agents do seconds of set-up when loaded whatever their size (USCA rebuilds its
-kernel approximation)."""
 
 # The statements of the frequent requests, built once (SQLAlchemy reuses their compiled form and cache key).
-_SELECT_OWNER = select(experiments.c.owner_id).where(experiments.c.id == bindparam("experiment_id"))
-_SELECT_STATE = select(experiments.c.state).where(experiments.c.id == bindparam("experiment_id"),
-                                                  experiments.c.version == bindparam("version"))
-# the rows a stored state does not cover all have step >= its ``applied``: a range of the (experiment, step) index
-_SELECT_PENDING = select(feedback.c.step, feedback.c.ticket, feedback.c.payload).where(
-    feedback.c.experiment_id == bindparam("experiment_id"), feedback.c.step >= bindparam("since"),
-    feedback.c.applied.is_(False))
 _SELECT_TOLD_TICKET = select(feedback.c.feedback_hash, feedback.c.ack).where(feedback.c.ticket == bindparam("ticket_text"))
 _INSERT_FEEDBACK = insert(feedback)
 _MARK_COVERED = (update(feedback).where(feedback.c.experiment_id == bindparam("covered_experiment"),
@@ -183,15 +168,6 @@ def _guarantee_json(guarantee: Guarantee) -> dict[str, Any]:
             "description": str(guarantee)}
 
 
-class NeedsThread(Exception):
-    """Raised by an ``inline`` call whose work would block an event loop: call again from a thread.
-
-    Requests of an experiment whose agent is in memory with a small state (the common case) are
-    computed on the event loop directly; a load, or a large state to serialise, goes to a thread.
-    Nothing was changed when it is raised.
-    """
-
-
 class ExperimentService:
     """The service's operations on a store (see the module docstring).
 
@@ -213,138 +189,30 @@ class ExperimentService:
         self.engine = engine
         self.allow_insecure_seeded_noise = allow_insecure_seeded_noise
         self.quotas = quotas or Quotas()
-        self.time_limit = time_limit
+        self._agents = Agents(engine, self.quotas, time_limit)
+        self._live = self._agents.live
         self._secret = ticket_secret(engine)
         # agents arrive from child processes pickled, without running the code that enables OpenDP's
         # "contrib" measurements (the secure noise backend) in this process: enable it here
         import opendp.mod
 
         opendp.mod.enable_features("contrib")
-        self._live = LiveAgents(MAX_LIVE)
         self._locks = ExperimentLocks()
         self._writer = GroupCommitter(engine, on_abort=self._live.forget_all)
 
+    @property
+    def time_limit(self) -> float:
+        """Seconds a child-process job (build, load, sample, upload) may run before it is killed."""
+        return self._agents.time_limit
+
+    @time_limit.setter
+    def time_limit(self, seconds: float) -> None:
+        self._agents.time_limit = seconds
+
     # ------------------------------------------------------------------------------ live agents
-    def _agent(self, owner_id: int, experiment_id: str, cancel: threading.Event | None = None, *,
-               inline: bool = False) -> LiveAgent:
-        """The experiment's agent in memory, up to date (loaded on a miss); call with the experiment's lock held.
-
-        An agent marked stale catches up first (:meth:`_catch_up`). Another key's experiment takes
-        the path of a missing one (its owner is read, then it is refused), so the two answer 404 in the same
-        time. With ``inline`` (the caller is the event loop) a miss, a stale agent, another key's
-        experiment, or an agent whose state is not small raises :class:`NeedsThread` instead of
-        doing slow work.
-        """
-        live = self._live.get(experiment_id)
-        if live is not None and live.owner_id != owner_id:
-            live = None  # another key's experiment does not exist for this key: read as a missing one
-        if inline and (live is None or live.stale or live.state_bytes > LIGHT_STATE_BYTES):
-            raise NeedsThread(experiment_id)
-        if live is None:
-            return self._load(owner_id, experiment_id, cancel)
-        if live.stale:
-            return self._catch_up(owner_id, live, cancel) or live
-        return live
-
-    def _load(self, owner_id: int, experiment_id: str, cancel: threading.Event | None) -> LiveAgent:
-        with self.engine.connect() as connection:
-            row, state = self._stored(connection, owner_id, experiment_id)
-            pending = connection.execute(_SELECT_PENDING, {"experiment_id": experiment_id,
-                                                           "since": row["applied"]}).all()
-        kind = get_kind(row["kind"])
-        params = kind.params.model_validate_json(row["params"])
-        if len(state) <= LIGHT_STATE_BYTES and kind.family.name not in HEAVY_LOAD_FAMILIES:
-            agent = kind.load(params, state)  # milliseconds: cheaper than a child process
-        else:
-            agent = self._adopt(kind, params, state, run_isolated(load_job, kind.name, row["params"], state,
-                                                                  time_limit=self.time_limit, cancel=cancel))
-        live = LiveAgent(row["id"], row["owner_id"], kind, params, agent, len(state),
-                         row["version"], row["applied"], row["told"], bool(row["closed"]), row["insecure_seed"],
-                         {int(step): (ticket, json.loads(payload)) for step, ticket, payload in pending},
-                         json.loads(row["summary"]), snapshot=row["applied"])
-        self._replay(live)
-        self._live.put(live)
-        return live
-
-    def _stored(self, connection: Connection, owner_id: int, experiment_id: str) -> tuple[Any, bytes]:
-        """The experiment's row (without its state) and its state, of one version."""
-        # the owner alone first: another key's experiment is refused after the same work as a missing one
-        # (one statement returning one integer or nothing), whatever the size of its row and state
-        if connection.execute(_SELECT_OWNER, {"experiment_id": experiment_id}).scalar() != owner_id:
-            raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
-        for attempt in range(ATTEMPTS):
-            row = self._owned_row(connection, owner_id, experiment_id)
-            state = connection.execute(_SELECT_STATE, {"experiment_id": experiment_id,
-                                                      "version": row["version"]}).scalar()
-            if state is not None:
-                return row, unpack(bytes(state), max(self.quotas.state_bytes, UNPACK_LIMIT))
-            time.sleep(backoff(attempt))  # written meanwhile by another process: read again
-        raise Retry("the experiment changed in another server process; retry")
-
-    def _catch_up(self, owner_id: int, live: LiveAgent, cancel: threading.Event | None = None) -> LiveAgent | None:
-        """Bring ``live`` up to the stored state; None if it is up to date already.
-
-        First this process's own commits of the agent in flight settle (one that fails breaks it).
-        A broken or dropped agent is loaded again. If the store holds the same state the agent
-        stands on (the same snapshot step: other processes only told steps inside its window), the
-        feedback stored since is replayed on it — no state is read or deserialised; else (a newer
-        snapshot: a window ended, or its feedback is erased) the stored agent is loaded. The row is
-        read before the feedback, so the version taken is never newer than the feedback replayed
-        (a commit computed on it fails, at worst, and is recomputed).
-        """
-        for _digest, in_flight in list(live.in_flight.values()):
-            with contextlib.suppress(Exception):
-                in_flight.result()
-        if live.broken or self._live.get(live.id) is not live:
-            self._live.forget(live.id, live)
-            return self._load(owner_id, live.id, cancel)
-        with self.engine.connect() as connection:
-            row = self._owned_row(connection, owner_id, live.id)
-            if row["version"] == live.version:
-                live.stale = False
-                return None
-            if row["applied"] != live.snapshot or not live.snapshot_committed or row["applied"] > live.applied:
-                pending = None
-            else:
-                pending = connection.execute(_SELECT_PENDING, {"experiment_id": live.id,
-                                                               "since": live.applied}).all()
-        if pending is None:
-            self._live.forget(live.id, live)
-            return self._load(owner_id, live.id, cancel)
-        for step, ticket_text, payload in pending:
-            if int(step) >= live.applied and int(step) not in live.buffered:
-                live.buffered[int(step)] = (ticket_text, json.loads(payload))
-        try:
-            self._replay(live)
-        except BaseException:
-            self._break(live)
-            raise
-        live.version, live.told, live.closed = row["version"], row["told"], bool(row["closed"])
-        live.summary = json.loads(row["summary"])
-        live.stale = False
-        return live
-
-    @staticmethod
-    def _replay(live: LiveAgent) -> None:
-        """Apply the stored feedback of the steps after the stored state's (told since its snapshot), in order.
-
-        These steps lie in the window of actions known at the snapshot (a snapshot is written whenever
-        a window is used up, see :meth:`_apply`), so replaying them draws no noise whose value left
-        the process.
-        """
-        while live.applied in live.buffered:
-            _text, payload = live.buffered.pop(live.applied)
-            live.kind.family.apply(live.agent, live.next_action(), payload)
-            live.applied += 1
-
-    @staticmethod
-    def _adopt(kind: ExperimentKind, params: BaseModel, state: bytes, pickled: bytes | None) -> Any:
-        """The agent a child process built or loaded (from the state itself if it could not be pickled)."""
-        return pickle.loads(pickled) if pickled is not None else kind.load(params, state)
-
     def _submit(self, key: str, work: Callable[[Connection], T], live: LiveAgent | None = None, *,
-                changed: bool = True) -> Future[T]:
-        """Queue ``work``, computed on ``live``, on the commit thread.
+                changed: bool = True, connection: Connection | None = None) -> Future[T]:
+        """Queue ``work``, computed on ``live``, on the commit thread (or run it now on ``connection``).
 
         ``work`` fails with :class:`Retry`, writing nothing, if a commit computed on ``live`` before
         it failed (``live`` is broken: ``work`` may depend on what that commit held). If ``work``
@@ -360,26 +228,24 @@ class ExperimentService:
             try:
                 return work(connection)
             except Retry:
+                self._agents.mark_contended(live.id)  # another process wrote: later tells catch up first
                 if changed:
-                    self._break(live)
+                    self._agents.discard(live)
                 else:
                     live.stale = True
                 raise
             except BaseException:
-                self._break(live)
+                self._agents.discard(live)
                 raise
 
+        if connection is not None:  # in the caller's transaction, which commits it
+            ran: Future[T] = Future()
+            try:
+                ran.set_result(job(connection))
+            except Exception as exc:
+                ran.set_exception(exc)
+            return ran
         return self._writer.submit(key, job)
-
-    def _break(self, live: LiveAgent) -> None:
-        live.broken = True
-        self._live.forget(live.id, live)
-
-    def _owned_row(self, connection: Connection, owner_id: int, experiment_id: str) -> Any:
-        row = connection.execute(SELECT_ROW, {"experiment_id": experiment_id}).mappings().first()
-        if row is None or row["owner_id"] != owner_id:  # another key's experiment does not exist for this key
-            raise NotFound(f"experiment {experiment_id!r} does not exist for this API key")
-        return row
 
     def _locked_row(self, connection: Connection, owner_id: int, experiment_id: str) -> Any:
         """The experiment's row, locked for the transaction, if ``owner_id`` owns it."""
@@ -453,7 +319,7 @@ class ExperimentService:
             connection.execute(insert(experiments).values(
                 id=experiment_id, owner_id=owner_id, name=name or kind_name, kind=kind_name,
                 params=params_json, created_at=now, closed=False, insecure_seed=insecure_seed,
-                epsilon_budget=epsilon_budget, delta_budget=delta_budget, state=state, applied=0,
+                epsilon_budget=epsilon_budget, delta_budget=delta_budget, state=pack(state), applied=0,
                 told=0, version=1, summary=json.dumps(summary),
             ))
             accountant = open_ledger(self.engine, experiment_id, connection=connection, create=True,
@@ -463,7 +329,7 @@ class ExperimentService:
 
         self._writer.submit(f"!{owner_id:012d}", insert_experiment).result()  # "!": key rows lock first
         if built["agent"] is not None:  # kept: the first ask needs no load
-            self._live.put(LiveAgent(experiment_id, owner_id, kind, model, pickle.loads(built["agent"]), len(state),
+            self._agents.keep(LiveAgent(experiment_id, owner_id, kind, model, pickle.loads(built["agent"]), len(state),
                                      1, 0, 0, False, insecure_seed, {}, summary))
         return self.status(owner_id, experiment_id)
 
@@ -493,7 +359,7 @@ class ExperimentService:
     def status(self, owner_id: int, experiment_id: str) -> dict[str, Any]:
         """Progress, done, recommendation once done, released estimates, privacy summary."""
         with self.engine.connect() as connection:
-            row = self._owned_row(connection, owner_id, experiment_id)
+            row = self._agents.owned_row(connection, owner_id, experiment_id)
         return self._status_json(row)
 
     @staticmethod
@@ -513,7 +379,7 @@ class ExperimentService:
     def ledger(self, owner_id: int, experiment_id: str) -> dict[str, Any]:
         """The privacy ledger: guarantee, events (releases) and the budget spent / remaining."""
         with self.engine.connect() as connection:
-            row = self._owned_row(connection, owner_id, experiment_id)
+            row = self._agents.owned_row(connection, owner_id, experiment_id)
         return ledger_report(self.engine, experiment_id, json.loads(row["summary"]))
 
     # ------------------------------------------------------------------------------ ask
@@ -539,7 +405,7 @@ class ExperimentService:
         ``inline``: called from an event loop, which must not wait (see :class:`NeedsThread`).
         """
         with self._locks.hold(experiment_id):
-            live = self._agent(owner_id, experiment_id, inline=inline)
+            live = self._agents.get(owner_id, experiment_id, inline=inline)
             if live.closed:
                 raise Conflict("the experiment is closed", code="closed")
             if not live.kind.family.interactive:
@@ -590,10 +456,18 @@ class ExperimentService:
             raise ServiceError("ticket was issued for another experiment", code="invalid_ticket")
         digest = _feedback_hash(reported)
         with self._locks.hold(experiment_id):
-            live = self._agent(owner_id, experiment_id, inline=inline)
-            if live.state_bytes > LIGHT_STATE_BYTES:  # (never inline) catch up before changing the agent: a
-                # tell computed on a stale one fails at its commit, and a large agent costs seconds to load
-                live = self._catch_up(owner_id, live) or live
+            live = self._agents.get(owner_id, experiment_id, inline=inline)
+            if live.state_bytes > catchup.LIGHT_STATE_BYTES or self._agents.contended(experiment_id):
+                # catch up before changing the agent (a large one, or one another process writes): a tell
+                # computed on a stale agent fails at its commit, and the agent is then loaded again
+                if inline:
+                    raise NeedsThread(experiment_id)
+                if live.state_bytes > catchup.LIGHT_STATE_BYTES or is_sqlite(self.engine):
+                    # (a large agent reloads, if it must, before the row lock: not while others wait for it)
+                    live = self._agents.catch_up(owner_id, live) or live
+                if (self._agents.contended(experiment_id) and not is_sqlite(self.engine)
+                        and not self._may_end_heavy_window(live, ticket)):
+                    return self._tell_locked(owner_id, live, ticket, digest, reported)
             for _attempt in range(ATTEMPTS):
                 try:
                     return self._tell_on(live, ticket, digest, reported, inline=inline)
@@ -602,14 +476,67 @@ class ExperimentService:
                     # since): refused only if the stored state refuses it too
                     if inline:
                         raise NeedsThread(experiment_id) from None
-                    caught_up = self._catch_up(owner_id, live)
+                    caught_up = self._agents.catch_up(owner_id, live)
                     if caught_up is None:
                         raise refusal.error from None
                     live = caught_up
             raise Retry("the experiment keeps changing in other server processes; retry")
 
+    @staticmethod
+    def _may_end_heavy_window(live: LiveAgent, ticket: Ticket) -> bool:
+        """Whether the tell of ``ticket`` may end a window of a heavy agent (seconds in a child process).
+
+        Such a tell is not computed under the experiment's row lock (everyone else's requests of the
+        experiment, and the commits queued behind them, would wait for it): it stays optimistic.
+        Conservative: the buffered steps may fill the window with it.
+        """
+        heavy = live.state_bytes > catchup.LIGHT_STATE_BYTES or live.kind.family.name in catchup.HEAVY_LOAD_FAMILIES
+        return heavy and ticket.step + 1 + len(live.buffered) >= live.applied + len(live.schedule())
+
+    def _tell_locked(self, owner_id: int, live: LiveAgent, ticket: Ticket, digest: str,
+                     reported: Feedback) -> Future[Any]:
+        """:meth:`tell_later` of an experiment another process writes, on PostgreSQL: under its row lock.
+
+        The experiment's row is locked (``SELECT ... FOR UPDATE``) in a transaction of this tell's
+        own; the agent catches up with the store, which no other process can change meanwhile, the
+        tell is computed and written in that transaction, and committed. Processes sharing an
+        experiment thus take turns on it instead of computing tells on stale agents whose commits
+        fail (each failure dropping an agent that is then loaded again). The commits of this
+        agent's earlier tells settle first, so nothing here waits for this
+        process's commit thread, which may itself wait for the lock. Not on SQLite, where a write
+        transaction locks the whole store.
+        """
+        for _digest, in_flight in list(live.in_flight.values()):  # this agent's commits settle first
+            with contextlib.suppress(Exception):
+                in_flight.result()
+        computed = False
+        try:
+            with write_transaction(self.engine) as connection:
+                lock_experiment_row(connection, live.id)
+                live = self._agents.catch_up(owner_id, live) or live
+                for _attempt in range(ATTEMPTS):
+                    try:
+                        committed = self._tell_on(live, ticket, digest, reported, inline=False, connection=connection)
+                        computed = True
+                        break
+                    except _Refusal as refusal:
+                        caught_up = self._agents.catch_up(owner_id, live)
+                        if caught_up is None:
+                            raise refusal.error from None
+                        live = caught_up
+                else:
+                    raise Retry("the experiment keeps changing in other server processes; retry")
+                failure = committed.exception()
+                if failure is not None:
+                    raise failure  # (the job dropped the agent) the transaction rolls back
+        except BaseException:
+            if computed:
+                self._agents.discard(live)  # computed on, and not committed: ahead of the store
+            raise
+        return committed
+
     def _tell_on(self, live: LiveAgent, ticket: Ticket, digest: str, reported: Feedback, *,
-                 inline: bool) -> Future[Any]:
+                 inline: bool, connection: Connection | None = None) -> Future[Any]:
         """:meth:`tell_later` on the agent ``live``; :class:`_Refusal` if this agent refuses the ticket."""
         experiment_id = live.id
         in_flight = live.in_flight.get(ticket.text)
@@ -636,9 +563,9 @@ class ExperimentService:
         try:  # from here on the agent changes: any failure drops it (the store holds the last commit)
             work = self._apply(live, ticket.text, ticket.step, payload, digest, schedule, steps, isolated)
         except BaseException:
-            self._break(live)
+            self._agents.discard(live)
             raise
-        committed = self._submit(experiment_id, work, live)
+        committed = self._submit(experiment_id, work, live, connection=connection)
         live.in_flight[ticket.text] = (digest, committed)
         snapshot = live.snapshot
 
@@ -657,7 +584,7 @@ class ExperimentService:
 
     def _heavy_step(self, live: LiveAgent, count: int, schedule: list[Any]) -> bool:
         """Whether applying ``count`` steps runs in a child process (see :meth:`_apply`)."""
-        heavy = live.state_bytes > LIGHT_STATE_BYTES or live.kind.family.name in HEAVY_LOAD_FAMILIES
+        heavy = live.state_bytes > catchup.LIGHT_STATE_BYTES or live.kind.family.name in catchup.HEAVY_LOAD_FAMILIES
         return heavy and count >= len(schedule)  # the window is used up: a phase ends
 
     def _apply(self, live: LiveAgent, ticket_text: str, step: int, payload: dict[str, Any], digest: str,
@@ -682,7 +609,7 @@ class ExperimentService:
             fresh = run_isolated(apply_job, live.kind.name, live.params.model_dump_json(), portable(live.agent),
                                  [(schedule[i], step_payload) for i, (_text, step_payload) in enumerate(steps)],
                                  time_limit=self.time_limit)
-            live.agent = self._adopt(live.kind, live.params, fresh["state"], fresh["agent"])
+            live.agent = self._agents.adopt(live.kind, live.params, fresh["state"], fresh["agent"])
         else:
             for i, (_text, step_payload) in enumerate(steps):
                 family.apply(live.agent, schedule[i], step_payload)
@@ -782,7 +709,7 @@ class ExperimentService:
         a path of the server.
         """
         with self._locks.hold(experiment_id):
-            live = self._agent(owner_id, experiment_id, cancel)
+            live = self._agents.get(owner_id, experiment_id, cancel)
             family: Any = live.kind.family
             if family.interactive or not callable(getattr(family, "read_upload", None)):
                 raise Conflict(f"a {live.kind.name} experiment takes ask/tell feedback, not an upload",
@@ -803,9 +730,9 @@ class ExperimentService:
                                     previous=live.summary)
             expected = live.version
             self._submit(experiment_id, lambda connection: compare_and_set(
-                connection, experiment_id, expected, state=fitted["state"], summary=json.dumps(summary)),
+                connection, experiment_id, expected, state=pack(fitted["state"]), summary=json.dumps(summary)),
                 live).result()
-            live.agent = self._adopt(live.kind, live.params, fitted["state"], fitted["agent"])
+            live.agent = self._agents.adopt(live.kind, live.params, fitted["state"], fitted["agent"])
             live.version, live.summary = expected + 1, summary
         return self.status(owner_id, experiment_id)
 
@@ -837,7 +764,7 @@ class ExperimentService:
     def _sample_once(self, owner_id: int, experiment_id: str, size: int, context: list[float] | None,
                      cancel: threading.Event | None) -> dict[str, Any]:
         with self._locks.hold(experiment_id):
-            live = self._agent(owner_id, experiment_id, cancel)
+            live = self._agents.get(owner_id, experiment_id, cancel)
             family = live.kind.family
             if family.run_event:
                 raise Conflict(f"a {live.kind.name} experiment releases its recommendation in its "
@@ -866,14 +793,14 @@ class ExperimentService:
 
             def release(connection: Connection) -> dict[str, Any]:
                 # the state drawn from covers every applied step: it is a snapshot (see _apply)
-                compare_and_set(connection, experiment_id, expected, state=drawn["state"], applied=applied)
+                compare_and_set(connection, experiment_id, expected, state=pack(drawn["state"]), applied=applied)
                 _cover(connection, experiment_id, since, applied)
                 accountant = open_ledger(self.engine, experiment_id, connection=connection)
                 spend_or_refuse(accountant, guarantee, size, label="sample", connection=connection)  # authoritative
                 return budget_json(accountant, connection=connection)
 
             budget = self._submit(experiment_id, release, live).result()
-            live.agent = self._adopt(live.kind, live.params, drawn["state"], drawn["agent"])
+            live.agent = self._agents.adopt(live.kind, live.params, drawn["state"], drawn["agent"])
             live.version, live.snapshot, live.snapshot_committed = expected + 1, applied, True
         return {"samples": drawn["samples"], **budget}
 

@@ -19,8 +19,11 @@ features of the active arms.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from typing import cast
 
@@ -104,8 +107,21 @@ class DPBAIPlanner:
         self.n_arms = schedule.n_arms
         self.n_phases = schedule.n_phases
         self._designs: dict[tuple[int, ...], tuple[int, FloatArray, IntArray, str]] = {}
+        self._plans: OrderedDict[tuple[int, Hashable], PhasePlan] = OrderedDict()
+        self._key: tuple[object, ...] | None = None  # set by shared_planner: the public parameters it is kept under
         nu = schedule.max_pulled_dp_bai() if use_max_det else np.asarray(schedule.sizes[:-1])
         self.effective_budget = schedule.effective_budget(budget, budget_mode=budget_mode, max_pulled=nu)
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Unpickle; the planner becomes the process's shared one of its parameters if there is none yet.
+
+        The server receives agents built or loaded by its child processes pickled: the next agent of
+        those parameters in the server process then plans nothing.
+        """
+        self.__dict__.update(state)
+        key = getattr(self, "_key", None)
+        if key is not None:
+            _keep_planner(key, self)
 
     def _design(self, active_tuple: tuple[int, ...]) -> tuple[int, FloatArray, IntArray, str]:
         """(d_p, α, pulled arms, branch) of an active set, cached by the active set."""
@@ -132,7 +148,25 @@ class DPBAIPlanner:
         return (tuple(range(self.n_arms)), 0)
 
     def plan(self, phase: int, state: Hashable) -> PhasePlan:
-        """Plan phase ``phase`` from (active arms, pulls used)."""
+        """Plan phase ``phase`` from (active arms, pulls used); the latest plans are remembered.
+
+        A plan is a pure function of the planner's public parameters and of ``(phase, state)``; the
+        :data:`_PLANS_KEPT` latest are kept (a load of a saved agent validates its state against the
+        plan of its phase several times, and an agent of a planner shared by :func:`shared_planner`
+        starts from the plan another one computed).
+        """
+        key = (phase, state)
+        found = self._plans.get(key)
+        if found is not None:
+            return found
+        made = self._plan(phase, state)
+        with _GUARD:
+            self._plans[key] = made
+            while len(self._plans) > _PLANS_KEPT:
+                self._plans.popitem(last=False)
+        return made
+
+    def _plan(self, phase: int, state: Hashable) -> PhasePlan:
         active_tuple, used = cast(tuple[tuple[int, ...], int], state)
         active = np.asarray(active_tuple, dtype=np.int64)
         d_p, alpha, pulled, branch = self._design(active_tuple)
@@ -156,6 +190,54 @@ class DPBAIPlanner:
         return (survivors, cast(tuple[tuple[int, ...], int], state)[1] + plan.total_pulls)
 
 
+_PLANS_KEPT = 64
+"""Plans a :class:`DPBAIPlanner` remembers (see :meth:`DPBAIPlanner.plan`)."""
+_PLANNERS_KEPT = 8
+"""Planners :func:`shared_planner` keeps (the most recently used)."""
+_PLANNERS: OrderedDict[tuple[object, ...], DPBAIPlanner] = OrderedDict()
+_GUARD = threading.Lock()
+
+
+def shared_planner(features: FloatArray, budget: int, schedule: PhaseSchedule, *, schedule_name: str, dim: int,
+                   budget_mode: str, noise_kind: str, noise_multiplier: float, use_max_det: bool,
+                   maxdet: str) -> DPBAIPlanner:
+    """The process's planner of these public parameters (a new one the first time).
+
+    Planning a phase is expensive for many arms (the span of K = 1000 features, a singular value
+    decomposition of seconds), and it is a pure function of the algorithm's public parameters: the
+    features (keyed by the SHA-256 of their bytes, shape and type), the budget, the schedule, the
+    budget mode, the noise and the Max-Det method. Algorithms built with equal parameters -- every
+    load of a saved agent rebuilds its algorithm -- share one planner and its remembered plans.
+    Nothing of an agent's state is part of the key: a saved state is validated against the plans
+    whoever computed them.
+    """
+    contiguous = np.ascontiguousarray(features)
+    key = (hashlib.sha256(contiguous.tobytes()).hexdigest(), contiguous.shape, contiguous.dtype.str, int(budget),
+           schedule_name, schedule.n_arms, int(dim), budget_mode, noise_kind, float(noise_multiplier),
+           bool(use_max_det), maxdet)
+    with _GUARD:
+        planner = _PLANNERS.get(key)
+        if planner is not None:
+            _PLANNERS.move_to_end(key)
+            return planner
+    kept = contiguous.copy()  # the planner's own read-only copy: a caller's later change to its array is not shared
+    kept.setflags(write=False)
+    planner = DPBAIPlanner(kept, budget, schedule, budget_mode=budget_mode, noise_kind=noise_kind,
+                           noise_multiplier=noise_multiplier, use_max_det=use_max_det, maxdet=maxdet)
+    planner._key = key
+    return _keep_planner(key, planner)
+
+
+def _keep_planner(key: tuple[object, ...], planner: DPBAIPlanner) -> DPBAIPlanner:
+    """The process's planner under ``key``: ``planner`` unless one is kept already."""
+    with _GUARD:
+        planner = _PLANNERS.setdefault(key, planner)
+        _PLANNERS.move_to_end(key)
+        while len(_PLANNERS) > _PLANNERS_KEPT:
+            _PLANNERS.popitem(last=False)
+    return planner
+
+
 class _DPBAIFamily(PhasedAlgorithm):
     _use_max_det = True
     _name = "DP-BAI"
@@ -172,9 +254,10 @@ class _DPBAIFamily(PhasedAlgorithm):
             dim = max(int(np.linalg.matrix_rank(self.features)), 1)
         self.schedule = dp_bai_schedule(n_arms, dim, schedule=schedule)
         self.budget_mode = budget_mode
-        self.planner = DPBAIPlanner(self.features, self.budget, self.schedule, budget_mode=budget_mode,
-                                    noise_kind=noise_kind, noise_multiplier=noise_multiplier,
-                                    use_max_det=self._use_max_det, maxdet=maxdet)
+        self.planner = shared_planner(self.features, self.budget, self.schedule, schedule_name=schedule,
+                                      dim=dim, budget_mode=budget_mode, noise_kind=noise_kind,
+                                      noise_multiplier=noise_multiplier, use_max_det=self._use_max_det,
+                                      maxdet=maxdet)
         self._set_common(tie_break, clip_rewards, allow_out_of_range)
 
 
