@@ -79,20 +79,16 @@ import hashlib
 import json
 import pickle
 import secrets
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
 from pydantic import ValidationError
 from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 
 from dpbandits._core.errors import (
-    NotFittedError,
     PrivacyBudgetExceededError,
 )
 from dpbandits.privacy.accounting import Accountant
@@ -108,17 +104,16 @@ from dpbandits.serve.errors import (
     ServiceError,
     library_error_status,
 )
-from dpbandits.serve.jobs import apply_job, build_job, portable, sample_job, upload_job
+from dpbandits.serve.jobs import apply_job, build_job, portable
 from dpbandits.serve.kinds import Feedback, get_kind
-from dpbandits.serve.leases import forget_applied, pick_step
-from dpbandits.serve.ledger import budget_json, finite_or_none, ledger_report, open_ledger, spend_or_refuse
+from dpbandits.serve.leases import pick_step
+from dpbandits.serve.ledger import ledger_report, open_ledger, spend_or_refuse
 from dpbandits.serve.limits import check_release_affordable
 from dpbandits.serve.live import LiveAgent
 from dpbandits.serve.locking import (
     ATTEMPTS,
     ExperimentLocks,
     GroupCommitter,
-    backoff,
     compare_and_set,
     done_future,
     lock_experiment_row,
@@ -129,6 +124,7 @@ from dpbandits.serve.locking import (
 )
 from dpbandits.serve.packing import pack
 from dpbandits.serve.quotas import Quotas
+from dpbandits.serve.releases import OfflineReleases, cover, guarantee_json
 from dpbandits.serve.storage import api_keys, experiments, feedback, is_sqlite, ticket_secret
 from dpbandits.serve.tickets import Ticket, issue_ticket, parse_ticket, ticket_matches
 from dpbandits.serve.workers import run_isolated
@@ -144,10 +140,6 @@ SNAPSHOT_EVERY = 64
 # The statements of the frequent requests, built once (SQLAlchemy reuses their compiled form and cache key).
 _SELECT_TOLD_TICKET = select(feedback.c.feedback_hash, feedback.c.ack).where(feedback.c.ticket == bindparam("ticket_text"))
 _INSERT_FEEDBACK = insert(feedback)
-_MARK_COVERED = (update(feedback).where(feedback.c.experiment_id == bindparam("covered_experiment"),
-                                       feedback.c.step >= bindparam("since"), feedback.c.step < bindparam("covered"),
-                                       feedback.c.applied.is_(False))
-                 .values(applied=True, payload=None))
 _SAME_VERSION = (experiments.c.id == bindparam("experiment_id")) & (experiments.c.version == bindparam("expected"))
 _COUNT_TELL = update(experiments).where(_SAME_VERSION).values(told=bindparam("new_told"), version=bindparam("new_version"))
 _WRITE_STATE = update(experiments).where(_SAME_VERSION).values(
@@ -161,14 +153,7 @@ def _feedback_hash(payload: Feedback) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _guarantee_json(guarantee: Guarantee) -> dict[str, Any]:
-    return {"epsilon": finite_or_none(guarantee.epsilon), "delta": guarantee.delta, "unit": guarantee.unit,
-            "neighbouring": str(getattr(guarantee.neighbouring, "value", guarantee.neighbouring)),
-            "reference": guarantee.reference, "per_instance": bool(guarantee.per_instance),
-            "description": str(guarantee)}
-
-
-class ExperimentService:
+class ExperimentService(OfflineReleases):
     """The service's operations on a store (see the module docstring).
 
     Parameters
@@ -297,7 +282,7 @@ class ExperimentService:
         guarantee: Guarantee | None = built["guarantee"]
         privacy: dict[str, Any] | None = None
         if guarantee is not None:  # ask/tell kinds: the run is one release, paid now
-            privacy = _guarantee_json(guarantee)
+            privacy = guarantee_json(guarantee)
             if not guarantee.is_finite:
                 raise ServiceError(f"these parameters give no finite privacy guarantee ({guarantee}); "
                                    "the service runs private experiments only", code="not_private")
@@ -648,7 +633,7 @@ class ExperimentService:
                 raise Retry("the experiment changed in another server process; retry")
             connection.execute(_INSERT_FEEDBACK, row)
             if snapshot:
-                _cover(connection, experiment_id, since, applied)
+                cover(connection, experiment_id, since, applied)
             return ack
 
         return store
@@ -697,113 +682,6 @@ class ExperimentService:
 
             return self._submit(experiment_id, close_live, live)
 
-    # ------------------------------------------------------------------------------ offline data
-    def upload(self, owner_id: int, experiment_id: str, data: bytes, *, file_format: str,
-               action_column: str = "action", reward_column: str = "reward", clip: bool = False,
-               cancel: threading.Event | None = None) -> dict[str, Any]:
-        """Fit an offline experiment's policy to uploaded logged data (CSV or Parquet), once.
-
-        The data never leaves the server and nothing about it is returned: the response is the
-        status (fitted, and the guarantee of one sample over the declared domain). Parsed and fitted
-        in a child process (time limit, ``cancel``); error messages name "the uploaded file", never
-        a path of the server.
-        """
-        with self._locks.hold(experiment_id):
-            live = self._agents.get(owner_id, experiment_id, cancel)
-            family: Any = live.kind.family
-            if family.interactive or not callable(getattr(family, "read_upload", None)):
-                raise Conflict(f"a {live.kind.name} experiment takes ask/tell feedback, not an upload",
-                               code="not_offline")
-            if live.closed:
-                raise Conflict("the experiment is closed", code="closed")
-            if family.done(live.agent):
-                raise Conflict("logged data was already uploaded to this experiment", code="already_fitted")
-            options = {"file_format": file_format, "action_column": action_column, "reward_column": reward_column,
-                       "clip": clip}
-            with tempfile.TemporaryDirectory() as directory:
-                path = Path(directory) / f"upload.{file_format}"
-                path.write_bytes(data)
-                fitted = run_isolated(upload_job, live.kind.name, live.params.model_dump_json(), portable(live.agent),
-                                      str(path), options, time_limit=self.time_limit, cancel=cancel)
-            self.quotas.check_state(fitted["state"])
-            summary = self._summary(fitted["summary"], privacy=_guarantee_json(fitted["guarantee"]),
-                                    previous=live.summary)
-            expected = live.version
-            self._submit(experiment_id, lambda connection: compare_and_set(
-                connection, experiment_id, expected, state=pack(fitted["state"]), summary=json.dumps(summary)),
-                live).result()
-            live.agent = self._agents.adopt(live.kind, live.params, fitted["state"], fitted["agent"])
-            live.version, live.summary = expected + 1, summary
-        return self.status(owner_id, experiment_id)
-
-    # ------------------------------------------------------------------------------ sample
-    def sample(self, owner_id: int, experiment_id: str, size: int, context: list[float] | None,
-               cancel: threading.Event | None = None) -> dict[str, Any]:
-        """Release ``size`` private samples (KL-offline actions, USCA recommendations at ``context``).
-
-        The budget is checked before anything is drawn (over budget: 409 ``budget_exceeded``); the
-        samples are drawn in a child process (time limit, ``cancel``); the ledger row, the budget
-        check again (another process may have spent meanwhile) and the new state are written in one
-        transaction. Samples drawn by a transaction that did not commit never leave the server.
-
-        Privacy
-        -------
-        Each sample is one use of the kind's mechanism and spends its guarantee (KL-MAB: ε over the
-        declared domain N(a) >= min_count, add/remove of one logged record; USCA: ε-joint-DP for one
-        round's context and reward); samples compose on the experiment's accountant.
-        """
-        for attempt in range(ATTEMPTS):
-            try:
-                return self._sample_once(owner_id, experiment_id, size, context, cancel)
-            except Retry:
-                if attempt == ATTEMPTS - 1:
-                    raise
-                time.sleep(backoff(attempt))
-        raise AssertionError("unreachable")
-
-    def _sample_once(self, owner_id: int, experiment_id: str, size: int, context: list[float] | None,
-                     cancel: threading.Event | None) -> dict[str, Any]:
-        with self._locks.hold(experiment_id):
-            live = self._agents.get(owner_id, experiment_id, cancel)
-            family = live.kind.family
-            if family.run_event:
-                raise Conflict(f"a {live.kind.name} experiment releases its recommendation in its "
-                               "status, not by sampling", code="not_sampling")
-            if live.closed:
-                raise Conflict("the experiment is closed", code="closed")
-            try:
-                guarantee = family.guarantee(live.agent)
-            except NotFittedError as exc:
-                raise Conflict(str(exc), code="not_ready") from None
-            accountant = open_ledger(self.engine, experiment_id)
-            if not accountant.can_spend(guarantee, size):  # before anything is drawn
-                spent = accountant.spent().epsilon
-                raise Conflict(f"{size} sample(s) of ε = {guarantee.epsilon:g} each would exceed the "
-                               f"experiment's epsilon_budget = {accountant.epsilon_budget:g} (spent: {spent:g})",
-                               code="budget_exceeded")
-            seed = (None if live.insecure_seed is None
-                    else np.random.SeedSequence([live.insecure_seed, len(accountant.entries())]))
-            try:
-                drawn = run_isolated(sample_job, live.kind.name, live.params.model_dump_json(), portable(live.agent),
-                                     size, context, seed, time_limit=self.time_limit, cancel=cancel)
-            except NotFittedError as exc:
-                raise Conflict(str(exc), code="not_ready") from None
-            self.quotas.check_state(drawn["state"])
-            expected, since, applied = live.version, live.snapshot, live.applied
-
-            def release(connection: Connection) -> dict[str, Any]:
-                # the state drawn from covers every applied step: it is a snapshot (see _apply)
-                compare_and_set(connection, experiment_id, expected, state=pack(drawn["state"]), applied=applied)
-                _cover(connection, experiment_id, since, applied)
-                accountant = open_ledger(self.engine, experiment_id, connection=connection)
-                spend_or_refuse(accountant, guarantee, size, label="sample", connection=connection)  # authoritative
-                return budget_json(accountant, connection=connection)
-
-            budget = self._submit(experiment_id, release, live).result()
-            live.agent = self._agents.adopt(live.kind, live.params, drawn["state"], drawn["agent"])
-            live.version, live.snapshot, live.snapshot_committed = expected + 1, applied, True
-        return {"samples": drawn["samples"], **budget}
-
 
 class _Refusal(Exception):
     """A tell refused by the agent in memory: ``error`` is the answer if the stored state refuses it too."""
@@ -811,15 +689,6 @@ class _Refusal(Exception):
     def __init__(self, error: ServiceError) -> None:
         super().__init__(str(error))
         self.error = error
-
-
-def _cover(connection: Connection, experiment_id: str, since: int, covered: int) -> None:
-    """A state covering the steps below ``covered`` was written: erase their raw feedback and leases.
-
-    The rows below ``since`` (the previous stored state's step) are covered already.
-    """
-    connection.execute(_MARK_COVERED, {"covered_experiment": experiment_id, "since": since, "covered": covered})
-    forget_applied(connection, experiment_id, covered)
 
 
 def _in_order(live: LiveAgent, ticket_text: str, step: int, payload: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
