@@ -122,6 +122,24 @@ def test_a_local_dask_cluster_keeps_glibcs_malloc_defaults_in_its_workers() -> N
     assert list(found.values()) == [None]
 
 
+@pytest.mark.slow
+def test_a_dask_cluster_started_earlier_in_the_process_does_not_hand_its_trim_threshold_to_ours(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dask nanny writes MALLOC_TRIM_THRESHOLD_ into its own process's environment: after any earlier
+    local cluster in this process (the user's, or one with dask's defaults) the variable is there, and
+    every later worker inherited it (this test failed inside the whole suite for that reason)."""
+    import os
+
+    import dask
+
+    dasks = dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_")
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", str(dasks))  # what an earlier cluster leaves behind
+    with DaskBackend(workers=1) as backend:
+        found = backend._client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    assert list(found.values()) == [None]
+    assert os.environ["MALLOC_TRIM_THRESHOLD_"] == str(dasks)  # put back for whoever set it
+
+
 def test_the_process_backend_runs_a_small_study_here_and_says_so(tmp_path: Path, seed: int) -> None:
     """Issue 17: never slower than serial — a study too small for the pool to gain runs in this process."""
     notes: list[str] = []

@@ -365,6 +365,28 @@ class ProcessBackend:
         return {"backend": self.name, "workers": self.workers, "start_method": _start_method()}
 
 
+@contextlib.contextmanager
+def _without_dasks_trim_threshold(dask: Any) -> Iterator[None]:
+    """Spawn workers without the MALLOC_TRIM_THRESHOLD_ an earlier dask cluster left in this process.
+
+    A dask nanny writes its pre-spawn variables into its own process's environment (the caller's, for a
+    local cluster), so one earlier cluster in this process -- the user's, or a run with other settings
+    -- would hand the value to our workers too. A value equal to dask's own setting is taken out while
+    the workers spawn and put back after; a different value is the user's, and is kept.
+    """
+    name = "MALLOC_TRIM_THRESHOLD_"
+    dasks = dask.config.get(f"distributed.nanny.pre-spawn-environ.{name}", None)
+    inherited = os.environ.get(name)
+    left_by_dask = inherited is not None and dasks is not None and inherited == str(dasks)
+    if left_by_dask:
+        del os.environ[name]
+    try:
+        yield
+    finally:
+        if left_by_dask and inherited is not None:
+            os.environ[name] = inherited
+
+
 class DaskBackend:
     """A ``dask.distributed`` cluster.
 
@@ -432,7 +454,8 @@ class DaskBackend:
             # back; it also fixes glibc's mmap threshold, so that every array over 128 KiB is mapped
             # and unmapped anew (on Figure 1: 2.2 s of system time instead of 0.5 s, and about a
             # quarter more CPU in all). A local cluster lives for one run: its workers keep glibc's default.
-            with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+            with _without_dasks_trim_threshold(dask), \
+                    dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
                 self._cluster = LocalCluster(
                     n_workers=self.workers,
                     threads_per_worker=1,
