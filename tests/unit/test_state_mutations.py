@@ -75,8 +75,10 @@ FREE_IN: dict[str, dict[str, str]] = {
 """Fields of one subject whose accepted changes are states of another run, given its rules (why)."""
 
 GAPS: dict[str, dict[str, str]] = {
-    "rucb": {"policy.hypothesis": "an arm of C (the rule), but whether some earlier round's C was that arm alone "
-                                  "depends on the order of the outcomes, which the agent does not keep"},
+    "rucb": {"policy.hypothesis": "an arm of C that some earlier round could have had alone (the rule: enough rounds, "
+                                  "every other arm beaten often enough by one arm), but whether one did and the arm "
+                                  "stayed in C since depends on the order of the outcomes, which the agent does not "
+                                  "keep"},
     "usca": {"_rounds": "one round more is one with reward 0 (Φᵀy unchanged); one fewer needs Φᵀy to be a sum of "
                         "fewer rounds' terms, which the streamed reward vector cannot show"},
 }
