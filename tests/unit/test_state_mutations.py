@@ -64,6 +64,8 @@ FREE_IN: dict[str, dict[str, str]] = {
     "ldp-ebs": {"time": "rounds of the committed self-duel (pinned by the pair counts until one arm is left)",
                 "_pair_wins": "randomised responses of other duels: a win against or of an eliminated arm left "
                               "the active arms' counters (whose sums are checked) with its retirement"},
+    "usca": {f"_rounds {kind}": "more rounds with the same Φᵀy: rounds of reward 0 (any context) add nothing to "
+                                "Φᵀy, up to the horizon (its rule)" for kind in ("+1", "x100", "2^40")},
     "kl-linear": {"n_records_": "more records of features φ = 0 (they add nothing to Σ_D or Φᵀr); fewer break "
                                 "the trace rule"},
     "interleaved-filter": {"_wins": "other outcomes: every count inside the band n/2 ± √(n·ln(1/δ)) after n sweeps "
@@ -72,16 +74,20 @@ FREE_IN: dict[str, dict[str, str]] = {
               "rewards": "raw data: other rewards within ±reward_bound (the statistics are recomputed from the rows)"}
        for name in ("feature-ridge", "feature-ridge-released", "gp-uniform", "cgp-ucb")},
 }
-"""Fields of one subject whose accepted changes are states of another run, given its rules (why)."""
+"""Fields of one subject whose accepted changes are states of another run, given its rules (why): a key
+``"field kind"`` names one kind of change of the field only."""
 
 GAPS: dict[str, dict[str, str]] = {
-    "rucb": {"policy.hypothesis": "an arm of C (the rule), but whether some earlier round's C was that arm alone "
-                                  "depends on the order of the outcomes, which the agent does not keep"},
-    "usca": {"_rounds": "one round more is one with reward 0 (Φᵀy unchanged); one fewer needs Φᵀy to be a sum of "
-                        "fewer rounds' terms, which the streamed reward vector cannot show"},
+    "rucb": {"policy.hypothesis": "an arm of C that some earlier round could have had alone (the rule: enough rounds, "
+                                  "every other arm beaten often enough by one arm), but whether one did and the arm "
+                                  "stayed in C since depends on the order of the outcomes, which the agent does not "
+                                  "keep"},
+    "usca": {"_rounds -1": "one round fewer needs Φᵀy to be a sum of fewer rounds' terms φ(xₜ, cₜ)·yₜ (a Minkowski "
+                           "sum of non-convex sets), which the streamed reward vector cannot show; only its norm "
+                           "bound is checked"},
 }
 """Accepted changes not proven reachable or refused (path-dependent or streamed state), each with why:
-named so that any other acceptance fails."""
+named (a field, or ``"field kind"``) so that any other acceptance fails."""
 
 
 def _canonical(data: bytes) -> Any:
@@ -108,9 +114,10 @@ def _outcome(name: str, mutation: Mutation) -> str:
     assert _canonical(quietly(reloaded.to_bytes)) == _canonical(again), f"{name} {mutation.field} {mutation.kind}"
     quietly(lambda: _drive(loaded))
     field = _field(mutation)
-    if any(re.search(pattern, field) for pattern in FREE) or field in FREE_IN.get(name, {}):
+    named = {field, f"{field} {mutation.kind}"}
+    if any(re.search(pattern, field) for pattern in FREE) or named & set(FREE_IN.get(name, {})):
         return "free"
-    if re.sub(r"\.\d+", "", field) in GAPS.get(name, {}):
+    if {re.sub(r"\.\d+", "", key) for key in named} & set(GAPS.get(name, {})):
         return "gap"
     return "unreachable"
 

@@ -24,7 +24,7 @@ from dpbandits.algorithms.dueling.beat_the_mean import BeatTheMean
 from dpbandits.algorithms.dueling.copeland_confidence_bound import CopelandConfidenceBound
 from dpbandits.algorithms.dueling.interleaved_filter import InterleavedFilter
 from dpbandits.algorithms.dueling.rmed import RMED1
-from dpbandits.algorithms.dueling.rucb import RUCB, rucb_upper
+from dpbandits.algorithms.dueling.rucb import RUCB, _first_single_round, _hypothesis_consistent, rucb_upper
 
 Change = Callable[[dict[str, Any], dict[str, np.ndarray]], None]
 
@@ -132,6 +132,41 @@ def test_rucb_refuses_a_hypothesis_outside_the_candidates_of_its_last_step() -> 
 
 def test_rucb_refuses_a_hypothesis_before_the_first_step() -> None:
     _refused(RUCB(4, 10, rng=3), _array("hypothesis", _set((0,), 1)), "rule hypothesis")
+
+
+def test_rucb_refuses_a_hypothesis_in_c_that_no_earlier_round_could_have_had_alone() -> None:
+    """B is set only when C is one arm, which needs every other arm to have lost more than 4α·ln s duels
+    to one arm by round s: with 4 arms not before round 20, and not with an arm beaten 4 times at most."""
+    assert _first_single_round(4, 0.51) == (20, 7) and _first_single_round(3, 0.51) == (11, 5)
+    agent = _play(RUCB(4, 300, rng=3), 12, [0.0] * 4)
+    agent.ask()
+    candidates = np.flatnonzero((rucb_upper(agent._policy.wins, agent.time + 1, agent.alpha)[0] >= 0.5).all(axis=1))
+    assert candidates.size > 1 and agent._policy.hypothesis[0] == -1
+    _refused(agent, _array("hypothesis", _set((0,), int(candidates[0]))), "rule hypothesis")
+    # arms 0 and 1 even (4 wins each), both beat arm 2: C = {0, 1}, but arm 1 never lost 5 duels to one arm
+    wins = np.array([[[0.0, 4.0, 16.0], [4.0, 0.0, 16.0], [0.0, 0.0, 0.0]]])
+    three = RUCB(3, 100, rng=3)
+    for h, asked, holds in ((0, (0, 1), False), (-1, (0, 1), True), (0, None, False)):
+        fields = {"policy": {"wins": wins, "hypothesis": np.array([h])}, "time": 40, "_asked": asked}
+        assert bool(_hypothesis_consistent(three, fields)) is holds
+
+
+def test_rucb_sets_its_hypothesis_as_early_as_its_rule_allows_and_every_state_loads() -> None:
+    """The rule's earliest round is attained (two arms, one always winning: round 4), so it is tight there,
+    and every state of such runs, where C shrinks as fast as it can, loads."""
+    earliest = []
+    for alpha in (0.51, 1.0):
+        agent = RUCB(2, 40, alpha=alpha, rng=0)
+        first = None
+        for _ in range(40):
+            Persistable.from_bytes(agent.to_bytes())
+            pair = agent.ask()
+            Persistable.from_bytes(agent.to_bytes())
+            if first is None and agent._policy.hypothesis[0] >= 0:
+                first = agent.time + 1
+            agent.tell(pair, first_wins=pair[0] < pair[1])  # arm 0 always wins
+        earliest.append((first, _first_single_round(2, alpha)[0]))
+    assert earliest == [(4, 4), (11, 11)]
 
 
 # ----------------------------------------------------------------------------- Copeland Confidence Bound

@@ -334,3 +334,21 @@ def test_loading_a_pickled_numpy_file_does_not_suggest_an_option_load_lacks(tmp_
     with pytest.raises(DataFormatError, match="not a dpbandits state file") as caught:
         dpbandits.load(path)
     assert "allow_pickle" not in str(caught.value)
+
+
+@pytest.mark.slow  # USCA rebuilds its public precomputation at each load
+def test_usca_more_rounds_with_the_same_reward_vector_are_the_state_after_rounds_of_reward_zero() -> None:
+    """The reachability argument for a larger ``_rounds`` (feature backend): the file edited to say 2 more
+    rounds is the state the run reaches by telling 2 rounds of reward 0 (any contexts), and acts alike."""
+    from statefiles import canonical_state
+    from test_state_files_fuzz import _contexts, _usca
+
+    agent = quietly(_usca)
+    edited = edit(agent.to_bytes(), lambda meta, members: state(meta).update(_rounds=agent._rounds + 2))
+    loaded = quietly(lambda: Persistable.from_bytes(edited, context_generator=_contexts))
+    agent.tell(np.array([0.3]), 0.0)  # the fast path of one round
+    agent.observe(np.array([[0.9]]), [0.0])  # the batched path
+    assert canonical_state(quietly(loaded.to_bytes)) == canonical_state(quietly(agent.to_bytes))
+    for rounds in (agent, loaded):
+        rounds.observe(_contexts(2, 5), [0.4, -1.0])
+    assert np.array_equal(loaded.mechanism_log_probabilities([0.3]), agent.mechanism_log_probabilities([0.3]))

@@ -21,6 +21,7 @@ Dueling Bandit Problem", ICML 2014, Algorithm 1 (α > ½; regret O(K² + K·log 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,9 +108,43 @@ def rucb_step(
     return first, second, hypothesis
 
 
+def _first_single_round(n_arms: int, alpha: float) -> tuple[int, int]:
+    """(s, m): no round before s can have C = one arm, and one with C = {h} at round >= s needs m losses.
+
+    At round s the step reads the wins of the first s − 1 rounds. An arm i is outside C when
+    U_ij < ½ for some j ≠ i, with w wins and l losses against j: w/n + √(α·ln s/n) < ½ (n = w + l).
+    Then w < l, so α·ln s < (l − w)²/(4n) <= l/4: i lost more than 4α·ln s duels to one arm. C is one
+    arm only when the K − 1 others each did, in distinct entries of the wins, so s − 1 >= (K − 1)·m(s)
+    with m(s) the least integer above 4α·ln s (and s >= 2: round 1 reads no wins, C is every arm).
+    The least such s is at least the least s >= 2 with s − 1 >= (K − 1)·4α·ln s (found by bisection:
+    s − 1 − c·ln s increases for s > c), and m is non-decreasing in s, so (s, m(s)) at that s are bounds
+    every round with a single candidate obeys. A relative slack of 1e-9 keeps rounding on the side of
+    accepting.
+    """
+    slack = 1.0 - 1e-9
+    c = (n_arms - 1) * 4.0 * alpha * slack
+
+    def enough(s: int) -> bool:  # false on [2, root), true after (s − 1 − c·ln s is 0 at 1, convex)
+        return s - 1 >= c * math.log(s)
+
+    low, high = 2, 2
+    while not enough(high):
+        high *= 2
+    while low < high:  # bisection: the least s >= 2 with s − 1 >= c·ln s
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle + 1, high)
+    return low, max(1, math.ceil(4.0 * alpha * math.log(low) * slack))
+
+
 def _hypothesis_consistent(agent: RUCB, state: dict[str, Any]) -> bool:
     """Whether the last step could leave ``hypothesis`` (see the schema's rule)."""
     wins, h, time = state["policy"]["wins"][0], int(state["policy"]["hypothesis"][0]), state["time"]
+    if h >= 0:  # set at some round s (up to the asked one) when C = {h}: enough rounds, and others' losses
+        first, losses = _first_single_round(wins.shape[0], agent.alpha)
+        others = np.where(np.eye(wins.shape[0], dtype=bool), 0.0, wins)  # self-duels decide nothing
+        beaten = others.max(axis=0) >= losses  # arm i lost at least `losses` duels to one arm j (wins[j, i])
+        if first > time + (state["_asked"] is not None) or not np.delete(beaten, h).all():
+            return False
     if state["_asked"] is not None:  # the step of round time + 1 read today's wins
         candidates = (rucb_upper(wins[None], time + 1, agent.alpha)[0] >= 0.5).all(axis=1)
         return (h == -1 and candidates.sum() != 1) or (h >= 0 and bool(candidates[h]))
@@ -222,7 +257,11 @@ class RUCB(RoundAgent):
         WINS_SUM_IS_TIME,
         rule("hypothesis: as the last step left it: −1 before the first step and while C is not a single arm, the "
              "arm of C when C is one arm, else an arm of C (C of the wins the step read: today's wins with a pair "
-             "asked, else today's wins less the last round's outcome)", lambda a, s: _hypothesis_consistent(a, s))))
+             "asked, else today's wins less the last round's outcome) that an earlier round could have had as its "
+             "only candidate (enough rounds, and every other arm beaten often enough by one arm)",
+             lambda a, s: _hypothesis_consistent(a, s))))
+    # Not checked (not derivable from the wins): whether some earlier round's C was {hypothesis} and it
+    # stayed in C since; that depends on the order of the outcomes, which the agent does not keep.
 
 
     def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:

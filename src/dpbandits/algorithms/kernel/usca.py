@@ -209,6 +209,11 @@ class USCA(OwnAgent, Persistable):
                     "‖_reward_vector‖ <= _rounds·reward_bound·sqrt(max φᵀφ)", lambda a, s: _data_reachable(a, s))],
         derived=("learning_actions",),  # public coins: replayed from the recorded rng
     )
+    # Reachability of _rounds with the feature backend (the rows are not kept): a state of r rounds with
+    # reward vector b is followed, in some run, by r + 1, ..., horizon rounds with the same b (rounds of
+    # reward 0, any context, add φ(w)·0 = 0 exactly), so more rounds are reachable. Fewer rounds need b
+    # to be a sum of fewer terms φ(xₜ, cₜ)·yₜ, which the streamed b cannot show: only its norm bound is
+    # checked (a state accepted, not proven reachable).
     _unsaved_params = ("context_generator",)
     environment_params = ("kernel", "action_dim", "context_dim")
     # the simulation draws contexts from the environment and clips; the others are resource limits
