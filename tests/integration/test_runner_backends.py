@@ -119,7 +119,9 @@ def test_a_local_dask_cluster_keeps_glibcs_malloc_defaults_in_its_workers() -> N
 
     with DaskBackend(workers=1) as backend:
         found = backend._client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+        profiling = backend._client.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks)
     assert list(found.values()) == [None]
+    assert list(profiling.values()) == [False]  # no stack sampling every 10 ms in a worker
 
 
 @pytest.mark.slow

@@ -454,8 +454,11 @@ class DaskBackend:
             # back; it also fixes glibc's mmap threshold, so that every array over 128 KiB is mapped
             # and unmapped anew (on Figure 1: 2.2 s of system time instead of 0.5 s, and about a
             # quarter more CPU in all). A local cluster lives for one run: its workers keep glibc's default.
+            # nor does it need the workers' statistical profiler (a stack sample every 10 ms in every
+            # worker, for a dashboard we do not start)
             with _without_dasks_trim_threshold(dask), \
-                    dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+                    dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                                     "distributed.worker.profile.enabled": False}):
                 self._cluster = LocalCluster(
                     n_workers=self.workers,
                     threads_per_worker=1,
