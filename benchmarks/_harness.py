@@ -16,13 +16,22 @@ import ctypes
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 __all__ = ["interleaved", "load_average", "report_ratio", "report_value", "tree_cpu"]
+
+
+def dpbandits_command() -> list[str]:
+    """The ``dpbandits`` command of this interpreter's environment (``python -m dpbandits`` if none)."""
+    found = shutil.which("dpbandits", path=str(Path(sys.executable).parent))
+    return [found] if found else [sys.executable, "-m", "dpbandits"]
 
 
 def load_average() -> str:

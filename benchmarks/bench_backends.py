@@ -28,12 +28,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _harness import load_average, report_ratio, report_value, tree_cpu  # noqa: E402
-
-
-def _cli() -> list[str]:
-    found = shutil.which("dpbandits", path=str(Path(sys.executable).parent))
-    return [found] if found else [sys.executable, "-m", "dpbandits"]
+from _harness import dpbandits_command, load_average, report_ratio, report_value, tree_cpu  # noqa: E402
 
 
 def main() -> None:
@@ -52,7 +47,7 @@ def main() -> None:
 
         def run(name: str) -> tuple[float, float]:
             out = Path(scratch) / f"run{next(counter)}"
-            command = [*_cli(), "reproduce", "dp-bai-figure1", *backends[name], "--trials", str(trials),
+            command = [*dpbandits_command(), "reproduce", "dp-bai-figure1", *backends[name], "--trials", str(trials),
                        "--no-plot", "--progress", "none", "--out", str(out)]
             measured = tree_cpu(command)
             shutil.rmtree(out, ignore_errors=True)

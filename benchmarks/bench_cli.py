@@ -33,12 +33,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _harness import load_average, report_ratio, report_value  # noqa: E402
-
-
-def _cli() -> list[str]:
-    found = shutil.which("dpbandits", path=str(Path(sys.executable).parent))
-    return [found] if found else [sys.executable, "-m", "dpbandits"]
+from _harness import dpbandits_command, load_average, report_ratio, report_value  # noqa: E402
 
 
 def _wall(command: list[str]) -> float:
@@ -49,7 +44,7 @@ def _wall(command: list[str]) -> float:
 
 def startup(runs: int) -> None:
     commands = {
-        "dpbandits --help": [*_cli(), "--help"],
+        "dpbandits --help": [*dpbandits_command(), "--help"],
         "python -c pass": [sys.executable, "-c", "pass"],
         "python -c 'import typer'": [sys.executable, "-c", "import typer"],
     }
@@ -85,7 +80,7 @@ def account(runs: int) -> None:
         data = folder / "logged.csv"
         data.write_text("action,reward\n" + "".join(f"{i % 3},{(i * 37 % 100) / 100:.2f}\n" for i in range(100)))
         commands = {
-            "account mab (100-row CSV)": [*_cli(), "account", "mab", "--data", str(data), "--n-arms", "3", "--json"],
+            "account mab (100-row CSV)": [*dpbandits_command(), "account", "mab", "--data", str(data), "--n-arms", "3", "--json"],
             "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
         }
         for command in commands.values():
@@ -110,7 +105,7 @@ def figure1(runs: int, trials: int | None) -> None:
     for _ in range(runs):
         folder = Path(tempfile.mkdtemp(prefix="bench_cli_"))
         try:
-            command = [*_cli(), "reproduce", "dp-bai-figure1", "--backend", "process", "--workers", "2",
+            command = [*dpbandits_command(), "reproduce", "dp-bai-figure1", "--backend", "process", "--workers", "2",
                        "--out", str(folder / "run"), "--progress", "log",
                        *(["--trials", str(trials)] if trials else [])]
             start = time.perf_counter()

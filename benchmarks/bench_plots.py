@@ -18,7 +18,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
@@ -28,12 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _harness import interleaved, load_average, report_ratio, report_value, tree_cpu  # noqa: E402
-
-
-def _cli() -> list[str]:
-    found = shutil.which("dpbandits", path=str(Path(sys.executable).parent))
-    return [found] if found else [sys.executable, "-m", "dpbandits"]
+from _harness import dpbandits_command, interleaved, load_average, report_ratio, report_value, tree_cpu  # noqa: E402
 
 
 def main() -> None:
@@ -42,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
     trials, rounds = (200, 1) if args.quick else (1000, 3)
     print(f"# Figure 1 with and without plots, {trials} trials per cell, {rounds} round(s); {load_average()}")
-    base = [*_cli(), "reproduce", "dp-bai-figure1", "--backend", "process", "--workers", "2",
+    base = [*dpbandits_command(), "reproduce", "dp-bai-figure1", "--backend", "process", "--workers", "2",
             "--trials", str(trials), "--progress", "none"]
     with tempfile.TemporaryDirectory() as scratch:
         counter = iter(range(10_000))
@@ -77,7 +71,7 @@ def quickstart(scratch: Path, rounds: int, *, warmup: bool) -> None:
     for r in range(rounds + warmup):  # a first round, when asked, warms the file caches
         for name in list(variants)[r % 2:] + list(variants)[: r % 2]:
             out = scratch / f"quickstart{next(counter)}"
-            seconds, elapsed = tree_cpu([*_cli(), "reproduce", "quickstart", "--progress", "none", "--out", str(out),
+            seconds, elapsed = tree_cpu([*dpbandits_command(), "reproduce", "quickstart", "--progress", "none", "--out", str(out),
                                          *variants[name]])
             if r >= warmup:
                 cpu[name].append(seconds)

@@ -119,7 +119,28 @@ class DPODAgent(DPBAIAgent):
     family = DPOD
 
 
-class GOptimalAgent:
+class _DuelingWrapper:
+    """What the dueling subjects below share: their learner (``_agent``) asks and recommends."""
+
+    _agent: Any
+
+    @property
+    def done(self) -> bool:
+        """Whether the horizon is reached."""
+        return bool(self._agent.done)
+
+    def ask(self) -> tuple[int, int]:
+        """The next duel."""
+        first, second = self._agent.ask()
+        return int(first), int(second)
+
+    @property
+    def recommendation(self) -> int:
+        """The arm recommended."""
+        return int(self._agent.recommendation)
+
+
+class GOptimalAgent(_DuelingWrapper):
     """GOptimal-DPDB over three arms in d = 2 as an ask/tell dueling agent for one preference label.
 
     The arms' features are those of the privacy contract's GOptimal case; ``play_count_scale`` keeps a
@@ -136,27 +157,12 @@ class GOptimalAgent:
                                    insecure_seeded_noise=insecure_seeded_noise)
         self.privacy: Guarantee = self._agent.privacy
 
-    @property
-    def done(self) -> bool:
-        """Whether the horizon is reached."""
-        return bool(self._agent.done)
-
-    def ask(self) -> tuple[int, int]:
-        """The next duel."""
-        first, second = self._agent.ask()
-        return int(first), int(second)
-
     def tell(self, pair: tuple[int, int], winner: int | None = None, *, first_wins: bool | None = None) -> None:
         """The user's answer."""
         self._agent.tell(pair, winner, first_wins=first_wins)
 
-    @property
-    def recommendation(self) -> int:
-        """The arm recommended."""
-        return int(self._agent.recommendation)
 
-
-class LDPEBSAgent:
+class LDPEBSAgent(_DuelingWrapper):
     """The local-DP EBS baseline as deployed: each user randomises its own answer, the learner sees the report.
 
     :class:`~dpbandits.algorithms.dueling.ldp_ebs_elimination.LDPEBSElimination` is the learner; its
@@ -173,26 +179,11 @@ class LDPEBSAgent:
         self._flips = np.random.default_rng(noise) if insecure_seeded_noise else None
         self.privacy: Guarantee = self._agent.privacy
 
-    @property
-    def done(self) -> bool:
-        """Whether the horizon is reached."""
-        return bool(self._agent.done)
-
-    def ask(self) -> tuple[int, int]:
-        """The next duel."""
-        first, second = self._agent.ask()
-        return int(first), int(second)
-
     def tell(self, pair: tuple[int, int], winner: int | None = None, *, first_wins: bool | None = None) -> None:
         """The user's true answer, randomised by the user before the learner sees it."""
         truth = int(first_wins) if first_wins is not None else int(winner == pair[0])
         report = randomised_response(truth, self._epsilon, self._flips, insecure_seeded_noise=self._seeded)
         self._agent.tell(pair, first_wins=bool(report))
-
-    @property
-    def recommendation(self) -> int:
-        """The arm recommended."""
-        return int(self._agent.recommendation)
 
 
 class USCAAgent:
