@@ -2,9 +2,9 @@
 ``scipy.special``, and the accountant's results are those of SciPy's ``logsumexp`` to the bit.
 
 Theorem 1′'s δ = min(1, e^ε·X/(X + Y)) sums exponentials of the arms' utility bounds; the sum was
-SciPy's ``logsumexp`` and is now ``accountants_mab._logsumexp``, which performs the same floating-point
-operations (SciPy >= 1.15). Checked here: the same float on random and adversarial arrays (ties of the
-maximum, ``-inf`` entries, huge and tiny magnitudes), the same (ε, δ) from ``theorem1_corrected_delta``
+SciPy's ``logsumexp`` and is now ``_kl_accounting._logsumexp`` (imported by ``accountants_mab``
+and by the linear and RLHF accountants), which performs the same floating-point operations
+(SciPy >= 1.15). Checked here: the same float on random and adversarial arrays (ties of the maximum, ``-inf`` entries, huge and tiny magnitudes), the same (ε, δ) from ``theorem1_corrected_delta``
 on random instances, and an error against a 60-digit evaluation of at most a few units in the last place.
 """
 
@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from dpbandits.algorithms.offline import accountants_mab
+from dpbandits.algorithms.offline import accountants, accountants_mab
 from dpbandits.algorithms.offline.accountants_mab import _logsumexp, theorem1_corrected_delta
 
 scipy_special = pytest.importorskip("scipy.special")
@@ -79,6 +79,26 @@ def test_theorem1_corrected_delta_is_unchanged_to_the_bit(monkeypatch: pytest.Mo
     theirs = [theorem1_corrected_delta(**case) for case in instances]  # type: ignore[arg-type]
     assert ours == theirs
     assert sum(0.0 < delta < 1.0 for _, delta in ours) > 50  # the sums decided δ, not the cap
+
+
+@pytest.mark.skipif(not SCIPY_SAME_OPERATIONS, reason="SciPy before 1.15 sums log-sum-exp another way")
+def test_the_elliptical_delta_of_the_linear_and_rlhf_accountants_is_unchanged_to_the_bit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(3)
+    instances = []
+    for _ in range(300):
+        k = int(rng.integers(2, 40))
+        logits = rng.normal(0.0, 3.0, k)
+        log_p = logits - float(np.log(np.exp(logits).sum()))
+        log_p[rng.random(k) < 0.1] = -np.inf  # actions the policy never chooses
+        instances.append({"log_probabilities": log_p, "penalties": rng.uniform(0.0, 2.0, k),
+                          "coefficient": float(rng.uniform(0.1, 5.0)), "threshold": float(rng.uniform(0.1, 1.5)),
+                          "eta": float(10.0 ** rng.uniform(-1, 2))})
+    ours = [accountants.elliptical_corrected_delta(**case) for case in instances]
+    monkeypatch.setattr(accountants, "_logsumexp", lambda a: float(scipy_special.logsumexp(a)))
+    theirs = [accountants.elliptical_corrected_delta(**case) for case in instances]
+    assert ours == theirs
+    assert sum(0.0 < delta < 1.0 for _, delta in ours) > 30  # the sums decided δ, not the cap
 
 
 def test_the_log_sum_exp_is_within_a_few_ulps_of_the_exact_value() -> None:

@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import logsumexp
 
 from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.typing import FloatArray
@@ -62,6 +61,7 @@ from dpbandits.algorithms.offline._kl_accounting import (
     _cap_log_delta,
     _check_scope,
     _common,
+    _logsumexp,
     _paper_warning,
     _result,
 )
@@ -208,9 +208,9 @@ def elliptical_corrected_delta(
     if not np.any(outside & np.isfinite(logp)):
         return eps, 0.0
     sens = coefficient * gamma / eta  # Δ(a)/η
-    log_p = float(logsumexp(logp[outside]))
+    log_p = _logsumexp(logp[outside])
     # log of e^{Δmax/η} Σ_Ī e^{Δ(a)/η} π̃(a)
-    log_inflated = float(np.max(sens)) + float(logsumexp(logp[outside] + sens[outside]))
+    log_inflated = float(np.max(sens)) + _logsumexp(logp[outside] + sens[outside])
     log_delta0 = min(0.0, max(log_p, log_inflated))
     return eps, _cap_log_delta(eps + log_delta0)
 

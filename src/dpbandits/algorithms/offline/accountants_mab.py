@@ -27,6 +27,7 @@ from dpbandits.algorithms.offline._kl_accounting import (
     _cap_log_delta,
     _check_scope,
     _common,
+    _logsumexp,
     _paper_warning,
     _result,
 )
@@ -126,31 +127,6 @@ def corollary1_paper(
     log_delta = (math.log(na) - beta0 / eta * (math.sqrt(kk) - 1.0) / math.sqrt(n_max)
                  + 4.0 * kk * r / n_max + beta0 / eta * kk**1.5 / n_max**1.5)
     return eps, _cap_log_delta(log_delta)
-
-
-def _logsumexp(values: FloatArray) -> float:
-    """Log Σ exp(values) of a 1-D float64 array, stable: the largest terms are taken out of the sum.
-
-    With a = max(values), m the number of entries equal to a and s = Σ_{v < a} e^{v − a},
-    log Σ e^v = log1p(s/m) + log m + a, computed in that order (SciPy's ``logsumexp`` since 1.15
-    does exactly these operations, so this returns the same float to the bit, without importing
-    ``scipy.special``, whose import costs more than this whole command). A result that is not finite
-    (an infinite or NaN input) is the direct log Σ e^v; an empty array gives ``-inf``.
-    """
-    a = np.asarray(values, dtype=np.float64).reshape(-1)
-    if a.size == 0:
-        return -math.inf
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        a_max = np.max(a, keepdims=True)
-        top = a == a_max
-        m = np.sum(top, keepdims=True, dtype=np.float64)
-        rest = np.exp(np.where(top, -np.inf, a) - a_max)
-        s = np.sum(rest, keepdims=True, dtype=np.float64)
-        s = np.where(s == 0, s, s / m)
-        out = np.log1p(s) + np.log(m) + a_max
-        if not np.isfinite(out[0]):
-            out = np.log(np.sum(np.exp(a), keepdims=True))
-    return float(out[0])
 
 
 def theorem1_corrected_delta(
