@@ -151,3 +151,22 @@ def test_rejection_sampler_spends_the_domain_guarantee() -> None:
         spent.append(accountant.spent())
         assert accountant.spent().epsilon >= policy.sample_guarantee().epsilon
     assert spent[0] == spent[1]
+
+
+def test_guarantees_before_fit_are_public_or_refused_in_one_line() -> None:
+    """The MAB domain guarantee needs only public parameters, so it is given before ``fit``; the linear
+    one needs the fitted features' width d and the RLHF one the fitted comparisons, so each is refused
+    with :class:`NotFittedError` (they raised a bare AttributeError before)."""
+    from dpbandits import NotFittedError
+    from dpbandits.algorithms.offline.kl_linear import KLLinearPolicy
+    from dpbandits.algorithms.offline.kl_rlhf import KLRLHFPolicy
+
+    unfitted = KLMABPolicy(3, eta=0.5, beta0=0.1, min_count=10)
+    fitted = KLMABPolicy(3, eta=0.5, beta0=0.1, min_count=10).fit(*_mab_records([11, 14, 20]))
+    assert unfitted.sample_guarantee() == fitted.sample_guarantee()
+    with pytest.raises(NotFittedError):
+        KLMABPolicy(3, eta=0.5, beta0=0.1).guarantee()  # per instance: reads the counts
+    for policy in (KLLinearPolicy(eta=0.5, min_eigenvalue=3.0, max_records=100),
+                   KLRLHFPolicy(eta=0.5, min_eigenvalue=3.0)):
+        with pytest.raises(NotFittedError, match="not fitted"):
+            policy.sample_guarantee()

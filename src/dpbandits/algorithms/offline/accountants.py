@@ -353,6 +353,7 @@ def account_linear(
                 "scope='domain' needs the public floor min_eigenvalue and bound max_records declared when the "
                 f"policy is built; got min_eigenvalue={policy.min_eigenvalue!r}, max_records={policy.max_records!r}"
             )
+        policy._check_fitted()  # the dimension d of Theorem 2 is the fitted features' (public) width
         floor = policy.min_eigenvalue
         c2_domain = theorem2_bracket(floor, n_records=policy.max_records, dimension=policy.n_features_in_,
                                      reward_bound=policy.reward_bound, beta0=policy.beta0)
@@ -615,6 +616,7 @@ def account_rlhf(
         common = {"unit": corrected.unit, "neighbouring": corrected.neighbouring, "strict": strict, "reason": ""}
         return _certified_result(bracket, corrected.epsilon, corrected.reference, common)
     domain = _check_scope(scope, kind)
+    policy._check_fitted()  # every RLHF guarantee, over the domain too, reads the fitted comparisons
     label = neighbouring == "label"
     floor: float | None = None
     described: str | None = None

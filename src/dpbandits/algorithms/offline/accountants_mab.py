@@ -375,7 +375,6 @@ def account_mab(
     Zhang et al. (2025), Theorem 1 (eq. 9) and Corollary 1,
     paper errata KL-C1, KL-C2 (Theorem 1′, Lemma 1′) and KL-7 to KL-12.
     """
-    policy._check_fitted()
     check_one_of(kind, "kind", KINDS)
     check_one_of(variant, "variant", VARIANTS)
     if variant == "refined":
@@ -402,6 +401,7 @@ def account_mab(
         reason = "" if math.isfinite(eps) else f"Theorem 1 needs min_count >= 2 (got {m}); use variant='tight'"
         return _result(kind, eps, 0.0, reference=f"{PAPER}, Theorem 1 eq. (9) at N_min = min_count",
                        reason=reason, domain=_mab_domain(policy), **common)
+    policy._check_fitted()  # from here on the fitted statistics are read
     counts = policy.counts_
     log_pi0 = policy.log_reference
     active = np.isfinite(log_pi0)
