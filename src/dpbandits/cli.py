@@ -161,6 +161,8 @@ def _plot_process(plot: bool) -> contextlib.AbstractContextManager[Any]:
     """
     if not plot:
         return contextlib.nullcontext()
+    import numpy  # noqa: F401  (the run needs it too: imported once, here, both processes have it)
+
     from dpbandits.experiments.plot_process import PlotProcess
 
     return PlotProcess(_RUN_PLOT_FORMATS)
