@@ -188,8 +188,10 @@ def fork_is_safe() -> bool:
 
     A fork copies only the calling thread; a lock another thread held at that moment stays held in
     the child forever, so a process with other Python threads is never forked (Python 3.12 warns
-    about it). Threads that native libraries start for themselves (OpenBLAS's pool) are not counted:
-    such libraries stop and restart their threads around a fork (``pthread_atfork``).
+    about it). Threads that native libraries start for themselves are not seen here: OpenBLAS (the
+    BLAS of NumPy's wheels) stops and restarts its pool around a fork (``pthread_atfork``); a process
+    that has used a native thread pool that is not fork-safe (GNU OpenMP's, for one) should pass
+    ``start_method="forkserver"`` to :class:`ProcessBackend`.
     """
     return (sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
             and threading.active_count() == 1)
