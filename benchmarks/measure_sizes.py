@@ -54,7 +54,7 @@ def _rollup(pid: int) -> dict[str, int]:
 def workers(every_family: bool = False) -> None:
     # (the fork server imports its modules when it starts, once per process: one setting per run)
     for modules in (["dpbandits.algorithms.bai.dp_bai", *(FAMILIES if every_family else ())],):
-        backend = ProcessBackend(2)
+        backend = ProcessBackend(2, start_method="forkserver")  # workers of a fork server (forked ones share more)
         with backend:
             backend._start_workers(["__main__", "dpbandits.experiments.runner", *modules])
             backend._join_starter()

@@ -133,12 +133,11 @@ def _run(
     trials: int | None,
     seed: int | None,
     progress: str,
-    plot: bool,
+    plotter: Any,
     allow_version_change: bool = False,
     as_json: bool = False,
 ) -> None:
     from dpbandits._core.validation import check_one_of
-    from dpbandits.experiments.plot_process import PlotProcess
 
     check_one_of(progress, "--progress", ("auto", "rich", "log", "none"))
     check_one_of(backend, "--backend", ("serial", "process", "dask"))
@@ -147,14 +146,26 @@ def _run(
     if trials is not None or seed is not None:
         study = study.with_overrides(trials=trials, seed=seed)
     run_dir = out if out is not None else Path("runs") / study.name
-    # the plots' process imports matplotlib at a low priority while the run computes (a process, not
-    # a thread: a thread competed for the GIL the run's dispatch needs and slowed the run by more
-    # than the import costs); it draws the figures while the summary is printed, and is killed on
-    # every way out of this block
-    with PlotProcess(_RUN_PLOT_FORMATS) if plot else contextlib.nullcontext() as plotter:
-        _run_and_report(study, source_text, run_dir, plotter, backend=backend, workers=workers,
-                        scheduler=scheduler, resume=resume, progress=progress,
-                        allow_version_change=allow_version_change, as_json=as_json)
+    _run_and_report(study, source_text, run_dir, plotter, backend=backend, workers=workers,
+                    scheduler=scheduler, resume=resume, progress=progress,
+                    allow_version_change=allow_version_change, as_json=as_json)
+
+
+def _plot_process(plot: bool) -> contextlib.AbstractContextManager[Any]:
+    """The process that draws a run's plots (``None`` with ``--no-plot``), started before the study is read.
+
+    It imports matplotlib at a low priority while this process reads the study and runs it (a
+    process, not a thread: a thread competed for the GIL the run's dispatch needs and slowed the run
+    by more than the import costs); it draws the figures while the summary is printed, and is killed
+    on every way out of the block.
+    """
+    if not plot:
+        return contextlib.nullcontext()
+    import numpy  # noqa: F401  (the run needs it too: imported once, here, both processes have it)
+
+    from dpbandits.experiments.plot_process import PlotProcess
+
+    return PlotProcess(_RUN_PLOT_FORMATS)
 
 
 def _run_and_report(study: Any, source_text: str | None, run_dir: Path, plotter: Any, *, backend: str,
@@ -305,13 +316,14 @@ def run_command(
     as_json: bool = _RESULT_JSON,
 ) -> None:
     """Run a study file: results, summary.csv and plots go to the run directory."""
-    from dpbandits.experiments.config import parse_study_text, read_study_text
+    with _plot_process(plot) as plotter:  # first: matplotlib's import overlaps reading the study too
+        from dpbandits.experiments.config import parse_study_text, read_study_text
 
-    text = read_study_text(study_file)
-    study = parse_study_text(text, source=str(study_file))
-    _run(study, text, out=out, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
-         trials=trials, seed=seed, progress=progress, plot=plot, allow_version_change=allow_version_change,
-         as_json=as_json)
+        text = read_study_text(study_file)
+        study = parse_study_text(text, source=str(study_file))
+        _run(study, text, out=out, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
+             trials=trials, seed=seed, progress=progress, plotter=plotter, allow_version_change=allow_version_change,
+             as_json=as_json)
 
 
 @app.command("reproduce")
@@ -330,14 +342,15 @@ def reproduce_command(
     as_json: bool = _RESULT_JSON,
 ) -> None:
     """Run a bundled study by name."""
-    from dpbandits.experiments.bundled import bundled_study_text
-    from dpbandits.experiments.config import parse_study_text
+    with _plot_process(plot) as plotter:  # first: matplotlib's import overlaps reading the study too
+        from dpbandits.experiments.bundled import bundled_study_text
+        from dpbandits.experiments.config import parse_study_text
 
-    text = bundled_study_text(name)
-    study = parse_study_text(text, source=f"bundled study {name!r}")
-    _run(study, text, out=out, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
-         trials=trials, seed=seed, progress=progress, plot=plot, allow_version_change=allow_version_change,
-         as_json=as_json)
+        text = bundled_study_text(name)
+        study = parse_study_text(text, source=f"bundled study {name!r}")
+        _run(study, text, out=out, backend=backend, workers=workers, scheduler=scheduler, resume=resume,
+             trials=trials, seed=seed, progress=progress, plotter=plotter, allow_version_change=allow_version_change,
+             as_json=as_json)
 
 
 def run_status(run_dir: Path) -> dict[str, Any]:

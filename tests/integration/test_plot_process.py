@@ -135,7 +135,10 @@ def test_a_run_stopped_while_its_plot_process_waits_leaves_no_process(
     )
     try:
         deadline = time.monotonic() + 60
-        while len(processes_with(marker)) < 2 and run.poll() is None and time.monotonic() < deadline:
+        # the plot process is forked before the study is read; the run handles signals once it has
+        # opened its directory (before, a signal ends the command as it ends any other)
+        while ((len(processes_with(marker)) < 2 or not (run_dir / "manifest.json").exists())
+               and run.poll() is None and time.monotonic() < deadline):
             time.sleep(0.01)
         assert run.poll() is None and len(processes_with(marker)) == 2, "no plot process beside the run"
         run.send_signal(kill_signal)

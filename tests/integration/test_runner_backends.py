@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dpbandits.experiments.backends import DaskBackend, ProcessBackend, SerialBackend, make_backend
+from dpbandits._core.errors import InvalidParameterError
+from dpbandits.experiments.backends import (
+    DaskBackend,
+    ProcessBackend,
+    SerialBackend,
+    fork_is_safe,
+    make_backend,
+)
 from dpbandits.experiments.config import Study
 from dpbandits.experiments.runner import run_study
 
@@ -56,8 +67,6 @@ def test_serial_process_and_dask_give_identical_results(tmp_path: Path, seed: in
 
 
 def test_make_backend_checks_its_arguments() -> None:
-    from dpbandits._core.errors import InvalidParameterError
-
     assert make_backend("serial").name == "serial"
     assert make_backend("process", workers=3).describe()["workers"] == 3
     with pytest.raises(InvalidParameterError, match="backend must be one of"):
@@ -153,12 +162,14 @@ def test_the_process_backend_runs_a_small_study_here_and_says_so(tmp_path: Path,
         def note(self, text: str) -> None:
             notes.append(text)
 
-    backend = ProcessBackend(workers=2, startup_seconds=60.0)
+    # a forkserver pool (a forked one starts with the backend, in milliseconds: see the tests below)
+    backend = ProcessBackend(workers=2, startup_seconds=60.0, start_method="forkserver")
     result = run_study(_study(seed), tmp_path / "small", backend=backend, progress=Notes())
     assert result.status == "complete" and backend.ran_here == len(_study(seed).cells()) * _study(seed).n_chunks()
     assert len(notes) == 1 and "ran the" in notes[0] and "in this process" in notes[0]
     notes.clear()
-    forced = ProcessBackend(workers=2, startup_seconds=1e-6, batch_seconds=10.0)  # the pool, batches of tasks
+    forced = ProcessBackend(workers=2, startup_seconds=1e-6, batch_seconds=10.0,  # the pool, batches of tasks
+                            start_method="forkserver")
     run_study(_study(seed), tmp_path / "forced", backend=forced, progress=Notes())
     # tasks run here while the workers start (at least the one that timed the work), the rest on the pool
     total = len(_study(seed).cells()) * _study(seed).n_chunks()
@@ -166,3 +177,75 @@ def test_the_process_backend_runs_a_small_study_here_and_says_so(tmp_path: Path,
     if forced.ran_here < total - 4:  # at least 2 tasks per worker were left: they travel in batches
         assert "in batches of" in notes[0] and "run here, while the workers started" in notes[0]
     assert (tmp_path / "forced" / "summary.csv").read_bytes() == (tmp_path / "small" / "summary.csv").read_bytes()
+
+
+_FORKED_RUN = """
+import json, os, sys
+from pathlib import Path
+from dpbandits.experiments.backends import ProcessBackend
+from dpbandits.experiments.config import Study
+from dpbandits.experiments.runner import run_study
+
+def parent_of(pid):
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+class Notes:
+    notes, parents = [], []
+    def start(self, **_): ...
+    def advance(self, **_): ...
+    def close(self): ...
+    def note(self, text):  # called while the pool is up: who started its workers?
+        self.notes.append(text)
+        self.parents.extend(parent_of(pid) for pid in getattr(backend._pool, "_processes", None) or {})
+
+backend = ProcessBackend(workers=2, batch_seconds=1e-3)
+result = run_study(Study.from_mapping(json.loads(sys.argv[1])), sys.argv[2], backend=backend, progress=Notes())
+print(json.dumps({"notes": Notes.notes, "forked_here": Notes.parents == [os.getpid()] * 2,
+                  "status": result.status}))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only")
+def test_a_single_threaded_process_forks_its_workers_before_the_runs_threads(tmp_path: Path, seed: int) -> None:
+    """Issue 38: no fork server to start (a second interpreter importing the library again): the
+    workers are forked as the runner enters the backend, before the progress display and the cell
+    writer start their threads; results are those of the serial backend. A fresh interpreter (no
+    thread left by earlier tests) that prints every warning: Python 3.12 warns when a process with
+    other threads forks."""
+    study = _study(seed)
+    mapping = {"name": "backends", "seed": seed, "trials": 90, "chunk_size": 20,
+               "environment": {"name": "uniform", "means": [0.6, 0.5, 0.45, 0.4, 0.35]},
+               "algorithms": [{"name": "uniform"}, {"name": "sequential-halving", "reward_draws": "streams"}],
+               "grid": {"budget": [15, 60], "reuse_samples": [False, True]}}
+    assert Study.from_mapping(mapping) == study
+    completed = subprocess.run([sys.executable, "-W", "always", "-c", _FORKED_RUN, json.dumps(mapping),
+                                str(tmp_path / "forked")], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0 and "Warning" not in completed.stderr, completed.stderr
+    report = json.loads(completed.stdout)
+    assert report["status"] == "complete" and report["forked_here"], report
+    assert len(report["notes"]) == 1 and "(1 run here, to time the tasks)" in report["notes"][0], report
+    manifest = json.loads((tmp_path / "forked" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["sessions"][-1]["start_method"] == "fork"
+    serial = run_study(study, tmp_path / "serial", progress="none")
+    assert (tmp_path / "forked" / "summary.csv").read_bytes() == serial.summary_path.read_bytes()
+
+
+def test_a_process_with_another_thread_is_not_forked() -> None:
+    """A thread could hold a lock at the fork, held forever in the child: then the pool starts from a
+    fork server, and a ``fork`` asked for is refused in one line."""
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, name="another thread")
+    thread.start()
+    try:
+        assert not fork_is_safe()
+        with pytest.raises(InvalidParameterError, match="start_method 'fork' needs"):
+            ProcessBackend(workers=2, start_method="fork").__enter__()
+        backend = ProcessBackend(workers=2)
+        assert backend.describe()["start_method"] in ("forkserver", "spawn")
+        with backend:
+            assert backend._pool is None  # nothing forked: a forkserver pool starts when work needs it
+    finally:
+        stop.set()
+        thread.join()
+    with pytest.raises(InvalidParameterError, match="start_method"):
+        ProcessBackend(start_method="threads")

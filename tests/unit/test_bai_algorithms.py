@@ -282,6 +282,33 @@ def test_agent_refuses_non_finite_rewards_with_infinite_bounds_and_counts_pulls_
     np.testing.assert_array_equal(loaded.pulls, agent.pulls)
 
 
+class _LyingFloat(float):
+    """A float whose comparisons say it lies within any bounds (5.0 here)."""
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __gt__(self, other: object) -> bool:
+        return False
+
+
+def test_agent_checks_a_reward_by_its_value_not_by_its_comparisons(section5):
+    # the reward bound is the sensitivity: a float subclass whose comparisons lie must not pass it
+    # (the fast path of tell() takes only Python floats; others are compared as float(reward))
+    agent = DPBAI(section5.features, 200, 0.5).agent(0)
+    arm = agent.ask()
+    with pytest.raises(InvalidParameterError, match="reward must lie in"):
+        agent.tell(arm, _LyingFloat(5.0))
+    agent.tell(arm, _LyingFloat(0.5))  # a subclass within the bounds is a reward like any other
+    assert agent._rewards[0] == 0.5 and int(agent.pulls.sum()) == 1
+
+
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"epsilon": -1.0}, "epsilon"), ({"epsilon": 0.0}, "epsilon"), ({"budget": 0}, "budget"),
     ({"budget_mode": "loose"}, "budget_mode"), ({"maxdet": "greedy"}, "maxdet"), ({"tie_break": "x"}, "tie_break"),

@@ -77,6 +77,12 @@ def test_bad_scales(bad: float, seed: int) -> None:
     for backend in (NumpyNoise(seed), OpenDPNoise()):
         with pytest.raises(InvalidParameterError, match="scale"):
             backend.laplace(bad, size=2)
+        # a float64 array of scales (the fast path of a phase's release) is checked entrywise too
+        for release in (backend.laplace, backend.gaussian):
+            with pytest.raises(InvalidParameterError, match="scale"):
+                release(np.array([1.0, bad]), size=2)
+        with pytest.raises(InvalidParameterError, match="scale"):
+            backend.add_laplace(np.zeros(2), np.array([bad, 1.0]))
 
 
 def test_zero_scale_gives_zero_noise(seed: int) -> None:

@@ -8,14 +8,39 @@ The main entry points::
     result = run_study(study, "runs/my-study", backend="process")
     plot_run(result.run_dir)
     rows = read_summary(result.run_dir)         # summary.csv rows; load_trials(...) for raw values
+
+The names are loaded on first use, so that importing one module of the package (the command line's
+drawing process imports only the plots) does not import the runner and every algorithm family.
 """
 
-from dpbandits.experiments.bundled import list_bundled_studies, load_bundled_study
-from dpbandits.experiments.config import Study, load_study, parse_study_text
-from dpbandits.experiments.frames import RunFrames, export_run, load_run
-from dpbandits.experiments.plots import plot_run
-from dpbandits.experiments.runner import RunResult, run_study
-from dpbandits.experiments.store import load_trials, read_summary
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dpbandits.experiments.bundled import list_bundled_studies, load_bundled_study
+    from dpbandits.experiments.config import Study, load_study, parse_study_text
+    from dpbandits.experiments.frames import RunFrames, export_run, load_run
+    from dpbandits.experiments.plots import plot_run
+    from dpbandits.experiments.runner import RunResult, run_study
+    from dpbandits.experiments.store import load_trials, read_summary
+
+_EXPORTS: dict[str, str] = {
+    "RunFrames": "dpbandits.experiments.frames",
+    "RunResult": "dpbandits.experiments.runner",
+    "Study": "dpbandits.experiments.config",
+    "export_run": "dpbandits.experiments.frames",
+    "list_bundled_studies": "dpbandits.experiments.bundled",
+    "load_bundled_study": "dpbandits.experiments.bundled",
+    "load_run": "dpbandits.experiments.frames",
+    "load_study": "dpbandits.experiments.config",
+    "load_trials": "dpbandits.experiments.store",
+    "parse_study_text": "dpbandits.experiments.config",
+    "plot_run": "dpbandits.experiments.plots",
+    "read_summary": "dpbandits.experiments.store",
+    "run_study": "dpbandits.experiments.runner",
+}
 
 __all__ = [
     "RunFrames",
@@ -32,3 +57,16 @@ __all__ = [
     "read_summary",
     "run_study",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name on first use (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'dpbandits.experiments' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

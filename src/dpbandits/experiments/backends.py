@@ -6,17 +6,20 @@ every task carries its own seed, so results never depend on the backend, the num
 completion order.
 
 * ``serial`` — in this process, in task order.
-* ``process`` — a local pool of processes (default: all cores), started with ``forkserver`` where
-  available (``spawn`` elsewhere) so that worker start-up is safe in a multi-threaded parent. As with
-  any such pool, the main module must be importable: a script file or ``python -m``, not code piped
-  on standard input. Workers leave SIGINT and SIGTERM to the parent (which stops them when a run is
-  interrupted) and die with it: a watchdog thread in each worker exits the worker when the parent
-  process ends, even by SIGKILL (then the fork server and resource tracker exit too).
-  It is never slower than serial by design: the pool is started only when the work left is worth
-  its start-up (the first tasks run in this process and time the rest; a study too small to gain
-  runs serially here, and the progress output says so); while the workers start, tasks keep running
-  here; and small tasks travel to the workers in batches of about ``batch_seconds`` each (one round
-  trip per batch, not per task).
+* ``process`` — a local pool of processes (default: all cores). On Linux, when this process has no
+  other Python thread as the backend is entered, the workers are forked from it then: they start in
+  milliseconds with everything this process has imported, and nothing is imported again. Otherwise
+  (a thread is running, or not Linux) the pool starts with ``forkserver`` where available
+  (``spawn`` elsewhere), which is safe in a multi-threaded parent; as with any such pool, the main
+  module must then be importable: a script file or ``python -m``, not code piped on standard input.
+  Workers leave SIGINT and SIGTERM to the parent (which stops them when a run is interrupted) and
+  die with it: a watchdog thread in each worker exits the worker when the parent process ends, even
+  by SIGKILL (then a fork server and resource tracker exit too).
+  It is never slower than serial by design: a ``forkserver`` pool is started only when the work
+  left is worth its start-up (the first tasks run in this process and time the rest; a study too
+  small to gain runs serially here, and the progress output says so), and while its workers start,
+  tasks keep running here; small tasks travel to the workers in batches of about ``batch_seconds``
+  each (one round trip per batch, not per task).
 * ``dask`` — a ``dask.distributed`` cluster: connect to ``scheduler`` (``tcp://host:8786``), or start
   a local cluster when none is given. Tasks travel in batches, about four per worker thread, since
   each dask task costs milliseconds of CPU across the client, the scheduler and a worker. Needs the
@@ -32,6 +35,7 @@ import multiprocessing
 import os
 import select
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -48,11 +52,13 @@ from dpbandits.experiments.interrupts import interrupts_deferred
 
 __all__ = [
     "BACKENDS",
+    "START_METHODS",
     "Backend",
     "DaskBackend",
     "ProcessBackend",
     "SerialBackend",
     "WorkerLostError",
+    "fork_is_safe",
     "make_backend",
 ]
 
@@ -169,8 +175,26 @@ def _kill_workers(pool: ProcessPoolExecutor) -> None:
             process.kill()
 
 
+START_METHODS: tuple[str, ...] = ("fork", "forkserver", "spawn")
+
+
 def _start_method() -> str:
+    """The start method of a pool started while other threads may run: ``forkserver``, else ``spawn``."""
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def fork_is_safe() -> bool:
+    """Whether worker processes can be forked from this process now: Linux, and no other Python thread.
+
+    A fork copies only the calling thread; a lock another thread held at that moment stays held in
+    the child forever, so a process with other Python threads is never forked (Python 3.12 warns
+    about it). Threads that native libraries start for themselves are not seen here: OpenBLAS (the
+    BLAS of NumPy's wheels) stops and restarts its pool around a fork (``pthread_atfork``); a process
+    that has used a native thread pool that is not fork-safe (GNU OpenMP's, for one) should pass
+    ``start_method="forkserver"`` to :class:`ProcessBackend`.
+    """
+    return (sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
+            and threading.active_count() == 1)
 
 
 def _ready() -> None:
@@ -210,30 +234,40 @@ class ProcessBackend:
         Target duration of one batch of tasks sent to a worker: tasks shorter than this travel
         together, so that the round trips (pickling, queues) stay a small part of the work.
     startup_seconds : float, default 1.0
-        The cost assumed for starting the pool (fork server, its imports, the workers;
-        ``benchmarks/bench_runner.py`` measures it). The pool is started only when the work left,
-        timed from the first tasks run here, exceeds ``startup_seconds``: tasks keep running here
-        while the workers start, so with W seconds of work left and S of start-up the run takes
-        S + (W − S)/w (w workers) instead of W, sooner exactly when W > S.
+        The cost assumed for starting a ``forkserver`` or ``spawn`` pool (fork server, its imports,
+        the workers; ``benchmarks/bench_runner.py`` measures it). Such a pool is started only when
+        the work left, timed from the first tasks run here, exceeds ``startup_seconds``: tasks keep
+        running here while the workers start, so with W seconds of work left and S of start-up the
+        run takes S + (W − S)/w (w workers) instead of W, sooner exactly when W > S.
+    start_method : {"fork", "forkserver", "spawn"}, optional
+        How workers start. Default: ``fork`` when :func:`fork_is_safe` as the backend is entered
+        (the workers are forked then, in milliseconds), else ``forkserver`` where available, else
+        ``spawn``. ``fork`` given here is refused when it is not safe.
 
     Notes
     -----
     The runner enters the backend for each study; to run several studies on one pool of warm
     workers, enter it yourself around them (``with backend: run_study(a, ..., backend=backend)``):
-    a nested ``with`` reuses the outer pool (a warm pool is used at once, without timing tasks here).
+    a nested ``with`` reuses the outer pool (a warm pool is used at once: one task runs here, to size the batches).
     Results never depend on where a task ran: every task carries its own seed.
     """
 
     name = "process"
 
     def __init__(self, workers: int | None = None, *, max_pending: int | None = None, batch_seconds: float = 0.25,
-                 startup_seconds: float = 1.0) -> None:
+                 startup_seconds: float = 1.0, start_method: str | None = None) -> None:
         self.workers = check_int(workers, "workers", minimum=1) if workers is not None else os.cpu_count() or 1
         self.max_pending = (
             check_int(max_pending, "max_pending", minimum=1) if max_pending is not None else 4 * self.workers
         )
         self.batch_seconds = check_positive_float(batch_seconds, "batch_seconds")
         self.startup_seconds = check_positive_float(startup_seconds, "startup_seconds")
+        if start_method is not None:
+            check_one_of(start_method, "start_method", START_METHODS)
+            if start_method not in multiprocessing.get_all_start_methods():
+                raise InvalidParameterError(f"start_method {start_method!r} is not available on this platform")
+        self.start_method = start_method
+        self._forked = False  # whether the pool of this block was forked from this process
         self._pool: ProcessPoolExecutor | None = None
         self._starter: threading.Thread | None = None  # starts the pool while tasks run here
         self._starter_error: BaseException | None = None
@@ -241,13 +275,44 @@ class ProcessBackend:
         self.ran_here = 0  # tasks of the last map run in this process (timing probe, or a study too small)
 
     def __enter__(self) -> Self:
-        """Enter; the pool itself starts on the first batch that needs it (a nested ``with`` reuses it)."""
+        """Enter: fork the workers now if that is safe, else start the pool on the first batch that needs it.
+
+        A nested ``with`` reuses the outer block's pool.
+        """
+        if self._depth == 0 and self._pool is None and self.workers > 1 and self._forks():
+            self._fork_workers()
         self._depth += 1
         return self
 
+    def _forks(self) -> bool:
+        """Whether this block's workers are forked from this process (refuses a ``fork`` that is not safe)."""
+        if self.start_method not in (None, "fork"):
+            return False
+        safe = fork_is_safe()
+        if self.start_method == "fork" and not safe:
+            raise InvalidParameterError("start_method 'fork' needs Linux and a process without other Python "
+                                        "threads; use 'forkserver', or leave start_method unset")
+        return safe
+
+    def _fork_workers(self) -> None:
+        """Fork every worker now, from this single-threaded process (milliseconds, nothing re-imported).
+
+        The pool launches all its workers on the first submission when it forks, before its own
+        threads start (``concurrent.futures`` does so since Python 3.11), so no fork sees a thread.
+        """
+        with interrupts_deferred():  # never half-start a pool
+            pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
+                                       initializer=_worker_initializer, initargs=(os.getpid(),))
+            try:
+                pool.submit(_ready)
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+        self._pool, self._forked = pool, True
+
     def _start_pool(self, preload: list[str] | None = None) -> ProcessPoolExecutor:
         if self._pool is None:
-            context = multiprocessing.get_context(_start_method())
+            context = multiprocessing.get_context(self.start_method or _start_method())
             if isinstance(context, multiprocessing.context.ForkServerContext):
                 # The fork server imports the runner once; workers forked from it start with it loaded
                 # (effective when the fork server starts, i.e. on the first pool of this process).
@@ -285,7 +350,7 @@ class ProcessBackend:
             if exc_type is not None:  # interrupted or failed: the tasks still running are not needed
                 _kill_workers(self._pool)
             self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+            self._pool, self._forked = None, False
 
     def map_unordered(self, fn: Callable[[Any], Any], tasks: Sequence[Any],
                       notify: Callable[[str], None] | None = None) -> Iterator[tuple[int, Any]]:
@@ -294,12 +359,21 @@ class ProcessBackend:
         Without a warm pool, tasks first run here, one by one, while the work left (estimated from
         their times) is too small for the pool to gain; then the pool starts in a helper thread and
         tasks keep running here until its workers are up; the rest go to the pool in batches of
-        about ``batch_seconds``. ``notify`` receives a line saying which was chosen.
+        about ``batch_seconds``. With a warm pool (forked as the backend was entered, or an outer
+        block's), the first task runs here to time the batches and the rest go to the pool.
+        ``notify`` receives a line saying which was chosen.
         """
         if self._depth == 0:
             raise InvalidParameterError("ProcessBackend must be used inside a `with` block")
         self.ran_here = 0
         next_index, per_task = 0, 0.0
+        warm = self._pool is not None
+        if warm and tasks:  # the first task runs here to size the batches
+            started = time.perf_counter()
+            yield 0, fn(tasks[0])
+            next_index, per_task, self.ran_here = 1, time.perf_counter() - started, 1
+            if len(tasks) == 1:
+                return
         if self._pool is None:
             threshold = self.startup_seconds if self.workers > 1 else math.inf  # W > S (see the class docstring)
             started = time.perf_counter()
@@ -338,7 +412,8 @@ class ProcessBackend:
         if notify is not None:
             notify(f"process backend: {len(tasks) - next_index} tasks on {self.workers} worker processes"
                    + (f", in batches of {batch}" if batch > 1 else "")
-                   + (f" ({next_index} run here, while the workers started)" if next_index else ""))
+                   + (" (1 run here, to time the tasks)" if warm
+                      else f" ({next_index} run here, while the workers started)" if next_index else ""))
         pool = self._start_pool()
         pending: dict[Future[Any], int] = {}
         try:
@@ -361,8 +436,13 @@ class ProcessBackend:
                 future.cancel()
 
     def describe(self) -> dict[str, Any]:
-        """Backend name, worker count and start method."""
-        return {"backend": self.name, "workers": self.workers, "start_method": _start_method()}
+        """Backend name, worker count and start method (before ``with``: the one entering would choose)."""
+        if self._forked or (self._pool is None and self.start_method in (None, "fork") and self.workers > 1
+                            and fork_is_safe()):
+            method = "fork"
+        else:
+            method = self.start_method if self.start_method not in (None, "fork") else _start_method()
+        return {"backend": self.name, "workers": self.workers, "start_method": method}
 
 
 @contextlib.contextmanager

@@ -33,19 +33,22 @@ from pathlib import Path
 from typing import Any
 
 from dpbandits._core.errors import StudyError
+
+# the summary's reader, not the store: the command line's drawing process is forked before the run's
+# modules (study models, algorithms) are imported, and needs none of them
+from dpbandits.experiments._summary_file import (
+    SUMMARY_NAME,
+    atomic_write_bytes,
+    describe_os_error,
+    read_summary,
+    summary_metrics,
+)
 from dpbandits.experiments.plot_labels import (
     PARAMETER_NAMES,
     format_number,
     metric_label,
     metric_name,
     parameter_label,
-)
-from dpbandits.experiments.store import (
-    SUMMARY_NAME,
-    atomic_write_bytes,
-    describe_os_error,
-    read_summary,
-    summary_metrics,
 )
 
 __all__ = ["MAX_PANELS", "PendingPlots", "plot_run", "start_plot_run"]

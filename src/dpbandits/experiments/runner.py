@@ -58,7 +58,7 @@ from dpbandits._core.typing import FloatArray
 from dpbandits.algorithms.user_simulation import AgentSimulation
 from dpbandits.envs.registry import get_environment
 from dpbandits.experiments.analyses import run_analyses
-from dpbandits.experiments.backends import Backend, WorkerLostError, make_backend
+from dpbandits.experiments.backends import Backend, ProcessBackend, WorkerLostError, make_backend
 from dpbandits.experiments.config import Cell, Study
 from dpbandits.experiments.costs import check_study_cost
 from dpbandits.experiments.interrupts import RunTerminated, interrupts_deferred, sigterm_as_interrupt
@@ -266,9 +266,14 @@ def _run_study(
     check_study_cost(study, workers=int(facts.get("workers", 1)), local_processes=int(facts["workers"]) if local else 0)
     reporter = make_progress(progress) if isinstance(progress, str) else progress
     _LOG.debug("backend %s", facts)
+    # A process pool forks its workers as it is entered, when this process has no other thread (see
+    # ProcessBackend): it is entered before the run directory is opened (its lock is not inherited)
+    # and before the run starts its threads (progress display, cell writer). Other backends are
+    # entered once the run is open (a dask cluster is not started for a run directory refused).
+    early = engine if isinstance(engine, ProcessBackend) else contextlib.nullcontext()
     # A run is either not started or recorded as started, never half-opened: an interrupt that
     # arrives while the run directory is opened is delivered once the run can record it.
-    with interrupts_deferred() as deliver_interrupts:
+    with early, interrupts_deferred() as deliver_interrupts:
         store = RunStore.open(out_dir, study, source_text=source_text, resume=resume, session=engine.describe(),
                               allow_version_change=allow_version_change)
         return _run_opened(study, store, engine, reporter, started, deliver_interrupts)

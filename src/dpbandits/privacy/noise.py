@@ -94,6 +94,10 @@ def _check_scale(scale: ArrayLike, name: str = "scale") -> NDArray[np.float64]:
         if not 0.0 <= scale < math.inf:
             raise InvalidParameterError(f"{name} must be a finite float >= 0; got {scale!r}")
         return np.asarray(scale)
+    # fast path for a float64 array (a phase's scales, at every phase end): every entry finite and >= 0
+    # (NaN fails both comparisons); anything else, or a bad entry, takes the full check and its message
+    if type(scale) is np.ndarray and scale.dtype == np.float64 and ((scale >= 0.0) & (scale < math.inf)).all():
+        return scale
     arr = np.asarray(check_array(scale, name, allow_empty=True), dtype=np.float64)
     if np.any(arr < 0):
         raise InvalidParameterError(f"{name} must be >= 0 entrywise; got min {float(arr.min())!r}")
@@ -108,6 +112,11 @@ def _scalar_scale(scale: Any, name: str = "scale") -> float:
     if not 0.0 <= b < math.inf:
         raise InvalidParameterError(f"{name} must be a finite float >= 0; got {scale!r}")
     return b
+
+
+def _broadcast_shape(x: NDArray[Any], b: NDArray[Any]) -> tuple[int, ...]:
+    """The shape of ``x + b`` (values and their scales; most often the same shape, or a scalar scale)."""
+    return x.shape if x.shape == b.shape or not b.shape else np.broadcast_shapes(x.shape, b.shape)
 
 
 def _output_shape(scale: NDArray[np.float64], size: Shape) -> tuple[int, ...]:
@@ -167,7 +176,7 @@ class NoiseBackend(ABC):
         """
         x = _check_integers(values)
         b = _check_scale(scale)
-        return np.asarray(x + self.discrete_laplace(b, size=np.broadcast_shapes(x.shape, b.shape)), dtype=np.int64)
+        return np.asarray(x + self.discrete_laplace(b, size=_broadcast_shape(x, b)), dtype=np.int64)
 
     def add_laplace(self, values: ArrayLike, scale: ArrayLike) -> NDArray[np.float64]:
         """Return ``values`` + i.i.d. Laplace(0, ``scale``) noise, entrywise.
@@ -186,13 +195,13 @@ class NoiseBackend(ABC):
         """
         x = np.asarray(values, dtype=np.float64)
         b = _check_scale(scale)
-        return np.asarray(x + self.laplace(b, size=np.broadcast_shapes(x.shape, b.shape)), dtype=np.float64)
+        return np.asarray(x + self.laplace(b, size=_broadcast_shape(x, b)), dtype=np.float64)
 
     def add_gaussian(self, values: ArrayLike, scale: ArrayLike) -> NDArray[np.float64]:
         """Return ``values`` + i.i.d. N(0, ``scale``²) noise, entrywise (``scale`` broadcast)."""
         x = np.asarray(values, dtype=np.float64)
         b = _check_scale(scale)
-        return np.asarray(x + self.gaussian(b, size=np.broadcast_shapes(x.shape, b.shape)), dtype=np.float64)
+        return np.asarray(x + self.gaussian(b, size=_broadcast_shape(x, b)), dtype=np.float64)
 
     def adder(self, kind: str, scale: float) -> NoiseAdder:
         """The release verb ``add_<kind>`` with its constant scale validated once.

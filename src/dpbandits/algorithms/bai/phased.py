@@ -291,12 +291,15 @@ class PhasedAgent(Persistable):
         """
         values = np.frombuffer(self._rewards, dtype=np.float64)
         lengths = self._plan.pulls.reshape(-1)
-        sums = (np.zeros(lengths.shape[0]) if self._restored_sums is None
-                else np.array(self._restored_sums, dtype=np.float64).reshape(-1))
+        resumed = self._restored_sums is not None
+        sums = (np.array(self._restored_sums, dtype=np.float64).reshape(-1) if resumed
+                else np.zeros(lengths.shape[0]))
         ends = np.cumsum(lengths)
         for arm in np.flatnonzero(lengths):  # one sequential sum (cumsum) per pulled arm, at phase ends and saves
             segment = values[ends[arm] - lengths[arm]:ends[arm]]
-            sums[arm] = np.cumsum(np.concatenate(([sums[arm]], segment)))[-1]
+            # from a resumed sum s: s + r_1 + ... left to right; from 0, the same sum is the segment's own
+            # (0 + r_1 is r_1 exactly)
+            sums[arm] = (np.cumsum(np.concatenate(([sums[arm]], segment))) if resumed else segment.cumsum())[-1]
         return sums.reshape(self._plan.pulls.shape)
 
     @property
@@ -361,11 +364,12 @@ class PhasedAgent(Persistable):
         if (arm.__class__ is not int or arm != expected) and check_arm(arm, "arm", self._planner.n_arms) != expected:
             raise InvalidActionError(f"arm must be the arm returned by ask(), {expected}; got {arm!r}")
         low, high = self._accept
-        # the common case: a float (NumPy's too) within the bounds (NaN and ±inf fail the comparison); else
-        # the full check
-        if not (isinstance(reward, float) and low <= (value := float(reward)) <= high):
-            value = self._checked_reward(reward)
-        self._rewards[position] = value
+        # the common case: a Python float within the bounds (NaN and ±inf fail the comparison), stored as
+        # it is; anything else (NumPy's floats, a float subclass whose comparisons could lie) is checked as
+        # a value first
+        if reward.__class__ is not float or not low <= reward <= high:
+            reward = self._checked_reward(reward)
+        self._rewards[position] = reward
         position += 1
         self._position = position
         if position == self._end:
@@ -373,6 +377,9 @@ class PhasedAgent(Persistable):
 
     def _checked_reward(self, reward: object) -> float:
         """A reward off the fast path: a finite real within ``reward_bounds``, or clipped to them if asked."""
+        low, high = self._accept
+        if isinstance(reward, float) and low <= (value := float(reward)) <= high:  # compared as a Python float
+            return value
         value = check_real(reward, "reward")
         low, high = self._bounds
         if (value < low or value > high) and not self._clip:
