@@ -38,7 +38,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import Engine
@@ -47,6 +47,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dpbandits import __version__
 from dpbandits._core.errors import DPBanditsError
+from dpbandits.serve.affinity import Affinity
 from dpbandits.serve.auth import KeyCache
 from dpbandits.serve.errors import NotFound, QuotaExceeded, Retry, ServiceError
 from dpbandits.serve.kinds import list_kinds
@@ -307,7 +308,7 @@ class _StepsFreed:
 def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, json_limit: int = MAX_JSON_BYTES,
                upload_limit: int = MAX_UPLOAD_BYTES, lease_seconds: float = LEASE_SECONDS,
                quotas: Quotas | None = None, time_limit: float = 60.0, behind_tls: bool = False,
-               log_requests: bool = False) -> FastAPI:
+               log_requests: bool = False, affinity: Affinity | None = None) -> FastAPI:
     """Build the application on a store (see :func:`dpbandits.serve.storage.make_engine`).
 
     Parameters
@@ -328,6 +329,10 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         ``Secure`` whatever the request's scheme (see :mod:`dpbandits.serve.status_routes`).
     log_requests : bool, default False
         Log each request at DEBUG (:class:`RequestLog`).
+    affinity : Affinity, optional
+        Forward each experiment's ask, tell and close to the process that owns it
+        (:mod:`dpbandits.serve.affinity`; ``dpbandits serve`` does); started and stopped with the
+        application. Without it every request is served where it arrives.
 
     Returns
     -------
@@ -339,12 +344,28 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     steps_freed = _StepsFreed()
     gates = _Gates()
     keys = KeyCache(engine)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if affinity is not None:
+            await affinity.start(app)
+        try:
+            yield
+        finally:
+            if affinity is not None:
+                await affinity.stop()
+
+    async def forwarded(request: Request, who: int, experiment_id: str) -> Response | None:
+        """The owner process's answer, if another process owns the experiment (after the key's check)."""
+        return None if affinity is None else await affinity.forward(request, who, experiment_id)
+
     # FastAPIOffline: the same FastAPI app, its /docs and /redoc pages served from packaged files (no CDN)
-    app = FastAPIOffline(title="dpbandits serve", version=__version__,
+    app = FastAPIOffline(lifespan=lifespan, title="dpbandits serve", version=__version__,
                   description="Differentially private bandit experiments as a service: ask/tell agents "
                               "(best-arm identification, dueling, USCA) and KL-offline policies, with a "
                               "privacy ledger. Authenticate with `Authorization: Bearer <API key>`.")
     app.state.service = service
+    app.state.affinity = affinity
     app.state.keys = keys
     app.state.concurrency = concurrency = ConcurrencyLimit(quotas.concurrent_requests)
 
@@ -416,7 +437,7 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         return JSONResponse(service.status(who, _checked_id(experiment_id)))  # no response model: skips re-validation
 
     @app.post(path + "/ask", tags=["ask/tell"], openapi_extra={"parameters": _KEY_HEADERS})
-    async def ask(experiment_id: str, request: Request) -> JSONResponse:
+    async def ask(experiment_id: str, request: Request) -> Response:
         """The next action (``arm``, ``pair`` or ``action``) and its ticket.
 
         When every scheduled step is out on its lease, waits (at most the lease) for a tell to free
@@ -425,6 +446,8 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         who = _hot_owner(request)
         experiment_id = _checked_id(experiment_id)
         with concurrency.hold(who):
+            if (answer := await forwarded(request, who, experiment_id)) is not None:
+                return answer
             while (handed := await committed(experiment_id, lambda inline: service.ask_later(
                     who, experiment_id, lease=lease_seconds, inline=inline))) is None:
                 await steps_freed.wait(experiment_id, timeout=min(lease_seconds, 1.0))
@@ -433,11 +456,13 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     @app.post(path + "/tell", tags=["ask/tell"], openapi_extra={
         "parameters": _KEY_HEADERS,
         "requestBody": {"required": True, "content": {"application/json": {"schema": TellRequest.model_json_schema()}}}})
-    async def tell(experiment_id: str, request: Request) -> JSONResponse:
+    async def tell(experiment_id: str, request: Request) -> Response:
         """Feedback of a ticket's step; acknowledged once committed. A retry returns the same acknowledgement."""
         who = _hot_owner(request)
         experiment_id = _checked_id(experiment_id)
         with concurrency.hold(who):
+            if (answer := await forwarded(request, who, experiment_id)) is not None:
+                return answer
             body = await _json_body(request, TellRequest)
             reported = body.feedback()
             acknowledged = await committed(experiment_id, lambda inline: service.tell_later(
@@ -451,9 +476,11 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         return service.ledger(who, _checked_id(experiment_id))
 
     @app.post(path + "/close", tags=["experiments"])
-    async def close(experiment_id: str, who: Admitted) -> dict[str, Any]:
+    async def close(experiment_id: str, who: Admitted, request: Request) -> Any:
         """Close the experiment (no further ask, tell, upload or sample)."""
         experiment_id = _checked_id(experiment_id)
+        if (answer := await forwarded(request, who, experiment_id)) is not None:
+            return answer
         await committed(experiment_id, lambda _inline: service.close_later(who, experiment_id))
         steps_freed.notify(experiment_id)  # waiting asks see it closed
         return service.status(who, experiment_id)
