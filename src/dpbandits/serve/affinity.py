@@ -15,7 +15,8 @@ memory and group-commits its tells as if it were the only process:
 * the request is authenticated and its key's ownership of the experiment checked **before** it is
   forwarded: another key's experiment and a missing id are both answered locally (404), after the
   same work (one read of the store);
-* it is forwarded with its method, path, key headers and body unchanged, to an address read from
+* it is forwarded with its method, path, key headers and body unchanged (:mod:`dpbandits.serve.relay`:
+  kept-alive connections), to an address read from
   the store (only ``http(s)://host:port``; never one a client supplied), with a hop header: a
   forwarded request is served where it arrives, never forwarded again (no loop);
 * the owner authenticates it again and answers; its answer is relayed as it is. An owner that
@@ -41,13 +42,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy import Engine
 
 from dpbandits.serve.owners import Owner, Registry, checked_url
+from dpbandits.serve.relay import Lost, NotSent, Relay
 
 __all__ = ["HOP_HEADER", "OWNER_LEASE_SECONDS", "Affinity"]
 
@@ -56,6 +57,7 @@ HOP_HEADER = "x-dpbandits-forwarded"
 OWNER_LEASE_SECONDS = 5.0
 """Default seconds an experiment's owner lease runs past the owner's latest heartbeat."""
 _FORWARDED_HEADERS = ("authorization", "x-api-key", "content-type", "accept")
+_FORWARDED_ACTIONS = frozenset({"ask", "tell", "close"})
 _RELAYED_HEADERS = ("content-type", "retry-after")
 _MAX_ROUTES = 4096
 _log = logging.getLogger("dpbandits.serve")
@@ -89,7 +91,7 @@ class Affinity:
         self._routes: OrderedDict[str, _Route] = OrderedDict()
         self._owned: set[str] = set()
         self._renewed_until = 0.0
-        self._client: httpx.AsyncClient | None = None
+        self._relay: Relay | None = None
         self._server: Any = None
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
@@ -106,7 +108,9 @@ class Affinity:
         sock.bind((self.host, 0))
         sock.set_inheritable(True)
         port = sock.getsockname()[1]
-        config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False, proxy_headers=False)
+        # connections kept open by the other processes' relays are not closed after uvicorn's 5 idle seconds
+        config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False, proxy_headers=False,
+                                timeout_keep_alive=3600)
         config.load()
         server = uvicorn.Server(config)
         server.lifespan = config.lifespan_class(config)
@@ -116,9 +120,7 @@ class Affinity:
         self.registry = Registry(self.engine, self.process_id, f"http://{host}:{port}", self.lease)
         await run_in_threadpool(self.registry.register)
         self._renewed_until = time.monotonic() + self.lease
-        self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(self.read_timeout, connect=1.0, pool=self.read_timeout),
-            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64), trust_env=False)
+        self._relay = Relay(connect_timeout=1.0, read_timeout=self.read_timeout)
         self._beat = threading.Thread(target=self._heartbeats, name="dpbandits-heartbeat", daemon=True)
         self._beat.start()
 
@@ -130,8 +132,8 @@ class Affinity:
         if self.registry is not None:
             with contextlib.suppress(Exception):
                 await run_in_threadpool(self.registry.leave)
-        if self._client is not None:
-            await self._client.aclose()
+        if self._relay is not None:
+            self._relay.close()
         if self._server is not None:
             self._server.force_exit = True
             await self._server.shutdown()
@@ -176,34 +178,40 @@ class Affinity:
 
     async def forward(self, request: Request, who: int, experiment_id: str) -> Response | None:
         """The owner's answer to ``request``, or None if this process serves it (see the module docstring)."""
-        if request.headers.get(HOP_HEADER) is not None or self._client is None:
+        if request.headers.get(HOP_HEADER) is not None or self._relay is None:
             return None  # forwarded once already: served here
+        action = request.url.path.rsplit("/", 1)[-1]
+        if action not in _FORWARDED_ACTIONS:
+            return None
         owner = await self.owner_of(who, experiment_id)
         if owner is None or owner.process_id in (None, self.process_id):
             return None
         url = checked_url(owner.url)
         if url is None:
             return None
-        headers = {name: value for name in _FORWARDED_HEADERS if (value := request.headers.get(name)) is not None}
-        headers[HOP_HEADER] = self.process_id
-        target = url + request.url.path
+        headers = [(name, value) for name in _FORWARDED_HEADERS if (value := request.headers.get(name)) is not None]
+        if any("\r" in value or "\n" in value for _, value in headers):
+            return None  # (the HTTP parser refuses these before a request reaches a route)
+        headers.append((HOP_HEADER, self.process_id))
+        body = await request.body()
         self.forwarded += 1
         try:
-            answer = await self._client.request(request.method, target, headers=headers, content=await request.body())
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout):
-            # not sent (a killed owner refuses connections): served here; the owner is read again in a second
+            status, answer_headers, content = await self._relay.exchange(
+                url, request.method, f"/v1/experiments/{experiment_id}/{action}", headers, body)
+        except NotSent:
+            # no connection (a killed owner refuses them): served here; the owner is read again in a second
             # (its lease lapses meanwhile, and this process takes it)
             self._remember(experiment_id, Owner(owner.tenant, None, None, 0.0), time.monotonic() + min(self.lease, 1.0))
             return None
-        except httpx.HTTPError as exc:  # sent, and no answer: it may have been recorded; the client retries
+        except Lost as exc:  # sent, and no answer: it may have been recorded; the client retries, never this process
             self._routes.pop(experiment_id, None)
-            _log.warning("the owner of an experiment did not answer a forwarded request: %s", type(exc).__name__)
+            _log.warning("the owner of an experiment did not answer a forwarded request: %s", exc)
             return JSONResponse({"error": {"code": "owner_unavailable", "message": (
                 "the server process serving this experiment did not answer; the request may or may not have "
                 "been recorded: retry it (a tell retried with the same ticket is counted once)")}},
                 status_code=503, headers={"Retry-After": "1"})
-        relayed = {name: value for name in _RELAYED_HEADERS if (value := answer.headers.get(name)) is not None}
-        return Response(answer.content, status_code=answer.status_code, headers=relayed)
+        relayed = {name: value for name, value in answer_headers if name in _RELAYED_HEADERS}
+        return Response(content, status_code=status, headers=relayed)
 
     @property
     def url(self) -> str | None:
