@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import secrets
 import socket
 import threading
@@ -42,11 +43,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy import Engine
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from dpbandits.serve.errors import QuotaExceeded
 from dpbandits.serve.owners import Owner, Registry, checked_url
 from dpbandits.serve.relay import Lost, NotSent, Relay
 
@@ -57,7 +59,8 @@ HOP_HEADER = "x-dpbandits-forwarded"
 OWNER_LEASE_SECONDS = 5.0
 """Default seconds an experiment's owner lease runs past the owner's latest heartbeat."""
 _FORWARDED_HEADERS = ("authorization", "x-api-key", "content-type", "accept")
-_FORWARDED_ACTIONS = frozenset({"ask", "tell", "close"})
+_FORWARDABLE = re.compile(r"/v1/experiments/([0-9a-f]{32})/(ask|tell|close)")
+_HOP = HOP_HEADER.encode()
 _RELAYED_HEADERS = ("content-type", "retry-after")
 _MAX_ROUTES = 4096
 _log = logging.getLogger("dpbandits.serve")
@@ -176,44 +179,109 @@ class Affinity:
         while len(self._routes) > _MAX_ROUTES:
             self._routes.popitem(last=False)
 
-    async def forward(self, request: Request, who: int, experiment_id: str) -> Response | None:
-        """The owner's answer to ``request``, or None if this process serves it (see the module docstring)."""
-        if request.headers.get(HOP_HEADER) is not None or self._relay is None:
-            return None  # forwarded once already: served here
-        action = request.url.path.rsplit("/", 1)[-1]
-        if action not in _FORWARDED_ACTIONS:
-            return None
+    async def forward(self, scope: Scope, receive: Receive, send: Send, who: int, experiment_id: str,
+                      action: str) -> Receive | None:
+        """Answer the request with its owner's answer (None), or leave it to this process (the ``receive`` to use).
+
+        ``who`` owns a valid key; the request is ``POST /v1/experiments/{experiment_id}/{action}`` (see
+        :class:`Forwarding`).
+        """
         owner = await self.owner_of(who, experiment_id)
-        if owner is None or owner.process_id in (None, self.process_id):
-            return None
+        if owner is None or owner.process_id in (None, self.process_id) or self._relay is None:
+            return receive
         url = checked_url(owner.url)
         if url is None:
-            return None
-        headers = [(name, value) for name in _FORWARDED_HEADERS if (value := request.headers.get(name)) is not None]
+            return receive
+        raw = dict(scope["headers"])
+        headers = [(name, raw[name.encode()].decode("latin-1")) for name in _FORWARDED_HEADERS if name.encode() in raw]
         if any("\r" in value or "\n" in value for _, value in headers):
-            return None  # (the HTTP parser refuses these before a request reaches a route)
+            return receive  # (the HTTP parser refuses these before a request reaches the application)
         headers.append((HOP_HEADER, self.process_id))
-        body = await request.body()
+        chunks = []
+        while True:  # the body (its size is limited by the middleware around this one)
+            message = await receive()
+            if message["type"] != "http.request":
+                return None  # the client went away: nothing to answer
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
         self.forwarded += 1
         try:
             status, answer_headers, content = await self._relay.exchange(
-                url, request.method, f"/v1/experiments/{experiment_id}/{action}", headers, body)
+                url, "POST", f"/v1/experiments/{experiment_id}/{action}", headers, body)
         except NotSent:
             # no connection (a killed owner refuses them): served here; the owner is read again in a second
             # (its lease lapses meanwhile, and this process takes it)
             self._remember(experiment_id, Owner(owner.tenant, None, None, 0.0), time.monotonic() + min(self.lease, 1.0))
-            return None
+            return _replaying(body, receive)
         except Lost as exc:  # sent, and no answer: it may have been recorded; the client retries, never this process
             self._routes.pop(experiment_id, None)
             _log.warning("the owner of an experiment did not answer a forwarded request: %s", exc)
-            return JSONResponse({"error": {"code": "owner_unavailable", "message": (
+            answer: Response = JSONResponse({"error": {"code": "owner_unavailable", "message": (
                 "the server process serving this experiment did not answer; the request may or may not have "
                 "been recorded: retry it (a tell retried with the same ticket is counted once)")}},
                 status_code=503, headers={"Retry-After": "1"})
-        relayed = {name: value for name, value in answer_headers if name in _RELAYED_HEADERS}
-        return Response(content, status_code=status, headers=relayed)
+        else:
+            relayed = {name: value for name, value in answer_headers if name in _RELAYED_HEADERS}
+            answer = Response(content, status_code=status, headers=relayed)
+        await answer(scope, receive, send)
+        return None
 
     @property
     def url(self) -> str | None:
         """The internal address of this process (once started)."""
         return None if self.registry is None else self.registry.url
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that first returns ``body`` again (already read from the client), then the client's messages."""
+    pending = [body]
+
+    async def replay() -> Message:
+        if pending:
+            return {"type": "http.request", "body": pending.pop(), "more_body": False}
+        return await receive()
+
+    return replay
+
+
+class Forwarding:
+    """ASGI middleware: an experiment's ask, tell and close, answered by its owner if another process owns it.
+
+    ``POST /v1/experiments/{id}/ask|tell|close`` goes through :meth:`Affinity.forward`; everything
+    else goes to the application. Before the application's routes (its routing costs about as much as the forwarding itself), and
+    after the limit on the body's size. A request this middleware does not forward — no valid key, an
+    experiment the key does not own or that does not exist, a key over its concurrency quota, a request
+    forwarded once already (the hop header), no reachable owner — is left to the application, which
+    answers it as it would without forwarding.
+    """
+
+    def __init__(self, app: ASGIApp, *, affinity: Affinity, keys: Any, concurrency: Any) -> None:
+        self.app, self.affinity, self.keys, self.concurrency = app, affinity, keys, concurrency
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            match = _FORWARDABLE.fullmatch(scope["path"])
+            if match is not None:
+                headers = dict(scope["headers"])
+                who = None if _HOP in headers else self.keys.owner(_key(headers))
+                if who is not None:
+                    try:
+                        with self.concurrency.hold(who):
+                            left = await self.affinity.forward(scope, receive, send, who, match[1], match[2])
+                    except QuotaExceeded:  # the application answers it (429)
+                        left = receive
+                    if left is None:
+                        return
+                    receive = left
+        await self.app(scope, receive, send)
+
+
+def _key(headers: dict[bytes, bytes]) -> str | None:
+    """The API key of the request's headers (as the application reads it), or None."""
+    authorization = headers.get(b"authorization")
+    if authorization is not None and authorization[:7].lower() == b"bearer ":
+        return authorization[7:].decode("latin-1").strip()
+    key = headers.get(b"x-api-key")
+    return None if key is None else key.decode("latin-1")

@@ -38,7 +38,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import Engine
@@ -47,7 +47,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dpbandits import __version__
 from dpbandits._core.errors import DPBanditsError
-from dpbandits.serve.affinity import Affinity
+from dpbandits.serve.affinity import Affinity, Forwarding
 from dpbandits.serve.auth import KeyCache
 from dpbandits.serve.errors import NotFound, QuotaExceeded, Retry, ServiceError
 from dpbandits.serve.kinds import list_kinds
@@ -355,10 +355,6 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
             if affinity is not None:
                 await affinity.stop()
 
-    async def forwarded(request: Request, who: int, experiment_id: str) -> Response | None:
-        """The owner process's answer, if another process owns the experiment (after the key's check)."""
-        return None if affinity is None else await affinity.forward(request, who, experiment_id)
-
     # FastAPIOffline: the same FastAPI app, its /docs and /redoc pages served from packaged files (no CDN)
     app = FastAPIOffline(lifespan=lifespan, title="dpbandits serve", version=__version__,
                   description="Differentially private bandit experiments as a service: ask/tell agents "
@@ -437,7 +433,7 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         return JSONResponse(service.status(who, _checked_id(experiment_id)))  # no response model: skips re-validation
 
     @app.post(path + "/ask", tags=["ask/tell"], openapi_extra={"parameters": _KEY_HEADERS})
-    async def ask(experiment_id: str, request: Request) -> Response:
+    async def ask(experiment_id: str, request: Request) -> JSONResponse:
         """The next action (``arm``, ``pair`` or ``action``) and its ticket.
 
         When every scheduled step is out on its lease, waits (at most the lease) for a tell to free
@@ -446,8 +442,6 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         who = _hot_owner(request)
         experiment_id = _checked_id(experiment_id)
         with concurrency.hold(who):
-            if (answer := await forwarded(request, who, experiment_id)) is not None:
-                return answer
             while (handed := await committed(experiment_id, lambda inline: service.ask_later(
                     who, experiment_id, lease=lease_seconds, inline=inline))) is None:
                 await steps_freed.wait(experiment_id, timeout=min(lease_seconds, 1.0))
@@ -456,13 +450,11 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     @app.post(path + "/tell", tags=["ask/tell"], openapi_extra={
         "parameters": _KEY_HEADERS,
         "requestBody": {"required": True, "content": {"application/json": {"schema": TellRequest.model_json_schema()}}}})
-    async def tell(experiment_id: str, request: Request) -> Response:
+    async def tell(experiment_id: str, request: Request) -> JSONResponse:
         """Feedback of a ticket's step; acknowledged once committed. A retry returns the same acknowledgement."""
         who = _hot_owner(request)
         experiment_id = _checked_id(experiment_id)
         with concurrency.hold(who):
-            if (answer := await forwarded(request, who, experiment_id)) is not None:
-                return answer
             body = await _json_body(request, TellRequest)
             reported = body.feedback()
             acknowledged = await committed(experiment_id, lambda inline: service.tell_later(
@@ -476,11 +468,9 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         return service.ledger(who, _checked_id(experiment_id))
 
     @app.post(path + "/close", tags=["experiments"])
-    async def close(experiment_id: str, who: Admitted, request: Request) -> Any:
+    async def close(experiment_id: str, who: Admitted) -> dict[str, Any]:
         """Close the experiment (no further ask, tell, upload or sample)."""
         experiment_id = _checked_id(experiment_id)
-        if (answer := await forwarded(request, who, experiment_id)) is not None:
-            return answer
         await committed(experiment_id, lambda _inline: service.close_later(who, experiment_id))
         steps_freed.notify(experiment_id)  # waiting asks see it closed
         return service.status(who, experiment_id)
@@ -510,6 +500,8 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
             return await _cancellable(request, service.sample, who, experiment_id, body.size, body.context)
 
     add_status_routes(app, engine, keys, behind_tls=behind_tls)
+    if affinity is not None:  # inside the body limit: a forwarded body is limited as any other
+        app.add_middleware(Forwarding, affinity=affinity, keys=keys, concurrency=concurrency)
     app.add_middleware(BodyLimit, json_limit=json_limit, upload_limit=upload_limit)
     app.add_middleware(ErrorBoundary)  # inside Starlette's ServerErrorMiddleware: it never re-raises
     if log_requests:
