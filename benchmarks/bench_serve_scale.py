@@ -8,7 +8,9 @@ Each figure is a ratio against a reference measured in the same run:
   ÷ B's p99 alone; target <= 2.
 * **Spread** (PostgreSQL): one K = 8 experiment, 16 clients; tells/s with every request landing on a
   random one of 2 processes ÷ the same clients on 1 process, and the share of 503 answers; target
-  >= 0.8 and <= 1 %; the same with each client sticking to one of the 2 processes.
+  >= 0.8 and <= 1 %; the same with each client sticking to one of the 2 processes. The processes
+  run as ``dpbandits serve`` does by default: the one that does not own the experiment forwards its
+  requests to the owner (``dpbandits.serve.affinity``).
 * **Heavy spread** (PostgreSQL): the K = 1000 experiment, 4 clients spread per request on 2 processes
   ÷ on 1 process (tells/s).
 * **404 timing**: ``ask`` on another tenant's experiment that is in the server's memory ÷ on an id that

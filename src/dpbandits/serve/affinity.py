@@ -98,7 +98,7 @@ class Affinity:
         self._server: Any = None
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
-        self.forwarded = 0  # requests this process sent to an owner (for tests and the status of a deployment)
+        self.forwarded = 0  # requests this process sent to an owner (what the tests check)
 
     # ------------------------------------------------------------------------------ lifetime
     async def start(self, app: Any) -> None:
@@ -109,7 +109,6 @@ class Affinity:
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, 0))
-        sock.set_inheritable(True)
         port = sock.getsockname()[1]
         # connections kept open by the other processes' relays are not closed after uvicorn's 5 idle seconds
         config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False, proxy_headers=False,

@@ -7,7 +7,9 @@ request over the server's time limit), 401 no or unknown key, 404 not found, 409
 experiment's state (done, closed, already told, over budget), 413 body or experiment state too
 large, 422 malformed request, 429 over a quota of the key (``Retry-After``); 503 when the store
 refused a transaction for a reason a retry can fix (nothing was recorded: retry; see
-:mod:`dpbandits.serve.store_errors`) and only then; 500 for a bug. No error closes the client's
+:mod:`dpbandits.serve.store_errors`), or when the process that serves the experiment went away
+after the request was forwarded to it (``owner_unavailable``: it may have been recorded; retry, a
+tell with its ticket counts once; see :mod:`dpbandits.serve.affinity`), and only then; 500 for a bug. No error closes the client's
 connection, and none carries a server path or a stored value; the log of a store error names
 its class only (never the statement's parameters). OpenAPI docs: ``/docs`` (Swagger UI) and
 ``/redoc``, served from files packaged with ``fastapi-offline`` (the network may be closed), and

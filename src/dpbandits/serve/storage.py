@@ -45,8 +45,9 @@ before schema versions, whose ledger tables lack this release's columns), an old
 a migration, a newer version, an unreadable version, or a missing table -- is refused in one line
 (:class:`~dpbandits.serve.errors.StoreSchemaError`) before anything in it is read. The version is a
 row, not an Alembic revision: the row costs store creation one insert, while importing Alembic
-would cost every process that opens a store several times a store's creation, with no migration to
-run yet; a release that needs a migration can adopt Alembic with this version as its baseline.
+would cost every process that opens a store several times a store's creation; the one migration
+so far (version 1 -> 2 creates two tables) is a function of :data:`MIGRATIONS`, run in the opening
+transaction. A release whose migrations need more can adopt Alembic with these versions as its baseline.
 
 Engines
 -------
