@@ -4,7 +4,8 @@ In-process servers (two uvicorn servers in threads, each an application with its
 agents and :class:`~dpbandits.serve.affinity.Affinity`, on one store) show where a request is
 served: the owner's agent advances while the process that forwarded loads nothing; another key's
 experiment is answered locally, never forwarded; a forwarded request is never forwarded again (no
-loop); an invalid or unreachable address in the registry is not used; two processes that both
+loop); an invalid or unreachable address in the registry is not used; an owner lost after a request
+was forwarded to it gets the client a 503, and the request is not sent again; two processes that both
 believe they own an experiment stay correct. Real ``dpbandits serve`` processes show the failover:
 the owner killed with SIGKILL under load, the other process takes the experiment over once the
 lease expires, with no valid ticket refused, nothing acknowledged lost and no released value
@@ -13,6 +14,7 @@ re-drawn.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -188,6 +190,47 @@ def test_an_invalid_or_unreachable_registered_address_is_not_used(pair: tuple[St
             assert second.agent(experiment).told == 4
             # an address of the wrong form is never connected to; a refused connection is not tried again at once
             assert second.affinity.forwarded - before == (1 if address.startswith("http://127.0.0.1") else 0)
+
+
+def test_a_lost_answer_is_a_503_and_the_request_is_not_sent_again(pair: tuple[Store, InProcess, InProcess]) -> None:
+    """An owner that reads a forwarded tell and dies before answering: the client gets 503 owner_unavailable
+    (it retries, with the same ticket); the forwarding process never sends the tell again on its own."""
+    store, first, second = pair
+    seen: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def swallow() -> None:  # reads one request per connection, then closes it without answering
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                data = b""
+                while b"\r\n\r\n" not in data and (chunk := connection.recv(65536)):
+                    data += chunk
+                seen.append(data.split(b"\r\n", 1)[0])
+
+    threading.Thread(target=swallow, daemon=True).start()
+    with _http(first.url, store.alice) as one, _http(second.url, store.alice) as two:
+        experiment = create(one, *BAI, insecure_seed=9)
+        handed = one.post(f"/v1/experiments/{experiment}/ask").json()  # owned by the first process
+        body = {"ticket": handed["ticket"], **feedback_for(handed["step"], {"arm": handed["arm"]})}
+        with first.engine.begin() as connection:
+            connection.execute(update(processes).where(processes.c.id == first.affinity.process_id)
+                               .values(url=f"http://127.0.0.1:{listener.getsockname()[1]}"))
+        try:
+            lost = two.post(f"/v1/experiments/{experiment}/tell", json=body)
+        finally:
+            with first.engine.begin() as connection:
+                connection.execute(update(processes).where(processes.c.id == first.affinity.process_id)
+                                   .values(url=first.affinity.url))
+            listener.close()
+        assert lost.status_code == 503 and lost.json()["error"]["code"] == "owner_unavailable"
+        assert lost.headers["retry-after"] == "1"
+        assert seen == [f"POST /v1/experiments/{experiment}/tell HTTP/1.1".encode()]  # sent once
+        retried = one.post(f"/v1/experiments/{experiment}/tell", json=body)  # the client's retry
+        assert retried.status_code == 200 and retried.json()["counted"]
 
 
 def test_two_processes_that_both_believe_they_own_stay_correct(pair: tuple[Store, InProcess, InProcess]) -> None:
