@@ -39,9 +39,10 @@ feedback stored since, or loading the stored state when a newer one was written
 (:mod:`~dpbandits.serve.catchup`) — and a ticket is refused only if the stored state refuses it.
 But an experiment whose requests are *served* by two processes is serialised on the store: each
 must read what the other wrote before computing the next tell, and their commits cannot share a
-transaction (the group commit of one process). Measured with ``--no-forward``, which serves every
-request where it lands: a K = 8 DP-BAI experiment made about 0.36× one process's tells per second
-with requests spread per request over 2 processes (PostgreSQL), a K = 1000 one about 0.68×.
+transaction (the group commit of one process). So served (``--no-forward``: each process serves
+what it receives), a K = 8 DP-BAI experiment made about 0.4× one process's tells per second with
+requests spread per request over 2 processes (PostgreSQL; median 0.36× over four runs before
+forwarding, 0.40× in one run with ``--no-forward``), a K = 1000 one about 0.7× (0.68×, 0.77×).
 
 So each experiment has an **owner** process, and the others forward its ``ask``, ``tell`` and
 ``close`` to it (:mod:`~dpbandits.serve.affinity`): every process — each of ``--workers N``, each
