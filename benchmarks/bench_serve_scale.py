@@ -8,7 +8,9 @@ Each figure is a ratio against a reference measured in the same run:
   ÷ B's p99 alone; target <= 2.
 * **Spread** (PostgreSQL): one K = 8 experiment, 16 clients; tells/s with every request landing on a
   random one of 2 processes ÷ the same clients on 1 process, and the share of 503 answers; target
-  >= 0.8 and <= 1 %; the same with each client sticking to one of the 2 processes.
+  >= 0.8 and <= 1 %; the same with each client sticking to one of the 2 processes. The processes
+  run as ``dpbandits serve`` does by default: the one that does not own the experiment forwards its
+  requests to the owner (``dpbandits.serve.affinity``).
 * **Heavy spread** (PostgreSQL): the K = 1000 experiment, 4 clients spread per request on 2 processes
   ÷ on 1 process (tells/s).
 * **404 timing**: ``ask`` on another tenant's experiment that is in the server's memory ÷ on an id that
@@ -21,6 +23,7 @@ Usage::
 
     python benchmarks/bench_serve_scale.py            # 15 s per phase
     python benchmarks/bench_serve_scale.py --quick    # 3 s per phase; the stall on SQLite, 1 process; no K = 1000 spread
+    python benchmarks/bench_serve_scale.py --only spread --no-forward   # each process serves what it receives
 """
 
 from __future__ import annotations
@@ -167,9 +170,10 @@ def bench_neighbour(db: str, label: str, processes: int, seconds: float, log: Pa
                  met=ratio <= 2)
 
 
-def bench_spread(db: str, seconds: float, log: Path, *, heavy_too: bool) -> None:
+def bench_spread(db: str, seconds: float, log: Path, *, heavy_too: bool, forward: bool = True) -> None:
     key = _key(db, "spread")
-    with ServerProcess(db, log=log) as first, ServerProcess(db, log=log) as second:
+    options = () if forward else ("--no-forward",)
+    with ServerProcess(db, log=log, options=options) as first, ServerProcess(db, log=log, options=options) as second:
         light = _create(first.url, key, 8)
         one = drive([first.url], key, light, 16, seconds)
         two = drive([first.url, second.url], key, light, 16, seconds, seed=2)
@@ -219,6 +223,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 s per phase; the stall on SQLite, 1 process")
     parser.add_argument("--only", choices=("neighbour", "spread", "404"))
+    parser.add_argument("--no-forward", action="store_true",
+                        help="spread: the servers serve every request where it lands (the reference before forwarding)")
     args = parser.parse_args()
     seconds = 3.0 if args.quick else 15.0
     print(f"# {seconds:g} s per phase; {load_average()}")
@@ -237,7 +243,8 @@ def main() -> None:
                             bench_neighbour(_database(postgres, f"neighbour{processes}"), "PostgreSQL",
                                             processes, seconds, log)
             if args.only in (None, "spread") and postgres is not None:
-                bench_spread(_database(postgres, "spread"), seconds, log, heavy_too=not args.quick)
+                bench_spread(_database(postgres, "spread"), seconds, log, heavy_too=not args.quick,
+                             forward=not args.no_forward)
     finally:
         if postgres is not None:
             postgres.stop()

@@ -94,6 +94,16 @@ def register(app: typer.Typer) -> None:
         behind_tls: Annotated[bool, typer.Option(
             "--behind-tls", help="Clients reach the server over TLS (a proxy terminates it): the status "
                                  "page's cookies are Secure.")] = False,
+        forward: Annotated[bool, typer.Option(
+            "--forward/--no-forward", help="Forward each experiment's ask, tell and close to the server process "
+                                           "that owns it (several processes then serve it about as fast as "
+                                           "one).")] = True,
+        internal_host: Annotated[str, typer.Option(
+            "--internal-host", help="IP address of this host where each server process listens for requests "
+                                    "forwarded by the others (loopback: processes of this host only).")] = "127.0.0.1",
+        owner_lease_seconds: Annotated[float, typer.Option(
+            "--owner-lease-seconds", min=0.001, help="Seconds an experiment stays with its owner process after "
+                                                      "the owner's last heartbeat.")] = 5.0,
     ) -> None:
         """Run the experiment service (HTTP API, OpenAPI docs at /docs, status page at /status)."""
         _require_serve_extra()
@@ -104,4 +114,5 @@ def register(app: typer.Typer) -> None:
                         state_bytes=max_state_bytes)
         run(db, host=host, port=port, sqlite_synchronous=sqlite_synchronous, lease_seconds=lease_seconds,
             allow_insecure_seeded_noise=allow_insecure_seeded_noise, behind_tls=behind_tls, workers=workers,
-            time_limit=time_limit, quotas=quotas)
+            time_limit=time_limit, quotas=quotas, forward=forward, internal_host=internal_host,
+            owner_lease_seconds=owner_lease_seconds)

@@ -169,3 +169,22 @@ def test_a_store_without_its_version_is_refused_on_both_backends(store: Store) -
     with pytest.raises(StoreSchemaError, match="records no schema version") as refused:
         make_engine(store.db)
     assert "\n" not in str(refused.value)
+
+
+def test_a_version_1_store_gains_the_process_tables_and_keeps_its_rows(store: Store) -> None:
+    """Version 1 -> 2 adds ``processes`` and ``owners`` (experiment affinity), on both backends."""
+    engine = make_engine(store.db)
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE owners"))
+        connection.execute(text("DROP TABLE processes"))
+        connection.execute(update(settings).where(settings.c.name == "schema_version").values(value=b"1"))
+        keys = connection.execute(text("SELECT count(*) FROM api_keys")).scalar_one()
+    engine.dispose()
+    engine = make_engine(store.db)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT value FROM settings WHERE name = 'schema_version'")).scalar_one() \
+            == str(SCHEMA_VERSION).encode()
+        assert connection.execute(text("SELECT count(*) FROM owners")).scalar_one() == 0
+        assert connection.execute(text("SELECT count(*) FROM processes")).scalar_one() == 0
+        assert connection.execute(text("SELECT count(*) FROM api_keys")).scalar_one() == keys == 2
+    engine.dispose()

@@ -19,6 +19,8 @@ Modules, one idea each:
   store failures a retry can fix (503);
 * :mod:`~dpbandits.serve.ledger` — each experiment's privacy ledger (the library's durable ledger);
 * :mod:`~dpbandits.serve.service` — the operations, and how clients share an experiment;
+* :mod:`~dpbandits.serve.owners` / :mod:`~dpbandits.serve.affinity` — the server processes on a store,
+  each experiment's owner among them, and forwarding its requests there;
 * :mod:`~dpbandits.serve.app` — the HTTP routes;
 * :mod:`~dpbandits.serve.status_routes` — the status page's routes, :mod:`~dpbandits.serve.sessions`
   its sessions, :mod:`~dpbandits.serve.dashboard` its queries, :mod:`~dpbandits.serve.status_page`
@@ -35,31 +37,41 @@ Every process serves every experiment correctly: a request that lands on a proce
 behind the store (another process told since) catches up from the step it holds — replaying the
 feedback stored since, or loading the stored state when a newer one was written
 (:mod:`~dpbandits.serve.catchup`) — and a ticket is refused only if the stored state refuses it.
-An experiment a process finds written by another is *contended* there: its tells catch up before
-they are computed and, on PostgreSQL, are computed and written under the experiment's row lock, so
-the processes take turns on it instead of computing tells on stale agents whose commits fail. A
-DP-BAI agent reloads in a fraction of a second in a process that held it (its plans are kept per
-process, keyed by public parameters; a K = 1000 load re-planned for about 7 s before).
+But an experiment whose requests are *served* by two processes is serialised on the store: each
+must read what the other wrote before computing the next tell, and their commits cannot share a
+transaction (the group commit of one process). So served (``--no-forward``: each process serves
+what it receives), a K = 8 DP-BAI experiment made about 0.4× one process's tells per second with
+requests spread per request over 2 processes (PostgreSQL; median 0.36× over four runs before
+forwarding, 0.40× in one run with ``--no-forward``), a K = 1000 one about 0.7× (0.68×, 0.77×).
 
-Correct is not free, though. One process computes an experiment's tells one after the other in
-memory and commits many in one transaction; processes sharing an experiment cannot: each must read
-what the other wrote before computing the next tell, and on PostgreSQL each tell holds the row lock
-through its own commit. Sharing one experiment between processes therefore serialises it on the
-store's round trips and loses the group commit, whatever the catch-up costs: measured with
-``benchmarks/bench_serve_scale.py --only spread`` (PostgreSQL, 16 clients, four runs on a shared
-2-core machine), a K = 8 DP-BAI experiment made 0.32–0.46× (median 0.36×) one process's tells per
-second with requests spread per request over 2 processes and 0.37–0.48× with each client on one of
-them, with no 503; a K = 1000 one (4 clients) 0.35–0.85× (median 0.68×; under 0.01× before agents
-caught up incrementally and reloaded warm). **Route by experiment**
-when the deployment allows it: a load balancer that hashes the experiment id of the path
-(``/v1/experiments/{id}/...``, the same for its ask and its tell) to a process — nginx: a ``map`` of
-``$uri`` to the id and ``hash $experiment consistent``; HAProxy: ``balance uri depth 3`` — keeps each
-experiment's agent in one process's memory, and the processes share the store for durability and
-failover. With ``--workers N``, which spreads connections
-rather than experiments, keep a client on one connection (HTTP keep-alive) so that its requests stay
-on one process, and expect an experiment whose clients land on several processes to run at a
-fraction of its speed on one. On SQLite, whose write transaction locks the whole store, tells of a
-contended experiment stay optimistic (recomputed when another process wrote first).
+So each experiment has an **owner** process, and the others forward its ``ask``, ``tell`` and
+``close`` to it (:mod:`~dpbandits.serve.affinity`): every process — each of ``--workers N``, each
+``dpbandits serve`` on the store — listens on an internal address of its own (``--internal-host``,
+the loopback interface by default; a port chosen at start) and registers it in the store; the first
+process that serves an experiment takes a lease on it (renewed by its heartbeat, expiring by the
+database's clock ``--owner-lease-seconds`` after the owner's last one, 5 s by default), and the
+owner keeps the agent in memory and group-commits its tells as if it were alone. A forwarded
+request costs one loopback HTTP exchange and no read of the store (owners are cached per
+process). The key and its ownership of the experiment are checked before forwarding (another key's
+experiment answers 404 where it arrived, as a missing id), only registered ``http(s)://host:port``
+addresses are used, and a forwarded request is never forwarded again. If the owner dies, requests
+are served where they land until its lease expires, then the next process to serve the experiment
+takes it over; a request whose owner died after it was forwarded is answered 503
+``owner_unavailable`` (it may have been recorded: retry it; a tell retried with its ticket counts
+once). Correctness never depends on the lease: processes that both believe they own an experiment
+serve it by the catch-up path. Measured with ``benchmarks/bench_serve_scale.py --only spread``
+(PostgreSQL, 2 processes, six runs on a 2-core machine shared with other work, load average 3.8–6.9):
+a K = 8 DP-BAI experiment (16 clients) made 0.69–0.99× (median 0.91×) one process's tells per
+second with requests spread per request and 0.70–1.32× (median 0.99×) with each client on one
+process, with no 503; a K = 1000 one (4 clients) 0.97–1.32× (median 1.09×).
+
+**Recommended deployment**: ``dpbandits serve --workers N`` on one host, or several hosts with
+``--internal-host`` set to an address the other hosts reach, behind any load balancer, on
+PostgreSQL; requests may land on any process. A load balancer that routes by experiment id
+(nginx: a ``map`` of ``$uri`` to the id and ``hash $experiment consistent``; HAProxy: ``balance uri
+depth 3``) saves the forwarding hop but is no longer needed for speed. On SQLite, whose write
+transaction locks the whole store, more processes mostly add parallel reads and computation; tells
+of a contended experiment stay optimistic there (recomputed when another process wrote first).
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ request over the server's time limit), 401 no or unknown key, 404 not found, 409
 experiment's state (done, closed, already told, over budget), 413 body or experiment state too
 large, 422 malformed request, 429 over a quota of the key (``Retry-After``); 503 when the store
 refused a transaction for a reason a retry can fix (nothing was recorded: retry; see
-:mod:`dpbandits.serve.store_errors`) and only then; 500 for a bug. No error closes the client's
+:mod:`dpbandits.serve.store_errors`), or when the process that serves the experiment went away
+after the request was forwarded to it (``owner_unavailable``: it may have been recorded; retry, a
+tell with its ticket counts once; see :mod:`dpbandits.serve.affinity`), and only then; 500 for a bug. No error closes the client's
 connection, and none carries a server path or a stored value; the log of a store error names
 its class only (never the statement's parameters). OpenAPI docs: ``/docs`` (Swagger UI) and
 ``/redoc``, served from files packaged with ``fastapi-offline`` (the network may be closed), and
@@ -47,6 +49,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dpbandits import __version__
 from dpbandits._core.errors import DPBanditsError
+from dpbandits.serve.affinity import Affinity, Forwarding
 from dpbandits.serve.auth import KeyCache
 from dpbandits.serve.errors import NotFound, QuotaExceeded, Retry, ServiceError
 from dpbandits.serve.kinds import list_kinds
@@ -307,7 +310,7 @@ class _StepsFreed:
 def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, json_limit: int = MAX_JSON_BYTES,
                upload_limit: int = MAX_UPLOAD_BYTES, lease_seconds: float = LEASE_SECONDS,
                quotas: Quotas | None = None, time_limit: float = 60.0, behind_tls: bool = False,
-               log_requests: bool = False) -> FastAPI:
+               log_requests: bool = False, affinity: Affinity | None = None) -> FastAPI:
     """Build the application on a store (see :func:`dpbandits.serve.storage.make_engine`).
 
     Parameters
@@ -328,6 +331,10 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
         ``Secure`` whatever the request's scheme (see :mod:`dpbandits.serve.status_routes`).
     log_requests : bool, default False
         Log each request at DEBUG (:class:`RequestLog`).
+    affinity : Affinity, optional
+        Forward each experiment's ask, tell and close to the process that owns it
+        (:mod:`dpbandits.serve.affinity`; ``dpbandits serve`` does); started and stopped with the
+        application. Without it every request is served where it arrives.
 
     Returns
     -------
@@ -339,12 +346,24 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
     steps_freed = _StepsFreed()
     gates = _Gates()
     keys = KeyCache(engine)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if affinity is not None:
+            await affinity.start(app)
+        try:
+            yield
+        finally:
+            if affinity is not None:
+                await affinity.stop()
+
     # FastAPIOffline: the same FastAPI app, its /docs and /redoc pages served from packaged files (no CDN)
-    app = FastAPIOffline(title="dpbandits serve", version=__version__,
+    app = FastAPIOffline(lifespan=lifespan, title="dpbandits serve", version=__version__,
                   description="Differentially private bandit experiments as a service: ask/tell agents "
                               "(best-arm identification, dueling, USCA) and KL-offline policies, with a "
                               "privacy ledger. Authenticate with `Authorization: Bearer <API key>`.")
     app.state.service = service
+    app.state.affinity = affinity
     app.state.keys = keys
     app.state.concurrency = concurrency = ConcurrencyLimit(quotas.concurrent_requests)
 
@@ -483,6 +502,8 @@ def create_app(engine: Engine, *, allow_insecure_seeded_noise: bool = False, jso
             return await _cancellable(request, service.sample, who, experiment_id, body.size, body.context)
 
     add_status_routes(app, engine, keys, behind_tls=behind_tls)
+    if affinity is not None:  # inside the body limit: a forwarded body is limited as any other
+        app.add_middleware(Forwarding, affinity=affinity, keys=keys, concurrency=concurrency)
     app.add_middleware(BodyLimit, json_limit=json_limit, upload_limit=upload_limit)
     app.add_middleware(ErrorBoundary)  # inside Starlette's ServerErrorMiddleware: it never re-raises
     if log_requests:

@@ -21,6 +21,7 @@ from dataclasses import asdict
 from typing import Any
 
 from dpbandits._core.errors import DPBanditsError, InvalidParameterError
+from dpbandits.serve.affinity import OWNER_LEASE_SECONDS
 
 __all__ = ["AGENT_MODULES", "app_from_environment", "configure_logging", "main", "run", "store_label", "warm_up"]
 
@@ -71,10 +72,18 @@ def _application(settings: dict[str, Any]) -> Any:
     engine = make_engine(settings["db"], synchronous=settings["sqlite_synchronous"])
     start_workers()  # before listening: the first heavy request does not wait for the library's import
     warm_up()  # nor the first request that loads a small agent in this process
+    affinity = None
+    if settings.get("forward", True):
+        from dpbandits.serve.affinity import Affinity
+
+        affinity = Affinity(engine, host=settings.get("internal_host", "127.0.0.1"),
+                            lease=settings.get("owner_lease_seconds", OWNER_LEASE_SECONDS),
+                            read_timeout=settings["time_limit"] + 60.0)
     return create_app(engine, allow_insecure_seeded_noise=settings["allow_insecure_seeded_noise"],
                       lease_seconds=settings["lease_seconds"], quotas=Quotas(**settings["quotas"]),
                       time_limit=settings["time_limit"], behind_tls=settings["behind_tls"],
-                      log_requests=logging.getLogger("dpbandits.serve").isEnabledFor(logging.DEBUG))
+                      log_requests=logging.getLogger("dpbandits.serve").isEnabledFor(logging.DEBUG),
+                      affinity=affinity)
 
 
 def app_from_environment() -> Any:
@@ -84,7 +93,8 @@ def app_from_environment() -> Any:
 
 def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronous: str = "full",
         lease_seconds: float = 10.0, allow_insecure_seeded_noise: bool = False, behind_tls: bool = False,
-        workers: int = 1, time_limit: float = 60.0, quotas: Any = None) -> None:
+        workers: int = 1, time_limit: float = 60.0, quotas: Any = None, forward: bool = True,
+        internal_host: str = "127.0.0.1", owner_lease_seconds: float = OWNER_LEASE_SECONDS) -> None:
     """Serve the HTTP API and the status page on ``host:port`` from the store ``db`` (blocks).
 
     Parameters
@@ -109,7 +119,21 @@ def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronou
         Seconds a request's CPU-heavy part may run (:mod:`dpbandits.serve.workers`).
     quotas : Quotas, optional
         Per-key limits (:mod:`dpbandits.serve.quotas`).
+    forward : bool, default True
+        Forward each experiment's ask, tell and close to the server process that owns it
+        (:mod:`dpbandits.serve.affinity`): several processes on one store then serve an experiment
+        about as fast as one. Without it each request is served where it arrives (correct, slower).
+    internal_host : str, default "127.0.0.1"
+        Interface (an address of this host) where each server process listens for the requests
+        the others forward to it, on a port chosen at start; the loopback interface reaches the
+        processes of this host only: set an address the other hosts reach when several hosts
+        share a store.
+    owner_lease_seconds : float, default 5
+        How long an experiment stays with its owner process after the owner's last heartbeat
+        (after a crash, its requests are served where they arrive meanwhile).
     """
+    import ipaddress
+
     import uvicorn
 
     from dpbandits.serve.quotas import Quotas
@@ -119,12 +143,19 @@ def run(db: str, *, host: str = "127.0.0.1", port: int = 8000, sqlite_synchronou
         raise InvalidParameterError(f"lease_seconds must be > 0; got {lease_seconds!r}")
     if not time_limit > 0:
         raise InvalidParameterError(f"time_limit must be > 0; got {time_limit!r}")
+    if not owner_lease_seconds > 0:
+        raise InvalidParameterError(f"owner_lease_seconds must be > 0; got {owner_lease_seconds!r}")
+    try:
+        ipaddress.ip_address(internal_host)
+    except ValueError:
+        raise InvalidParameterError(f"internal_host must be an IP address of this host; got {internal_host!r}") from None
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidParameterError(f"workers must be an integer >= 1; got {workers!r}")
     settings = {"db": db, "sqlite_synchronous": sqlite_synchronous, "lease_seconds": lease_seconds,
                 "allow_insecure_seeded_noise": allow_insecure_seeded_noise, "time_limit": time_limit,
                 "behind_tls": behind_tls, "log_level": logging.getLogger("dpbandits").getEffectiveLevel(),
-                "quotas": asdict(quotas or Quotas())}
+                "quotas": asdict(quotas or Quotas()), "forward": forward, "internal_host": internal_host,
+                "owner_lease_seconds": owner_lease_seconds}
     make_engine(db, synchronous=sqlite_synchronous).dispose()  # the schema exists before any worker starts
     verbose = _log.isEnabledFor(logging.DEBUG)
     started = (f"dpbandits serve: http://{host}:{port}, store {store_label(db)}, {workers} worker "
@@ -163,6 +194,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-experiments", type=int, default=defaults.experiments)
     parser.add_argument("--max-concurrent-requests", type=int, default=defaults.concurrent_requests)
     parser.add_argument("--max-state-bytes", type=int, default=defaults.state_bytes)
+    parser.add_argument("--no-forward", action="store_true")
+    parser.add_argument("--internal-host", default="127.0.0.1")
+    parser.add_argument("--owner-lease-seconds", type=float, default=OWNER_LEASE_SECONDS)
     parser.add_argument("-v", "--verbose", action="store_true", help="Log each request.")
     parser.add_argument("-q", "--quiet", action="store_true", help="Log warnings and errors only.")
     options = parser.parse_args(argv)
@@ -172,6 +206,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         run(options.db, host=options.host, port=options.port, sqlite_synchronous=options.sqlite_synchronous,
             lease_seconds=options.lease_seconds, allow_insecure_seeded_noise=options.allow_insecure_seeded_noise,
-            behind_tls=options.behind_tls, workers=options.workers, time_limit=options.time_limit, quotas=quotas)
+            behind_tls=options.behind_tls, workers=options.workers, time_limit=options.time_limit, quotas=quotas,
+            forward=not options.no_forward, internal_host=options.internal_host,
+            owner_lease_seconds=options.owner_lease_seconds)
     except DPBanditsError as exc:  # a refused store or option: one line, as `dpbandits serve` prints it
         parser.exit(1, f"Error: {exc}\n")

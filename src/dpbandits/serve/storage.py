@@ -26,6 +26,11 @@ Tables
     The privacy ledgers of the experiments: the library's durable ledger
     (:mod:`dpbandits.privacy.ledger_store`), created in the same database; see
     :mod:`dpbandits.serve.ledger`.
+``processes``, ``owners``
+    The server processes serving the store, each with the address other processes forward an
+    experiment's requests to, and each experiment's advisory *owner*: the process its requests are
+    forwarded to while its lease (the database's clock) runs (see :mod:`dpbandits.serve.affinity`).
+    Nothing a request's correctness depends on is read from them.
 ``settings``
     Server secrets (the key that signs tickets), created with the schema, and the store's
     **schema version** (``schema_version``).
@@ -35,13 +40,14 @@ Schema version
 A new store records :data:`SCHEMA_VERSION`, the layout of its tables, in the transaction that
 creates them. Opening a store checks it first: a store of the current version is opened; one of an
 older version is migrated in one transaction when :data:`MIGRATIONS` holds every step from its
-version (none does yet); any other store -- one recording no version (a store of a dpbandits from
+version (version 1 -> 2 adds the tables of server processes and owners); any other store -- one recording no version (a store of a dpbandits from
 before schema versions, whose ledger tables lack this release's columns), an older version without
 a migration, a newer version, an unreadable version, or a missing table -- is refused in one line
 (:class:`~dpbandits.serve.errors.StoreSchemaError`) before anything in it is read. The version is a
 row, not an Alembic revision: the row costs store creation one insert, while importing Alembic
-would cost every process that opens a store several times a store's creation, with no migration to
-run yet; a release that needs a migration can adopt Alembic with this version as its baseline.
+would cost every process that opens a store several times a store's creation; the one migration
+so far (version 1 -> 2 creates two tables) is a function of :data:`MIGRATIONS`, run in the opening
+transaction. A release whose migrations need more can adopt Alembic with these versions as its baseline.
 
 Engines
 -------
@@ -102,6 +108,8 @@ __all__ = [
     "leases",
     "make_engine",
     "metadata",
+    "owners",
+    "processes",
     "settings",
     "ticket_secret",
 ]
@@ -172,14 +180,35 @@ sessions = Table(  # the status page's sign-in sessions (dpbandits.serve.session
     Column("expires_at", Float, nullable=False),
 )
 
-SCHEMA_VERSION = 1
+processes = Table(  # the server processes on this store (dpbandits.serve.affinity)
+    "processes", metadata,
+    Column("id", String(32), primary_key=True),  # random, chosen by the process at start
+    Column("url", String(300), nullable=False),  # http(s)://host:port where other processes reach it
+    Column("seen_at", Float, nullable=False),  # the database's clock at its latest heartbeat
+)
+
+owners = Table(  # each experiment's advisory owner process (dpbandits.serve.affinity)
+    "owners", metadata,
+    Column("experiment_id", String(32), ForeignKey("experiments.id"), primary_key=True),
+    Column("process_id", String(32), nullable=False),
+    Column("expires_at", Float, nullable=False),  # the database's clock
+)
+
+SCHEMA_VERSION = 2
 """The layout of the store's tables this dpbandits writes and reads (see the module docstring).
 
 Bumped by every release that changes a table of the store (its own or the ledger's)."""
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+
+
+def _add_process_tables(connection: Connection) -> None:
+    """Version 1 -> 2: the server processes and the experiments' owners (new tables, nothing else changes)."""
+    metadata.create_all(connection, tables=[processes, owners])
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _add_process_tables}
 """Migrations of the store: ``MIGRATIONS[v]`` changes a store of version ``v`` into one of ``v + 1``
-(in the opening transaction). Empty: stores of other versions are refused."""
+(in the opening transaction). Stores of versions without a migration to this one are refused."""
 
 _VERSION_KEY = "schema_version"
 

@@ -1,4 +1,7 @@
-"""Which store failures a retry can fix: the service answers those with 503, and only those.
+"""Which store failures a retry can fix: the service answers those with 503, and no other store failure.
+
+(Its only other 503 is a request forwarded to the process that serves its experiment, which went
+away before answering: :mod:`dpbandits.serve.affinity`.)
 
 A transaction the store refused for a reason of the moment left nothing committed, so the client
 may send the same request again (a tell is idempotent by its ticket):

@@ -220,7 +220,8 @@ def drive_clients(url: str, key: str, experiment_ids: list[str], *, n_clients: i
 
     Client ``i`` starts on experiment ``i mod len(experiment_ids)`` and moves to the next unfinished
     one when its experiment is done. Feedback comes from :func:`feedback_for`. Connection errors
-    (a killed server) end the client; a 409 ``step_already_told`` is counted and the client asks again.
+    (a killed server) end the client; a 503 is retried (the same request: a tell with its ticket), as the
+    documented client does; a 409 ``step_already_told`` is counted and the client asks again.
     ``result`` (default: a new one) is filled as the clients go, so another thread can watch it.
     """
     result = LoadResult() if result is None else result
@@ -228,6 +229,14 @@ def drive_clients(url: str, key: str, experiment_ids: list[str], *, n_clients: i
     stop = stop or threading.Event()
     finished: set[str] = set()
     deadline = time.monotonic() + max_seconds
+
+    def post(http: httpx.Client, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        for _attempt in range(100):
+            answer = http.post(path, json=body)
+            if answer.status_code != 503:
+                break
+            time.sleep(0.05)  # retryable (the store refused, or the experiment's server process went away)
+        return answer
 
     def client(index: int) -> None:
         headers = {"Authorization": f"Bearer {key}"}
@@ -242,7 +251,7 @@ def drive_clients(url: str, key: str, experiment_ids: list[str], *, n_clients: i
                     continue
                 try:
                     started = time.perf_counter()
-                    asked = http.post(f"/v1/experiments/{experiment}/ask")
+                    asked = post(http, f"/v1/experiments/{experiment}/ask")
                     if asked.status_code == 409:
                         with guard:
                             finished.add(experiment)
@@ -254,7 +263,7 @@ def drive_clients(url: str, key: str, experiment_ids: list[str], *, n_clients: i
                     ticket = asked.json()
                     action = {k: v for k, v in ticket.items() if k in ("arm", "pair", "action")}
                     feedback = feedback_for(ticket["step"], action)
-                    told = http.post(f"/v1/experiments/{experiment}/tell", json={"ticket": ticket["ticket"], **feedback})
+                    told = post(http, f"/v1/experiments/{experiment}/tell", {"ticket": ticket["ticket"], **feedback})
                     elapsed = time.perf_counter() - started
                 except httpx.HTTPError:
                     return  # the server went away
