@@ -382,7 +382,9 @@ class _OfflineFamily(Family):
         return None
 
     def guarantee(self, agent: Any) -> Guarantee:
-        # over the declared public domain (min_count): an ordinary DP guarantee, data-independent
+        # over the declared public domain (min_count): an ordinary DP guarantee, data-independent. The
+        # MAB policy gives it before fit too; an experiment samples only once its data are uploaded.
+        agent._check_fitted()
         return agent.guarantee(scope="domain")
 
     def release_guarantee(self, agent: Any, params: Any) -> Guarantee:
