@@ -7,7 +7,8 @@ Each figure is a ratio against a reference measured in the same run:
   64 steps) from 4 threads. Reported per store and process count: B's round (ask + tell) p99 with A
   ÷ B's p99 alone; target <= 2.
 * **Spread** (PostgreSQL): one K = 8 experiment, 16 clients; tells/s with every request landing on a
-  random one of 2 processes ÷ the same clients on 1 process, and the share of 503 answers; target
+  random one of 2 processes ÷ the same clients on 1 process (after a warm-up; measured half before
+  and half after the two-process phases), and the share of 503 answers; target
   >= 0.8 and <= 1 %; the same with each client sticking to one of the 2 processes. The processes
   run as ``dpbandits serve`` does by default: the one that does not own the experiment forwards its
   requests to the owner (``dpbandits.serve.affinity``).
@@ -126,6 +127,16 @@ def drive(urls: list[str], key: str, experiment: str, n_clients: int, seconds: f
     return load
 
 
+def _merged(first: Load, second: Load) -> Load:
+    """Two measurements of the same setting as one (their requests and seconds added)."""
+    merged = Load()
+    merged.latencies = first.latencies + second.latencies
+    merged.statuses = first.statuses + second.statuses
+    merged.failures = first.failures + second.failures
+    merged.seconds = first.seconds + second.seconds
+    return merged
+
+
 def _key(db: str, name: str) -> str:
     engine = make_engine(db)
     key = create_key(engine, name)[1]
@@ -175,14 +186,19 @@ def bench_spread(db: str, seconds: float, log: Path, *, heavy_too: bool, forward
     options = () if forward else ("--no-forward",)
     with ServerProcess(db, log=log, options=options) as first, ServerProcess(db, log=log, options=options) as second:
         light = _create(first.url, key, 8)
-        one = drive([first.url], key, light, 16, seconds)
+        drive([first.url, second.url], key, light, 16, 2.0, seed=7)  # warm: both processes, the owner's agent
+        # the reference is measured before and after the two-process phases (its mean), so that neither a
+        # cold start nor a drift of the run favours one side
+        before = drive([first.url], key, light, 16, seconds / 2)
         two = drive([first.url, second.url], key, light, 16, seconds, seed=2)
         sticky = drive([first.url, second.url], key, light, 16, seconds, seed=5, sticky=True)
+        one = _merged(before, drive([first.url], key, light, 16, seconds / 2, seed=6))
         if heavy_too:  # minutes: a K = 1000 agent is loaded again whenever the other process stored a state
             heavy = _create(first.url, key, 1000)
             drive([first.url, second.url], key, heavy, 1, 1.0)  # both processes hold the heavy agent
-            heavy_one = drive([first.url], key, heavy, 4, seconds, seed=3)
+            heavy_before = drive([first.url], key, heavy, 4, seconds / 2, seed=3)
             heavy_two = drive([first.url, second.url], key, heavy, 4, seconds, seed=4)
+            heavy_one = _merged(heavy_before, drive([first.url], key, heavy, 4, seconds / 2, seed=8))
     print(f"PostgreSQL K=8: 1 process {one.rate:.0f} tells/s {dict(one.statuses)}; 2 processes spread per request "
           f"{two.rate:.0f} tells/s {dict(two.statuses)}; client failures {dict(one.failures + two.failures)}")
     report_ratio("spread: K=8 tells/s on 2 processes (per request) / on 1 (PostgreSQL)", two.rate / one.rate,

@@ -60,10 +60,11 @@ takes it over; a request whose owner died after it was forwarded is answered 503
 ``owner_unavailable`` (it may have been recorded: retry it; a tell retried with its ticket counts
 once). Correctness never depends on the lease: processes that both believe they own an experiment
 serve it by the catch-up path. Measured with ``benchmarks/bench_serve_scale.py --only spread``
-(PostgreSQL, 2 processes, six runs on a 2-core machine shared with other work, load average 3.8–6.9):
-a K = 8 DP-BAI experiment (16 clients) made 0.69–0.99× (median 0.91×) one process's tells per
-second with requests spread per request and 0.70–1.32× (median 0.99×) with each client on one
-process, with no 503; a K = 1000 one (4 clients) 0.97–1.32× (median 1.09×).
+(PostgreSQL, 2 processes, three runs on an otherwise idle 2-core machine): a K = 8 DP-BAI
+experiment (16 clients) made 0.88–1.12× (median 0.94×) one process's tells per second with
+requests spread per request and 0.93–0.97× with each client on one process, with no 503; a
+K = 1000 one (4 clients) 1.06–1.11× (median 1.08×); on a machine busy with other work the lowest of
+six runs were 0.69× and 0.97×.
 
 **Recommended deployment**: ``dpbandits serve --workers N`` on one host, or several hosts with
 ``--internal-host`` set to an address the other hosts reach, behind any load balancer, on
