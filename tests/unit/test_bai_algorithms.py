@@ -307,6 +307,23 @@ def test_agent_checks_a_reward_by_its_value_not_by_its_comparisons(section5):
         agent.tell(arm, _LyingFloat(5.0))
     agent.tell(arm, _LyingFloat(0.5))  # a subclass within the bounds is a reward like any other
     assert agent._rewards[0] == 0.5 and int(agent.pulls.sum()) == 1
+    # NumPy's float64 itself takes the fast path (its comparisons are IEEE's); a subclass of it does not
+    with pytest.raises(InvalidParameterError, match="reward must lie in"):
+        agent.tell(agent.ask(), _LyingFloat64(5.0))
+    with pytest.raises(InvalidParameterError, match="reward must lie in"):
+        agent.tell(agent.ask(), np.float64(5.0))
+    agent.tell(agent.ask(), np.float64(0.25))
+    assert agent._rewards[1] == 0.25 and int(agent.pulls.sum()) == 2
+
+
+class _LyingFloat64(np.float64):
+    """NumPy's float64 whose comparisons say it lies within any bounds."""
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return True
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [

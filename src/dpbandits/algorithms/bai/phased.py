@@ -66,6 +66,7 @@ __all__ = [
 
 _QUEUE_ALWAYS_FITS = 1 << 16
 """Pulls of a phase below which the agent does not check that its queue fits in memory (1 MiB always does)."""
+_FLOAT64 = np.float64  # a reward of this exact class takes the fast path of tell (see there)
 
 
 class PlannerState(Spec):
@@ -364,10 +365,11 @@ class PhasedAgent(Persistable):
         if (arm.__class__ is not int or arm != expected) and check_arm(arm, "arm", self._planner.n_arms) != expected:
             raise InvalidActionError(f"arm must be the arm returned by ask(), {expected}; got {arm!r}")
         low, high = self._accept
-        # the common case: a Python float within the bounds (NaN and ±inf fail the comparison), stored as
-        # it is; anything else (NumPy's floats, a float subclass whose comparisons could lie) is checked as
-        # a value first
-        if reward.__class__ is not float or not low <= reward <= high:
+        # the common case: a Python float or NumPy's float64 (the classes themselves, whose comparisons are
+        # the IEEE ones) within the bounds (NaN and ±inf fail the comparison), stored as it is; anything else
+        # (another type, a float subclass whose comparisons could lie) is checked as a value first
+        cls = reward.__class__
+        if (cls is not float and cls is not _FLOAT64) or not low <= reward <= high:
             reward = self._checked_reward(reward)
         self._rewards[position] = reward
         position += 1
