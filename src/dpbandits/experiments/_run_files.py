@@ -2,7 +2,7 @@
 
 What the results store (:mod:`dpbandits.experiments.store`, which re-exports every public name here)
 writes, and what reads a run directory without opening a store: the manifest (validated as untrusted
-input) and the summary table.
+input). The summary table and the atomic writes are in :mod:`dpbandits.experiments._summary_file`.
 """
 
 from __future__ import annotations
@@ -19,47 +19,13 @@ from dpbandits._core.versions import RESULT_PACKAGES
 from dpbandits.algorithms.registry import is_builtin_algorithm
 from dpbandits.algorithms.user_imports import USER_CODE_PREFIX, user_code_version
 from dpbandits.algorithms.user_records import describe_user_algorithm
-from dpbandits.experiments._summary_file import (
-    _TMP_MARK as _TMP_MARK,
-)
-from dpbandits.experiments._summary_file import (
-    SUMMARY_NAME as SUMMARY_NAME,
-)
-from dpbandits.experiments._summary_file import (
-    atomic_write_bytes as atomic_write_bytes,
-)
-from dpbandits.experiments._summary_file import (
-    atomic_write_files as atomic_write_files,
-)
-from dpbandits.experiments._summary_file import (
-    atomic_write_text as atomic_write_text,
-)
-from dpbandits.experiments._summary_file import (
-    describe_os_error as describe_os_error,
-)
-from dpbandits.experiments._summary_file import (
-    estimate_column as estimate_column,
-)
-from dpbandits.experiments._summary_file import (
-    read_summary as read_summary,
-)
-from dpbandits.experiments._summary_file import (
-    summary_metrics as summary_metrics,
-)
+from dpbandits.experiments._summary_file import describe_os_error
 from dpbandits.experiments.config import Study
 
 __all__ = [
     "MANIFEST_NAME",
-    "SUMMARY_NAME",
-    "atomic_write_bytes",
-    "atomic_write_files",
-    "atomic_write_text",
-    "describe_os_error",
-    "estimate_column",
     "is_in_use",
     "read_manifest",
-    "read_summary",
-    "summary_metrics",
     "version_change",
 ]
 

@@ -54,31 +54,33 @@ from dpbandits.experiments._run_files import (
     _IDENTITY_KEY,
     _LOG,
     _MANIFEST_INTERVAL_SECONDS,
-    _TMP_MARK,
     CELLS_DIR,
     LOCK_NAME,
     MANIFEST_NAME,
     RUN_FORMAT,
     STUDY_COPY_NAME,
     STUDY_JSON_NAME,
-    SUMMARY_NAME,
     _acquire_lock,
     _describe_user_algorithms,
     _now,
     _recorded_versions,
     _release_lock,
     _user_code_versions,
+    is_in_use,
+    read_manifest,
+    version_change,
+)
+from dpbandits.experiments._summary_file import (
+    _TMP_MARK,
+    SUMMARY_NAME,
     atomic_write_bytes,
     atomic_write_files,
     atomic_write_text,
     describe_os_error,
     estimate_column,
-    is_in_use,
-    read_manifest,
     read_summary,
-    version_change,
 )
-from dpbandits.experiments._run_files import summary_metrics as summary_metrics
+from dpbandits.experiments._summary_file import summary_metrics as summary_metrics
 from dpbandits.experiments.config import Cell, Study
 from dpbandits.experiments.summary import MetricSummary, summarize_metric
 
