@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,3 +58,14 @@ def service_for(store: Store, **options: Any) -> tuple[Any, int, int]:
     keys = KeyCache(engine)
     service = ExperimentService(engine, allow_insecure_seeded_noise=True, **options)
     return service, int(keys.owner(store.alice)), int(keys.owner(store.bob))  # type: ignore[arg-type]
+
+
+def run_threads(target: Callable[..., Any], arguments: Iterable[tuple[Any, ...]], *, daemon: bool = False,
+                timeout: float = 120.0) -> None:
+    """Run ``target(*args)`` for each ``args`` in its own thread, all at once, and wait for them (``timeout``
+    seconds each)."""
+    threads = [threading.Thread(target=target, args=args, daemon=daemon) for args in arguments]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)

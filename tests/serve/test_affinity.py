@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from servetools import Store, create, make_store
+from servetools import Store, create, make_store, run_threads
 from sqlalchemy import func, select, update
 from test_durability import _replay
 
@@ -323,11 +323,7 @@ def _spread_load(urls: list[str], key: str, experiments: list[str], alive: list[
                     seen["errors"].append(f"tell {told.status_code} {told.text[:160]}")
                     return
 
-    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
+    run_threads(client, ((i,) for i in range(6)), daemon=True)
     return seen
 
 

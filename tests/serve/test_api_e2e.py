@@ -3,12 +3,11 @@ experiment to a recommendation; retried tells count once; keys see only their ow
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import httpx
 import pytest
-from servetools import client, create
+from servetools import client, create, run_threads
 
 from dpbandits.serve.testing import feedback_for
 
@@ -41,12 +40,7 @@ def _drive(http: httpx.Client, experiment: str, told: list[int]) -> None:
 
 def _two_clients(server: Any, key: str, experiment: str) -> list[int]:
     told: list[int] = []
-    clients = [client(server, key) for _ in range(2)]
-    threads = [threading.Thread(target=_drive, args=(http, experiment, told)) for http in clients]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
+    run_threads(_drive, ((client(server, key), experiment, told) for _ in range(2)))
     return told
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from servetools import Store, client, create, make_store, service_for
+from servetools import Store, client, create, make_store, run_threads, service_for
 
 from dpbandits.serve.kinds import Feedback
 from dpbandits.serve.testing import feedback_for
@@ -201,11 +201,7 @@ def test_the_budget_race_between_server_processes_never_overspends(postgres_clus
                     if response.status_code == 409:
                         assert response.json()["error"]["code"] == "budget_exceeded"
 
-        threads = [threading.Thread(target=sampler, args=(i,)) for i in range(16)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
+        run_threads(sampler, ((i,) for i in range(16)))
         assert sorted(outcomes) == [200] * 5 + [409] * 11
         ledger = http.get(f"/v1/experiments/{experiment}/ledger").json()
         assert [e["release"] for e in ledger["events"]] == ["sample"] * 5
