@@ -11,8 +11,9 @@ imports the modules that register environments by name (``BUILTIN_MODULES`` of :
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from dpbandits._core.lazy import lazy_dir, load_lazily
 
 if TYPE_CHECKING:  # the names as the type checker sees them; at run time they come from __getattr__
     from dpbandits.envs.base import BanditEnvironment, RewardStreams
@@ -46,12 +47,8 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
-    globals()[name] = value
-    return value
+    return load_lazily(__name__, name, _HOMES, globals())
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return lazy_dir(globals(), __all__)

@@ -15,8 +15,9 @@ drawing process imports only the plots) does not import the runner and every alg
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from dpbandits._core.lazy import lazy_dir, load_lazily
 
 if TYPE_CHECKING:
     from dpbandits.experiments.bundled import list_bundled_studies, load_bundled_study
@@ -26,21 +27,22 @@ if TYPE_CHECKING:
     from dpbandits.experiments.runner import RunResult, run_study
     from dpbandits.experiments.store import load_trials, read_summary
 
-_EXPORTS: dict[str, str] = {
-    "RunFrames": "dpbandits.experiments.frames",
-    "RunResult": "dpbandits.experiments.runner",
-    "Study": "dpbandits.experiments.config",
-    "export_run": "dpbandits.experiments.frames",
-    "list_bundled_studies": "dpbandits.experiments.bundled",
-    "load_bundled_study": "dpbandits.experiments.bundled",
-    "load_run": "dpbandits.experiments.frames",
-    "load_study": "dpbandits.experiments.config",
-    "load_trials": "dpbandits.experiments.store",
-    "parse_study_text": "dpbandits.experiments.config",
-    "plot_run": "dpbandits.experiments.plots",
-    "read_summary": "dpbandits.experiments.store",
-    "run_study": "dpbandits.experiments.runner",
+_HOMES = {
+    "RunFrames": "frames",
+    "RunResult": "runner",
+    "Study": "config",
+    "export_run": "frames",
+    "list_bundled_studies": "bundled",
+    "load_bundled_study": "bundled",
+    "load_run": "frames",
+    "load_study": "config",
+    "load_trials": "store",
+    "parse_study_text": "config",
+    "plot_run": "plots",
+    "read_summary": "store",
+    "run_study": "runner",
 }
+"""Public name -> the submodule defining it."""
 
 __all__ = [
     "RunFrames",
@@ -61,12 +63,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Load a public name on first use (PEP 562)."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'dpbandits.experiments' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
+    return load_lazily(__name__, name, _HOMES, globals())
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return lazy_dir(globals(), __all__)

@@ -200,7 +200,6 @@ SCHEMA_VERSION = 2
 Bumped by every release that changes a table of the store (its own or the ledger's)."""
 
 
-
 def _add_process_tables(connection: Connection) -> None:
     """Version 1 -> 2: the server processes and the experiments' owners (new tables, nothing else changes)."""
     metadata.create_all(connection, tables=[processes, owners])

@@ -13,8 +13,9 @@ the state-file codec import it by that name).
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from dpbandits._core.lazy import lazy_dir, load_lazily
 
 if TYPE_CHECKING:  # the names as the type checker sees them; at run time they come from __getattr__
     from dpbandits.algorithms.offline import accountants, baselines, simulate
@@ -52,14 +53,8 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    home = _HOMES[name]
-    module = importlib.import_module(f"{__name__}.{home or name}")
-    value = module if home is None else getattr(module, name)
-    globals()[name] = value
-    return value
+    return load_lazily(__name__, name, _HOMES, globals())
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return lazy_dir(globals(), __all__)
