@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from dpbandits._core.errors import InvalidActionError, InvalidParameterError
+from dpbandits._core.errors import InvalidActionError, InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
 from dpbandits.privacy.guarantees import Guarantee
 from dpbandits.serve.limits import usca_max_approx_size
@@ -383,9 +383,15 @@ class _OfflineFamily(Family):
 
     def guarantee(self, agent: Any) -> Guarantee:
         # over the declared public domain (min_count): an ordinary DP guarantee, data-independent. The
-        # MAB policy gives it before fit too; an experiment samples only once its data are uploaded.
-        agent._check_fitted()
+        # MAB policy gives it before fit too; an experiment samples only once its data are uploaded
+        # (checked here, before the release spawns its isolated job)
+        self._require_data(agent)
         return agent.guarantee(scope="domain")
+
+    def _require_data(self, agent: Any) -> None:
+        """Refuse to sample before the upload: 409 ``not_ready``, whichever step asks first."""
+        if not self.done(agent):
+            raise NotFittedError("upload the logged data before sampling")
 
     def release_guarantee(self, agent: Any, params: Any) -> Guarantee:
         # the same ε, from the public parameters (the policy is not fitted yet)
@@ -398,8 +404,7 @@ class _OfflineFamily(Family):
     def sample(self, agent: Any, size: int, context: list[float] | None, seed: Any) -> list[Any]:
         if context is not None:
             raise InvalidParameterError("an offline MAB policy samples without a context; got one")
-        if not self.done(agent):
-            raise InvalidParameterError("upload the logged data before sampling")
+        self._require_data(agent)
         seeded = {} if seed is None else {"rng": seed, "insecure_seeded_noise": True}
         return [int(a) for a in np.atleast_1d(agent.sample(size=size, **seeded))]
 
