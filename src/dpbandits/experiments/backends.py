@@ -286,13 +286,14 @@ class ProcessBackend:
 
     def _forks(self) -> bool:
         """Whether this block's workers are forked from this process (refuses a ``fork`` that is not safe)."""
-        if self.start_method not in (None, "fork"):
-            return False
-        safe = fork_is_safe()
-        if self.start_method == "fork" and not safe:
+        if self.start_method == "fork" and not fork_is_safe():
             raise InvalidParameterError("start_method 'fork' needs Linux and a process without other Python "
                                         "threads; use 'forkserver', or leave start_method unset")
-        return safe
+        return self._would_fork()
+
+    def _would_fork(self) -> bool:
+        """Whether a pool started now would be forked: start method unset or ``fork``, several workers, safe now."""
+        return self.start_method in (None, "fork") and self.workers > 1 and fork_is_safe()
 
     def _fork_workers(self) -> None:
         """Fork every worker now, from this single-threaded process (milliseconds, nothing re-imported).
@@ -437,8 +438,7 @@ class ProcessBackend:
 
     def describe(self) -> dict[str, Any]:
         """Backend name, worker count and start method (before ``with``: the one entering would choose)."""
-        if self._forked or (self._pool is None and self.start_method in (None, "fork") and self.workers > 1
-                            and fork_is_safe()):
+        if self._forked or (self._pool is None and self._would_fork()):
             method = "fork"
         else:
             method = self.start_method if self.start_method not in (None, "fork") else _start_method()
