@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
@@ -67,6 +68,30 @@ class PhasePlan:
     info: dict[str, object] = field(default_factory=dict)
     diagonal: bool = field(init=False, default=False)
     """Whether both weight matrices are square and diagonal (each estimate uses its own arm only)."""
+
+    @cached_property
+    def queue_bytes(self) -> bytes:
+        """The phase's pulls in order (each pulled arm ``pulls`` times, in a row) as int64 bytes.
+
+        An agent's queue is a copy of these (computed once per plan, which every trial of an algorithm
+        shares; a pure function of the plan, so computing it twice in two threads is harmless).
+        """
+        return np.repeat(self.pulled, self.pulls).astype(np.int64).tobytes()
+
+    @cached_property
+    def sum_layout(self) -> tuple[IntArray, int, IntArray, IntArray]:
+        """Where each pull's reward goes in a table of one row per pulled arm (for the agent's phase sums).
+
+        ``(rows, width, row_of_pull, column_of_pull)``: the positions of the arms with pulls, the most
+        pulls of one arm, and each pull's row and column (from 1: column 0 holds the arm's start).
+        """
+        counts = self.pulls.reshape(-1)
+        rows = np.flatnonzero(counts)
+        lengths = counts[rows]
+        width = int(lengths.max()) if rows.size else 0
+        row_of_pull = np.repeat(np.arange(rows.size), lengths)
+        column_of_pull = np.arange(1, int(lengths.sum()) + 1) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        return rows, width, row_of_pull, column_of_pull
 
     def __post_init__(self) -> None:
         def is_diagonal(w: FloatArray) -> bool:

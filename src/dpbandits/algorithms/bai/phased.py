@@ -274,7 +274,7 @@ class PhasedAgent(Persistable):
         # arrays (an item reads as a Python int or float, once per pull): 16 bytes a pull, and nothing for
         # the garbage collector to traverse (a list of millions of ints cost every full collection of a
         # process that keeps the agent, e.g. a server, tens of milliseconds)
-        self._queue = array("q", np.repeat(plan.pulled, plan.pulls).astype(np.int64).tobytes())
+        self._queue = array("q", plan.queue_bytes)
         self._rewards = array("d", bytes(8 * total))
         self._position, self._end = 0, total
         # the sums of a phase resumed from a saved state (its pulls before the saved position are zeros here)
@@ -289,19 +289,30 @@ class PhasedAgent(Persistable):
         of a resumed phase (whose earlier pulls are zeros here, and adding 0.0 is exact): a phase saved
         and resumed at any pull, as the service does between snapshots, adds up to exactly the sums of
         the uninterrupted phase. (A pairwise or segment sum would differ in the last bit.)
+
+        All arms at once: row j holds arm j's start (the resumed sum, or −0.0 for a new phase), then its
+        rewards, then −0.0 up to the longest arm's length, and one cumulative sum along the rows (a
+        sequential sum per row) ends in S_j. −0.0 is the exact additive identity of IEEE addition
+        (x + (−0.0) = x for every x, ±0.0 included; +0.0 would turn −0.0 into +0.0), so each row's sum
+        is that arm's own left-to-right sum, bit for bit.
         """
         values = np.frombuffer(self._rewards, dtype=np.float64)
-        lengths = self._plan.pulls.reshape(-1)
+        plan = self._plan
+        rows, width, row_of_pull, column_of_pull = plan.sum_layout
         resumed = self._restored_sums is not None
         sums = (np.array(self._restored_sums, dtype=np.float64).reshape(-1) if resumed
-                else np.zeros(lengths.shape[0]))
-        ends = np.cumsum(lengths)
-        for arm in np.flatnonzero(lengths):  # one sequential sum (cumsum) per pulled arm, at phase ends and saves
-            segment = values[ends[arm] - lengths[arm]:ends[arm]]
-            # from a resumed sum s: s + r_1 + ... left to right; from 0, the same sum is the segment's own
-            # (0 + r_1 is r_1 exactly)
-            sums[arm] = (np.cumsum(np.concatenate(([sums[arm]], segment))) if resumed else segment.cumsum())[-1]
-        return sums.reshape(self._plan.pulls.shape)
+                else np.zeros(plan.pulls.size))
+        if not rows.size:
+            return sums.reshape(plan.pulls.shape)
+        if not resumed and values.size == rows.size * width:  # equal pulls, no start: each row's own sum
+            sums[rows] = np.cumsum(values.reshape(rows.size, width), axis=1)[:, -1]
+            return sums.reshape(plan.pulls.shape)
+        table = np.full((rows.size, width + 1), -0.0)
+        if resumed:
+            table[:, 0] = sums[rows]
+        table[row_of_pull, column_of_pull] = values
+        sums[rows] = np.cumsum(table, axis=1)[:, -1]
+        return sums.reshape(plan.pulls.shape)
 
     @property
     def pulls(self) -> IntArray:
@@ -364,12 +375,15 @@ class PhasedAgent(Persistable):
         # an int that is the arm asked for passes at once; anything else gets the full check
         if (arm.__class__ is not int or arm != expected) and check_arm(arm, "arm", self._planner.n_arms) != expected:
             raise InvalidActionError(f"arm must be the arm returned by ask(), {expected}; got {arm!r}")
-        low, high = self._accept
-        # the common case: a Python float or NumPy's float64 (the classes themselves, whose comparisons are
-        # the IEEE ones) within the bounds (NaN and ±inf fail the comparison), stored as it is; anything else
-        # (another type, a float subclass whose comparisons could lie) is checked as a value first
+        # the common case: a Python float, or NumPy's float64 (the class itself) converted to one exactly
+        # (comparing NumPy scalars costs more than converting), within the bounds (NaN and ±inf fail the
+        # comparison), stored as it is; anything else (another type, a float subclass whose comparisons
+        # could lie) is checked as a value first
         cls = reward.__class__
-        if (cls is not float and cls is not _FLOAT64) or not low <= reward <= high:
+        if cls is not float:
+            reward = float(reward) if cls is _FLOAT64 else self._checked_reward(reward)
+        low, high = self._accept
+        if not low <= reward <= high:
             reward = self._checked_reward(reward)
         self._rewards[position] = reward
         position += 1
@@ -622,9 +636,11 @@ class PhasedAlgorithm(Persistable, ABC):
         algorithm_seed, noise_seed = spawned_children(rng, 3, (1, 2))
         algorithm_rng = np.random.default_rng(algorithm_seed)
         noise = None
-        lineage = uuid.uuid4().hex  # the agent's: a load under the same ledger recognises the spend
+        # the agent's lineage, recorded with the spend (a load under the same ledger recognises it); without
+        # an accountant it is drawn when first read (Persistable.lineage), as building agents is hot
+        lineage = None if accountant is None else uuid.uuid4().hex
         # the whole run is one release of the reward table; a non-private one is refused by the accountant
-        # (the guarantee is computed only when there is an accountant to charge: building agents is hot)
+        # (the guarantee is computed only when there is an accountant to charge)
         if accountant is not None:
             spend(accountant, self.privacy, label=f"{type(self).__name__}.agent", lineage=lineage)
         if self.planner.noise_kind:
@@ -640,5 +656,6 @@ class PhasedAlgorithm(Persistable, ABC):
         agent._setup(self.planner, noise, algorithm_rng, reward_bounds=bounds, clip_rewards=self.clip_rewards,
                      tie_break=self.tie_break, plan_cache=self._plan_cache)
         agent._algorithm, agent._insecure_seeded_noise = self, insecure_seeded_noise
-        agent._lineage = lineage
+        if lineage is not None:
+            agent._lineage = lineage
         return agent
