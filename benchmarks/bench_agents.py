@@ -256,7 +256,7 @@ def sequential_halving_case(trials: int) -> Case:
 
 def usca_case(steps: int, rounds: int) -> Case:
     from dpbandits.algorithms.kernel.usca import USCA
-    from dpbandits.envs.kernel import KernelBanditEnvironment
+    from dpbandits.envs.kernel import KernelBanditEnvironment, joint_points
 
     env = KernelBanditEnvironment(function_seed=0)
     total = steps * (rounds + 2)
@@ -273,6 +273,10 @@ def usca_case(steps: int, rounds: int) -> Case:
         for t in range(start, start + n):
             agent.ask()
             agent.tell(contexts[t], rewards[t])
+        # tell keeps the round's context and reward; b = Σ φ(wₜ)·yₜ is computed from the kept rows at the
+        # first prediction: its share for these rounds is timed here, so both sides do the same work
+        agent.surrogate.reward_vector(joint_points(agent.learning_actions[start : start + n], contexts[start : start + n]),
+                                      np.asarray(rewards[start : start + n]))
         return n
 
     def loop(n: int) -> int:

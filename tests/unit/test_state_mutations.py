@@ -43,7 +43,6 @@ FREE: dict[str, str] = {
     r"(^|\.)_live$": "which counters the caller retired (any set is reachable)",
     r"^(noisy_utilities_|theta_|_theta)$": "released values (noise of another draw; GP-uniform's θ is recomputed)",
     r"(^|\.)_released$": "a retired counter's last release (DP-EBS's equal its counters' by rule)",
-    r"^_reward_vector$": "Φᵀy of other rewards, within its bound",
     r"^n_releases$": "how many releases the run made (any count is some run's)",
     r"^transcript\.(released|stream_elements)$": "a recorded release or stream element (raw data)",
     r"^(counts_|reward_sums_|reward_minima_|reward_maxima_)$": "an offline data set's statistics, within their rules",
@@ -64,8 +63,10 @@ FREE_IN: dict[str, dict[str, str]] = {
     "ldp-ebs": {"time": "rounds of the committed self-duel (pinned by the pair counts until one arm is left)",
                 "_pair_wins": "randomised responses of other duels: a win against or of an eliminated arm left "
                               "the active arms' counters (whose sums are checked) with its retirement"},
-    "usca": {f"_rounds {kind}": "more rounds with the same Φᵀy: rounds of reward 0 (any context) add nothing to "
-                                "Φᵀy, up to the horizon (its rule)" for kind in ("+1", "x100", "2^40")},
+    "usca": {"contexts": "raw data: other contexts in [0, 1]^dc (the round count, Φᵀy and the fit are recomputed "
+                         "from the rows)",
+             "rewards": "raw data: other rewards within ±reward_bound (the round count, Φᵀy and the fit are "
+                        "recomputed from the rows)"},
     "kl-linear": {"n_records_": "more records of features φ = 0 (they add nothing to Σ_D or Φᵀr); fewer break "
                                 "the trace rule"},
     "interleaved-filter": {"_wins": "other outcomes: every count inside the band n/2 ± √(n·ln(1/δ)) after n sweeps "
@@ -82,9 +83,6 @@ GAPS: dict[str, dict[str, str]] = {
                                   "every other arm beaten often enough by one arm), but whether one did and the arm "
                                   "stayed in C since depends on the order of the outcomes, which the agent does not "
                                   "keep"},
-    "usca": {"_rounds -1": "one round fewer needs Φᵀy to be a sum of fewer rounds' terms φ(xₜ, cₜ)·yₜ (a Minkowski "
-                           "sum of non-convex sets), which the streamed reward vector cannot show; only its norm "
-                           "bound is checked"},
 }
 """Accepted changes not proven reachable or refused (path-dependent or streamed state), each with why:
 named (a field, or ``"field kind"``) so that any other acceptance fails."""

@@ -222,42 +222,6 @@ def test_a_logistic_estimate_that_is_not_the_fit_of_its_counts_is_refused(
     _refused(edit(agent.to_bytes(), _set_array(("policy", "model.theta"), damage)), "rule model.theta")
 
 
-@pytest.mark.slow  # USCA rebuilds its public precomputation at each load
-def test_usca_refuses_a_reward_vector_beyond_its_rewards_with_clip() -> None:
-    from test_state_files_fuzz import _contexts, _usca
-
-    data = quietly(_usca).to_bytes()
-    for value in (1e300, -1e300, 50.0):
-        _refused(edit(data, _set_array(("_reward_vector",), lambda v, x=value: np.full_like(v, x))),
-                 "rule the data rows", context_generator=_contexts)
-
-
-@pytest.mark.slow  # USCA rebuilds its public precomputation at each load
-def test_usca_kernel_backend_refuses_data_rows_no_run_reaches() -> None:
-    from test_state_files_fuzz import _contexts
-
-    from dpbandits.algorithms.kernel.usca import USCA
-    from dpbandits.envs.kernel import StationaryKernel
-
-    agent = quietly(lambda: USCA(horizon=6, epsilon=1.0, reward_bound=1.5, kernel=StationaryKernel("se", 0.2),
-                                 backend="kernel", context_generator=_contexts, clip=True, rng=2,
-                                 sup_max_evaluations=2000))
-    agent.observe(_contexts(3, 1), [0.1, 0.9, 5.0])
-    data = agent.to_bytes()
-    Persistable.from_bytes(data, context_generator=_contexts)
-
-    def rewards(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
-        name = state(meta)["_data_rewards"][0]["__array__"]
-        members[name] = members[name] * 100.0
-
-    def actions(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
-        name = state(meta)["_data_points"][0]["__array__"]
-        members[name] = members[name][::-1].copy()
-
-    for change in (rewards, actions):
-        _refused(edit(data, change), "rule the data rows", context_generator=_contexts)
-
-
 # ----------------------------------------------------------------------------- reachable states load
 def test_every_state_of_interleaved_filter_loads() -> None:
     """Mid-sweep, an arm already met has one more win than the finished sweeps: that state was refused."""
@@ -334,21 +298,3 @@ def test_loading_a_pickled_numpy_file_does_not_suggest_an_option_load_lacks(tmp_
     with pytest.raises(DataFormatError, match="not a dpbandits state file") as caught:
         dpbandits.load(path)
     assert "allow_pickle" not in str(caught.value)
-
-
-@pytest.mark.slow  # USCA rebuilds its public precomputation at each load
-def test_usca_more_rounds_with_the_same_reward_vector_are_the_state_after_rounds_of_reward_zero() -> None:
-    """The reachability argument for a larger ``_rounds`` (feature backend): the file edited to say 2 more
-    rounds is the state the run reaches by telling 2 rounds of reward 0 (any contexts), and acts alike."""
-    from statefiles import canonical_state
-    from test_state_files_fuzz import _contexts, _usca
-
-    agent = quietly(_usca)
-    edited = edit(agent.to_bytes(), lambda meta, members: state(meta).update(_rounds=agent._rounds + 2))
-    loaded = quietly(lambda: Persistable.from_bytes(edited, context_generator=_contexts))
-    agent.tell(np.array([0.3]), 0.0)  # the fast path of one round
-    agent.observe(np.array([[0.9]]), [0.0])  # the batched path
-    assert canonical_state(quietly(loaded.to_bytes)) == canonical_state(quietly(agent.to_bytes))
-    for rounds in (agent, loaded):
-        rounds.observe(_contexts(2, 5), [0.4, -1.0])
-    assert np.array_equal(loaded.mechanism_log_probabilities([0.3]), agent.mechanism_log_probabilities([0.3]))

@@ -8,6 +8,8 @@ field of the file against the schema (every field present, no other field), and 
 the state; the first violation raises one :class:`~dpbandits._core.errors.DataFormatError` naming the
 field and the rule. State that can be recomputed from the sufficient statistics is *derived*: it is
 not saved (older files that hold it are accepted and the values ignored) and is recomputed on load.
+A field of an earlier layout that can be neither checked nor recomputed is *retired*: a file that
+holds it is refused with one line saying why and what to do.
 
 Bounds and shape entries are numbers, attribute names of the freshly built object (``"n_arms"``,
 dotted paths allowed) or callables of it::
@@ -393,29 +395,38 @@ class StateSchema:
         Names older files may hold that are recomputed on load (their values are ignored).
     optional : sequence of str
         Fields older files may lack (the class's ``_set_state`` handles their absence).
+    retired : mapping of str to str
+        Fields of an earlier layout that cannot be checked or converted: a file holding one is
+        refused with the text given (why, and what to do).
     """
 
     fields: Mapping[str, Spec]
     rules: tuple[Rule, ...] = ()
     derived: tuple[str, ...] = field(default=())
     optional: tuple[str, ...] = field(default=())
+    retired: Mapping[str, str] = field(default_factory=dict)
 
     def __init__(self, fields: Mapping[str, Spec] | None = None, /, *, rules: Sequence[Rule] = (),
-                 derived: Sequence[str] = (), optional: Sequence[str] = (), **kw: Spec) -> None:
+                 derived: Sequence[str] = (), optional: Sequence[str] = (), retired: Mapping[str, str] | None = None,
+                 **kw: Spec) -> None:
         object.__setattr__(self, "fields", {**(fields or {}), **kw})
         object.__setattr__(self, "rules", tuple(rules))
         object.__setattr__(self, "derived", tuple(derived))
         object.__setattr__(self, "optional", tuple(optional))
+        object.__setattr__(self, "retired", dict(retired or {}))
 
     def extend(self, *, rules: Sequence[Rule] = (), derived: Sequence[str] = (), **fields: Spec) -> StateSchema:
         """A copy with more fields, rules and derived names (for a subclass)."""
         return StateSchema({**self.fields, **fields}, rules=(*self.rules, *rules),
-                           derived=(*self.derived, *derived), optional=self.optional)
+                           derived=(*self.derived, *derived), optional=self.optional, retired=self.retired)
 
     def validate(self, obj: Any, state: Any) -> dict[str, Any]:
         """Check ``state`` for ``obj`` (built from the file's parameters); return the values to restore."""
         if not isinstance(state, dict):
             raise DataFormatError(f"state must be a record of fields; got {_show(state)}")
+        for name, why in self.retired.items():
+            if name in state:
+                raise DataFormatError(f"state field {name}: {why}")
         values = check_fields(self.fields, state, obj, ignored=self.derived, optional=self.optional)
         for r in self.rules:
             try:

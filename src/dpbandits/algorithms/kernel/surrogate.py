@@ -279,7 +279,7 @@ class FeatureSurrogate:
         return np.asarray(np.einsum("ij,ij->j", half, half))
 
     def reward_vector(self, points: ArrayLike, rewards: ArrayLike, chunk_size: int = 8192) -> FloatArray:
-        """Return b = Σₜ φ(wₜ)·yₜ, in chunks (add the vectors of several calls to stream the learning stage)."""
+        """Return b = Σₜ φ(wₜ)·yₜ, ``chunk_size`` points at a time (the same arithmetic for the same rows)."""
         w = np.atleast_2d(np.asarray(points, dtype=np.float64))
         y = np.asarray(rewards, dtype=np.float64)
         b = np.zeros(self.feature_map.dim)

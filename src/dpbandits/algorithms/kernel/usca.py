@@ -27,7 +27,7 @@ from dpbandits._core.errors import InvalidParameterError, NotFittedError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.resources import check_fits
 from dpbandits._core.rng import RNGLike, as_generator, spawn_seed_sequences
-from dpbandits._core.schema import Array, Int, ListOf, StateSchema, rule
+from dpbandits._core.schema import Array, Int, StateSchema, rule
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import (
     check_array,
@@ -128,7 +128,9 @@ class USCA(OwnAgent, Persistable):
     tau : float, default 1.0
         τ > 0, the regulariser (fixed a priori).
     backend : {"features", "kernel"}, default "features"
-        ``"kernel"``: exact eqs. 4–5 (M × M, small T only). ``"features"``: streaming feature form.
+        ``"kernel"``: exact eqs. 4–5 (M × M, small T only). ``"features"``: the feature form (D_f × D_f).
+        Both keep the observed rounds' contexts and rewards ((dc + 1) floats a round) and compute
+        b = Σₜ φ(wₜ)·yₜ (or the exact fit) from them once, at the first prediction.
     feature_map : {"auto", "qff", "rff", "nystrom"} or FeatureMap, default "auto"
         Feature backend only; a string builds one from the feature-map stream.
     n_features : int, optional
@@ -178,6 +180,10 @@ class USCA(OwnAgent, Persistable):
     data cost k·ε (basic composition; :attr:`privacy_spent`). Seeded floating-point sampling is for
     simulation; it is not formally DP (Mironov 2012).
 
+    A saved state (:meth:`save`, ``to_bytes``) is not a release but the curator's secret internal
+    state: it holds the observed contexts and rewards (the reward vector b that earlier versions saved
+    was already a function of them), so it must be kept as private as the raw data.
+
     References
     ----------
     N. Pavlovic, S. Salgia, Q. Zhao, "Differentially Private Kernelized Contextual Bandits",
@@ -196,24 +202,21 @@ class USCA(OwnAgent, Persistable):
     """
 
     _schema = StateSchema(
-        _rounds=Int(0, "horizon"),
-        _reward_vector=Array("float64", (lambda a: a._reward_vector.shape[0],)),
-        _data_points=ListOf(Array("float64", (None, lambda a: a.action_dim + a.context_dim)), max_length="horizon"),
-        _data_rewards=ListOf(Array("float64", (None,)), max_length="horizon"),
+        contexts=Array("float64", (None, "context_dim"), low=0.0, high=1.0),
+        rewards=Array("float64", (None,), low=lambda a: -a.reward_bound, high="reward_bound"),
         n_releases=Int(0, None),
-        rules=[rule("the data rows (kernel backend; none with features) add up to _rounds, one reward each",
-                    lambda a, s: [p.shape[0] for p in s["_data_points"]] == [r.shape[0] for r in s["_data_rewards"]]
-                    and sum(p.shape[0] for p in s["_data_points"]) == (s["_rounds"] if a.feature_map is None else 0)),
-               rule("the data rows are the learning actions played, in order, with contexts in [0, 1] and rewards "
-                    "within ±reward_bound; _reward_vector = Σₜ φ(wₜ)·yₜ: zero before the first round, "
-                    "‖_reward_vector‖ <= _rounds·reward_bound·sqrt(max φᵀφ)", lambda a, s: _data_reachable(a, s))],
+        rules=[rule("contexts and rewards: one row per observed round, at most horizon",
+                    lambda a, s: s["contexts"].shape[0] == s["rewards"].shape[0] <= a.horizon)],
         derived=("learning_actions",),  # public coins: replayed from the recorded rng
+        retired={"_reward_vector": "this USCA file has the layout of an earlier dpbandits, which kept the sum "
+                                   "Σ φ(w)·y of the rounds instead of their contexts and rewards, and load cannot "
+                                   "check that a run reached it; observe the learning rounds again and save"},
     )
-    # Reachability of _rounds with the feature backend (the rows are not kept): a state of r rounds with
-    # reward vector b is followed, in some run, by r + 1, ..., horizon rounds with the same b (rounds of
-    # reward 0, any context, add φ(w)·0 = 0 exactly), so more rounds are reachable. Fewer rounds need b
-    # to be a sum of fewer terms φ(xₜ, cₜ)·yₜ, which the streamed b cannot show: only its norm bound is
-    # checked (a state accepted, not proven reachable).
+    """The state is the observed rounds' contexts and rewards (as observed, after ``clip``) and the count
+    of releases: the round count, the reward vector b = Σₜ φ(wₜ)·yₜ (feature backend) and the exact
+    backend's fit are recomputed from them (the action xₜ of each wₜ = (xₜ, cₜ) is public coins, replayed),
+    with the arithmetic of the run, so every state that loads is that of a run observing these contexts and
+    rewards (any context in [0, 1]^dc and reward within ±reward_bound is some data set's)."""
     _unsaved_params = ("context_generator",)
     environment_params = ("kernel", "action_dim", "context_dim")
     # the simulation draws contexts from the environment and clips; the others are resource limits
@@ -340,10 +343,11 @@ class USCA(OwnAgent, Persistable):
         self.grid = action_grid(self.action_dim, grid_points_per_dim)
         self.learning_actions: FloatArray = as_generator(learn_seed).random((self.horizon, self.action_dim))
 
+        # the observed rounds (contexts after clip, rewards): the saved state, from which everything the
+        # prediction needs is recomputed; buffers grown by doubling (no horizon-sized allocation up front)
         self._rounds = 0
-        self._reward_vector = np.zeros(0 if self.feature_map is None else self.feature_map.dim)
-        self._data_points: list[FloatArray] = []
-        self._data_rewards: list[FloatArray] = []
+        self._contexts = np.empty((0, self.context_dim))
+        self._rewards = np.empty(0)
         self._coefficients: FloatArray | None = None
         self._exact_mean: Any = None
         self.n_releases = 0
@@ -406,36 +410,44 @@ class USCA(OwnAgent, Persistable):
             c = check_array(context, "context", ndim=(0, 1))
             self.observe(np.reshape(c, (1, -1)), np.array([check_real(reward, "reward")]))
             return
-        point, y = fast
-        if isinstance(self.surrogate, FeatureSurrogate):
-            # b += φ(wₜ)·yₜ: the same products as observe() of one round
-            self._reward_vector += self.surrogate.feature_map.transform(point)[0] * y
-        else:
-            self._data_points.append(point)
-            self._data_rewards.append(np.array([y]))
-        self._rounds += 1
-        self._coefficients = None
-        self._exact_mean = None
+        self._append(*fast)
 
-    def _one_round(self, context: Any, reward: Any) -> tuple[FloatArray, float] | None:
-        """(wₜ as a (1, dx + dc) array, yₜ) for a plain in-range round, or None to take the general path."""
+    def _one_round(self, context: Any, reward: Any) -> tuple[FloatArray, FloatArray] | None:
+        """(cₜ as a (1, dc) array, [yₜ]) for a plain in-range round, or None to take the general path."""
         if self._rounds >= self.horizon or not isinstance(reward, float | int) or isinstance(reward, bool):
             return None
         y = float(reward)
         if not -self.reward_bound <= y <= self.reward_bound:  # NaN fails too
             return None
         if isinstance(context, float) and self.context_dim == 1:
-            c = np.array([context])
+            c = np.array([[context]])
         elif isinstance(context, np.ndarray) and context.shape in ((self.context_dim,), ()) and context.dtype == np.float64:
-            c = context.reshape(-1)
+            c = context.reshape(1, -1)
         else:
             return None
         if not (c.min() >= 0.0 and c.max() <= 1.0):  # NaN fails too
             return None
-        point = np.empty((1, self.action_dim + self.context_dim))
-        point[0, : self.action_dim] = self.learning_actions[self._rounds]
-        point[0, self.action_dim :] = c
-        return point, y
+        return c, np.array([y])
+
+    def _append(self, contexts: FloatArray, rewards: FloatArray) -> None:
+        """Keep checked rounds (contexts (n, dc) in [0, 1], rewards (n,) within ±B_y) after those observed."""
+        end = self._rounds + rewards.shape[0]
+        if end > self._rewards.shape[0]:  # grow by doubling, up to the horizon: O(1) amortised per round
+            capacity = min(self.horizon, max(end, 2 * self._rewards.shape[0], 16))
+            grown_contexts, grown_rewards = np.empty((capacity, self.context_dim)), np.empty(capacity)
+            grown_contexts[: self._rounds] = self._contexts[: self._rounds]
+            grown_rewards[: self._rounds] = self._rewards[: self._rounds]
+            self._contexts, self._rewards = grown_contexts, grown_rewards
+        self._contexts[self._rounds : end] = contexts
+        self._rewards[self._rounds : end] = rewards
+        self._rounds = end
+        self._coefficients = None
+        self._exact_mean = None
+
+    def _data(self) -> tuple[FloatArray, FloatArray]:
+        """The observed rounds as joint points wₜ = (xₜ, cₜ), shape (rounds, dx + dc), and their rewards."""
+        n = self._rounds
+        return joint_points(self.learning_actions[:n], self._contexts[:n]), self._rewards[:n]
 
     def observe(self, contexts: ArrayLike, rewards: ArrayLike) -> None:
         """Record a batch of consecutive rounds (the actions are the next ``learning_actions``).
@@ -458,16 +470,7 @@ class USCA(OwnAgent, Persistable):
             raise InvalidParameterError(
                 f"observing {n} more rounds would exceed horizon={self.horizon} ({self._rounds} observed)"
             )
-        points = joint_points(self.learning_actions[self._rounds : self._rounds + n], c)
-        if isinstance(self.surrogate, FeatureSurrogate):
-            # b += Σ φ(wₜ)·yₜ  (streaming: the raw data need not be kept)
-            self._reward_vector += self.surrogate.reward_vector(points, y)
-        else:
-            self._data_points.append(points)
-            self._data_rewards.append(y)
-        self._rounds += n
-        self._coefficients = None
-        self._exact_mean = None
+        self._append(c, y)
 
     # ----------------------------------------------------------------------------- prediction
     def _surrogate_mean(self, points: FloatArray) -> FloatArray:
@@ -477,11 +480,19 @@ class USCA(OwnAgent, Persistable):
             )
         if isinstance(self.surrogate, FeatureSurrogate):
             if self._coefficients is None:
-                self._coefficients = self.surrogate.coefficients(self._reward_vector)
+                self._coefficients = self.surrogate.coefficients(self._reward_vector(self.surrogate))  # θ̄ = Z̃⁻¹b
             return self.surrogate.mean(self._coefficients, points)
         if self._exact_mean is None:
-            self._exact_mean = self.surrogate.fit(np.concatenate(self._data_points), np.concatenate(self._data_rewards))
+            self._exact_mean = self.surrogate.fit(*self._data())
         return np.asarray(self._exact_mean(points))
+
+    def _reward_vector(self, surrogate: FeatureSurrogate) -> FloatArray:
+        """The reward vector b = Σₜ φ(wₜ)·yₜ of the observed rounds, in one pass over the kept rows.
+
+        A function of the rows only (the same arithmetic in a run and in a loaded state, so a loaded
+        agent's b is the original's bit for bit); never stored.
+        """
+        return surrogate.reward_vector(*self._data())
 
     def _check_context(self, context: ArrayLike) -> FloatArray:
         """One context c (a scalar when dc = 1, or dc coordinates), as an array of shape (1, dc)."""
@@ -616,10 +627,17 @@ class USCA(OwnAgent, Persistable):
         self.n_releases += n
         return np.asarray(mechanism.grid[index], dtype=np.float64)
 
+    def _get_state(self) -> dict[str, Any]:
+        n = self._rounds
+        return {"contexts": self._contexts[:n].copy(), "rewards": self._rewards[:n].copy(),
+                "n_releases": self.n_releases}
+
     def _set_state(self, state: dict[str, Any]) -> None:
-        super()._set_state(state)
-        self._coefficients = None  # derived caches are recomputed from the restored statistics
-        self._exact_mean = None
+        # the round count, b and the fit are recomputed from the rows (caches emptied), never read
+        self.reset_data()
+        self._contexts, self._rewards = state["contexts"].copy(), state["rewards"].copy()
+        self._rounds = int(self._rewards.shape[0])
+        self.n_releases = state["n_releases"]
 
     def reset_data(self) -> None:
         """Forget the learning data, keeping the public (data-independent) precomputation.
@@ -627,8 +645,7 @@ class USCA(OwnAgent, Persistable):
         Used to run the same coins on several datasets (privacy audits condition on the coins).
         """
         self._rounds = 0
-        self._reward_vector = np.zeros_like(self._reward_vector)
-        self._data_points, self._data_rewards = [], []
+        self._contexts, self._rewards = np.empty((0, self.context_dim)), np.empty(0)
         self._coefficients = None
         self._exact_mean = None
 
@@ -651,19 +668,3 @@ class USCA(OwnAgent, Persistable):
             "deviations": list(self.deviations),
         }
 
-
-def _data_reachable(agent: USCA, state: dict[str, Any]) -> bool:
-    """Whether the saved data and reward vector are those of ``_rounds`` rounds of ``agent`` (see the rule)."""
-    rounds, bound, dx = state["_rounds"], agent.reward_bound, agent.action_dim
-    if state["_data_points"]:
-        points = np.concatenate(state["_data_points"])
-        rewards = np.concatenate(state["_data_rewards"])
-        if not (np.array_equal(points[:, :dx], agent.learning_actions[:points.shape[0]])
-                and bool(np.all((points[:, dx:] >= 0.0) & (points[:, dx:] <= 1.0)))
-                and bool(np.all(np.abs(rewards) <= bound))):
-            return False
-    vector = state["_reward_vector"]
-    if rounds == 0 or agent.feature_map is None:
-        return not vector.any()
-    limit = rounds * bound * math.sqrt(agent.feature_map.max_diag)
-    return float(np.linalg.norm(vector)) <= limit * (1.0 + 1e-6) + 1e-12  # 1e-6: float32 feature products
