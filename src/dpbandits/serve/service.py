@@ -68,8 +68,11 @@ Privacy
 -------
 Responses hold only actions, acknowledgements, progress, and values already released by the
 private algorithms (recommendations, released noisy estimates, samples); never raw feedback, noise
-or sufficient statistics. Raw feedback is kept in the store only until a stored state covers it
-(at most :data:`SNAPSHOT_EVERY` steps, or the rest of a phase).
+or sufficient statistics. Raw feedback rows are kept in the store only until a stored state covers
+them (at most :data:`SNAPSHOT_EVERY` steps, or the rest of a phase). A stored state holds what its
+algorithm keeps of the feedback: statistics (counts, sums, the current phase's sums) for most kinds,
+and for USCA the contexts and rewards of its learning rounds, from which its estimator is computed
+at the horizon and against which ``load`` checks the stored state; they stay in the store with it.
 """
 
 from __future__ import annotations
