@@ -66,7 +66,12 @@ def _array_changes(array: np.ndarray) -> dict[str, Callable[[np.ndarray], np.nda
     if array.size and kind in "iuf":
         def one(value: Any) -> Callable[[np.ndarray], np.ndarray]:
             def change(a: np.ndarray) -> np.ndarray:
-                out = a.astype(np.float64) if isinstance(value, float) and not np.isfinite(value) else a.copy()
+                if isinstance(value, float) and not np.isfinite(value):
+                    out = a.astype(np.float64)
+                elif kind in "iu" and not np.iinfo(a.dtype).min <= value <= np.iinfo(a.dtype).max:
+                    out = a.astype(np.int64)  # a wider integer array (bytes, say, saved as int64 by mistake)
+                else:
+                    out = a.copy()
                 out.reshape(-1)[out.size // 2] = value
                 return out
             return change

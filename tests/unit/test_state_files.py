@@ -143,13 +143,13 @@ def test_a_state_key_dunder_dict_is_refused() -> None:
         RUCB.from_bytes(edit(_rucb().to_bytes(), dunder))
 
 
-def test_rucb_with_all_nan_wins_is_refused() -> None:
-    def nan_wins(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
-        name = array_of(meta, members, "policy", "wins")
-        members[name] = np.full_like(members[name], np.nan)
+def test_rucb_with_nan_outcomes_is_refused() -> None:
+    def nan_outcomes(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
+        name = array_of(meta, members, "outcomes")
+        members[name] = np.full(members[name].shape, np.nan)
 
-    with pytest.raises(DataFormatError, match=r"policy\.wins must be finite"):
-        RUCB.from_bytes(edit(_rucb().to_bytes(), nan_wins))
+    with pytest.raises(DataFormatError, match=r"outcomes must be an array of dtype uint8"):
+        RUCB.from_bytes(edit(_rucb().to_bytes(), nan_outcomes))
 
 
 def test_dp_ebs_with_negative_time_is_refused() -> None:
@@ -179,7 +179,7 @@ def test_a_tree_counter_with_its_time_reset_is_refused_and_never_releases_past_i
     (lambda meta, _: meta["params"]["__dict__"].update({"n_arms": "three"}), "parameters of RUCB refused"),  # TypeError
     (lambda meta, _: meta["params"]["__dict__"].update({"horizon_": 3}), "unknown parameter 'horizon_'"),
     (lambda meta, _: meta["params"]["__dict__"].pop("alpha"), "missing parameter 'alpha'"),
-    (lambda meta, _: state(meta).update({"_asked": {"__tuple__": [0, 7]}}), r"_asked\[1\] must be an integer"),
+    (lambda meta, _: state(meta).update({"asked": 7}), r"field asked must be"),
     (lambda meta, _: meta.update({"state": [1, 2]}), "state must be a record"),
     (lambda meta, _: meta.update({"lineage": "../../etc"}), "lineage must be 32 lowercase hex digits"),
     (lambda meta, _: meta.update({"generation": -1}), "generation must be an integer >= 0"),

@@ -243,6 +243,9 @@ def damaged(draw: st.DrawFn, data: bytes) -> bytes:
             index = draw(st.integers(0, flat.size - 1))
             pool = ([np.nan, np.inf, -np.inf, -1.0, 1e300, 0.5] if flat.dtype.kind == "f"
                     else [2**63, 2**40, 0, 7] if flat.dtype.kind == "u" else [-1, 2**40, 0, 7])
+            if flat.dtype.kind in "iu":  # what the array's integer type holds (a byte array: up to 255)
+                limits = np.iinfo(flat.dtype)
+                pool = [min(max(v, int(limits.min)), int(limits.max)) for v in pool]
             flat[index] = draw(st.sampled_from(pool)) if flat.dtype.kind != "b" else not flat[index]
             members[name] = flat.reshape(array.shape)
         return pack(meta, members)

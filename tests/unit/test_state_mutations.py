@@ -25,7 +25,6 @@ import collections
 import re
 from typing import Any
 
-import numpy as np
 import pytest
 from statefiles import canonical_state, quietly, unpack
 from statemutations import Mutation, mutations
@@ -37,7 +36,9 @@ from dpbandits._core.persistence import Persistable
 STRIDE = 60
 
 FREE: dict[str, str] = {
-    r"(^|\.)(policy\.keys|_key)$": "coins of the run: every value is the key of some seed",
+    r"(^|\.)(key|_key)$": "coins of the run: every value is the key of some seed",
+    r"^outcomes$": "the outcomes of other duels: a dueling agent replays them (every sequence of outcomes is some "
+                   "environment's)",
     r"(^|\.)(_read_ahead|_cursor)$": "seeded node noise read ahead: every value is some seed's noise",
     r"(^|\.)_nodes\.": "a tree's exact p-sums (of a stream of any values) and their noisy prefixes",
     r"(^|\.)_live$": "which counters the caller retired (any set is reachable)",
@@ -47,8 +48,6 @@ FREE: dict[str, str] = {
     r"^transcript\.(released|stream_elements)$": "a recorded release or stream element (raw data)",
     r"^(counts_|reward_sums_|reward_minima_|reward_maxima_)$": "an offline data set's statistics, within their rules",
     r"^(_feature_differences|_labels)$": "raw preference data within its bounds",
-    r"^policy\.(wins|win_sums|comparisons|comparison_sums|model\.wins)$": "outcomes of other duels, within their rules",
-    r"^policy\.model\.(_fitted|theta)$": "a warm start the fit re-converges from, or the fit itself (its rule)",
     r"^(sums|_sums|_round_sums|_total_sums)$": "rewards of other pulls, within the reward range of their pulls",
     r"^_b$": "Φᵀy of other rewards, within its bound",
 }
@@ -71,6 +70,11 @@ FREE_IN: dict[str, dict[str, str]] = {
                                 "the trace rule"},
     "interleaved-filter": {"_wins": "other outcomes: every count inside the band n/2 ± √(n·ln(1/δ)) after n sweeps "
                                     "is reached by a path inside it at every earlier sweep (its rule)"},
+    **{name: {"time": "rounds played, replayed from the outcomes (one fewer or one more round of outcome 0 is another "
+                      "run; a count whose outcomes do not fit is refused)",
+              "asked": "whether the next pair was asked: it is replayed, the same either way (any run may ask or not)"}
+       for name in ("rucb", "rmed1", "beat-the-mean", "double-thompson-sampling", "copeland-confidence-bound", "maxinp",
+                    "colstim")},
     **{name: {"contexts": "raw data: other contexts in [0, 1]^dc (the statistics are recomputed from the rows)",
               "rewards": "raw data: other rewards within ±reward_bound (the statistics are recomputed from the rows)"}
        for name in ("feature-ridge", "feature-ridge-released", "gp-uniform", "cgp-ucb")},
@@ -79,10 +83,6 @@ FREE_IN: dict[str, dict[str, str]] = {
 ``"field kind"`` names one kind of change of the field only."""
 
 GAPS: dict[str, dict[str, str]] = {
-    "rucb": {"policy.hypothesis": "an arm of C that some earlier round could have had alone (the rule: enough rounds, "
-                                  "every other arm beaten often enough by one arm), but whether one did and the arm "
-                                  "stayed in C since depends on the order of the outcomes, which the agent does not "
-                                  "keep"},
 }
 """Accepted changes not proven reachable or refused (path-dependent or streamed state), each with why:
 named (a field, or ``"field kind"``) so that any other acceptance fails."""
@@ -167,23 +167,19 @@ def test_the_mutations_cover_every_stored_field_of_every_subject() -> None:
 
 
 def test_the_fuzzer_finds_a_planted_unreachable_state(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With RMED1's leader read from the file again (the bug of issue 35), a mutation of it is caught."""
-    from dpbandits.algorithms.dueling import rmed
+    """With Sequential Halving's rule on its pull counts dropped (counts read from the file unchecked), a
+    mutation of them is caught as a state no run reaches."""
+    from dpbandits._core.schema import StateSchema
+    from dpbandits.algorithms.bai.sequential_halving import SequentialHalving
 
-    assert np.all(rmed.RMED1Policy(3, np.zeros(1, dtype=np.uint64), 1.0)._leader == 0)
-    monkeypatch.setattr(rmed.RMED1Policy, "_state_fields", (*rmed.RMED1Policy._state_fields, "_divergence"))
-    monkeypatch.setattr(rmed.RMED1Policy, "_derive", lambda self: None)
-    schema = rmed.RMED1._schema
-    policy = schema.fields["policy"]
-    from dpbandits._core.schema import Array, Record, StateSchema
-
-    planted = StateSchema({**schema.fields, "policy": Record({**policy.fields,  # type: ignore[attr-defined]
-                                                             "_divergence": Array("float64", (1, "n_arms"), low=0)})},
-                          rules=schema.rules)
-    monkeypatch.setattr(rmed.RMED1, "_schema", planted)
-    from test_state_files_fuzz import _ORIGINALS
-
-    monkeypatch.setitem(_ORIGINALS, "rmed1", quietly(lambda: SUBJECTS["rmed1"]().to_bytes()))
-    outcomes = {(m.field, m.kind): _outcome("rmed1", m) for m in mutations(_ORIGINALS["rmed1"])
-                if m.field == "policy._divergence"}
+    schema = SequentialHalving._schema
+    kept = [r for r in schema.rules if not r.text.startswith("_total_counts")]
+    assert len(kept) == len(schema.rules) - 1
+    monkeypatch.setattr(SequentialHalving, "_schema", StateSchema(dict(schema.fields), rules=kept,
+                                                                  optional=schema.optional))
+    outcomes = {(m.field, m.kind): _outcome("sequential-halving", m)
+                for m in mutations(_original("sequential-halving")) if m.field == "_total_counts"}
     assert "unreachable" in outcomes.values()
+    monkeypatch.undo()
+    assert "unreachable" not in {_outcome("sequential-halving", m) for m in mutations(_original("sequential-halving"))
+                                 if m.field == "_total_counts"}

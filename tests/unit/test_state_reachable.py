@@ -53,8 +53,9 @@ def _refused(data: bytes, match: str, **overrides: Any) -> None:
 
 # ----------------------------------------------------------------------------- defect 1: derived values
 def test_rmed1_recomputes_its_means_divergence_and_leader_from_the_wins() -> None:
-    """A file whose wins say arm 0 beat every arm but whose stored leader, means and divergences say arm 3
-    (a file of the previous format held them) recommends arm 0, as the run would."""
+    """RMED1's file holds its key and outcomes only (a file of an earlier format also held its leader, means
+    and divergences, which could say arm 3 while the wins said arm 0): loaded, it recommends arm 0, as the
+    run does, and asks what the run asks."""
     from dpbandits.algorithms.dueling.rmed import RMED1
 
     agent = RMED1(4, 100)
@@ -63,21 +64,10 @@ def test_rmed1_recomputes_its_means_divergence_and_leader_from_the_wins() -> Non
         agent.tell(pair, first_wins=pair[0] <= pair[1])  # the lower index always wins: arm 0 is the Condorcet winner
     assert agent.recommendation == 0
     data = agent.to_bytes()
-    assert not {"_means", "_divergence", "_leader"} & set(state(unpack(data)[0])["policy"]["__dict__"])
-
-    def plant(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
-        policy = state(meta)["policy"]["__dict__"]
-        means = np.full((1, 4, 4), 0.5)
-        means[0, 3, :] = 1.0
-        divergence = np.array([[9.0, 9.0, 9.0, 0.0]])
-        for key, value in (("_means", means), ("_divergence", divergence), ("_leader", np.array([3]))):
-            members[f"x{key}"] = value
-            policy[key] = {"__array__": f"x{key}"}
-
-    loaded = RMED1.from_bytes(edit(data, plant))
-    assert loaded.recommendation == 0
-    ahead = [(loaded.ask(), agent.ask())]
-    assert ahead[0][0] == ahead[0][1]
+    assert set(state(unpack(data)[0])) == {"time", "asked", "key", "outcomes"}
+    loaded = RMED1.from_bytes(data)
+    assert loaded.recommendation == 0 and loaded.ask() == agent.ask()
+    assert np.array_equal(loaded._policy._divergence, agent._policy._divergence)
 
 
 def _kernel(name: str) -> Any:
@@ -204,22 +194,6 @@ def test_a_counter_bank_release_other_than_its_last_node_is_refused() -> None:
     _refused(edit(data, _set_array(("_released",), lambda r: r + 5)), "rule _released of a live counter")
 
 
-@pytest.mark.parametrize("name", ["maxinp", "colstim"])
-@pytest.mark.parametrize("damage", [lambda g: 100.0 * g, lambda g: -g, lambda g: g + 1.0])
-def test_a_gram_matrix_other_than_that_of_its_counts_is_refused(name: str,
-                                                               damage: Callable[[np.ndarray], np.ndarray]) -> None:
-    data = _run(name, 30).to_bytes()
-    _refused(edit(data, _set_array(("policy", "model.gram"), damage)), "rule model.gram")
-
-
-@pytest.mark.parametrize("name", ["maxinp", "colstim"])
-@pytest.mark.parametrize("damage", [lambda t: t + 1.0, lambda t: -t, lambda t: t * 100.0 + 1e-3])
-def test_a_logistic_estimate_that_is_not_the_fit_of_its_counts_is_refused(
-        name: str, damage: Callable[[np.ndarray], np.ndarray]) -> None:
-    agent = _run(name, 30)
-    agent.recommendation  # noqa: B018 (fits θ̂: the file then says model._fitted)
-    assert agent._policy.model._fitted
-    _refused(edit(agent.to_bytes(), _set_array(("policy", "model.theta"), damage)), "rule model.theta")
 
 
 # ----------------------------------------------------------------------------- reachable states load

@@ -12,29 +12,30 @@ first) and ``observe(first, second, outcome)`` records the outcomes. Two drivers
 
 Random choices read the counter-based coins of :mod:`dpbandits.algorithms.dueling._streams`, which
 are pure functions of (trial key, round), so both drivers make the same choices from the same seeds
-and an agent reproduces the simulation's trial exactly. Memory is constant in the horizon: the state
-is a few (n_trials, K, K) arrays, whatever T.
+and an agent reproduces the simulation's trial exactly. A simulation's memory is constant in the
+horizon (a few (n_trials, K, K) arrays, whatever T); an agent also keeps one bit per round told.
 
-An agent saves and loads like every dpbandits agent (:class:`~dpbandits._core.persistence.Persistable`):
-its policy lists in ``_state_fields`` the attributes (dotted paths into owned objects allowed) that
-change while it runs, and the agent saves them with its clock.
+An agent saves and loads like every dpbandits agent (:class:`~dpbandits._core.persistence.Persistable`).
+What it saves is what decides its run: its key (the coins) and the outcome of every round, one bit
+each (the pair of a round is a function of the key and the outcomes before it); ``load`` replays the
+rounds with the agent's own ``ask`` and ``tell``, so every statistic, candidate set, hypothesis and
+fitted model is recomputed, never read, and a loaded agent is exactly one a run reaches. A replay
+costs what the run's own steps cost; the file holds T/8 bytes of outcomes.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
-from scipy import special
 
 from dpbandits._core.errors import PrivacyBudgetExceededError
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.rng import RNGLike
-from dpbandits._core.schema import Array, Bool, Int, Maybe, Record, Rule, Spec, StateSchema, Tuple, rule
+from dpbandits._core.schema import Array, Bool, Int, StateSchema, rule
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_int
 from dpbandits.algorithms.dueling._common import (
@@ -103,14 +104,7 @@ class RoundPolicy(ABC):
     keys : ndarray of uint64 (n_trials,)
         Each trial's algorithm key (its coins).
 
-    Attributes
-    ----------
-    _state_fields : tuple of str
-        The attributes that change while the policy runs (dotted paths reach into owned objects);
-        :meth:`get_state` and :meth:`set_state` save and restore them.
     """
-
-    _state_fields: ClassVar[tuple[str, ...]] = ("keys", "first_counts")
 
     def __init__(self, n_arms: int, keys: np.ndarray) -> None:
         self.n_arms = int(n_arms)
@@ -139,32 +133,6 @@ class RoundPolicy(ABC):
     def recommendation(self) -> IntArray:
         """Per trial, the arm the algorithm would name best now (default: its most frequent first arm)."""
         return np.asarray(np.argmax(self.first_counts, axis=1), dtype=np.int64)
-
-    def get_state(self) -> dict[str, Any]:
-        """The values of ``_state_fields``, by path."""
-        state = {}
-        for path in self._state_fields:
-            owner, name = self._owner(path)
-            state[path] = getattr(owner, name)
-        return state
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        """Restore values saved by :meth:`get_state`, then recompute what is derived from them."""
-        for path in self._state_fields:
-            if path in state:
-                owner, name = self._owner(path)
-                setattr(owner, name, state[path])
-        self._derive()
-
-    def _derive(self) -> None:  # noqa: B027 (a hook: most policies derive nothing)
-        """Recompute the values derived from the restored statistics (none by default)."""
-
-    def _owner(self, path: str) -> tuple[Any, str]:
-        *parents, name = path.split(".")
-        owner: Any = self
-        for parent in parents:
-            owner = getattr(owner, parent)
-        return owner, name
 
 
 def simulate_policy(
@@ -264,87 +232,10 @@ def simulate_comparator(env: UtilityDuelingEnvironment, n_trials: int, rng: RNGL
     return simulate_policy(env, n_trials, rng, horizon, make_policy, algorithm=algorithm)
 
 
-def _arm(agent: Any) -> int:
-    return int(agent.n_arms) - 1
-
-
-def _pair_count(agent: Any) -> int:
-    return int(agent.n_arms) * (int(agent.n_arms) - 1) // 2
-
-
-def _dimension(agent: Any) -> int:
-    return int(agent._policy.model.theta.shape[1])
-
-
-WINS = Array("float64", (1, "n_arms", "n_arms"), low=0, high="horizon", integral=True)
-"""w_ij: how often arm i beat arm j (whole numbers, at most T)."""
-WINS_SUM_IS_TIME = rule("sum(wins) == time (one outcome per round)", lambda a, s: s["policy"]["wins"].sum() == s["time"])
-WINS_SUM_AT_MOST_TIME = rule("sum(wins) <= time and no self-duel wins (a self-duel records nothing)",
-                             lambda a, s: s["policy"]["wins"].sum() <= s["time"]
-                             and not np.diagonal(s["policy"]["wins"], axis1=1, axis2=2).any())
-LOGISTIC_MODEL = {
-    "model.counts": Array("float64", (1, _pair_count), low=0, high="horizon", integral=True),
-    "model.wins": Array("float64", (1, _pair_count), low=0, high="horizon", integral=True),
-    "model.theta": Array("float64", (1, _dimension)),
-    "model.gram": Array("float64", (1, _dimension, _dimension)),
-    "model._fitted": Bool(),
-}
-"""The pairwise logistic model of MaxInP and CoLSTIM: counts and wins per pair, θ̂ and its Gram matrix."""
-LOGISTIC_RULES = (
-    rule("model.wins <= model.counts and sum(model.counts) <= time",
-         lambda a, s: (s["policy"]["model.wins"] <= s["policy"]["model.counts"]).all()
-         and s["policy"]["model.counts"].sum() <= s["time"]),
-    rule("model.gram symmetric and equal to ridge·I + Σ_p model.counts_p·z_p z_pᵀ (up to rounding)",
-         lambda a, s: _gram_matches(a._policy.model, s["policy"]["model.counts"][0], s["policy"]["model.gram"][0])),
-    rule("model.theta within the bound of the estimate, sqrt(2·ln2·sum(model.counts)/ridge), "
-         "and the minimiser of the loss when model._fitted",
-         lambda a, s: _theta_reachable(a._policy.model, s["policy"]["model.counts"][0], s["policy"]["model.wins"][0],
-                                       s["policy"]["model.theta"][0], s["policy"]["model._fitted"])),
-)
-
-
-def _gram_matches(model: Any, counts: FloatArray, gram: FloatArray) -> bool:
-    """Whether ``gram`` is V = λI + Σ_p N_p z_p z_pᵀ of ``counts`` (exactly symmetric, equal up to rounding)."""
-    z = model.differences
-    expected = model.ridge * np.eye(z.shape[1]) + np.einsum("p,pi,pj->ij", counts, z, z)
-    scale = model.ridge + float(counts.sum()) * float(np.max(np.sum(z * z, axis=1), initial=0.0))
-    return bool(np.array_equal(gram, gram.T) and np.all(np.abs(gram - expected) <= 1e-9 * scale))
-
-
-def _theta_reachable(model: Any, counts: FloatArray, wins: FloatArray, theta: FloatArray, fitted: bool) -> bool:
-    """Whether ``theta`` is an estimate the model could hold.
-
-    It is within the bound every minimiser obeys (λ/2·‖θ̂‖² <= ℓ(θ̂) <= ℓ(0) = ln2·ΣN_p, so also at fewer
-    counts, for a warm start) and, when it is marked fitted, the minimiser itself (its Newton step below
-    1e-6·(1 + ‖θ‖)).
-    """
-    norm = float(np.linalg.norm(theta))
-    if norm > math.sqrt(2.0 * math.log(2.0) * float(counts.sum()) / model.ridge) * (1 + 1e-9) + 1e-12:
-        return False
-    if not fitted:
-        return True
-    z = model.differences
-    s = special.expit(z @ theta)
-    gradient = (counts * s - wins) @ z + model.ridge * theta
-    hessian = np.einsum("p,pi,pj->ij", counts * s * (1.0 - s), z, z) + model.ridge * np.eye(z.shape[1])
-    return bool(np.linalg.norm(np.linalg.solve(hessian, gradient)) <= 1e-6 * (1.0 + norm))
-
-
-def round_schema(policy: dict[str, Spec], rules: tuple[Rule, ...] = (), derived: tuple[str, ...] = ()) -> StateSchema:
-    """The state of a :class:`RoundAgent`: time, the asked pair, and its policy's fields (``policy``).
-
-    Every policy has ``keys`` (its coins) and ``first_counts`` (how often each arm was played
-    first; they sum to the time). ``derived`` names policy fields older files hold that are now
-    recomputed from the others (accepted and ignored).
-    """
-    return StateSchema(
-        time=Int(0, "horizon"),
-        _asked=Maybe(Tuple(Int(0, _arm), Int(0, _arm))),
-        policy=Record(keys=Array("uint64", (1,)), first_counts=Array("int64", (1, "n_arms"), low=0), derived=derived,
-                      **policy),
-        rules=[rule("sum(first_counts) == time", lambda a, s: s["policy"]["first_counts"].sum() == s["time"]),
-               *rules],
-    )
+def _outcomes_fit(agent: RoundAgent, state: dict[str, Any]) -> bool:
+    """Whether ``outcomes`` holds one bit per round played and nothing after (see the schema's rule)."""
+    time, packed = state["time"], state["outcomes"]
+    return packed.shape[0] == -(-time // 8) and not (time % 8 and int(packed[-1]) & (0xFF >> (time % 8)))
 
 
 class RoundAgent(OwnAgent, Persistable):
@@ -358,7 +249,20 @@ class RoundAgent(OwnAgent, Persistable):
         T; asking beyond it raises :class:`~dpbandits._core.errors.PrivacyBudgetExceededError`.
     """
 
-    _schema = StateSchema()  # each algorithm declares its own with round_schema()
+    _schema = StateSchema(
+        time=Int(0, "horizon"),
+        asked=Bool(),
+        key=Array("uint64", (1,)),
+        outcomes=Array("uint8", (None,)),
+        rules=[rule("outcomes: one bit per round played (numpy.packbits order: round 1 is the highest bit of byte "
+                    "0), the bits after the last round 0", _outcomes_fit),
+               rule("asked only before the horizon", lambda a, s: not s["asked"] or s["time"] < a.horizon)],
+        retired={"policy": "saved by an earlier version of dpbandits, as statistics without the outcome of each "
+                           "round, which cannot be checked against a run; load it with the version that saved "
+                           "it, or start a new run"},
+    )
+    # Everything else (statistics, candidate sets, hypotheses, fitted models, the asked pair) is replayed
+    # from the key and the outcomes by the agent's own ask and tell (see _set_state): derived, never read.
 
     def __init__(self, policy: RoundPolicy, horizon: int) -> None:
         self._policy = policy
@@ -366,6 +270,7 @@ class RoundAgent(OwnAgent, Persistable):
         self.horizon = check_int(horizon, "horizon", minimum=1)
         self.time = 0
         self._asked: tuple[int, int] | None = None
+        self._outcomes = bytearray()  # one bit per round told, packed as numpy.packbits packs them
 
     @property
     def recommendation(self) -> int:
@@ -378,11 +283,17 @@ class RoundAgent(OwnAgent, Persistable):
         return non_private(type(self).__name__)
 
     def _get_state(self) -> dict[str, Any]:
-        return {"time": self.time, "_asked": self._asked, "policy": self._policy.get_state()}
+        return {"time": self.time, "asked": self._asked is not None, "key": self._policy.keys.copy(),
+                "outcomes": np.frombuffer(bytes(self._outcomes), dtype=np.uint8)}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        self.time, self._asked = state["time"], state["_asked"]
-        self._policy.set_state(state["policy"])
+        """Replay the saved rounds with the saved key: the policy's whole state is recomputed, as the run computed it."""
+        self._policy.keys[:] = state["key"]  # the agent was just built: its policy is at round 0
+        outcomes = np.unpackbits(state["outcomes"])[: state["time"]].tolist()
+        for outcome in outcomes:
+            self.tell(self.ask(), first_wins=bool(outcome))
+        if state["asked"]:
+            self.ask()
 
     def ask(self) -> tuple[int, int]:
         """Return the next pair; asking again before ``tell`` returns the same pair."""
@@ -401,5 +312,9 @@ class RoundAgent(OwnAgent, Persistable):
         """
         told, outcome = check_told(self._asked, pair, winner, first_wins)
         self._asked = None
+        if not self.time % 8:
+            self._outcomes.append(0)
+        if outcome:
+            self._outcomes[-1] |= 0x80 >> (self.time % 8)
         self.time += 1
         self._policy.observe(np.array([told[0]]), np.array([told[1]]), np.array([outcome]), self.time)

@@ -32,22 +32,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from dpbandits._core.errors import InvalidParameterError
 from dpbandits._core.rng import RNGLike
-from dpbandits._core.schema import Array, rule
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
 from dpbandits.algorithms.dueling._rounds import (
-    WINS,
     RoundAgent,
     RoundPolicy,
     add_per_trial,
     register_comparator,
-    round_schema,
     simulate_comparator,
     uniform_pick,
 )
@@ -80,8 +76,6 @@ class BeatTheMeanPolicy(RoundPolicy):
         w_b and n_b: the same summed over the opponents still in W (kept up to date incrementally).
     """
 
-    _state_fields = (*RoundPolicy._state_fields, "working", "wins", "comparisons")  # w_b, n_b are derived
-
     def __init__(self, n_arms: int, keys: np.ndarray, horizon: int, gamma: float) -> None:
         super().__init__(n_arms, keys)
         self.horizon, self.gamma = horizon, gamma
@@ -91,25 +85,6 @@ class BeatTheMeanPolicy(RoundPolicy):
         self.comparisons = np.zeros((self.n_trials, n_arms, n_arms))
         self.win_sums = np.zeros((self.n_trials, n_arms))
         self.comparison_sums = np.zeros((self.n_trials, n_arms))
-
-    def _derive(self) -> None:
-        """w_b and n_b from the per-pair counts (on load: they are never read from a file).
-
-        Every deletion of a comparison with a leaving arm subtracts that arm's column from every
-        row, so w_b = Σ_{b' ∈ W} wins[b, b'] and n_b = Σ_{b' ∈ W} comparisons[b, b'] for every arm b
-        (sums of whole numbers: exactly the values kept up to date incrementally).
-        """
-        self.win_sums = np.sum(self.wins * self.working[:, None, :], axis=2)
-        self.comparison_sums = np.sum(self.comparisons * self.working[:, None, :], axis=2)
-
-    def _pending_elimination(self) -> bool:
-        """Whether the elimination rule holds now in the (single) trial while more than one arm works."""
-        working = self.working[0]
-        if working.sum() <= 1:
-            return False
-        estimate = self._estimates()[0][working]
-        radius = float(btm_radius(self.comparison_sums[0][working].min(), self.n_arms, self.horizon, self.gamma))
-        return bool(estimate.min() + radius <= estimate.max() - radius)
 
     def _estimates(self) -> FloatArray:
         """P̂_b = w_b/n_b (½ while n_b = 0), shape (n_trials, K)."""
@@ -206,39 +181,6 @@ def _check(horizon: int, gamma: float) -> tuple[int, float]:
 _MAX_GAMMA = 1e150
 
 
-def _counts_consistent(policy: dict[str, Any]) -> bool:
-    played = policy["comparisons"][0].sum(axis=1)
-    extra = policy["first_counts"][0] - played
-    working = policy["working"][0]
-    alone = working.sum() == 1
-    return bool(np.all(extra >= 0) and np.all(extra[~working] == 0) and (alone or np.all(extra == 0)))
-
-
-def _fewest_before_elimination(n_arms: int, horizon: int, gamma: float) -> float:
-    """The least n* at which the elimination rule can hold (2·c(n*) <= 1, estimates lie in [0, 1]); inf if none <= T."""
-    guess = 36.0 * gamma**4 * math.log(2 * horizon * n_arms)  # 2·3γ²·√(ln(1/δ)/n) <= 1
-    if not guess <= horizon + 2:
-        return math.inf
-    n = max(int(guess) - 2, 1)
-    while 2.0 * float(btm_radius(float(n), n_arms, horizon, gamma)) > 1.0:
-        n += 1
-    return float(n) if n <= horizon else math.inf
-
-
-def _gamma(agent: BeatTheMean) -> float:
-    policy = agent._policy
-    assert isinstance(policy, BeatTheMeanPolicy)
-    return policy.gamma
-
-
-def _no_pending(agent: BeatTheMean, state: dict[str, Any]) -> bool:
-    policy = BeatTheMeanPolicy(agent.n_arms, state["policy"]["keys"], agent.horizon, _gamma(agent))
-    policy.working, policy.wins = state["policy"]["working"], state["policy"]["wins"]
-    policy.comparisons = state["policy"]["comparisons"]
-    policy._derive()
-    return not policy._pending_elimination()
-
-
 @register_algorithm_class("beat-the-mean")
 class BeatTheMean(RoundAgent):
     """Ask/tell Beat-the-Mean agent (online version; non-private).
@@ -269,24 +211,6 @@ class BeatTheMean(RoundAgent):
     >>> agent = BeatTheMean(3, horizon=100, rng=0)
     >>> agent.tell(agent.ask(), first_wins=True)
     """
-
-    _schema = round_schema({
-        "working": Array("bool", (1, "n_arms")), "wins": WINS,
-        "comparisons": Array("float64", (1, "n_arms", "n_arms"), low=0, high="horizon", integral=True)},
-        (rule("wins <= comparisons, some arm working",
-              lambda a, s: (s["policy"]["wins"] <= s["policy"]["comparisons"]).all() and s["policy"]["working"].any()),
-         rule("first_counts: each arm's comparisons (one per round it played first), and only the last working arm "
-              "plays first once it is alone (a self-duel that records nothing)",
-              lambda a, s: _counts_consistent(s["policy"])),
-         rule("working: an arm that left played first at least n* times, the least count at which the elimination "
-              "rule can hold (2·c(n*) <= 1)", lambda a, s: bool(np.all(
-                  s["policy"]["comparisons"][0].sum(axis=1)[~s["policy"]["working"][0]]
-                  >= _fewest_before_elimination(a.n_arms, a.horizon, _gamma(a))))),
-         rule("working: the elimination rule (min P̂ + c* <= max P̂ − c*) does not hold while more than one arm "
-              "works and every arm works (it would have removed the worst arm at the last round; a round removes "
-              "one arm, so after a removal it may hold again)", lambda a, s: not s["policy"]["working"][0].all()
-              or _no_pending(a, s))),
-        derived=("win_sums", "comparison_sums"))  # recomputed from the per-pair counts and the working set
 
     def __init__(self, n_arms: int, horizon: int, gamma: float = 1.0, *, rng: RNGLike = None) -> None:
         horizon, gamma = _check(horizon, gamma)

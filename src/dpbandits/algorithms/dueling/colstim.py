@@ -44,11 +44,8 @@ from dpbandits.algorithms.dueling._common import (
 )
 from dpbandits.algorithms.dueling._pairwise_logistic import PairwiseLogistic
 from dpbandits.algorithms.dueling._rounds import (
-    LOGISTIC_MODEL,
-    LOGISTIC_RULES,
     RoundAgent,
     RoundPolicy,
-    round_schema,
     simulate_policy,
     uniform_distinct_pair,
 )
@@ -74,8 +71,6 @@ class CoLSTIMPolicy(RoundPolicy):
     Coins of round t: ``round_coins(keys, t, K)``; coin 0 draws the exploration pair, coin i the
     Gumbel perturbation of arm i afterwards.
     """
-
-    _state_fields = (*RoundPolicy._state_fields, "model.counts", "model.wins", "model.theta", "model.gram", "model._fitted")
 
     def __init__(self, settings: LinearDuelingSettings, keys: np.ndarray, threshold: float, width: float) -> None:
         super().__init__(settings.n_arms, keys)
@@ -143,9 +138,6 @@ class CoLSTIM(RoundAgent):
     >>> agent = CoLSTIM([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], horizon=100, rng=0)
     >>> agent.tell(agent.ask(), first_wins=True)
     """
-
-    _schema = round_schema(LOGISTIC_MODEL, LOGISTIC_RULES)
-
 
     def __init__(self, features: Any, horizon: int, *, exploration_rounds: int | None = None, ridge: float = 1.0,
                  threshold: float | None = None, confidence_width: float | None = None, rng: RNGLike = None) -> None:

@@ -37,22 +37,17 @@ winners (Theorem 3).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from dpbandits._core.rng import RNGLike
-from dpbandits._core.schema import Array, rule
 from dpbandits._core.typing import BoolArray, FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
 from dpbandits.algorithms.dueling._rounds import (
-    WINS,
-    WINS_SUM_IS_TIME,
     RoundAgent,
     RoundPolicy,
     add_per_trial,
     register_comparator,
-    round_schema,
     simulate_comparator,
     uniform_pick,
 )
@@ -98,8 +93,6 @@ class CCBPolicy(RoundPolicy):
     test, 3 the choice of c, 4 the ½ test, 5 the tie-break of d, 8 + i·K + j the random key of arm j
     in B^i when step C trims B^i.
     """
-
-    _state_fields = (*RoundPolicy._state_fields, "wins", "best_set", "beaters", "max_losses")
 
     def __init__(self, n_arms: int, keys: np.ndarray, alpha: float) -> None:
         super().__init__(n_arms, keys)
@@ -183,18 +176,6 @@ class CCBPolicy(RoundPolicy):
         add_per_trial(self.wins, 1 - outcome, second, first)
 
 
-def _sets_in_range(agent: CopelandConfidenceBound, policy: dict[str, Any]) -> bool:
-    k, losses = agent.n_arms, int(policy["max_losses"][0])
-    return bool(policy["best_set"][0].any() and not np.diagonal(policy["beaters"][0]).any()
-                and (losses == k or losses <= (k - 1) // 2))
-
-
-def _beaters_since_reset(agent: CopelandConfidenceBound, policy: dict[str, Any]) -> bool:
-    if int(policy["max_losses"][0]) != agent.n_arms:
-        return True
-    return bool(np.array_equal(policy["beaters"][0].any(axis=1), ~policy["best_set"][0]))
-
-
 @register_algorithm_class("copeland-confidence-bound")
 class CopelandConfidenceBound(RoundAgent):
     """Ask/tell Copeland Confidence Bound agent (non-private).
@@ -224,18 +205,6 @@ class CopelandConfidenceBound(RoundAgent):
     >>> agent = CopelandConfidenceBound(3, horizon=100, rng=0)
     >>> agent.tell(agent.ask(), first_wins=True)
     """
-
-    _schema = round_schema(
-        {"wins": WINS, "best_set": Array("bool", (1, "n_arms")), "beaters": Array("bool", (1, "n_arms", "n_arms")),
-         "max_losses": Array("int64", (1,), low=0, high="n_arms")},
-        (WINS_SUM_IS_TIME,
-         rule("best_set not empty, no arm among its own beaters, and max_losses = n_arms (reset) or K − 1 − max Cpld⁺ "
-              "<= ⌊(K − 1)/2⌋ (of each pair one arm has U >= ½, so some arm's Cpld⁺ is at least ⌈(K − 1)/2⌉)",
-              lambda a, s: _sets_in_range(a, s["policy"])),
-         rule("beaters while max_losses = n_arms (no Copeland winner added since the last reset): empty for the arms "
-              "of best_set, not empty for the others (an arm leaves B with B^i = {j : U_ij < ½}, never empty)",
-              lambda a, s: _beaters_since_reset(a, s["policy"]))))
-
 
     def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:
         k = check_int(n_arms, "n_arms", minimum=2)

@@ -42,13 +42,10 @@ from dpbandits.algorithms.dueling._common import (
     check_round_horizon,
 )
 from dpbandits.algorithms.dueling._rounds import (
-    WINS,
-    WINS_SUM_AT_MOST_TIME,
     RoundAgent,
     RoundPolicy,
     add_per_trial,
     register_comparator,
-    round_schema,
     simulate_comparator,
     uniform_pick,
 )
@@ -86,8 +83,6 @@ class DoubleThompsonPolicy(RoundPolicy):
     The Beta sample of pair slot s at round t has variate index t·2K² + s, with slots
     s = i·K + j (first candidate, i < j) and K² + i·K + a⁽¹⁾ (second candidate).
     """
-
-    _state_fields = (*RoundPolicy._state_fields, "wins")
 
     def __init__(self, n_arms: int, keys: np.ndarray, alpha: float) -> None:
         super().__init__(n_arms, keys)
@@ -291,9 +286,6 @@ class DoubleThompsonSampling(RoundAgent):
     >>> agent = DoubleThompsonSampling(3, horizon=100, rng=0)
     >>> agent.tell(agent.ask(), first_wins=True)
     """
-
-    _schema = round_schema({"wins": WINS}, (WINS_SUM_AT_MOST_TIME,))
-
 
     def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:
         k = check_int(n_arms, "n_arms", minimum=2)

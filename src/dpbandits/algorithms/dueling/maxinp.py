@@ -56,11 +56,8 @@ from dpbandits.algorithms.dueling._common import (
 )
 from dpbandits.algorithms.dueling._pairwise_logistic import PairwiseLogistic
 from dpbandits.algorithms.dueling._rounds import (
-    LOGISTIC_MODEL,
-    LOGISTIC_RULES,
     RoundAgent,
     RoundPolicy,
-    round_schema,
     simulate_policy,
     uniform_distinct_pair,
 )
@@ -146,8 +143,6 @@ def maxinp_width(settings: LinearDuelingSettings, t: int) -> float:
 class MaxInPPolicy(RoundPolicy):
     """MaxInP's state (pairwise statistics and θ̂) and step for a batch of trials."""
 
-    _state_fields = (*RoundPolicy._state_fields, "model.counts", "model.wins", "model.theta", "model.gram", "model._fitted")
-
     def __init__(self, settings: LinearDuelingSettings, keys: np.ndarray, confidence_scale: float) -> None:
         super().__init__(settings.n_arms, keys)
         self.settings = settings
@@ -216,9 +211,6 @@ class MaxInP(RoundAgent):
     >>> agent = MaxInP([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], horizon=100, rng=0)
     >>> agent.tell(agent.ask(), first_wins=True)
     """
-
-    _schema = round_schema(LOGISTIC_MODEL, LOGISTIC_RULES)
-
 
     def __init__(self, features: Any, horizon: int, *, exploration_rounds: int | None = None, ridge: float = 1.0,
                  theta_bound: float = 1.0, confidence_scale: float = PRACTICAL_CONFIDENCE_SCALE, rng: RNGLike = None) -> None:

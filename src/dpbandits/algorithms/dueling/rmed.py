@@ -33,23 +33,18 @@ which is the case under strong stochastic transitivity.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 from scipy import special
 
 from dpbandits._core.rng import RNGLike
-from dpbandits._core.schema import Array, rule
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_int, check_positive_float
 from dpbandits.algorithms.dueling._rounds import (
-    WINS,
-    WINS_SUM_AT_MOST_TIME,
     RoundAgent,
     RoundPolicy,
     add_per_trial,
     register_comparator,
-    round_schema,
     simulate_comparator,
 )
 from dpbandits.algorithms.dueling._streams import trial_streams
@@ -89,8 +84,6 @@ class RMED1Policy(RoundPolicy):
         L_R and L_N. The current loop set L_C is not stored: its arms are drawn in index order and
         leave L_R as they are drawn, so the next arm of the loop is always the first arm of L_R.
     """
-
-    _state_fields = (*RoundPolicy._state_fields, "wins", "remaining", "next_loop")  # μ̂, I, î* are derived
 
     def __init__(self, n_arms: int, keys: np.ndarray, tolerance: float) -> None:
         super().__init__(n_arms, keys)
@@ -158,33 +151,6 @@ class RMED1Policy(RoundPolicy):
         return self._leader.copy()
 
 
-def _initial_phase_consistent(agent: RMED1, state: dict[str, Any]) -> bool:
-    wins, time = state["policy"]["wins"][0], state["time"]
-    totals = wins + wins.T
-    first, second = np.triu_indices(agent.n_arms, k=1)
-    if time >= first.size:
-        return bool(np.all(totals[first, second] >= 1))
-    expected = np.zeros_like(totals)
-    expected[first[:time], second[:time]] = expected[second[:time], first[:time]] = 1.0
-    return bool(np.array_equal(totals, expected))
-
-
-def _loop_sets_consistent(agent: RMED1, state: dict[str, Any]) -> bool:
-    policy, time = state["policy"], state["time"]
-    remaining, next_loop = policy["remaining"][0], policy["next_loop"][0]
-    if time <= agent.n_arms * (agent.n_arms - 1) // 2:
-        return bool(remaining.all() and not next_loop.any())
-    if not remaining.any() or (remaining & next_loop).any():
-        return False
-    built = agent._policy
-    assert isinstance(built, RMED1Policy)
-    probe = RMED1Policy(agent.n_arms, policy["keys"], built.tolerance)
-    probe.wins = policy["wins"]
-    probe._derive()
-    gap = probe._divergence[0] - probe._divergence[0, probe._leader[0]]  # J_j
-    return bool(np.all((remaining | next_loop)[gap <= np.log(time) + probe.tolerance]))
-
-
 def _tolerance(n_arms: int, tolerance: float | None) -> float:
     if tolerance is None:
         return 0.3 * n_arms**1.01  # f(K) = 0.3·K^1.01 (the paper's experiments)
@@ -221,17 +187,6 @@ class RMED1(RoundAgent):
     >>> agent.ask()
     (0, 1)
     """
-
-    _schema = round_schema({
-        "wins": WINS, "remaining": Array("bool", (1, "n_arms")), "next_loop": Array("bool", (1, "n_arms"))},
-        (WINS_SUM_AT_MOST_TIME,
-         rule("wins: the initial phase draws every pair once in index order (N_ij = 1 for its first `time` pairs and "
-              "0 for the others while it runs, N_ij >= 1 after it)", lambda a, s: _initial_phase_consistent(a, s)),
-         rule("remaining, next_loop: every arm while the initial phase runs, and none; after it, disjoint, remaining "
-              "not empty, and every arm j with J_j <= ln(time) + f(K) in one of them (an arm that left joins L_N; a "
-              "finished loop starts from L_N)", lambda a, s: _loop_sets_consistent(a, s))),
-        derived=("_means", "_divergence", "_leader"))  # recomputed from the wins
-
 
     def __init__(self, n_arms: int, horizon: int, tolerance: float | None = None, *, rng: RNGLike = None) -> None:
         k = check_int(n_arms, "n_arms", minimum=2)

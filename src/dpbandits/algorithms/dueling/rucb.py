@@ -21,25 +21,18 @@ Dueling Bandit Problem", ICML 2014, Algorithm 1 (α > ½; regret O(K² + K·log 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from dpbandits._core.rng import RNGLike
-from dpbandits._core.schema import Array, rule
 from dpbandits._core.typing import FloatArray, IntArray
 from dpbandits._core.validation import check_in_interval, check_int
 from dpbandits.algorithms.dueling._rounds import (
-    WINS,
-    WINS_SUM_IS_TIME,
     RoundAgent,
     RoundPolicy,
-    _arm,
     add_per_trial,
     register_comparator,
-    round_schema,
     simulate_comparator,
     uniform_pick,
 )
@@ -108,75 +101,8 @@ def rucb_step(
     return first, second, hypothesis
 
 
-def _first_single_round(n_arms: int, alpha: float) -> tuple[int, int]:
-    """(s, m): no round before s can have C = one arm, and one with C = {h} at round >= s needs m losses.
-
-    At round s the step reads the wins of the first s − 1 rounds. An arm i is outside C when
-    U_ij < ½ for some j ≠ i, with w wins and l losses against j: w/n + √(α·ln s/n) < ½ (n = w + l).
-    Then w < l, so α·ln s < (l − w)²/(4n) <= l/4: i lost more than 4α·ln s duels to one arm. C is one
-    arm only when the K − 1 others each did, in distinct entries of the wins, so s − 1 >= (K − 1)·m(s)
-    with m(s) the least integer above 4α·ln s (and s >= 2: round 1 reads no wins, C is every arm).
-    The least such s is at least the least s >= 2 with s − 1 >= (K − 1)·4α·ln s (found by bisection:
-    s − 1 − c·ln s increases for s > c), and m is non-decreasing in s, so (s, m(s)) at that s are bounds
-    every round with a single candidate obeys. A relative slack of 1e-9 keeps rounding on the side of
-    accepting.
-    """
-    slack = 1.0 - 1e-9
-    c = (n_arms - 1) * 4.0 * alpha * slack
-
-    def enough(s: int) -> bool:  # false on [2, root), true after (s − 1 − c·ln s is 0 at 1, convex)
-        return s - 1 >= c * math.log(s)
-
-    low, high = 2, 2
-    while not enough(high):
-        high *= 2
-    while low < high:  # bisection: the least s >= 2 with s − 1 >= c·ln s
-        middle = (low + high) // 2
-        low, high = (low, middle) if enough(middle) else (middle + 1, high)
-    return low, max(1, math.ceil(4.0 * alpha * math.log(low) * slack))
-
-
-def _hypothesis_consistent(agent: RUCB, state: dict[str, Any]) -> bool:
-    """Whether the last step could leave ``hypothesis`` (see the schema's rule)."""
-    wins, h, time = state["policy"]["wins"][0], int(state["policy"]["hypothesis"][0]), state["time"]
-    if h >= 0:  # set at some round s (up to the asked one) when C = {h}: enough rounds, and others' losses
-        first, losses = _first_single_round(wins.shape[0], agent.alpha)
-        others = np.where(np.eye(wins.shape[0], dtype=bool), 0.0, wins)  # self-duels decide nothing
-        beaten = others.max(axis=0) >= losses  # arm i lost at least `losses` duels to one arm j (wins[j, i])
-        if first > time + (state["_asked"] is not None) or not np.delete(beaten, h).all():
-            return False
-    if state["_asked"] is not None:  # the step of round time + 1 read today's wins
-        candidates = (rucb_upper(wins[None], time + 1, agent.alpha)[0] >= 0.5).all(axis=1)
-        return (h == -1 and candidates.sum() != 1) or (h >= 0 and bool(candidates[h]))
-    if time == 0:
-        return h == -1
-    # the step of round `time` read the wins less one outcome: any entry w_ij >= 1 (i = j: a self-duel)
-    upper = rucb_upper(wins[None], time, agent.alpha)[0]
-    ok = upper >= 0.5
-    bad = (~ok).sum(axis=1)  # per arm, the arms it is not optimistic against
-    member = bad == 0  # C today
-    if np.any(np.diagonal(wins) >= 1) and ((h == -1 and member.sum() != 1) or (h >= 0 and member[h])):
-        return True  # the last round was a self-duel: the step read today's wins
-    totals = wins + wins.T - 1.0  # N_ij after removing one outcome of the pair
-    scale = np.sqrt(agent.alpha * np.log(time) / np.maximum(totals, 1.0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        upper_ij = np.where(totals > 0, (wins - 1.0) / np.maximum(totals, 1.0) + scale, 2.0)  # U_ij after w_ij − 1
-        upper_ji = np.where(totals > 0, wins.T / np.maximum(totals, 1.0) + scale, 2.0)  # U_ji after w_ij − 1
-    row_i = bad[:, None] - (~ok) + (upper_ij < 0.5) == 0  # i ∈ C after removing a win of i over j
-    row_j = bad[None, :] - (~ok).T + (upper_ji < 0.5) == 0  # j ∈ C after it (indexed [i, j])
-    removable = (wins >= 1) & ~np.eye(wins.shape[0], dtype=bool)
-    count = member.sum() - member[:, None] - member[None, :] + row_i + row_j
-    if h == -1:
-        return bool(np.any(removable & (count != 1)))
-    arms = np.arange(wins.shape[0])
-    in_c = np.where(arms[:, None] == h, row_i, np.where(arms[None, :] == h, row_j, member[h]))
-    return bool(np.any(removable & in_c))
-
-
 class RUCBPolicy(RoundPolicy):
     """RUCB's state (wins W, hypothesis B) and step for a batch of trials (see :func:`rucb_step`)."""
-
-    _state_fields = (*RoundPolicy._state_fields, "wins", "hypothesis")
 
     def __init__(self, n_arms: int, keys: np.ndarray, alpha: float) -> None:
         super().__init__(n_arms, keys)
@@ -252,17 +178,6 @@ class RUCB(RoundAgent):
     >>> pair = agent.ask()
     >>> agent.tell(pair, first_wins=False)
     """
-
-    _schema = round_schema({"wins": WINS, "hypothesis": Array("int64", (1,), low=-1, high=_arm)}, (
-        WINS_SUM_IS_TIME,
-        rule("hypothesis: as the last step left it: −1 before the first step and while C is not a single arm, the "
-             "arm of C when C is one arm, else an arm of C (C of the wins the step read: today's wins with a pair "
-             "asked, else today's wins less the last round's outcome) that an earlier round could have had as its "
-             "only candidate (enough rounds, and every other arm beaten often enough by one arm)",
-             lambda a, s: _hypothesis_consistent(a, s))))
-    # Not checked (not derivable from the wins): whether some earlier round's C was {hypothesis} and it
-    # stayed in C since; that depends on the order of the outcomes, which the agent does not keep.
-
 
     def __init__(self, n_arms: int, horizon: int, alpha: float = 0.51, *, rng: RNGLike = None) -> None:
         k = check_int(n_arms, "n_arms", minimum=2)
