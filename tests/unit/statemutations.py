@@ -1,8 +1,9 @@
 """Well-formed semantic mutations of saved state files (issue 35), for test_state_mutations.
 
 Each mutation changes one stored field of a state file the way a plausible but wrong file would: a
-number ±1, ×100, negated, NaN, ±inf or 2^40; an array with one entry or all entries changed, of
-another dtype or shape; a field of a record removed, renamed, or one added. The file stays a valid
+number ±1, ×100, negated, NaN, ±inf or 2^40; an array with one entry or all entries changed, one unit
+moved between two entries (its total kept), of another dtype or shape; a field of a record removed,
+renamed, or one added. The file stays a valid
 archive with a valid header: only the meaning of the state changes.
 """
 
@@ -80,6 +81,7 @@ def _array_changes(array: np.ndarray) -> dict[str, Callable[[np.ndarray], np.nda
             "one+1": lambda a: _entry(a, lambda x: x + 1), "one-1": lambda a: _entry(a, lambda x: x - 1),
             "all+1": lambda a: a + 1, "x100": lambda a: a * 100, "negated": lambda a: -a if kind != "u" else a ^ 1,
             "one=2^40": one(2**40),
+            "moved": _moved,
         })
         if kind == "f":
             changes.update({"one=nan": one(np.nan), "one=inf": one(np.inf), "one=-inf": one(-np.inf),
@@ -98,6 +100,18 @@ def _array_changes(array: np.ndarray) -> dict[str, Callable[[np.ndarray], np.nda
     if array.ndim > 1:
         changes["shape-flat"] = lambda a: a.reshape(-1)
     return changes
+
+
+def _moved(a: np.ndarray) -> np.ndarray:
+    """One unit moved from the last entry holding one to the next entry (totals kept: a sum rule still holds)."""
+    out = a.copy()
+    flat = out.reshape(-1)
+    holding = np.flatnonzero(flat >= 1)
+    if flat.size > 1 and holding.size:
+        source = int(holding[-1])
+        flat[source] -= 1
+        flat[(source + 1) % flat.size] += 1
+    return out
 
 
 def _entry(a: np.ndarray, change: Callable[[Any], Any]) -> np.ndarray:

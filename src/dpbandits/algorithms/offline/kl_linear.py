@@ -14,13 +14,12 @@ from numpy.typing import ArrayLike
 from scipy.linalg import cho_solve, cholesky, eigvalsh
 
 from dpbandits._core.persistence import Persistable
-from dpbandits._core.schema import Array, Int, StateSchema, rule
+from dpbandits._core.schema import Array, StateSchema, rule
 from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline._elliptical import (
     EllipticalKLPolicy,
     check_declared_domain,
-    is_regularised_gram,
 )
 from dpbandits.algorithms.offline.accountants import account_linear
 from dpbandits.algorithms.offline.domain import require_declared_domain
@@ -93,18 +92,15 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
 
     _fitted_schema = True  # an unfitted policy saves no state
     _schema = StateSchema(
-        covariance_=Array("float64", (None, None)),
-        theta_=Array("float64", (None,)),
-        n_records_=Int(0, None),
-        rules=[rule("covariance_ = ridge·I + ΦᵀΦ: symmetric, eigenvalues >= ridge, trace <= d·ridge + n "
-                    "(rows of norm <= 1), theta_ of length d",
-                    lambda p, s: is_regularised_gram(s["covariance_"], p.ridge, s["n_records_"], 1.0)
-                    and s["theta_"].shape == s["covariance_"].shape[:1]),
-               rule("|theta_| <= R·sqrt(n / ridge) (a ridge estimate of rewards in [0, R])",
-                    lambda p, s: np.linalg.norm(s["theta_"])
-                    <= p.reward_bound * math.sqrt(s["n_records_"] / p.ridge) * (1 + 1e-9) + 1e-12)],
-        derived=("cholesky_", "lambda_min_", "n_features_in_"),
+        _features=Array("float64", (None, None)),
+        _rewards=Array("float64", (None,)),
+        rules=[rule("_features and _rewards: the logged records, one reward per row (their bounds are fit's)",
+                    lambda p, s: s["_rewards"].shape[0] == s["_features"].shape[0])],
+        retired=dict.fromkeys(("covariance_", "theta_", "n_records_"), "saved by an earlier version of dpbandits, which kept Σ_D, θ̂ and n instead of the logged " "records, and load cannot check that a data set gives them; fit the policy on its data again"),
     )
+    # The records are saved and load fits them again (fit's own checks and arithmetic): Σ_D, θ̂, n, the Cholesky
+    # factor and λ_min are derived, never read, so a loaded policy is one that fit reaches (and variant="tight",
+    # which needs the records, works after a load).
 
     def __init__(self, eta: float, beta0: float = 1.0, ridge: float = 2.0, reward_bound: float = 1.0, *,
                  min_eigenvalue: float | None = None, max_records: int | None = None) -> None:
@@ -147,7 +143,7 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
         chol = cholesky(covariance, lower=True, check_finite=False)
         theta = np.asarray(cho_solve((chol, True), phi.T @ r, check_finite=False))
         self._fit_statistics(covariance, theta, int(phi.shape[0]), chol)
-        self._records = (phi, r)  # for variant="tight" (its removals); never saved
+        self._records = (phi, r)  # the state saved; also variant="tight"'s (its removals)
         return self
 
     def _fit_statistics(self, covariance: FloatArray, theta: FloatArray, n_records: int,
@@ -159,10 +155,15 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
         self.n_features_in_ = int(covariance.shape[0])
         check_declared_domain(self.lambda_min_, self.min_eigenvalue, self.n_records_, self.max_records)
 
+    def _get_state(self) -> dict[str, Any]:
+        if not hasattr(self, "_records"):
+            return {}
+        phi, r = self._records
+        return {"_features": phi, "_rewards": r}
+
     def _set_state(self, state: dict[str, Any]) -> None:
-        """Restore Σ_D, θ̂, n; everything else is derived (the guarantee never comes from the file)."""
-        self._fit_statistics(state["covariance_"], state["theta_"], state["n_records_"])
-        self.__dict__.pop("_records", None)  # the records are not in the file: variant="tight" needs them again
+        """Fit the saved records again: every statistic is derived (the guarantee never comes from the file)."""
+        self.fit(state["_features"], state["_rewards"])
 
     def guarantee(self, action_features: ArrayLike | None = None, reference: ArrayLike | None = None, *,
                   kind: str = "pure", variant: str = "corrected", scope: str = "instance",
