@@ -2,8 +2,8 @@
 
 Each mutation changes one stored field of a state file the way a plausible but wrong file would: a
 number ±1, ×100, negated, NaN, ±inf or 2^40; an array with one entry or all entries changed, one unit
-moved between two entries (its total kept), of another dtype or shape; a field of a record removed,
-renamed, or one added. The file stays a valid
+moved between two entries (its total kept), of another dtype or shape; two entries swapped; a field of
+a record removed, renamed, or one added. The file stays a valid
 archive with a valid header: only the meaning of the state changes.
 """
 
@@ -83,6 +83,8 @@ def _array_changes(array: np.ndarray) -> dict[str, Callable[[np.ndarray], np.nda
             "one=2^40": one(2**40),
             "moved": _moved,
         })
+    if array.size > 1:
+        changes["swapped"] = _swapped
         if kind == "f":
             changes.update({"one=nan": one(np.nan), "one=inf": one(np.inf), "one=-inf": one(-np.inf),
                             "one+0.5": lambda a: _entry(a, lambda x: x + 0.5)})
@@ -111,6 +113,14 @@ def _moved(a: np.ndarray) -> np.ndarray:
         source = int(holding[-1])
         flat[source] -= 1
         flat[(source + 1) % flat.size] += 1
+    return out
+
+
+def _swapped(a: np.ndarray) -> np.ndarray:
+    """The first and the last entries exchanged (the same values in another order)."""
+    out = a.copy()
+    flat = out.reshape(-1)
+    flat[0], flat[-1] = flat[-1].copy(), flat[0].copy()
     return out
 
 

@@ -300,3 +300,20 @@ def test_the_linear_kl_policy_saves_its_records_and_fits_them_again() -> None:
         record["covariance_"] = {"__array__": "c"}
 
     _refused(edit(data, earlier), "saved by an earlier version")
+
+
+def test_arms_out_of_the_order_a_round_visits_them_are_refused() -> None:
+    """Sequential Halving's survivors and Interleaved Filter's remaining arms are visited in index order: the
+    same arms in another order (which loaded before, and changed the next pulls) are refused."""
+    from dpbandits.algorithms.bai.sequential_halving import SequentialHalving
+    from dpbandits.algorithms.dueling.interleaved_filter import InterleavedFilter
+
+    halving = SequentialHalving(8, 240, rng=0)
+    for _ in range(40):
+        halving.tell(halving.ask(), 0.5)
+    reverse = lambda a: a[::-1].copy()  # noqa: E731
+    _refused(edit(halving.to_bytes(), _set_array(("_surviving",), reverse)), "rule _surviving: distinct arms in ascending")
+    sweeps = InterleavedFilter(5, 100, rng=1)
+    for _ in range(3):
+        sweeps.tell(sweeps.ask(), first_wins=True)
+    _refused(edit(sweeps.to_bytes(), _set_array(("remaining",), reverse)), "rule remaining: distinct arms other than")

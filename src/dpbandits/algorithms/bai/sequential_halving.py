@@ -285,9 +285,10 @@ class SequentialHalving(OwnAgent, Persistable):
         _pending=Maybe(Int(0, lambda sh: sh.n_arms - 1)),
         _counts_added_at_round_end=Bool(),
         optional=("_counts_added_at_round_end",),  # files of older versions lack it
-        rules=[rule("_surviving: distinct arms, as many as the schedule keeps in _round (1 after the last)",
-                    lambda sh, s: np.unique(s["_surviving"]).size == s["_surviving"].size
-                    == (sh._schedule[s["_round"]][0] if s["_round"] < len(sh._schedule) else 1)),
+        rules=[rule("_surviving: distinct arms in ascending order (the round robin's), as many as the schedule keeps in "
+                    "_round (1 after the last)",
+                    lambda sh, s: bool(np.all(np.diff(s["_surviving"]) > 0))
+                    and s["_surviving"].size == (sh._schedule[s["_round"]][0] if s["_round"] < len(sh._schedule) else 1)),
                rule("_position < the pulls of the round, _pending the arm asked there",
                     lambda sh, s: (s["_round"] == len(sh._schedule) and s["_position"] == 0 and s["_pending"] is None)
                     or (s["_round"] < len(sh._schedule)

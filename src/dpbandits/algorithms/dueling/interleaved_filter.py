@@ -176,9 +176,11 @@ class InterleavedFilter(OwnAgent, Persistable):
         time=Int(0, "horizon"),
         _asked=Maybe(Tuple(Int(0, _last_arm), Int(0, _last_arm))),
         _first=Maybe(Int(0, _last_arm)),
-        rules=[rule("remaining: distinct arms other than candidate, one win count each, _position < their number "
-                    "(or 0), _wins <= _sweeps (+1 for the arms already met in the current sweep) and _sweeps <= time",
+        rules=[rule("remaining: distinct arms other than candidate, in index order (a sweep's order), one win count "
+                    "each, _position < their number (or 0), _wins <= _sweeps (+1 for the arms already met in the "
+                    "current sweep) and _sweeps <= time",
                     lambda f, s: len(set(s["remaining"].tolist()) | {s["candidate"]}) == s["remaining"].size + 1
+                    and bool(np.all(np.diff(s["remaining"]) > 0))
                     and s["_wins"].shape == s["remaining"].shape
                     and s["_position"] <= max(s["remaining"].size - 1, 0)
                     and (s["_wins"] <= s["_sweeps"] + (np.arange(s["_wins"].size) < s["_position"])).all()
