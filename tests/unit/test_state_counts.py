@@ -108,23 +108,6 @@ def test_a_committed_goptimal_dpdb_state_loads_and_keeps_its_time_rule() -> None
     _refused(edit(data, lambda meta, _: state(meta).update(time=plays - 1)), "rule time = the plays")
 
 
-def test_kl_linear_more_records_than_its_moment_shows_is_a_state_of_zero_feature_records() -> None:
-    """Why the fuzzer accepts a larger ``n_records_``: records of features φ = 0 add nothing to Σ_D or Φᵀr,
-    so the file is the fit of a data set with that many more records; fewer records break the trace rule."""
-    from dpbandits.algorithms.offline import KLLinearPolicy
-    from dpbandits.envs.offline import simulate_logged_contextual
-
-    data = simulate_logged_contextual([0.3, 0.2], 40, rng=1)
-    policy = KLLinearPolicy(eta=1.0, beta0=0.5, ridge=2.0).fit(data)
-    saved = edit(policy.to_bytes(), lambda meta, _: state(meta).update(n_records_=45))
-    loaded = quietly(lambda: Persistable.from_bytes(saved))
-    padded = KLLinearPolicy(eta=1.0, beta0=0.5, ridge=2.0).fit(
-        np.vstack([data.features, np.zeros((5, 2))]), np.r_[data.rewards, np.ones(5)])
-    assert loaded.n_records_ == padded.n_records_ == 45
-    np.testing.assert_array_equal(loaded.covariance_, padded.covariance_)
-    np.testing.assert_array_equal(loaded.theta_, padded.theta_)
-
-
 # ------------------------------------------------------------------ DP-EBS and LDP-EBS: replayed bookkeeping
 EBS = ["dp-ebs", "ldp-ebs", "dp-ebs-restart"]
 
