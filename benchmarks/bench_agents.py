@@ -21,7 +21,9 @@ rounds (``_harness.interleaved``), per step (one ``ask`` + one ``tell``, or one 
 Targets: ours fast <= 2 × plain loop; ours secure <= 3 × the OpenDP-direct plain loop; ours faster
 than the peer (ratio peer / ours > 1). For DP-BAI (issue 38) also **a do-nothing ask/tell object**
 driven by the same loop (``ask`` returns arm 0, ``tell`` counts down the trial's pulls): ours fast,
-building each trial's agent included, <= 2 × that floor of the interface itself. Feedback is the same in every loop: duel (a, b) at round t is
+building each trial's agent included, <= 2 × that floor of the interface itself; and the same per pull
+inside one long phase (no building, no phase end), beside the microseconds of building a trial's agent
+and of its phase end (what the per-trial ratio adds to the per-pull one). Feedback is the same in every loop: duel (a, b) at round t is
 won by a iff ``u[t] < P[a, b]`` (instance F2, K = 10 arms), and a pull of arm i returns
 ``min(1, 2·μ_i·U_t)`` (the DP-BAI Section-5 instance, K = 30; for Sequential Halving ``2·μ_i·U_t``
 unclipped, as its plain loop computes it, so that both make the same pulls and recommend the same arm).
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -222,6 +225,61 @@ def dp_bai_case(trials: int) -> Case:
                 do_nothing=do_nothing)
 
 
+def dp_bai_parts(rounds: int, quick: bool) -> None:
+    """DP-BAI's agent cost in its parts: per pull inside a long phase (÷ the do-nothing object), and the
+    microseconds of building a trial's agent and of its phase end (what the per-trial ratio adds)."""
+    pulls = 20_000 if quick else 200_000
+    long_phase = DPBAI(BAI.features, 4 * pulls, BAI_EPSILON)  # phase 1 alone holds more than `pulls` pulls
+    u = np.random.default_rng(SEED).random(pulls + 1).tolist()
+
+    def steady(make: Callable[[], Any]) -> Callable[[], int]:
+        def run() -> int:  # bai_pulls' loop, stopped after `pulls` pulls
+            agent = make()
+            ask, tell = agent.ask, agent.tell
+            i = 0
+            while not agent.done and i < pulls:
+                arm = ask()
+                tell(arm, min(1.0, WIDTHS[arm] * u[i]))
+                i += 1
+            return i
+        return run
+
+    medians = interleaved({
+        "ours": steady(lambda: long_phase.agent(rng=SEED, insecure_seeded_noise=True)),
+        "do-nothing": steady(lambda: DoNothingAgent(pulls + 1)),
+    }, rounds)
+    ours, floor = medians["ours"], medians["do-nothing"]
+    report_ratio("dp-bai per pull inside a phase / a do-nothing ask/tell object", ours / floor,
+                 numerator=f"ours {ours * 1e9:.0f} ns", denominator=f"do-nothing {floor * 1e9:.0f} ns",
+                 target="<= 2", met=ours / floor <= 2)
+    algorithm = DPBAI(BAI.features, BAI_BUDGET, BAI_EPSILON)
+    n_agents = 200
+
+    def build() -> int:
+        for i in range(n_agents):
+            algorithm.agent(rng=SEED + i, insecure_seeded_noise=True)
+        return n_agents
+
+    def one_pull_short() -> list[Any]:
+        agents = [algorithm.agent(rng=SEED + i, insecure_seeded_noise=True) for i in range(n_agents)]
+        for agent in agents:  # every pull of the first phase but its last
+            while agent._position < agent._end - 1:
+                agent.tell(agent.ask(), 0.5)
+        return agents
+
+    ends = []
+    for _ in range(rounds):
+        agents = one_pull_short()  # untimed
+        start = time.perf_counter()
+        for agent in agents:
+            agent.tell(agent.ask(), 0.5)  # the phase's last pull: its end (release, selection, next plan)
+        ends.append((time.perf_counter() - start) / n_agents)
+    construct = interleaved({"build": build}, rounds)["build"]
+    report_value("dp-bai: building a trial's agent", construct * 1e6, "us")
+    report_value("dp-bai: the end of the first phase (with its last pull)", float(np.median(ends)) * 1e6, "us",
+                 note=f"{algorithm.planner.n_phases} phase(s) per trial of {BAI_BUDGET} pulls")
+
+
 def sequential_halving_case(trials: int) -> Case:
     u = np.random.default_rng(SEED).random(BAI_BUDGET * trials + 1).tolist()
     # the plain loop's rewards are w_i·U unclipped (Sequential Halving has no reward bound): ours gets the
@@ -389,6 +447,8 @@ def main() -> None:
                 peer = medians[name]
                 report_ratio(f"{case.name} peer / ours (fast)", peer / fast, numerator=f"{name} {peer * 1e6:.2f} us",
                              denominator=f"ours {fast * 1e6:.2f} us", target="> 1", met=peer > fast)
+    if not args.select or any(word in "dp-bai" for word in args.select):
+        dp_bai_parts(rounds, args.quick)
     print(f"# {load_average()}")
 
 

@@ -480,7 +480,7 @@ class PhasedAgent(Persistable):
         keys = self._rng.random((1, plan.active.shape[0]))
         chosen = plan.active[select_top(estimates, plan.keep, keys if self._tie_break == "random" else None)][0]
         self.phase_log.append({**plan.info, "estimates": estimates[0].copy(), "survivors": chosen.copy()})
-        self._state_id = self._cache.next_id(self._phase, self._state_id, tuple(int(a) for a in chosen))
+        self._state_id = self._cache.next_id(self._phase, self._state_id, tuple(chosen.tolist()))
         self._phase += 1
         if self._phase == self._planner.n_phases:
             self._recommendation, self.done = int(chosen[0]), True
