@@ -107,9 +107,9 @@ class PhasePlan:
                 f"sum_weights; got shape {self.statistic_weights.shape}"
             )
 
-    @property
+    @cached_property
     def total_pulls(self) -> int:
-        """Σ pulls of the phase."""
+        """Σ pulls of the phase (computed once per plan, which every trial shares)."""
         return int(self.pulls.sum())
 
 
