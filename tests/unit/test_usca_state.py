@@ -105,7 +105,7 @@ def test_the_loaded_reward_vector_is_the_sum_of_the_clipped_rounds() -> None:
 def _earlier_layout(agent: USCA) -> bytes:
     """The file the previous layout saved for ``agent`` (feature backend): the round count and the streamed
     reward vector of its rounds, no rows."""
-    rows = agent._contexts[: agent.rounds_observed], agent._rewards[: agent.rounds_observed]
+    rows = agent._points[: agent.rounds_observed, agent.action_dim :], agent._rewards[: agent.rounds_observed]
     b = agent.surrogate.reward_vector(joint_points(agent.learning_actions[: agent.rounds_observed], rows[0]), rows[1])
 
     def change(meta: dict[str, Any], members: dict[str, np.ndarray]) -> None:
@@ -208,3 +208,24 @@ def test_told_rounds_are_kept_in_contiguous_buffers() -> None:
         tracemalloc.stop()
     assert held <= 2 * 8 * 2 * horizon + 4096, held  # at most twice the 16 bytes a round of dc = 1
     assert canonical_state(agent.to_bytes())[2]["__dict__"]["rewards"][2] == (horizon,)
+
+
+@pytest.mark.parametrize("backend", ["features", "kernel"])
+def test_a_rounds_action_is_the_learning_action_when_it_was_observed(backend: str) -> None:
+    """The privacy audits condition on other coins by setting ``learning_actions`` around ``observe`` (their
+    adversarial neighbour moves a round's action to the certified argmax): the fit must use the actions read
+    when the rounds were observed, as it did when b was streamed. Reading them at the first prediction instead
+    made the audit's worst pair a milder one, and its 'Δ understated tenfold' control went unrefuted."""
+    contexts, rewards = _contexts(12, 3), np.linspace(-1.0, 1.0, 12)
+    swapped, plain = _agent(backend), _agent(backend)
+    coins, moved = swapped.learning_actions, swapped.learning_actions.copy()
+    moved[4] = 1.0 - moved[4]
+    swapped.learning_actions = moved
+    swapped.observe(contexts, rewards)
+    swapped.learning_actions = coins  # restored before any prediction, as the audit harness does
+    reference = _agent(backend)
+    reference.learning_actions = moved
+    reference.observe(contexts, rewards)
+    plain.observe(contexts, rewards)
+    assert np.array_equal(swapped.mechanism_log_probabilities([0.4]), reference.mechanism_log_probabilities([0.4]))
+    assert not np.array_equal(swapped.mechanism_log_probabilities([0.4]), plain.mechanism_log_probabilities([0.4]))

@@ -343,10 +343,12 @@ class USCA(OwnAgent, Persistable):
         self.grid = action_grid(self.action_dim, grid_points_per_dim)
         self.learning_actions: FloatArray = as_generator(learn_seed).random((self.horizon, self.action_dim))
 
-        # the observed rounds (contexts after clip, rewards): the saved state, from which everything the
-        # prediction needs is recomputed; buffers grown by doubling (no horizon-sized allocation up front)
+        # the observed rounds as joint points wₜ = (xₜ, cₜ) (the learning action read when the round is
+        # observed, the context after clip) and rewards; their contexts and rewards are the saved state,
+        # from which everything the prediction needs is recomputed; buffers grown by doubling (no
+        # horizon-sized allocation up front)
         self._rounds = 0
-        self._contexts = np.empty((0, self.context_dim))
+        self._points = np.empty((0, self.action_dim + self.context_dim))
         self._rewards = np.empty(0)
         self._coefficients: FloatArray | None = None
         self._exact_mean: Any = None
@@ -431,15 +433,18 @@ class USCA(OwnAgent, Persistable):
 
     def _append(self, contexts: FloatArray, rewards: FloatArray) -> None:
         """Keep checked rounds (contexts (n, dc) in [0, 1], rewards (n,) within ±B_y) after those observed."""
-        end = self._rounds + rewards.shape[0]
+        start, end = self._rounds, self._rounds + rewards.shape[0]
         if end > self._rewards.shape[0]:  # grow by doubling, up to the horizon: O(1) amortised per round
             capacity = min(self.horizon, max(end, 2 * self._rewards.shape[0], 16))
-            grown_contexts, grown_rewards = np.empty((capacity, self.context_dim)), np.empty(capacity)
-            grown_contexts[: self._rounds] = self._contexts[: self._rounds]
-            grown_rewards[: self._rounds] = self._rewards[: self._rounds]
-            self._contexts, self._rewards = grown_contexts, grown_rewards
-        self._contexts[self._rounds : end] = contexts
-        self._rewards[self._rounds : end] = rewards
+            grown_points, grown_rewards = np.empty((capacity, self._points.shape[1])), np.empty(capacity)
+            grown_points[:start] = self._points[:start]
+            grown_rewards[:start] = self._rewards[:start]
+            self._points, self._rewards = grown_points, grown_rewards
+        # the round's action is read now, when it is observed (a privacy audit conditions on other coins by
+        # setting learning_actions around observe)
+        self._points[start:end, : self.action_dim] = self.learning_actions[start:end]
+        self._points[start:end, self.action_dim :] = contexts
+        self._rewards[start:end] = rewards
         self._rounds = end
         self._coefficients = None
         self._exact_mean = None
@@ -447,7 +452,7 @@ class USCA(OwnAgent, Persistable):
     def _data(self) -> tuple[FloatArray, FloatArray]:
         """The observed rounds as joint points wₜ = (xₜ, cₜ), shape (rounds, dx + dc), and their rewards."""
         n = self._rounds
-        return joint_points(self.learning_actions[:n], self._contexts[:n]), self._rewards[:n]
+        return self._points[:n], self._rewards[:n]
 
     def observe(self, contexts: ArrayLike, rewards: ArrayLike) -> None:
         """Record a batch of consecutive rounds (the actions are the next ``learning_actions``).
@@ -629,14 +634,13 @@ class USCA(OwnAgent, Persistable):
 
     def _get_state(self) -> dict[str, Any]:
         n = self._rounds
-        return {"contexts": self._contexts[:n].copy(), "rewards": self._rewards[:n].copy(),
+        return {"contexts": self._points[:n, self.action_dim :].copy(), "rewards": self._rewards[:n].copy(),
                 "n_releases": self.n_releases}
 
     def _set_state(self, state: dict[str, Any]) -> None:
         # the round count, b and the fit are recomputed from the rows (caches emptied), never read
         self.reset_data()
-        self._contexts, self._rewards = state["contexts"].copy(), state["rewards"].copy()
-        self._rounds = int(self._rewards.shape[0])
+        self._append(state["contexts"], state["rewards"])  # with the learning actions of those rounds
         self.n_releases = state["n_releases"]
 
     def reset_data(self) -> None:
@@ -645,7 +649,7 @@ class USCA(OwnAgent, Persistable):
         Used to run the same coins on several datasets (privacy audits condition on the coins).
         """
         self._rounds = 0
-        self._contexts, self._rewards = np.empty((0, self.context_dim)), np.empty(0)
+        self._points, self._rewards = np.empty((0, self.action_dim + self.context_dim)), np.empty(0)
         self._coefficients = None
         self._exact_mean = None
 
