@@ -45,20 +45,6 @@ def check_declared_domain(lambda_min: float, min_eigenvalue: float | None, n_rec
         raise refuse_outside_domain(f"n <= max_records = {max_records}")
 
 
-def is_regularised_gram(covariance: FloatArray, ridge: float, n_records: int, norm_bound: float) -> bool:
-    """Whether ``covariance`` can be λI + Σ z_i z_iᵀ over n rows of norm <= B (a saved state's check).
-
-    Square and symmetric, eigenvalues >= λ, trace <= d·λ + n·B² (up to rounding).
-    """
-    if covariance.ndim != 2 or covariance.shape[0] != covariance.shape[1] or covariance.shape[0] == 0:
-        return False
-    d = covariance.shape[0]
-    scale = max(1.0, float(np.abs(covariance).max()))
-    return bool(np.allclose(covariance, covariance.T, rtol=0.0, atol=1e-12 * scale)
-                and np.linalg.eigvalsh(covariance)[0] >= ridge * (1 - 1e-9) - 1e-12 * scale
-                and np.trace(covariance) <= (d * ridge + n_records * norm_bound**2) * (1 + 1e-9))
-
-
 class EllipticalKLPolicy(DeployedPolicy, ABC):
     """Base of :class:`KLLinearPolicy` and :class:`KLRLHFPolicy` (query methods only).
 

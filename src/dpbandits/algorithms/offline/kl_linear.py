@@ -15,7 +15,6 @@ from scipy.linalg import cho_solve, cholesky, eigvalsh
 
 from dpbandits._core.persistence import Persistable
 from dpbandits._core.schema import Array, StateSchema, rule
-from dpbandits._core.typing import FloatArray
 from dpbandits._core.validation import check_in_interval, check_int, check_positive_float
 from dpbandits.algorithms.offline._elliptical import (
     EllipticalKLPolicy,
@@ -28,6 +27,10 @@ from dpbandits.envs.offline import LoggedContextualData
 from dpbandits.privacy.guarantees import Guarantee
 
 __all__ = ["KLLinearPolicy"]
+
+
+_EARLIER_LAYOUT = ("saved by an earlier version of dpbandits, which kept Σ_D, θ̂ and n instead of the logged records, "
+                   "and load cannot check that a data set gives them; fit the policy on its data again")
 
 
 @register_algorithm_class("kl-linear", "kl-linear-classification")
@@ -75,6 +78,8 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
     ``max_records``, ``privacy(scope="domain")`` is ordinary DP over that domain. Each context and
     each sample compose; ``sample(accountant=...)`` records the domain guarantee
     (:meth:`sample_guarantee`) and needs both declared. :meth:`sample` draws with OpenDP's exact Gumbel noisy-max by default.
+    A saved policy (:meth:`save`) is not a release: it holds the logged records, from which ``load``
+    fits it again, and must be kept as private as the data.
 
     References
     ----------
@@ -96,7 +101,7 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
         _rewards=Array("float64", (None,)),
         rules=[rule("_features and _rewards: the logged records, one reward per row (their bounds are fit's)",
                     lambda p, s: s["_rewards"].shape[0] == s["_features"].shape[0])],
-        retired=dict.fromkeys(("covariance_", "theta_", "n_records_"), "saved by an earlier version of dpbandits, which kept Σ_D, θ̂ and n instead of the logged " "records, and load cannot check that a data set gives them; fit the policy on its data again"),
+        retired=dict.fromkeys(("covariance_", "theta_", "n_records_"), _EARLIER_LAYOUT),
     )
     # The records are saved and load fits them again (fit's own checks and arithmetic): Σ_D, θ̂, n, the Cholesky
     # factor and λ_min are derived, never read, so a loaded policy is one that fit reaches (and variant="tight",
@@ -142,24 +147,12 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
         covariance = self.ridge * np.eye(d) + phi.T @ phi
         chol = cholesky(covariance, lower=True, check_finite=False)
         theta = np.asarray(cho_solve((chol, True), phi.T @ r, check_finite=False))
-        self._fit_statistics(covariance, theta, int(phi.shape[0]), chol)
-        self._records = (phi, r)  # the state saved; also variant="tight"'s (its removals)
-        return self
-
-    def _fit_statistics(self, covariance: FloatArray, theta: FloatArray, n_records: int,
-                        chol: FloatArray | None = None) -> None:
-        """Set Σ_D, θ̂ and n, and derive the Cholesky factor, λ_min and d from them (fit and load)."""
-        self.covariance_, self.theta_, self.n_records_ = covariance, theta, n_records
-        self.cholesky_ = cholesky(covariance, lower=True, check_finite=False) if chol is None else chol
+        self.covariance_, self.theta_, self.n_records_, self.cholesky_ = covariance, theta, int(phi.shape[0]), chol
         self.lambda_min_ = float(eigvalsh(covariance, subset_by_index=(0, 0))[0])
-        self.n_features_in_ = int(covariance.shape[0])
+        self.n_features_in_ = d
         check_declared_domain(self.lambda_min_, self.min_eigenvalue, self.n_records_, self.max_records)
-
-    def _get_state(self) -> dict[str, Any]:
-        if not hasattr(self, "_records"):
-            return {}
-        phi, r = self._records
-        return {"_features": phi, "_rewards": r}
+        self._features, self._rewards = phi, r  # the state saved; also variant="tight"'s records (its removals)
+        return self
 
     def _set_state(self, state: dict[str, Any]) -> None:
         """Fit the saved records again: every statistic is derived (the guarantee never comes from the file)."""
@@ -172,8 +165,8 @@ class KLLinearPolicy(EllipticalKLPolicy, Persistable):
 
         ``variant="tight"`` uses the records of the last :meth:`fit` unless ``records=`` is given.
         """
-        if variant == "tight" and kwargs.get("records") is None and hasattr(self, "_records"):
-            kwargs["records"] = self._records
+        if variant == "tight" and kwargs.get("records") is None and hasattr(self, "_features"):
+            kwargs["records"] = (self._features, self._rewards)
         return account_linear(self, action_features, reference, kind=kind, variant=variant, scope=scope, **kwargs)
 
     def sample_guarantee(self, action_features: ArrayLike | None = None,
