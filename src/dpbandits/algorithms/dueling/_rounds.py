@@ -103,7 +103,6 @@ class RoundPolicy(ABC):
         K.
     keys : ndarray of uint64 (n_trials,)
         Each trial's algorithm key (its coins).
-
     """
 
     def __init__(self, n_arms: int, keys: np.ndarray) -> None:
